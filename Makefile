@@ -1,0 +1,58 @@
+# vq — the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+unexport PYTHONDONTWRITEBYTECODE
+
+.PHONY: help venv demo check lint types contracts test soak bench clean
+
+help:
+	@echo "make demo    create the venv, start a daemon on a temp state root, run real jobs"
+	@echo "make test    lint + types + import contracts + the whole test suite (bounded chaos)"
+	@echo "make soak    the long chaos/soak runs"
+	@echo "make bench   benchmarks against task-spooler and the physical floor"
+	@echo "make check   ruff, mypy --strict, import-linter"
+
+$(STAMP): pyproject.toml scripts/ensure-python.sh
+	@scripts/ensure-python.sh $(PYTHON) $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m compileall -q src > /dev/null
+	@touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@scripts/demo.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+types: $(STAMP)
+	$(VENV)/bin/mypy
+
+contracts: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+check: lint types contracts
+
+test: check
+	@scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
+
+soak: $(STAMP)
+	@scripts/run-tests.sh $(PY) -m slow $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@scripts/install-bench-deps.sh
+	$(PY) -m compileall -q src > /dev/null
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results.json

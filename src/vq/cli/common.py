@@ -1,0 +1,62 @@
+"""Helpers shared by CLI commands: the client, the no-daemon fallback, JSON output.
+
+Pattern: when a daemon answers, a command asks it (fast, consistent with its index);
+when none does, the command runs the same service against the disk itself. Heavy modules
+(pydantic, services) are imported only on that fallback path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from vq.client import Client
+from vq.errors import DaemonNotRunning
+from vq.paths import StatePaths
+
+if TYPE_CHECKING:
+    from vq.services.context import ServiceContext
+
+__all__ = ["call_daemon", "client", "echo_json", "local_context", "paths", "warn"]
+
+
+def paths() -> StatePaths:
+    return StatePaths.from_env()
+
+
+def client(timeout: float = 60.0) -> Client:
+    return Client(str(paths().daemon_sock), timeout=timeout)
+
+
+def call_daemon(method: str, params: dict[str, Any] | None = None) -> Any | None:
+    """The daemon's answer, or None when no daemon is answering (use the fallback)."""
+    if not paths().daemon_sock.exists():
+        return None
+    try:
+        return client().call(method, params)
+    except DaemonNotRunning:
+        return None
+
+
+def local_context() -> ServiceContext:
+    """A service context over the disk with the configured caps (no daemon needed)."""
+    from vq.config import load_settings
+    from vq.services.context import ServiceContext
+
+    return ServiceContext(paths(), load_settings().daemon.caps())
+
+
+def echo_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, sort_keys=False))
+
+
+def warn(message: str) -> None:
+    click.echo(f"vq: warning: {message}", err=True)
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"

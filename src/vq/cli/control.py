@@ -1,0 +1,106 @@
+"""Control verbs: ``vq kill`` and ``vq wait``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from vq.cli.common import call_daemon, echo_json, local_context, paths
+from vq.domain.durations import parse_duration
+from vq.errors import WaitTimeout
+
+__all__ = ["job_exit_status", "kill", "wait"]
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
+def kill(job_ids: tuple[str, ...], as_json: bool) -> None:
+    """Kill jobs: PENDING ends at once; RUNNING gets SIGTERM, a 10 s grace, then SIGKILL."""
+    results = []
+    for job_id in job_ids:
+        result = call_daemon("kill", {"id": job_id})
+        if result is None:
+            result = _kill_locally(job_id)
+        results.append(result)
+        if not as_json:
+            if result["already_killed"]:
+                click.echo(f"{job_id} was already KILLED")
+            else:
+                click.echo(f"{job_id} {result['previous_state']} → KILLED")
+    if as_json:
+        echo_json(results)
+
+
+def _kill_locally(job_id: str) -> dict[str, Any]:
+    """No daemon: write KILLED, SIGTERM the group, and wait out the grace ourselves."""
+    from vq.services.kill import escalate_after_grace, kill_job
+
+    outcome = kill_job(local_context(), job_id)
+    if outcome.signaled and outcome.spec.pgid is not None:
+        escalate_after_grace(job_id, outcome.spec.pgid, outcome.spec.pid_start_time)
+    return {
+        "id": job_id,
+        "previous_state": outcome.previous.value,
+        "state": outcome.spec.state.value,
+        "already_killed": outcome.already_killed,
+        "signaled": outcome.signaled,
+    }
+
+
+def job_exit_status(state: str, exit_code: int | None) -> int:
+    """``vq wait``'s exit code for one ended job (documented in docs/cli.md)."""
+    if state == "COMPLETED":
+        return 0
+    if exit_code is not None and 0 < exit_code < 256:
+        return exit_code
+    return 1
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
+def wait(job_ids: tuple[str, ...], timeout: str | None, as_json: bool) -> None:
+    """Block until every job has ended. Exit code: the first job's nonzero code, else 0."""
+    from vq.store.specs import SpecStore
+
+    store = SpecStore(paths())
+    deadline = None if timeout is None else time.monotonic() + parse_duration(timeout)
+    for job_id in job_ids:
+        store.read(job_id)  # fail fast on unknown or corrupt ids
+    remaining = list(job_ids)
+    final: dict[str, Any] = {}
+    delay = 0.02
+    while remaining:
+        for job_id in list(remaining):
+            spec = store.read(job_id)
+            if spec.is_terminal:
+                final[job_id] = {
+                    "id": job_id,
+                    "state": spec.state.value,
+                    "exit_code": spec.exit_code,
+                    "failure_reason": spec.failure_reason,
+                }
+                remaining.remove(job_id)
+        if not remaining:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            raise WaitTimeout(
+                f"{len(remaining)} job(s) still running after {timeout}: {', '.join(remaining)}",
+                hint="wait again, or raise --timeout",
+            )
+        time.sleep(delay)
+        delay = min(0.5, delay * 1.5)
+    ordered = [final[job_id] for job_id in job_ids]
+    if as_json:
+        echo_json(ordered)
+    else:
+        for item in ordered:
+            if item["state"] != "COMPLETED":
+                reason = f": {item['failure_reason']}" if item["failure_reason"] else ""
+                click.echo(f"{item['id']} {item['state']}{reason}", err=True)
+    codes = [job_exit_status(item["state"], item["exit_code"]) for item in ordered]
+    raise SystemExit(next((code for code in codes if code), 0))

@@ -1,0 +1,82 @@
+"""``vq logs ID [-f] [--stderr] [--tail N]``: print or follow a job's output by byte offset."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from vq.cli.common import paths
+
+__all__ = ["logs"]
+
+_CHUNK = 64 * 1024
+
+
+def _tail_offset(path: str, lines: int) -> int:
+    """Byte offset where the last ``lines`` lines of ``path`` start (reads backwards)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return 0
+    if lines == 0:
+        return size
+    position = size
+    buffer = b""
+    with open(path, "rb") as handle:
+        while position > 0 and buffer.count(b"\n") <= lines:
+            step = min(_CHUNK, position)
+            position -= step
+            handle.seek(position)
+            buffer = handle.read(step) + buffer
+    body = buffer[:-1] if buffer.endswith(b"\n") else buffer
+    cut = len(body)
+    for _ in range(lines):
+        cut = body.rfind(b"\n", 0, cut)
+        if cut == -1:
+            return position
+    return position + cut + 1
+
+
+def _copy_from(path: str, offset: int) -> int:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            while block := handle.read(_CHUNK):
+                sys.stdout.buffer.write(block)
+                offset += len(block)
+    except FileNotFoundError:
+        return offset
+    sys.stdout.buffer.flush()
+    return offset
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
+@click.option("--stderr", "use_stderr", is_flag=True, help="Show stderr instead of stdout.")
+@click.option("--tail", "tail", type=click.IntRange(0), help="Start with the last N lines.")
+def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
+    """Print a job's stdout (or stderr); with -f follow it until the job ends."""
+    from vq.store.specs import SpecStore
+
+    state = paths()
+    store = SpecStore(state)
+    spec = store.read(job_id)
+    path = str(state.workspace(job_id) / (spec.stderr_path if use_stderr else spec.stdout_path))
+    offset = _tail_offset(path, tail) if tail is not None else 0
+    offset = _copy_from(path, offset)
+    if not follow:
+        return
+    delay = 0.05
+    while not spec.is_terminal:
+        time.sleep(delay)
+        delay = min(0.5, delay * 1.5)
+        before = offset
+        offset = _copy_from(path, offset)
+        if offset != before:
+            delay = 0.05
+        spec = store.read(job_id)
+    _copy_from(path, offset)  # what was written between the last read and the end

@@ -1,0 +1,122 @@
+"""Settings from layered TOML (§9.1), read once at a composition root.
+
+Layers, last wins: built-in defaults → ``/etc/vq/config.toml`` → ``<config-root>/config.toml``
+(config root: ``VQ_CONFIG_DIR`` → ``$XDG_CONFIG_HOME/vq`` → ``~/.config/vq``) → explicit
+overrides (daemon flags). Unknown keys are refused with their dotted path and file, so a
+typo never silently does nothing. ``docs/config.md`` documents every key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vq.domain.admission import Caps
+from vq.errors import ConfigError
+from vq.paths import resolve_config_root
+
+__all__ = ["DaemonSettings", "Settings", "host_logical_cpus", "host_memory_mb", "load_settings"]
+
+SITE_CONFIG = Path("/etc/vq/config.toml")
+
+
+def host_logical_cpus() -> int:
+    return os.cpu_count() or 1
+
+
+def host_memory_mb() -> int | None:
+    """Total physical memory in MB, or None when the platform cannot tell."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class DaemonSettings(BaseModel):
+    """``[daemon]``: the local admission budget and loop timing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_jobs: int | None = Field(default=None, ge=1)
+    max_cpus: int | None = Field(default=None, ge=1)
+    max_mem_mb: int | None = Field(default=None, ge=1)
+    default_job_mem_mb: int | None = Field(default=None, ge=1)
+    tick_seconds: float = Field(default=1.0, gt=0, le=60)
+
+    def caps(self) -> Caps:
+        """Effective caps: unset ``max_cpus``/``max_mem_mb`` mean the host's totals."""
+        return Caps(
+            max_jobs=self.max_jobs,
+            max_cpus=self.max_cpus if self.max_cpus is not None else host_logical_cpus(),
+            max_mem_mb=self.max_mem_mb if self.max_mem_mb is not None else host_memory_mb(),
+            default_job_mem_mb=self.default_job_mem_mb,
+        )
+
+
+class Settings(BaseModel):
+    """The whole configuration. Every section refuses unknown keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+
+
+def _read_layer(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path}: {exc}", hint="fix the TOML syntax; `vq daemon run` refuses to start"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _validate(data: dict[str, Any], origin: str) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ConfigError(
+            f"{origin}: {key}: {message}",
+            hint="see docs/config.md for every key and its default",
+        ) from exc
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    site_config: Path = SITE_CONFIG,
+) -> Settings:
+    """Merge the layers and validate each file on its own (so errors name the file)."""
+    env = os.environ if env is None else env
+    merged: dict[str, Any] = {}
+    for path in (site_config, resolve_config_root(env) / "config.toml"):
+        layer = _read_layer(path)
+        if layer:
+            _validate(layer, str(path))
+            merged = _merge(merged, layer)
+    if overrides:
+        merged = _merge(merged, overrides)
+    return _validate(merged, "configuration")

@@ -1,0 +1,58 @@
+"""``python -m vq.daemon``: run the daemon in the foreground (what ``vq daemon run`` execs).
+
+Flags override the ``[daemon]`` config section. Exit codes follow ``vq.errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from vq.config import load_settings
+from vq.errors import VqError
+from vq.paths import StatePaths
+
+from .app import Daemon
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vq daemon run")
+    for flag in ("max-jobs", "max-cpus", "max-mem-mb", "default-job-mem-mb"):
+        parser.add_argument(f"--{flag}", type=int, default=None)
+    parser.add_argument("--tick-seconds", type=float, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    overrides = {key: value for key, value in vars(args).items() if value is not None}
+    paths = StatePaths.from_env()
+    try:
+        settings = load_settings(overrides={"daemon": overrides} if overrides else None)
+        paths.ensure()
+    except VqError as exc:
+        print(f"vq: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    handlers: list[logging.Handler] = [logging.FileHandler(paths.daemon_log)]
+    if sys.stderr.isatty():
+        handlers.append(logging.StreamHandler())
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+    )
+    try:
+        return Daemon(paths, settings).run()
+    except VqError as exc:
+        logging.getLogger("vq.daemon").error("%s", exc.message)
+        print(f"vq: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

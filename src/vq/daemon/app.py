@@ -1,0 +1,200 @@
+"""The daemon: composition root and main loop.
+
+Start-up order (each step's failure leaves a clear message in daemon.log and stderr):
+
+1. take the singleton flock ``queue/.vq-daemon.lock`` (held for the process lifetime;
+   the kernel drops it if we die), write ``daemon.pid``;
+2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
+3. start the fork server; run the recovery pass (interruptible at spec boundaries);
+4. load the index; bind ``daemon.sock`` (0600) — only now is the daemon visible;
+5. loop: apply collector exits, poll orphans and kill graces, dispatch, sleep until
+   woken (submit, exit, wake RPC, signal) or the tick elapses.
+
+Stopping stops dispatch and exits. Running jobs keep running (collectors are in their own
+sessions) and are reattached by the next start; a stop never marks a job failed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from vq import __version__
+from vq._fs import atomic_write_bytes, try_lock_file
+from vq.config import Settings
+from vq.domain.spec import JobSpec
+from vq.errors import Conflict
+from vq.executors.forkserver_client import ForkServer
+from vq.paths import StatePaths
+from vq.services.context import ServiceContext
+
+from .dispatch import Dispatcher
+from .handlers import build_methods
+from .index import JobIndex
+from .recovery import recover
+from .rpc import RpcServer
+from .supervisor import Supervisor
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger("vq.daemon")
+
+#: How often the index looks for spec files written by other processes (names only).
+RESCAN_SECONDS = 5.0
+#: Poll interval while a group is owed a grace or an orphan is watched.
+FAST_POLL_SECONDS = 0.2
+
+
+class Daemon:
+    """One daemon for one state root."""
+
+    def __init__(self, paths: StatePaths, settings: Settings) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.ctx = ServiceContext(paths, settings.daemon.caps())
+        self.index = JobIndex(self.ctx.store)
+        self.stop_requested = threading.Event()
+        self.wake_event = threading.Event()
+        self.started_monotonic = time.monotonic()
+        self.started_at = self.ctx.now()
+        self.supervisor = Supervisor(self.ctx, self.index.upsert)
+        self.supervisor.wake = self.wake
+        self.forkserver = ForkServer(self.supervisor.on_collector_exit)
+        self.dispatcher = Dispatcher(
+            self.ctx,
+            self.supervisor,
+            self.forkserver,
+            self.index.pending,
+            self.index.upsert,
+            dict(os.environ),
+        )
+        self._calls: list[Callable[[], None]] = []
+        self._calls_lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self._server: RpcServer | None = None
+
+    # --- cross-thread plumbing ---------------------------------------------------------
+    def wake(self) -> None:
+        self.wake_event.set()
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the main loop (the only thread that touches the supervisor)."""
+        with self._calls_lock:
+            self._calls.append(fn)
+        self.wake()
+
+    def _run_calls(self) -> None:
+        with self._calls_lock:
+            calls, self._calls = self._calls, []
+        for fn in calls:
+            fn()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        self.stop_requested.set()
+        self.wake()
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take the singleton lock and publish daemon.pid, or raise Conflict."""
+        self.paths.ensure()
+        fd = try_lock_file(self.paths.daemon_lock)
+        if fd is None:
+            pid = self._recorded_pid()
+            raise Conflict(
+                f"a vq daemon already runs for {self.paths.root}"
+                + (f" (pid {pid})" if pid else ""),
+                hint="`vq daemon status` shows it; `vq daemon stop` stops it",
+                reference="daemon-running",
+            )
+        self._lock_fd = fd
+        atomic_write_bytes(self.paths.daemon_pid, f"{os.getpid()}\n".encode())
+
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.paths.daemon_pid.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def run(self) -> int:
+        """Run until stopped. Returns the process exit code."""
+        self.acquire()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
+        try:
+            self.forkserver.start()
+            report = recover(self.ctx, self.supervisor, self.stop_requested, self.index.upsert)
+            log.info(
+                "recovery: %d specs examined, %d reattached, %d finished from markers, "
+                "%d aborted, %d leaked groups reaped",
+                report.examined,
+                len(report.reattached),
+                len(report.finished),
+                len(report.aborted),
+                len(report.reaped_leaks),
+            )
+            if self.stop_requested.is_set():
+                log.info("stopped during recovery; the socket was never published")
+                return 0
+            self.index.load(self.ctx.store.scan())
+            for item in self.index.quarantined.values():
+                log.warning("quarantined %s: %s", item.path, item.reason)
+            self._server = RpcServer(self.paths.daemon_sock, build_methods(self))
+            threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
+            log.info("daemon ready: %s", self.paths.daemon_sock)
+            self._loop()
+            return 0
+        finally:
+            self._shutdown()
+
+    def _loop(self) -> None:
+        tick = self.settings.daemon.tick_seconds
+        last_rescan = time.monotonic()
+        while not self.stop_requested.is_set():
+            self._run_calls()
+            if not self.forkserver.alive():
+                log.error("the fork server died; restarting it (running jobs become orphans)")
+                self.supervisor.orphan_all()
+                self.forkserver.start()
+            self.supervisor.process()
+            if time.monotonic() - last_rescan >= RESCAN_SECONDS:
+                self.index.refresh_names()
+                last_rescan = time.monotonic()
+            self.dispatcher.run_pass()
+            timeout = tick
+            deadline = self.supervisor.next_deadline()
+            if deadline is not None:
+                timeout = min(timeout, deadline)
+            if self.supervisor.needs_polling():
+                timeout = min(timeout, FAST_POLL_SECONDS)
+            self.wake_event.wait(timeout)
+            self.wake_event.clear()
+
+    def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            try:
+                self.paths.daemon_sock.unlink()
+            except FileNotFoundError:
+                pass
+        self.forkserver.close()
+        try:
+            if self._recorded_pid() == os.getpid():
+                self.paths.daemon_pid.unlink()
+        except FileNotFoundError:
+            pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        log.info("daemon stopped")
+
+    # --- used by the RPC handlers ------------------------------------------------------
+    def remember(self, spec: JobSpec) -> None:
+        self.index.upsert(spec)

@@ -1,0 +1,102 @@
+"""RPC methods: one small function per method, each calling the shared services.
+
+Methods: ``ping``, ``wake``, ``submit``, ``status``, ``list``, ``kill``. Every mutation
+goes through the same service the CLI uses when no daemon runs, so the two paths cannot
+drift apart; the daemon additionally updates its index and wakes its loop.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from vq import __version__
+from vq.errors import InvalidInput
+from vq.protocol.messages import SubmitParams, parse_params
+from vq.services.kill import kill_job
+from vq.services.query import ListFilter, list_row, select, status_view
+from vq.services.submit import submit, submit_payload
+
+from .rpc import Method
+
+if TYPE_CHECKING:
+    from .app import Daemon
+
+__all__ = ["build_methods"]
+
+
+def _job_id(params: dict[str, Any]) -> str:
+    job_id = params.get("id")
+    if not isinstance(job_id, str):
+        raise InvalidInput("the request needs a job id", hint='pass params {"id": ...}')
+    return job_id
+
+
+def build_methods(daemon: Daemon) -> dict[str, Method]:
+    """The method table served on ``daemon.sock``."""
+    ctx = daemon.ctx
+
+    def ping(_: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_seconds": round(time.monotonic() - daemon.started_monotonic, 3),
+            "started_at": daemon.started_at.isoformat(),
+            "state_root": str(ctx.paths.root),
+            "methods": sorted(methods),
+            "caps": {
+                "max_jobs": ctx.caps.max_jobs,
+                "max_cpus": ctx.caps.max_cpus,
+                "max_mem_mb": ctx.caps.max_mem_mb,
+                "default_job_mem_mb": ctx.caps.default_job_mem_mb,
+            },
+        }
+
+    def wake(_: dict[str, Any]) -> dict[str, Any]:
+        daemon.wake()
+        return {}
+
+    def submit_method(params: dict[str, Any]) -> dict[str, Any]:
+        result = submit(ctx, parse_params(SubmitParams, params))
+        daemon.remember(result.spec)
+        daemon.wake()
+        return submit_payload(result)
+
+    def status(params: dict[str, Any]) -> dict[str, Any]:
+        spec = ctx.store.read(_job_id(params))
+        daemon.remember(spec)
+        return status_view(spec, ctx.paths, ctx.caps, ctx.now(), daemon.supervisor.usage())
+
+    def list_method(params: dict[str, Any]) -> dict[str, Any]:
+        flt = ListFilter.from_params(params)
+        daemon.index.revalidate()
+        now = ctx.now()
+        rows = [list_row(spec, ctx.caps, now) for spec in select(daemon.index.all(), flt)]
+        quarantined = [item.as_dict() for item in daemon.index.quarantined.values()]
+        return {"jobs": rows, "quarantined": quarantined}
+
+    def kill(params: dict[str, Any]) -> dict[str, Any]:
+        job_id = _job_id(params)
+        outcome = kill_job(ctx, job_id)
+        daemon.remember(outcome.spec)
+        if outcome.signaled:
+            daemon.call_soon(lambda: daemon.supervisor.start_grace(job_id))
+        daemon.wake()
+        return {
+            "id": job_id,
+            "previous_state": outcome.previous.value,
+            "state": outcome.spec.state.value,
+            "already_killed": outcome.already_killed,
+            "signaled": outcome.signaled,
+        }
+
+    methods: dict[str, Method] = {
+        "ping": ping,
+        "wake": wake,
+        "submit": submit_method,
+        "status": status,
+        "list": list_method,
+        "kill": kill,
+    }
+    return methods

@@ -1,0 +1,138 @@
+"""The daemon's in-memory index of specs: a cache of the disk, never a second truth.
+
+Invariants:
+
+* Every entry was read from, or just written to, the spec file; its file signature
+  ``(inode, size, mtime_ns)`` is kept so :meth:`JobIndex.revalidate` can re-read exactly
+  the files another writer replaced.
+* Decisions that change state (claiming a job, recording an outcome) always re-read the
+  spec under its lock; the index only picks candidates and serves fast listings.
+* Unreadable files are held in ``quarantined`` (reported, skipped by dispatch).
+* Thread-safe: the RPC threads and the main loop share one index under one lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.store.specs import Quarantined, ScanResult, SpecStore
+
+__all__ = ["JobIndex"]
+
+Signature = tuple[int, int, int]
+
+
+def _signature(store: SpecStore, job_id: str) -> Signature | None:
+    try:
+        st = os.stat(store.paths.spec(job_id))
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class JobIndex:
+    """Specs by id, the pending subset, and the quarantine."""
+
+    def __init__(self, store: SpecStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._specs: dict[str, JobSpec] = {}
+        self._signatures: dict[str, Signature | None] = {}
+        self._pending: set[str] = set()
+        self.quarantined: dict[str, Quarantined] = {}
+        #: Notified on every change; long-polls wait on it.
+        self.changed = threading.Condition(self._lock)
+
+    # --- loading -----------------------------------------------------------------------
+    def load(self, scan: ScanResult) -> None:
+        with self._lock:
+            self._specs.clear()
+            self._signatures.clear()
+            self._pending.clear()
+            for spec in scan.specs.values():
+                self._put(spec)
+            self.quarantined = dict(scan.quarantined)
+            self.changed.notify_all()
+
+    def _put(self, spec: JobSpec) -> None:
+        self._specs[spec.id] = spec
+        self._signatures[spec.id] = _signature(self._store, spec.id)
+        if spec.state is JobState.PENDING:
+            self._pending.add(spec.id)
+        else:
+            self._pending.discard(spec.id)
+        self.quarantined.pop(spec.id, None)
+
+    def upsert(self, spec: JobSpec) -> None:
+        """Record a spec this process just read or wrote."""
+        with self._lock:
+            self._put(spec)
+            self.changed.notify_all()
+
+    def quarantine(self, item: Quarantined) -> None:
+        with self._lock:
+            self._specs.pop(item.name, None)
+            self._pending.discard(item.name)
+            self.quarantined[item.name] = item
+            self.changed.notify_all()
+
+    # --- reads -------------------------------------------------------------------------
+    def get(self, job_id: str) -> JobSpec | None:
+        with self._lock:
+            return self._specs.get(job_id)
+
+    def all(self) -> list[JobSpec]:
+        with self._lock:
+            return list(self._specs.values())
+
+    def pending(self) -> list[JobSpec]:
+        with self._lock:
+            return [self._specs[job_id] for job_id in self._pending]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            out: dict[str, int] = {}
+            for spec in self._specs.values():
+                out[spec.state.value] = out.get(spec.state.value, 0) + 1
+            return out
+
+    # --- keeping up with other writers ---------------------------------------------------
+    def refresh_names(self) -> int:
+        """Load specs that appeared on disk and drop deleted ones (names only: cheap)."""
+        on_disk = set(self._store.list_ids())
+        with self._lock:
+            known = set(self._specs) | set(self.quarantined)
+            gone = known - on_disk
+            new = on_disk - known
+        for job_id in gone:
+            with self._lock:
+                self._specs.pop(job_id, None)
+                self._pending.discard(job_id)
+                self.quarantined.pop(job_id, None)
+        self._reload(sorted(new))
+        return len(new) + len(gone)
+
+    def revalidate(self) -> int:
+        """Re-read every spec whose file signature changed; returns how many."""
+        self.refresh_names()
+        with self._lock:
+            candidates = list(self._signatures.items())
+        stale = [job_id for job_id, sig in candidates if _signature(self._store, job_id) != sig]
+        self._reload(stale)
+        return len(stale)
+
+    def _reload(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        scan = self._store.scan(ids)
+        with self._lock:
+            for spec in scan.specs.values():
+                self._put(spec)
+            for item in scan.quarantined.values():
+                self._specs.pop(item.name, None)
+                self._pending.discard(item.name)
+                self.quarantined[item.name] = item
+            self.changed.notify_all()

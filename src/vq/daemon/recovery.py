@@ -1,0 +1,144 @@
+"""Startup recovery (§1.2 item 2, §4.7): reconcile every persisted spec with reality.
+
+The rules, per spec state at startup:
+
+* PENDING stays PENDING.
+* Terminal stays terminal. If a live process group that is provably the job's survives
+  behind it (leader start-time fingerprint, or a member whose environment names the job),
+  it is a leak: SIGCONT + SIGKILL.
+* RUNNING / SUSPENDED with a live group that is the job's: reattached as an orphan and
+  supervised again (state kept, budget charged). If only the collector is gone, the
+  group is reaped first, as when a collector dies under a running daemon.
+* RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
+  retry/COMPLETED/FAILED classification); without one, ABORTED_BY_QUEUE with a reason.
+* A RUNNING claim whose launch was never recorded (crash between claim and pid record)
+  is found by the ``VQ_JOB_ID`` environment of its processes, else treated as gone.
+
+The pass is interruptible: it checks ``stop`` at every spec boundary. A spec it never
+reached keeps its entry state for the next start; a spec it reached is persisted.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from vq.domain.spec import JobSpec
+from vq.domain.states import ACTIVE, JobState
+from vq.errors import CorruptSpec, NotFound
+from vq.executors import procs
+from vq.executors.identity import find_job_processes, group_is_job
+from vq.services.context import ServiceContext
+from vq.services.outcomes import finish_attempt, read_exit_marker
+
+from .supervisor import Supervisor
+
+__all__ = ["RecoveryReport", "recover"]
+
+log = logging.getLogger(__name__)
+
+ABORT_REASON = (
+    "vq restarted and found neither a live process nor an exit marker for this job; "
+    "its outcome is unknown"
+)
+
+
+@dataclass
+class RecoveryReport:
+    examined: int = 0
+    reattached: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    reaped_leaks: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def _kill_group(pgid: int) -> None:
+    procs.signal_group(pgid, signal.SIGCONT)
+    procs.signal_group(pgid, signal.SIGKILL)
+
+
+def _locate_group(spec: JobSpec) -> tuple[int | None, int | None]:
+    """The job's (pgid, leader start ticks), from the spec or from a process search."""
+    if spec.pgid is not None:
+        return spec.pgid, spec.pid_start_time
+    for pid in find_job_processes(spec.id):
+        stat = procs.read_stat(pid)
+        if stat is not None:
+            leader = procs.read_stat(stat.pgid)
+            return stat.pgid, leader.start_ticks if leader else None
+    return None, None
+
+
+def _recover_active(
+    ctx: ServiceContext,
+    spec: JobSpec,
+    supervisor: Supervisor,
+    report: RecoveryReport,
+    on_change: Callable[[JobSpec], None],
+) -> None:
+    pgid, start_ticks = _locate_group(spec)
+    if pgid is not None and group_is_job(spec.id, pgid, start_ticks):
+        if procs.is_alive(pgid):
+            if spec.pgid is None:
+
+                def record(current: JobSpec) -> JobSpec:
+                    current.pid, current.pgid, current.pid_start_time = pgid, pgid, start_ticks
+                    return current
+
+                spec = ctx.store.update(spec.id, record)
+                on_change(spec)
+            supervisor.track(spec, pgid, pgid, start_ticks, orphan=True)
+            report.reattached.append(spec.id)
+            log.info("job %s: reattached to live process group %d", spec.id, pgid)
+            return
+        log.info("job %s: collector gone but its group %d lives; reaping it", spec.id, pgid)
+        _kill_group(pgid)
+    exit_code = read_exit_marker(ctx, spec.id)
+    end = finish_attempt(
+        ctx,
+        spec.id,
+        exit_code,
+        unknown_state=JobState.ABORTED_BY_QUEUE,
+        unknown_reason=ABORT_REASON,
+    )
+    on_change(end.spec)
+    (report.aborted if exit_code is None else report.finished).append(spec.id)
+
+
+def recover(
+    ctx: ServiceContext,
+    supervisor: Supervisor,
+    stop: threading.Event,
+    on_change: Callable[[JobSpec], None],
+) -> RecoveryReport:
+    """Run the pass over every spec in the queue (see module rules)."""
+    report = RecoveryReport()
+    for job_id in sorted(ctx.store.list_ids()):
+        if stop.is_set():
+            report.interrupted = True
+            log.info("recovery pass interrupted by a stop request after %d specs", report.examined)
+            break
+        report.examined += 1
+        try:
+            spec = ctx.store.read(job_id)
+        except (CorruptSpec, NotFound):
+            continue  # quarantined by the index load; never touched here
+        if spec.state is JobState.PENDING or spec.scheduler_target is not None:
+            continue
+        if spec.state in ACTIVE:
+            _recover_active(ctx, spec, supervisor, report, on_change)
+        elif (
+            spec.pgid is not None
+            and procs.live_group_members(spec.pgid)
+            and group_is_job(spec.id, spec.pgid, spec.pid_start_time)
+        ):
+            log.info(
+                "job %s is %s but its group %d survives; reaping", job_id, spec.state, spec.pgid
+            )
+            _kill_group(spec.pgid)
+            report.reaped_leaks.append(job_id)
+    return report

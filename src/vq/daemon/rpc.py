@@ -1,0 +1,96 @@
+"""The daemon's Unix-socket RPC server (§2.1): line-delimited JSON, one thread per peer.
+
+Contract: a malformed, oversized or failing request gets a JSON error response; it never
+kills the daemon or the connection loop (an oversized line closes that one connection,
+because its framing is lost). The socket is created mode 0600.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socketserver
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vq.errors import ProtocolError, UsageError, VqError
+from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
+
+__all__ = ["Method", "RpcServer"]
+
+log = logging.getLogger(__name__)
+
+Method = Callable[[dict[str, Any]], Any]
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: RpcServer
+
+    def handle(self) -> None:
+        while True:
+            try:
+                line = self.rfile.readline(MAX_MESSAGE_BYTES + 1)
+            except OSError:
+                return
+            if not line:
+                return
+            if len(line) > MAX_MESSAGE_BYTES:
+                self._send(error_response(None, ProtocolError("request too large").to_payload()))
+                return
+            if not line.strip():
+                continue
+            if not self._send(self.server.respond(line)):
+                return
+
+    def _send(self, response: dict[str, Any]) -> bool:
+        try:
+            self.wfile.write(json.dumps(response, separators=(",", ":")).encode() + b"\n")
+            self.wfile.flush()
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("could not answer an RPC peer: %s", exc)
+            return False
+        return True
+
+
+class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, path: Path, methods: dict[str, Method]) -> None:
+        self.methods = methods
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # stale: we hold the daemon lock, so no live daemon owns it
+        old_umask = os.umask(0o177)
+        try:
+            super().__init__(str(path), _Handler)
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+
+    def respond(self, line: bytes) -> dict[str, Any]:
+        request_id: Any = None
+        try:
+            message = decode_message(line)
+            request_id = message.get("id")
+            method = message.get("method")
+            params = message.get("params") or {}
+            if not isinstance(method, str) or method not in self.methods:
+                raise UsageError(
+                    f"unknown method {method!r}",
+                    hint="known methods: " + ", ".join(sorted(self.methods)),
+                    reference="unknown-method",
+                )
+            if not isinstance(params, dict):
+                raise ProtocolError("params must be a JSON object")
+            return {"id": request_id, "result": self.methods[method](params)}
+        except VqError as exc:
+            return error_response(request_id, exc.to_payload())
+        except Exception as exc:
+            log.exception("RPC request failed")
+            return error_response(
+                request_id,
+                VqError(f"internal error: {exc}", hint="see daemon.log").to_payload(),
+            )

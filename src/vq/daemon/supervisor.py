@@ -1,0 +1,212 @@
+"""Supervision of local jobs the daemon holds: collector exits, kill graces, orphans.
+
+A *holder* is a job charged against the local budget. It is created when a job is
+launched (or reattached by recovery) and released only when:
+
+* its collector exited normally (it waited for its command; background leftovers are not
+  signalled on a host without a job scope, §4.4), or
+* its group has no live member any more (zombies count as gone), or
+* the kill grace expired and SIGCONT + SIGKILL were sent to the group.
+
+Collector exits arrive from the fork server's reader thread through a queue and are
+applied on the main loop (:meth:`Supervisor.process`). Orphans — jobs whose collector is
+not a child of our fork server (reattached after a restart, or a fork server that died) —
+are polled through ``/proc``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vq.domain.admission import Usage, effective_mem_mb
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.executors import procs
+from vq.executors.forkserver_client import CollectorExit
+from vq.executors.identity import group_is_job
+from vq.services.context import ServiceContext
+from vq.services.kill import KILL_GRACE_SECONDS
+from vq.services.outcomes import finish_attempt, read_exit_marker
+
+__all__ = ["Holder", "Supervisor"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Holder:
+    """One job holding budget. ``pid`` is the collector, which leads group ``pgid``."""
+
+    job_id: str
+    pid: int
+    pgid: int
+    start_ticks: int | None
+    cpus: int
+    mem_mb: int
+    orphan: bool = False
+    collector_done: bool = False
+    grace_deadline: float | None = None  # monotonic; set once a SIGTERM is owed its grace
+
+
+class Supervisor:
+    """Owns the holders. Every method except :meth:`on_collector_exit` runs on the loop."""
+
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        on_change: Callable[[JobSpec], None],
+        monotonic: Callable[[], float] = time.monotonic,
+        grace_seconds: float = KILL_GRACE_SECONDS,
+    ) -> None:
+        self.ctx = ctx
+        self._on_change = on_change
+        self._monotonic = monotonic
+        self._grace = grace_seconds
+        self.holders: dict[str, Holder] = {}
+        self._exits: queue.SimpleQueue[CollectorExit] = queue.SimpleQueue()
+        self.wake: Callable[[], None] = lambda: None
+
+    # --- bookkeeping ---------------------------------------------------------------------
+    def usage(self) -> Usage:
+        return Usage(
+            jobs=len(self.holders),
+            cpus=sum(h.cpus for h in self.holders.values()),
+            mem_mb=sum(h.mem_mb for h in self.holders.values()),
+        )
+
+    def track(
+        self, spec: JobSpec, pid: int, pgid: int, start_ticks: int | None, *, orphan: bool
+    ) -> None:
+        self.holders[spec.id] = Holder(
+            job_id=spec.id,
+            pid=pid,
+            pgid=pgid,
+            start_ticks=start_ticks,
+            cpus=spec.cpus,
+            mem_mb=effective_mem_mb(spec.mem_mb, self.ctx.caps),
+            orphan=orphan,
+        )
+
+    def release(self, job_id: str) -> None:
+        if self.holders.pop(job_id, None) is not None:
+            self.wake()
+
+    def start_grace(self, job_id: str) -> None:
+        """A SIGTERM went to this job's group: it is owed the grace before SIGKILL."""
+        holder = self.holders.get(job_id)
+        if holder is not None and holder.grace_deadline is None:
+            holder.grace_deadline = self._monotonic() + self._grace
+
+    def next_deadline(self) -> float | None:
+        """Seconds until the earliest grace expiry, for the loop's wait timeout."""
+        deadlines = [h.grace_deadline for h in self.holders.values() if h.grace_deadline]
+        return max(0.0, min(deadlines) - self._monotonic()) if deadlines else None
+
+    def needs_polling(self) -> bool:
+        return any(h.orphan or h.collector_done for h in self.holders.values())
+
+    # --- inputs ----------------------------------------------------------------------------
+    def on_collector_exit(self, event: CollectorExit) -> None:
+        """Called on the fork server's reader thread: queue it and wake the loop."""
+        self._exits.put(event)
+        self.wake()
+
+    def orphan_all(self) -> None:
+        """The fork server died: its collectors are orphans now; poll them via /proc."""
+        for holder in self.holders.values():
+            if not holder.collector_done:
+                holder.orphan = True
+
+    # --- the loop's work -------------------------------------------------------------------
+    def process(self) -> None:
+        while True:
+            try:
+                event = self._exits.get_nowait()
+            except queue.Empty:
+                break
+            self._collector_exited(event.job_id, event.signal)
+        for holder in list(self.holders.values()):
+            if holder.orphan and not holder.collector_done and not procs.is_alive(holder.pid):
+                # An orphaned collector is gone; we cannot know how it ended. Its marker
+                # tells whether it finished its work.
+                marker = read_exit_marker(self.ctx, holder.job_id)
+                self._collector_exited(
+                    holder.job_id,
+                    None if marker is not None else -1,
+                    unknown_state=JobState.ABORTED_BY_QUEUE,
+                )
+            elif holder.collector_done:
+                self._check_group(holder)
+
+    def _collector_exited(
+        self,
+        job_id: str,
+        collector_signal: int | None,
+        unknown_state: JobState = JobState.FAILED,
+    ) -> None:
+        holder = self.holders.get(job_id)
+        if holder is None:
+            log.warning("exit of untracked collector for job %s ignored", job_id)
+            return
+        holder.collector_done = True
+        spec = self.ctx.store.read(job_id)
+        if collector_signal is None:
+            # The collector waited for its command and wrote the marker (or failed to).
+            exit_code = read_exit_marker(self.ctx, job_id)
+            self._finish(
+                job_id, exit_code, JobState.FAILED, "the collector could not record an exit code"
+            )
+            self.release(job_id)
+            return
+        if not spec.is_terminal:
+            # Killed collector, job still live in the spec: reap the group first so the
+            # command can never run on beside its own retry (§4.4).
+            self._reap(holder)
+            how = f"signal {collector_signal}" if collector_signal > 0 else "an unknown cause"
+            self._finish(
+                job_id,
+                None,
+                unknown_state,
+                f"the job's collector (pid {holder.pid}) was killed by {how}; "
+                "the command's exit code is unknown and its process group was killed",
+            )
+            self.release(job_id)
+            return
+        # A terminal state was written by kill or the watchdog: the group is owed its grace.
+        self.start_grace(job_id)
+        self._check_group(holder)
+
+    def _finish(
+        self, job_id: str, exit_code: int | None, unknown_state: JobState, unknown_reason: str
+    ) -> None:
+        end = finish_attempt(
+            self.ctx,
+            job_id,
+            exit_code,
+            unknown_state=unknown_state,
+            unknown_reason=unknown_reason,
+        )
+        self._on_change(end.spec)
+        if end.changed:
+            log.info("job %s: %s -> %s", job_id, end.previous.value, end.spec.state.value)
+
+    def _check_group(self, holder: Holder) -> None:
+        if not procs.live_group_members(holder.pgid):
+            self.release(holder.job_id)
+            return
+        if holder.grace_deadline is None:
+            self.start_grace(holder.job_id)
+        elif self._monotonic() >= holder.grace_deadline:
+            self._reap(holder)
+            self.release(holder.job_id)
+
+    def _reap(self, holder: Holder) -> None:
+        if group_is_job(holder.job_id, holder.pgid, holder.start_ticks):
+            log.info("job %s: SIGCONT + SIGKILL to process group %d", holder.job_id, holder.pgid)
+            procs.signal_group(holder.pgid, signal.SIGCONT)
+            procs.signal_group(holder.pgid, signal.SIGKILL)

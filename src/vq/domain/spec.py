@@ -1,0 +1,234 @@
+"""JobSpec v2: the versioned, mutable on-disk lifecycle record of one job (§3.1, §3.2).
+
+Read tolerance (§1.2 item 7): unknown fields are ignored, fields missing from older
+versions take their defaults, and a ``spec_version`` newer than :data:`SPEC_VERSION` is
+refused with :class:`~vq.errors.UnsupportedSpecVersion`. Rewriting a spec emits the
+current model, so ignored unknown fields are not preserved.
+
+The model carries the *whole* §3.2 field inventory so later features add behaviour, not
+schema. Scheduler fields stay ``None`` on the local path and the local PID fields stay
+``None`` on the scheduler path (§1.2 item 1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from vq.domain.states import JobState
+from vq.errors import CorruptSpec, UnsupportedSpecVersion
+
+__all__ = ["SPEC_VERSION", "JobSpec", "ProgramRuntimePin", "dump_spec", "load_spec", "utcnow"]
+
+#: The schema version this build writes. Readers refuse anything newer.
+SPEC_VERSION = 2
+
+JOB_ID_RE = re.compile(r"^[0-9a-f]{12}$")
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime (the only clock format in specs)."""
+    return datetime.now(UTC)
+
+
+class ProgramRuntimePin(BaseModel):
+    """Runtime identity captured at submit and completed at dispatch (§3.4)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    program: str | None = None
+    kind: str | None = None
+    executable: str | None = None
+    python: str | None = None
+    git_dir: str | None = None
+    branch: str | None = None
+    git_sha: str | None = None
+    enforce_git_sha: bool = False
+    expected_import_version: str | None = None
+    import_version: str | None = None
+    resolved_git_sha: str | None = None
+    scheduler_host: str | None = None
+    version: str | None = None
+
+
+class JobSpec(BaseModel):
+    """One job. Field groups follow §3.2; see ``docs/jobspec.md`` for each field."""
+
+    model_config = ConfigDict(extra="ignore", frozen=False)
+
+    # --- identity and submission -------------------------------------------------------
+    spec_version: int = SPEC_VERSION
+    id: str
+    job_name: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    submitter: str | None = None
+    workspace_source: str | None = None
+    submitted_at: datetime
+
+    # --- payload and captured I/O ------------------------------------------------------
+    command: list[str]
+    cwd: str | None = None
+    stdout_path: str = "stdout.log"
+    stderr_path: str = "stderr.log"
+    qvf_artifact_name: str | None = None
+
+    # --- resources and admission -------------------------------------------------------
+    cpus: int = Field(ge=1)
+    scheduler_tasks: int | None = Field(default=None, ge=1)
+    mem_mb: int | None = Field(default=None, ge=1)
+    wall_time_seconds: int | None = Field(default=None, ge=1)
+    priority: int = 0
+    not_before: datetime | None = None
+
+    # --- lifecycle and outcome ---------------------------------------------------------
+    state: JobState = JobState.PENDING
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    failure_reason: str | None = None
+    failure_tail: str | None = None
+    last_heartbeat_at: datetime | None = None
+
+    # --- local execution, recovery and pause -------------------------------------------
+    pid: int | None = None
+    pgid: int | None = None
+    pid_start_time: int | None = None
+    workdir: str | None = None
+    recover_on_reboot: bool = False
+    parent_jobid: str | None = None
+    paused_at: datetime | None = None
+    paused_monotonic_at: float | None = None
+    paused_seconds_total: float = 0.0
+    paused_by: str | None = None
+
+    # --- scheduler execution -----------------------------------------------------------
+    scheduler_target: str | None = None
+    scheduler_job_id: str | None = None
+    scheduler_state: str | None = None
+    scheduler_remote_workspace_cleaned_at: datetime | None = None
+    scheduler_exec_host: str | None = None
+    scheduler_walltime_used: str | None = None
+    scheduler_walltime_limit: str | None = None
+    scheduler_queued_reason: str | None = None
+
+    # --- dependencies, retries and grouping --------------------------------------------
+    depends_on: list[str] = Field(default_factory=list)
+    depends_on_any: list[str] = Field(default_factory=list)
+    retry_max: int = Field(default=0, ge=0)
+    retry_count: int = Field(default=0, ge=0)
+    array_index: int | None = None
+    array_total: int | None = None
+    array_group_id: str | None = None
+    chain_index: int | None = None
+    chain_total: int | None = None
+    chain_group_id: str | None = None
+    rerun_until_file_exists: str | None = None
+    rerun_max: int | None = None
+    rerun_count: int = 0
+
+    # --- runtime and build provenance --------------------------------------------------
+    branch: str | None = None
+    program: str | None = None
+    program_runtime_pin: ProgramRuntimePin | None = None
+    refresh_before: bool = False
+    build_env: dict[str, str] | None = None
+
+    # --- cleanup and observation -------------------------------------------------------
+    clean_workdir_on_terminal: bool = False
+    workdir_swept_at: datetime | None = None
+    last_status_at: datetime | None = None
+    last_fetched_at: datetime | None = None
+    archived_at: datetime | None = None
+    archive_path: str | None = None
+
+    # --- vibe-qc output hints ----------------------------------------------------------
+    expected_outputs: list[str] = Field(default_factory=list)
+    output_stem: str | None = None
+    last_output_status: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        if not JOB_ID_RE.match(value):
+            raise ValueError("job id must be 12 lowercase hex characters")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty_command(cls, value: list[str]) -> list[str]:
+        if not value or not value[0]:
+            raise ValueError("command must name a program")
+        return value
+
+    @field_validator("state", mode="before")
+    @classmethod
+    def _state_any_case(cls, value: Any) -> Any:
+        # Version 1 writers stored lowercase state names.
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator(
+        "submitted_at",
+        "not_before",
+        "started_at",
+        "finished_at",
+        "paused_at",
+        "last_heartbeat_at",
+        mode="after",
+    )
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state.is_terminal
+
+
+def load_spec(data: bytes | str | dict[str, Any], *, source: str = "spec") -> JobSpec:
+    """Parse a spec from raw JSON (or an already-decoded dict).
+
+    Raises :class:`UnsupportedSpecVersion` for a newer ``spec_version`` and
+    :class:`CorruptSpec` for anything unparseable or invalid. Never returns a partial spec.
+    """
+    if isinstance(data, dict):
+        raw: Any = data
+    else:
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptSpec(
+                f"{source} is not valid JSON ({exc})",
+                hint="the file is kept as it is; inspect it, or move it out of the queue",
+            ) from exc
+    if not isinstance(raw, dict):
+        raise CorruptSpec(f"{source} is not a JSON object", hint="inspect the file")
+    version = raw.get("spec_version", raw.get("version", 1))
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CorruptSpec(f"{source} has a non-integer spec_version {version!r}")
+    if version > SPEC_VERSION:
+        raise UnsupportedSpecVersion(
+            f"{source} has spec_version {version}; this vq reads up to {SPEC_VERSION}",
+            hint="upgrade vq to read it; the file is left untouched",
+        )
+    try:
+        spec = JobSpec.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "spec"
+        raise CorruptSpec(
+            f"{source} is invalid: {where}: {first['msg']}",
+            hint="the file is kept as it is; inspect it, or move it out of the queue",
+        ) from exc
+    spec.spec_version = SPEC_VERSION
+    return spec
+
+
+def dump_spec(spec: JobSpec) -> dict[str, Any]:
+    """The JSON-safe dict written to disk and returned by ``--json``."""
+    return spec.model_dump(mode="json")

@@ -1,0 +1,160 @@
+"""The one error tree of vq and its exit-code table.
+
+This module is a leaf: it imports nothing from vq, so every layer (pure domain code, the
+store, the daemon, the CLI) can raise these errors without creating an import cycle.
+
+Tree::
+
+    VqError                      exit 1   base; carries reference, message, hint
+     ├── UsageError              exit 2   bad option values or combinations
+     ├── NotFound                exit 3   unknown job id, missing file named by the user
+     ├── InvalidInput            exit 4   a value or a source that vq refuses (bad duration,
+     │    └── UnsafeArchive      exit 4   archive member escaping the workspace, device file…)
+     ├── DaemonNotRunning        exit 5   a verb that needs the daemon found none answering
+     ├── Conflict                exit 6   the request contradicts current state
+     ├── CorruptSpec             exit 7   a spec file that cannot be parsed
+     │    └── UnsupportedSpecVersion  exit 7   a spec written by a newer vq
+     ├── ConfigError             exit 9   malformed or invalid configuration
+     ├── ProtocolError           exit 10  malformed RPC traffic
+     └── WaitTimeout             exit 124 ``vq wait --timeout`` expired (as timeout(1) does)
+
+Every error renders on the CLI as one ``vq: error: <message>`` line plus a ``hint: <hint>``
+line, and over RPC/HTTP as ``{"code", "reference", "message", "hint"}`` where ``code`` is
+the exit code. ``docs/cli.md`` documents the same table; a test keeps them in sync.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "EXIT_CODES",
+    "ConfigError",
+    "Conflict",
+    "CorruptSpec",
+    "DaemonNotRunning",
+    "InvalidInput",
+    "NotFound",
+    "ProtocolError",
+    "UnsafeArchive",
+    "UnsupportedSpecVersion",
+    "UsageError",
+    "VqError",
+    "WaitTimeout",
+    "error_from_payload",
+]
+
+
+class VqError(Exception):
+    """Base of every error vq reports to a user.
+
+    ``reference`` is a stable kebab-case identifier (safe to match on in scripts);
+    ``message`` is one line saying what went wrong; ``hint`` says what to do about it.
+    """
+
+    exit_code: ClassVar[int] = 1
+    default_reference: ClassVar[str] = "internal-error"
+
+    def __init__(self, message: str, *, hint: str | None = None, reference: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.reference = reference or self.default_reference
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON-safe form used by the RPC protocol and the HTTP API."""
+        return {
+            "code": self.exit_code,
+            "reference": self.reference,
+            "message": self.message,
+            "hint": self.hint,
+            "type": type(self).__name__,
+        }
+
+
+class UsageError(VqError):
+    exit_code = 2
+    default_reference = "usage"
+
+
+class NotFound(VqError):
+    exit_code = 3
+    default_reference = "not-found"
+
+
+class InvalidInput(VqError):
+    exit_code = 4
+    default_reference = "invalid-input"
+
+
+class UnsafeArchive(InvalidInput):
+    default_reference = "unsafe-archive"
+
+
+class DaemonNotRunning(VqError):
+    exit_code = 5
+    default_reference = "daemon-not-running"
+
+
+class Conflict(VqError):
+    exit_code = 6
+    default_reference = "conflict"
+
+
+class CorruptSpec(VqError):
+    exit_code = 7
+    default_reference = "corrupt-spec"
+
+
+class UnsupportedSpecVersion(CorruptSpec):
+    default_reference = "unsupported-spec-version"
+
+
+class ConfigError(VqError):
+    exit_code = 9
+    default_reference = "config-error"
+
+
+class ProtocolError(VqError):
+    exit_code = 10
+    default_reference = "protocol-error"
+
+
+class WaitTimeout(VqError):
+    exit_code = 124
+    default_reference = "wait-timeout"
+
+
+_ALL: tuple[type[VqError], ...] = (
+    VqError,
+    UsageError,
+    NotFound,
+    InvalidInput,
+    UnsafeArchive,
+    DaemonNotRunning,
+    Conflict,
+    CorruptSpec,
+    UnsupportedSpecVersion,
+    ConfigError,
+    ProtocolError,
+    WaitTimeout,
+)
+
+#: Exit code of each error class, by class name. The CLI's only source of exit codes.
+EXIT_CODES: dict[str, int] = {cls.__name__: cls.exit_code for cls in _ALL}
+
+_BY_NAME: dict[str, type[VqError]] = {cls.__name__: cls for cls in _ALL}
+
+
+def error_from_payload(payload: dict[str, Any]) -> VqError:
+    """Rebuild a typed error from its :meth:`VqError.to_payload` form (used by the client).
+
+    Unknown or missing types become a plain :class:`VqError` so a newer daemon can add
+    error types without breaking an older client.
+    """
+    cls = _BY_NAME.get(str(payload.get("type", "")), VqError)
+    return cls(
+        str(payload.get("message", "unknown error")),
+        hint=payload.get("hint"),
+        reference=payload.get("reference"),
+    )

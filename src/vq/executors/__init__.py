@@ -1,0 +1,1 @@
+"""Job executors: the local fork-server launcher, its collector, and process helpers."""

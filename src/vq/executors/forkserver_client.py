@@ -1,0 +1,446 @@
+"""The daemon's side of the fork server: spawn it, launch jobs through it, hear exits.
+
+The daemon is big, and ``fork`` costs ~25 µs per MiB of the forking process's RSS, so
+it never forks per job. :class:`ForkServer` spawns ``_forkserver.py`` (a stdlib-only
+script, see its docstring for the wire protocol) once, over a ``socketpair``, and asks
+it to launch each job. The server forks a *collector* per job; the collector leads its
+own session (``pgid == pid``), runs the command, and writes the resource-usage receipt
+and then the exit-code marker itself, so a job's outcome survives a daemon crash.
+
+Contracts:
+
+* :meth:`ForkServer.launch` returns once the collector exists and leads its process
+  group: ``Launched.pgid == Launched.pid`` and ``killpg(pgid, ...)`` reaches the job.
+  It is thread-safe; writes to the socket are serialised by a lock and replies are
+  routed to the waiting caller by job id (one launch per job id in flight at a time).
+* Failures raise :class:`LaunchError` (a :class:`~vq.errors.VqError`): reference
+  ``launch-failed`` (the server refused or could not fork, or it is not running) or
+  ``launch-timeout``. **After a timeout the outcome is unknown**: the job may have been
+  launched; its late ``launched`` reply is logged, and its exit is still reported.
+* ``on_exit`` is called on the reader thread for every collector the server reaps. It
+  must be quick, thread-safe, and must not call :meth:`ForkServer.launch` or wait for
+  anything a launching thread holds (the reader thread also delivers launch replies).
+  It may run *before* ``launch()`` has returned to the caller for the same job. An
+  exception in it is logged and swallowed. ``CollectorExit.exit_code`` is the
+  *collector's* status (0 = markers written); the job's own exit code is in its marker.
+* If the server dies, every pending launch fails, :meth:`ForkServer.alive` turns False
+  and :meth:`ForkServer.start` respawns it. Collectors never depend on the server:
+  after a death or :meth:`ForkServer.close` they keep running and write their markers,
+  but their exits are no longer reported here; the daemon must then rely on the markers
+  and on :mod:`vq.executors.procs` liveness checks.
+* The server stays in the daemon's process group (it ignores SIGINT), runs with cwd
+  ``/``, stdin and stdout on /dev/null, and stderr shared with the daemon.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vq.errors import VqError
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "SERVER_SCRIPT",
+    "CollectorExit",
+    "ForkServer",
+    "LaunchError",
+    "LaunchRequest",
+    "Launched",
+]
+
+#: The fork server program, run as ``<python> -I -S SERVER_SCRIPT <fd>``.
+SERVER_SCRIPT = Path(__file__).absolute().with_name("_forkserver.py")
+
+_RECV_SIZE = 1 << 16
+_REAP_SECONDS = 5.0
+
+
+class LaunchError(VqError):
+    """A job could not be launched (or its launch was not confirmed in time)."""
+
+    default_reference = "launch-failed"
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """One job to launch. Every path must be absolute; ``argv`` must not be empty.
+
+    ``argv[0]`` is looked up on ``env["PATH"]`` (not the daemon's PATH) unless it contains
+    a slash. ``stdout``/``stderr`` are opened in append mode (created 0644 if missing).
+    """
+
+    job_id: str
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    stdout: Path
+    stderr: Path
+    exit_code_path: Path
+    usage_path: Path
+
+    def to_message(self) -> dict[str, Any]:
+        """The ``launch`` wire message; raises ValueError for an ill-formed request."""
+        if not self.argv:
+            raise ValueError(f"job {self.job_id}: argv is empty")
+        paths = {
+            "cwd": self.cwd,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "exit_code_path": self.exit_code_path,
+            "usage_path": self.usage_path,
+        }
+        for name, path in paths.items():
+            if not Path(path).is_absolute():
+                raise ValueError(f"job {self.job_id}: {name} must be absolute, got {path}")
+        return {
+            "op": "launch",
+            "job_id": self.job_id,
+            "argv": [str(arg) for arg in self.argv],
+            "env": {str(k): str(v) for k, v in self.env.items()},
+            **{name: str(path) for name, path in paths.items()},
+        }
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A launched job: its collector's pid, which is also the job's process-group id.
+
+    ``start_ticks`` (field 22 of ``/proc/<pid>/stat``) pins the identity of the pid
+    against reuse; see :func:`vq.executors.procs.matches_identity`.
+    """
+
+    job_id: str
+    pid: int
+    pgid: int
+    start_ticks: int | None
+
+
+@dataclass(frozen=True)
+class CollectorExit:
+    """A collector reaped by the server.
+
+    ``exit_code`` is set when the collector exited (0: receipt and marker written, 1:
+    the marker could not be written); ``signal`` when it was killed (then no marker was
+    written by it). The job's own exit code is in its exit-code marker.
+    """
+
+    job_id: str
+    pid: int
+    exit_code: int | None
+    signal: int | None
+
+
+class _Waiter:
+    __slots__ = ("error", "event", "launched")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.launched: Launched | None = None
+        self.error: str | None = None
+
+
+class _Connection:
+    """One spawned server: its process, its socket and the replies awaited from it."""
+
+    def __init__(self, sock: socket.socket, proc: subprocess.Popen[bytes]) -> None:
+        self.sock = sock
+        self.proc = proc
+        self.lock = threading.Lock()  # guards writes, pending, pongs and dead
+        self.pending: dict[str, _Waiter] = {}
+        self.pongs: collections.deque[_Waiter] = collections.deque()
+        self.dead = False
+        self.closing = False
+        self.reader: threading.Thread | None = None
+
+    def usable(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one line; the caller holds ``lock``. A failed write kills the stream."""
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            self.sock.sendall(data, socket.MSG_NOSIGNAL)
+        except OSError:
+            # A partial line would corrupt the stream: make the server see EOF and exit.
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            raise
+
+    def reap(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=_REAP_SECONDS)
+        except subprocess.TimeoutExpired:
+            log.warning("fork server %d did not exit; killing it", self.proc.pid)
+            self.proc.kill()
+            return self.proc.wait()
+
+
+class ForkServer:
+    """Client of one fork-server process. See the module docstring for the contracts."""
+
+    def __init__(
+        self, on_exit: Callable[[CollectorExit], None], python: str = sys.executable
+    ) -> None:
+        self._on_exit = on_exit
+        self._python = python
+        self._state_lock = threading.Lock()
+        self._conn: _Connection | None = None
+
+    # --- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        """Spawn the server and its reader thread; no-op while one is running."""
+        with self._state_lock:
+            old = self._conn
+            if old is not None and old.usable():
+                return
+            if old is not None:
+                self._dispose(old)
+            parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                proc = subprocess.Popen(
+                    [self._python, "-I", "-S", str(SERVER_SCRIPT), str(child.fileno())],
+                    pass_fds=(child.fileno(),),
+                    close_fds=True,
+                    start_new_session=False,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    cwd="/",
+                )
+            except OSError as exc:
+                parent.close()
+                raise LaunchError(
+                    f"cannot start the fork server: {exc}",
+                    hint=f"check that {self._python} can run",
+                    reference="forkserver-start-failed",
+                ) from exc
+            finally:
+                child.close()
+            conn = _Connection(parent, proc)
+            conn.reader = threading.Thread(
+                target=self._read_loop,
+                args=(conn,),
+                name=f"vq-forkserver-reader-{proc.pid}",
+                daemon=True,
+            )
+            self._conn = conn
+            conn.reader.start()
+            log.debug("fork server started (pid %d)", proc.pid)
+
+    def close(self) -> None:
+        """Close the socket so the server exits; reap it. Collectors keep running.
+
+        Events the server sent before it saw EOF are still delivered to ``on_exit``.
+        """
+        with self._state_lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                self._dispose(conn)
+
+    def __enter__(self) -> ForkServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def alive(self) -> bool:
+        """True while the server process runs and its socket is open."""
+        conn = self._conn
+        return conn is not None and conn.usable()
+
+    @property
+    def server_pid(self) -> int | None:
+        """Pid of the current server process (running or not), None before start()."""
+        conn = self._conn
+        return None if conn is None else conn.proc.pid
+
+    # --- requests --------------------------------------------------------------------
+    def launch(self, request: LaunchRequest, timeout: float = 10.0) -> Launched:
+        """Launch one job and return once its collector leads its process group.
+
+        Raises :class:`LaunchError` if the server refuses or is not running (reference
+        ``launch-failed``) or does not answer within ``timeout`` seconds (reference
+        ``launch-timeout``: the job may have been launched anyway), and ValueError for an
+        ill-formed request.
+        """
+        message = request.to_message()
+        job_id = request.job_id
+        conn = self._conn
+        waiter = _Waiter()
+        if conn is None:
+            raise LaunchError(
+                f"cannot launch job {job_id}: the fork server is not running",
+                hint="start the fork server first",
+            )
+        with conn.lock:
+            if conn.dead:
+                raise LaunchError(
+                    f"cannot launch job {job_id}: the fork server is not running",
+                    hint="restart the fork server",
+                )
+            if job_id in conn.pending:
+                raise LaunchError(f"a launch of job {job_id} is already in flight")
+            conn.pending[job_id] = waiter
+            try:
+                conn.send(message)
+            except OSError as exc:
+                conn.pending.pop(job_id, None)
+                raise LaunchError(
+                    f"cannot launch job {job_id}: fork server unreachable: {exc}"
+                ) from exc
+        if not waiter.event.wait(timeout):
+            with conn.lock:
+                timed_out = conn.pending.get(job_id) is waiter
+                if timed_out:
+                    del conn.pending[job_id]
+            if timed_out:
+                raise LaunchError(
+                    f"launch of job {job_id} not confirmed within {timeout:g}s;"
+                    " it may or may not be running",
+                    hint="check the job's process group and exit marker",
+                    reference="launch-timeout",
+                )
+        if waiter.launched is not None:
+            return waiter.launched
+        raise LaunchError(f"cannot launch job {job_id}: {waiter.error}")
+
+    def ping(self, timeout: float = 5.0) -> bool:
+        """True if the server answers a ping within ``timeout`` seconds."""
+        conn = self._conn
+        if conn is None:
+            return False
+        waiter = _Waiter()
+        with conn.lock:
+            if conn.dead:
+                return False
+            conn.pongs.append(waiter)
+            try:
+                conn.send({"op": "ping"})
+            except OSError:
+                conn.pongs.remove(waiter)
+                return False
+        return waiter.event.wait(timeout) and waiter.error is None
+
+    # --- internals -------------------------------------------------------------------
+    def _dispose(self, conn: _Connection) -> None:
+        conn.closing = True
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)  # the server reads EOF and exits
+        except OSError:
+            pass
+        conn.reap()
+        if conn.reader is not None and conn.reader is not threading.current_thread():
+            conn.reader.join(_REAP_SECONDS)
+        conn.sock.close()
+
+    def _read_loop(self, conn: _Connection) -> None:
+        buffer = b""
+        try:
+            while True:
+                data = conn.sock.recv(_RECV_SIZE)
+                if not data:
+                    break
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        self._dispatch(conn, line)
+        except OSError as exc:
+            if not conn.closing:
+                log.warning("fork server socket failed: %s", exc)
+        finally:
+            self._connection_lost(conn)
+
+    def _connection_lost(self, conn: _Connection) -> None:
+        with conn.lock:
+            conn.dead = True
+            waiters = [*conn.pending.values(), *conn.pongs]
+            conn.pending.clear()
+            conn.pongs.clear()
+        for waiter in waiters:
+            waiter.error = "the fork server exited"
+            waiter.event.set()
+        if conn.closing:
+            return
+        try:
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        status = conn.reap()
+        log.warning("fork server %d exited unexpectedly (status %s)", conn.proc.pid, status)
+
+    def _dispatch(self, conn: _Connection, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+            event = msg["event"]
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("ignoring malformed fork-server message %r: %s", line[:200], exc)
+            return
+        if event == "exited":
+            try:
+                info = CollectorExit(
+                    job_id=str(msg["job_id"]),
+                    pid=int(msg["pid"]),
+                    exit_code=msg.get("exit_code"),
+                    signal=msg.get("signal"),
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("ignoring malformed exit event %r: %s", msg, exc)
+                return
+            try:
+                self._on_exit(info)
+            except Exception:
+                log.exception("on_exit callback failed for job %s", info.job_id)
+        elif event in ("launched", "launch_failed"):
+            try:
+                self._deliver_launch(conn, msg)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("ignoring malformed launch reply %r: %s", msg, exc)
+        elif event == "pong":
+            with conn.lock:
+                waiter = conn.pongs.popleft() if conn.pongs else None
+            if waiter is not None:
+                waiter.event.set()
+        else:
+            log.warning("ignoring unknown fork-server event %r", event)
+
+    def _deliver_launch(self, conn: _Connection, msg: dict[str, Any]) -> None:
+        job_id = str(msg.get("job_id"))
+        launched: Launched | None = None
+        if msg["event"] == "launched":
+            ticks = msg.get("start_ticks")
+            launched = Launched(
+                job_id=job_id,
+                pid=int(msg["pid"]),
+                pgid=int(msg["pgid"]),
+                start_ticks=None if ticks is None else int(ticks),
+            )
+        with conn.lock:
+            waiter = conn.pending.pop(job_id, None)
+            if waiter is not None:
+                waiter.launched = launched
+                waiter.error = None if launched else str(msg.get("error", "unknown error"))
+                waiter.event.set()
+        if waiter is None:
+            if launched is not None:
+                log.warning(
+                    "job %s was launched after its launch timed out (pid %d, pgid %d)",
+                    job_id,
+                    launched.pid,
+                    launched.pgid,
+                )
+            else:
+                log.warning("late launch failure of job %s: %s", job_id, msg.get("error"))

@@ -1,0 +1,160 @@
+"""Process introspection from ``/proc``: liveness, identity and process groups.
+
+The zombie rule: a process that has exited but has not been reaped yet is a zombie
+(state ``Z``, or ``X`` while it is being torn down). It still has a pid, still appears in
+``/proc``, ``kill(pid, 0)`` still succeeds on it and ``killpg`` still "reaches" its group.
+On this machine PID 1 reaps orphans only every ~2 s, so zombies linger. Every liveness
+check here therefore reads the state from ``/proc/<pid>/stat`` and treats ``Z`` and ``X``
+as gone; never use ``os.kill(pid, 0)`` to decide whether a process is alive.
+
+Identity: a pid can be reused once its process is reaped. ``start_ticks`` (field 22 of
+``/proc/<pid>/stat``, clock ticks since boot) together with the pid identifies one
+process for the life of the machine; :func:`matches_identity` compares both.
+
+Everything here is Linux-only, reads ``/proc`` without caching, and never raises for a
+process that vanishes mid-read (that reads as "not there").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "GONE_STATES",
+    "ProcStat",
+    "group_alive",
+    "is_alive",
+    "live_group_members",
+    "matches_identity",
+    "read_stat",
+    "signal_group",
+    "start_ticks",
+]
+
+#: Process states that mean "exited" even though the pid still shows in /proc.
+GONE_STATES = frozenset({"Z", "X", "x"})
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The fields of ``/proc/<pid>/stat`` that vq needs."""
+
+    pid: int
+    state: str
+    ppid: int
+    pgid: int
+    start_ticks: int
+
+    @property
+    def alive(self) -> bool:
+        """True unless the process is a zombie or dead (see the module's zombie rule)."""
+        return self.state not in GONE_STATES
+
+
+def _parse_stat(pid: int, raw: bytes) -> ProcStat | None:
+    # "pid (comm) state ppid pgrp session tty_nr tpgid flags ... starttime(22) ..."
+    # comm may contain spaces and ')' itself, so split at the *last* ')'.
+    try:
+        fields = raw[raw.rindex(b")") + 1 :].split()
+        return ProcStat(
+            pid=pid,
+            state=fields[0].decode("ascii"),
+            ppid=int(fields[1]),
+            pgid=int(fields[2]),
+            start_ticks=int(fields[19]),
+        )
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """Parse ``/proc/<pid>/stat``; None if there is no such process (or it vanished).
+
+    A zombie is still returned (with ``state == "Z"``): use :func:`is_alive` to decide
+    liveness.
+    """
+    if pid <= 0:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:  # ENOENT, or ESRCH while the process is being torn down
+        return None
+    return _parse_stat(pid, raw)
+
+
+def is_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is neither a zombie nor dead (state not ``Z``/``X``)."""
+    stat = read_stat(pid)
+    return stat is not None and stat.alive
+
+
+def start_ticks(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (zombies included); None if absent."""
+    stat = read_stat(pid)
+    return None if stat is None else stat.start_ticks
+
+
+def matches_identity(pid: int, expected_start_ticks: int | None) -> bool:
+    """True if ``pid`` is alive (not a zombie) and, when given, started at the expected tick.
+
+    ``expected_start_ticks=None`` checks liveness only (pid reuse is then not detected).
+    """
+    stat = read_stat(pid)
+    if stat is None or not stat.alive:
+        return False
+    return expected_start_ticks is None or stat.start_ticks == expected_start_ticks
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids (sorted) of every live process whose process group is ``pgid``.
+
+    Zombies and dead processes are excluded (the zombie rule). Scans all of ``/proc``:
+    O(number of processes), fine for polling a handful of groups once in a while.
+    """
+    if pgid <= 0:
+        return []
+    members: list[int] = []
+    try:
+        with os.scandir("/proc") as scan:
+            names = [entry.name for entry in scan]
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        stat = read_stat(int(name))
+        if stat is not None and stat.pgid == pgid and stat.alive:
+            members.append(stat.pid)
+    members.sort()
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """True if at least one live (non-zombie) process is in process group ``pgid``.
+
+    The group leader is checked first (cheap); the full ``/proc`` scan runs only when the
+    leader is gone, since members can outlive it.
+    """
+    leader = read_stat(pgid)
+    if leader is not None and leader.alive and leader.pgid == pgid:
+        return True
+    return bool(live_group_members(pgid))
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """``killpg(pgid, sig)``; False if the group does not exist (``ProcessLookupError``).
+
+    True means the kernel found the group, which may consist only of zombies: follow up
+    with :func:`group_alive` rather than trusting the return value as liveness.
+    ``PermissionError`` and other errors propagate. ``pgid`` must be > 1: 0 would mean
+    the caller's own group and 1 init's.
+    """
+    if pgid <= 1:
+        raise ValueError(f"refusing to signal process group {pgid}")
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,133 @@
+"""State-root and config-root resolution, and the §2.4 filesystem layout as path arithmetic.
+
+Nothing here touches the disk except :meth:`StatePaths.ensure`, which creates the tree.
+
+State root: ``VQ_STATE_DIR`` → ``$XDG_DATA_HOME/vq`` → ``~/.local/share/vq``.
+Config root: ``VQ_CONFIG_DIR`` → ``$XDG_CONFIG_HOME/vq`` → ``~/.config/vq``.
+
+Layout (single user)::
+
+    <state-root>/
+      queue/<jobid>.json            authoritative JobSpec
+      queue/<jobid>.json.lock       advisory writer lock
+      queue/.vq-daemon.lock         one-daemon lock
+      jobs/<jobid>/                 workspace: stdout.log, stderr.log, _vq/…, payload
+      workdirs/<jobid>/             VQ_WORKDIR scratch
+      archive/                      cleanup archives (VQ_ARCHIVE_DIR moves it)
+      daemon.pid  daemon.log  daemon.sock
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["StatePaths", "resolve_config_root", "resolve_state_root"]
+
+SPEC_SUFFIX = ".json"
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
+def resolve_state_root(env: Mapping[str, str] | None = None) -> Path:
+    """The state root for this environment (not created)."""
+    env = os.environ if env is None else env
+    if env.get("VQ_STATE_DIR"):
+        return Path(env["VQ_STATE_DIR"]).expanduser().absolute()
+    if env.get("XDG_DATA_HOME"):
+        return Path(env["XDG_DATA_HOME"]).expanduser().absolute() / "vq"
+    return _home(env) / ".local" / "share" / "vq"
+
+
+def resolve_config_root(env: Mapping[str, str] | None = None) -> Path:
+    """The config root for this environment (not created)."""
+    env = os.environ if env is None else env
+    if env.get("VQ_CONFIG_DIR"):
+        return Path(env["VQ_CONFIG_DIR"]).expanduser().absolute()
+    if env.get("XDG_CONFIG_HOME"):
+        return Path(env["XDG_CONFIG_HOME"]).expanduser().absolute() / "vq"
+    return _home(env) / ".config" / "vq"
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """Every path of one state root. Pure arithmetic; job ids must already be validated."""
+
+    root: Path
+    archive_override: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StatePaths:
+        env = os.environ if env is None else env
+        archive = env.get("VQ_ARCHIVE_DIR")
+        return cls(
+            resolve_state_root(env), Path(archive).expanduser().absolute() if archive else None
+        )
+
+    # --- top level -------------------------------------------------------------------
+    @property
+    def queue_dir(self) -> Path:
+        return self.root / "queue"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
+
+    @property
+    def workdirs_dir(self) -> Path:
+        return self.root / "workdirs"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.archive_override or self.root / "archive"
+
+    @property
+    def daemon_lock(self) -> Path:
+        return self.queue_dir / ".vq-daemon.lock"
+
+    @property
+    def daemon_pid(self) -> Path:
+        return self.root / "daemon.pid"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self.root / "daemon.log"
+
+    @property
+    def daemon_sock(self) -> Path:
+        return self.root / "daemon.sock"
+
+    # --- per job ---------------------------------------------------------------------
+    def spec(self, job_id: str) -> Path:
+        return self.queue_dir / f"{job_id}{SPEC_SUFFIX}"
+
+    def workspace(self, job_id: str) -> Path:
+        return self.jobs_dir / job_id
+
+    def meta_dir(self, job_id: str) -> Path:
+        return self.workspace(job_id) / "_vq"
+
+    def events(self, job_id: str) -> Path:
+        return self.meta_dir(job_id) / "events.jsonl"
+
+    def exit_code(self, job_id: str) -> Path:
+        return self.meta_dir(job_id) / "exit-code"
+
+    def resource_usage(self, job_id: str) -> Path:
+        return self.meta_dir(job_id) / "resource-usage.json"
+
+    def samples(self, job_id: str) -> Path:
+        return self.meta_dir(job_id) / "samples.jsonl"
+
+    def workdir(self, job_id: str) -> Path:
+        return self.workdirs_dir / job_id
+
+    def ensure(self) -> None:
+        """Create the state tree (idempotent). The root is private to its owner."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for directory in (self.queue_dir, self.jobs_dir, self.workdirs_dir):
+            directory.mkdir(exist_ok=True)

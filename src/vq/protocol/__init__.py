@@ -1,0 +1,1 @@
+"""The wire format shared by the client and the daemon. Pure and stdlib-only."""

@@ -1,0 +1,48 @@
+"""Line-delimited JSON RPC framing (§2.1).
+
+One request per line: ``{"id": int, "method": str, "params": {...}}``; one response per
+line: ``{"id": int, "result": ...}`` or ``{"id": int, "error": {code, reference,
+message, hint, type}}``. A message larger than :data:`MAX_MESSAGE_BYTES` is refused.
+
+Stdlib-only so the CLI's submit path stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vq.errors import ProtocolError
+
+__all__ = ["MAX_MESSAGE_BYTES", "decode_message", "encode_message", "error_response"]
+
+#: Large enough for a 10,000-element array submit; small enough to bound a bad peer.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """One framed message: compact JSON plus a newline."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if len(data) >= MAX_MESSAGE_BYTES:
+        raise ProtocolError(
+            f"message of {len(data)} bytes exceeds the {MAX_MESSAGE_BYTES}-byte limit"
+        )
+    return data + b"\n"
+
+
+def decode_message(line: bytes) -> dict[str, Any]:
+    """Parse one framed line into a JSON object, or raise :class:`ProtocolError`."""
+    if len(line) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(f"message exceeds the {MAX_MESSAGE_BYTES}-byte limit")
+    try:
+        message = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"malformed message: {exc}") from exc
+    if not isinstance(message, dict):
+        raise ProtocolError("a message must be a JSON object")
+    return message
+
+
+def error_response(request_id: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """The response carrying an error payload (see ``VqError.to_payload``)."""
+    return {"id": request_id, "error": payload}

@@ -1,0 +1,89 @@
+"""Typed parameters of the RPC methods that change state, validated daemon-side.
+
+These models are the one definition of what a submit may carry, shared by the RPC
+server and the CLI's no-daemon path. Unknown fields are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from vq.errors import InvalidInput
+
+__all__ = ["SubmitParams", "parse_params"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")
+
+
+class SubmitParams(BaseModel):
+    """One submission. ``source`` is an absolute path resolved by the caller."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    source: str | None = None
+    cwd: str | None = None
+    cpus: int = Field(default=1, ge=1, le=4096)
+    mem_mb: int | None = Field(default=None, ge=1)
+    wall_time_seconds: int | None = Field(default=None, ge=1)
+    priority: int = Field(default=0, ge=-1000, le=1000)
+    not_before: datetime | None = None
+    job_name: str | None = Field(default=None, min_length=1, max_length=128)
+    tags: list[str] = Field(default_factory=list, max_length=32)
+    retry_max: int = Field(default=0, ge=0, le=100)
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str]) -> list[str]:
+        if not value[0]:
+            raise ValueError("the command's program name is empty")
+        if any("\x00" in part for part in value):
+            raise ValueError("the command contains a NUL byte")
+        return value
+
+    @field_validator("job_name")
+    @classmethod
+    def _job_name(cls, value: str | None) -> str | None:
+        if value is not None and (
+            "/" in value or any(ord(c) < 32 for c in value) or value in {".", ".."}
+        ):
+            raise ValueError("a job name cannot contain '/', control characters, or be . or ..")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not _TAG.match(tag):
+                raise ValueError(f"tag {tag!r} must be 1-64 of letters, digits and ._:+-")
+        return list(dict.fromkeys(value))
+
+    @field_validator("source", "cwd")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return value
+
+    @field_validator("not_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+def parse_params(model: type[M], params: object) -> M:
+    """Validate ``params`` into ``model`` or raise InvalidInput naming the field."""
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "params"
+        raise InvalidInput(f"{where}: {first['msg']}", hint="see `vq submit --help`") from exc

@@ -1,0 +1,33 @@
+"""What every use case needs, built once at a composition root (daemon or CLI)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from vq.domain.admission import Caps
+from vq.domain.spec import utcnow
+from vq.paths import StatePaths
+from vq.store.specs import SpecStore
+
+__all__ = ["ServiceContext"]
+
+
+@dataclass
+class ServiceContext:
+    """Paths, the spec store, the clock, randomness and the admission caps.
+
+    The clock and randomness are injected so tests can pin them; nothing in services
+    reads the environment or the wall clock directly.
+    """
+
+    paths: StatePaths
+    caps: Caps
+    now: Callable[[], datetime] = utcnow
+    random_bytes: Callable[[int], bytes] = os.urandom
+    store: SpecStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = SpecStore(self.paths)

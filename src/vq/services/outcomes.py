@@ -1,0 +1,131 @@
+"""Recording how an attempt ended: shared by the daemon's supervisor and recovery.
+
+Rules (§3.3, §4.4, §4.5, §4.7):
+
+* A known exit code is classified: zero → COMPLETED; nonzero → the *same* spec back to
+  PENDING with ``retry_count + 1`` and a backoff ``not_before`` while retry budget
+  remains, else FAILED.
+* An unknown exit code (collector killed, no marker) becomes ``unknown_state`` (FAILED
+  when the daemon saw the collector die, ABORTED_BY_QUEUE in recovery) with a reason;
+  FAILED still honours the retry budget.
+* A spec that is already terminal keeps its state (sticky); a late exit code is only
+  filled in as evidence.
+* Non-COMPLETED endings get ``failure_tail`` from the stderr file, read before the
+  spec lock is taken (never slow I/O under the lock).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from vq.domain.events import make_event
+from vq.domain.failure_tail import TAIL_BYTES, failure_tail
+from vq.domain.lifecycle import Outcome, apply_transition, classify_exit, retry_backoff_seconds
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.services.context import ServiceContext
+from vq.store.events import append_event
+
+__all__ = ["AttemptEnd", "finish_attempt", "read_exit_marker", "read_stderr_tail"]
+
+
+def read_exit_marker(ctx: ServiceContext, job_id: str) -> int | None:
+    """The command's exit code from ``_vq/exit-code``, or None if absent or invalid."""
+    try:
+        with open(ctx.paths.exit_code(job_id), "rb") as handle:
+            text = handle.read(64).decode("ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) < 65536 else None
+
+
+def read_stderr_tail(ctx: ServiceContext, spec: JobSpec) -> str | None:
+    """``failure_tail`` of the job's stderr file; never raises."""
+    path = ctx.paths.workspace(spec.id) / spec.stderr_path
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - TAIL_BYTES))
+            data = handle.read(TAIL_BYTES)
+            prefix = b"x" if size > TAIL_BYTES else b""
+    except OSError:
+        return None
+    return failure_tail(prefix + data if prefix else data)
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    spec: JobSpec
+    previous: JobState
+    changed: bool
+
+
+def _decide(spec: JobSpec, exit_code: int | None, unknown: Outcome, ctx: ServiceContext) -> Outcome:
+    now = ctx.now()
+    if exit_code is not None:
+        return classify_exit(spec, exit_code, now)
+    if unknown.state is JobState.FAILED and spec.retry_count < spec.retry_max:
+        from datetime import timedelta
+
+        delay = retry_backoff_seconds(spec.retry_count)
+        return Outcome(
+            JobState.PENDING,
+            f"{unknown.reason}; retry {spec.retry_count + 1} of {spec.retry_max} in {delay}s",
+            now + timedelta(seconds=delay),
+        )
+    return unknown
+
+
+def finish_attempt(
+    ctx: ServiceContext,
+    job_id: str,
+    exit_code: int | None,
+    *,
+    unknown_state: JobState = JobState.FAILED,
+    unknown_reason: str = "the job's exit code is unknown",
+) -> AttemptEnd:
+    """Persist the end of the current attempt (see module rules)."""
+    snapshot = ctx.store.read(job_id)
+    tail = read_stderr_tail(ctx, snapshot)
+    unknown = Outcome(unknown_state, unknown_reason)
+    seen: dict[str, JobState] = {}
+
+    def mutate(spec: JobSpec) -> JobSpec | None:
+        seen["previous"] = spec.state
+        if spec.is_terminal:
+            if exit_code is not None and spec.exit_code is None:
+                spec.exit_code = exit_code
+                return spec
+            return None
+        if spec.state is JobState.PENDING:
+            return None  # not running: nothing of this attempt to record
+        if spec.state is JobState.SUSPENDED:
+            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+            spec.state = JobState.RUNNING
+        outcome = _decide(spec, exit_code, unknown, ctx)
+        spec.exit_code = exit_code
+        if outcome.state is JobState.PENDING:
+            spec.retry_count += 1
+            spec.not_before = outcome.retry_not_before
+        elif outcome.state is not JobState.COMPLETED:
+            spec.failure_tail = tail
+        return apply_transition(spec, outcome.state, ctx.now(), reason=outcome.reason)
+
+    spec = ctx.store.update(job_id, mutate)
+    previous = seen.get("previous", snapshot.state)
+    changed = spec.state is not previous
+    if changed:
+        append_event(
+            ctx.paths,
+            make_event(
+                "state_transition",
+                job_id,
+                ctx.now(),
+                to=spec.state.value,
+                reason=spec.failure_reason if spec.state is not JobState.COMPLETED else None,
+                exit_code=spec.exit_code,
+                **{"from": previous.value},
+            ),
+        )
+    return AttemptEnd(spec, previous, changed)

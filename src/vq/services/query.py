@@ -1,0 +1,137 @@
+"""Read models: the JSON views of jobs that ``vq status``, ``vq list`` and the API print.
+
+Stable schemas (documented in ``docs/json.md``):
+
+* :func:`status_view` — the whole spec plus derived fields: ``workspace``,
+  ``pending_over_capacity`` (tri-state: true / false / null when not applicable),
+  ``configured_capacity_overages``, ``pending_reason`` and ``elapsed_seconds``.
+* :func:`list_row` — one compact row per job for listings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import InvalidInput
+from vq.paths import StatePaths
+
+__all__ = ["ListFilter", "list_row", "request_of", "select", "status_view"]
+
+
+def request_of(spec: JobSpec) -> Request:
+    """What admission sees of a spec."""
+    return Request(
+        job_id=spec.id,
+        cpus=spec.cpus,
+        mem_mb=spec.mem_mb,
+        priority=spec.priority,
+        submitted_at=spec.submitted_at,
+        not_before=spec.not_before,
+    )
+
+
+def _over_capacity(spec: JobSpec, caps: Caps | None) -> tuple[bool | None, list[dict[str, Any]]]:
+    if caps is None or spec.state is not JobState.PENDING or spec.scheduler_target:
+        return None, []
+    overages = [o.as_dict() for o in capacity_overages(spec.cpus, spec.mem_mb, caps)]
+    return bool(overages), overages
+
+
+def _elapsed(spec: JobSpec, now: datetime) -> float | None:
+    if spec.started_at is None:
+        return None
+    end = spec.finished_at or now
+    return max(0.0, (end - spec.started_at).total_seconds())
+
+
+def status_view(
+    spec: JobSpec,
+    paths: StatePaths,
+    caps: Caps | None,
+    now: datetime,
+    usage: Usage | None = None,
+) -> dict[str, Any]:
+    """Everything known about one job, as JSON-safe data."""
+    view: dict[str, Any] = spec.model_dump(mode="json")
+    over, overages = _over_capacity(spec, caps)
+    view["workspace"] = str(paths.workspace(spec.id))
+    view["pending_over_capacity"] = over
+    view["configured_capacity_overages"] = overages
+    view["pending_reason"] = (
+        pending_reason(request_of(spec), usage or Usage(), caps, now)
+        if spec.state is JobState.PENDING and caps is not None
+        else None
+    )
+    view["elapsed_seconds"] = _elapsed(spec, now)
+    return view
+
+
+def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
+    """The compact listing row of one job."""
+    over, _ = _over_capacity(spec, caps)
+    return {
+        "id": spec.id,
+        "job_name": spec.job_name,
+        "state": spec.state.value,
+        "command": spec.command,
+        "tags": spec.tags,
+        "cpus": spec.cpus,
+        "mem_mb": spec.mem_mb,
+        "wall_time_seconds": spec.wall_time_seconds,
+        "priority": spec.priority,
+        "submitted_at": spec.submitted_at.isoformat(),
+        "started_at": spec.started_at.isoformat() if spec.started_at else None,
+        "finished_at": spec.finished_at.isoformat() if spec.finished_at else None,
+        "exit_code": spec.exit_code,
+        "failure_reason": spec.failure_reason,
+        "retry_count": spec.retry_count,
+        "pending_over_capacity": over,
+        "elapsed_seconds": _elapsed(spec, now),
+    }
+
+
+@dataclass(frozen=True)
+class ListFilter:
+    """``vq list`` filters; every given one must match (AND)."""
+
+    states: frozenset[JobState] = field(default_factory=frozenset)
+    tags: frozenset[str] = field(default_factory=frozenset)
+    name: str | None = None
+    since: datetime | None = None
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ListFilter:
+        try:
+            states = frozenset(JobState(s.upper()) for s in params.get("states") or [])
+        except ValueError as exc:
+            raise InvalidInput(
+                f"unknown state in {params.get('states')}",
+                hint="states are " + ", ".join(s.value for s in JobState),
+            ) from exc
+        since = params.get("since")
+        return cls(
+            states=states,
+            tags=frozenset(params.get("tags") or []),
+            name=params.get("name"),
+            since=datetime.fromisoformat(since) if since else None,
+        )
+
+    def matches(self, spec: JobSpec) -> bool:
+        if self.states and spec.state not in self.states:
+            return False
+        if self.tags and not self.tags.issubset(spec.tags):
+            return False
+        if self.name is not None and self.name not in (spec.job_name or ""):
+            return False
+        return self.since is None or spec.submitted_at >= self.since
+
+
+def select(specs: Iterable[JobSpec], flt: ListFilter) -> list[JobSpec]:
+    """Matching specs, oldest submission first."""
+    return sorted((s for s in specs if flt.matches(s)), key=lambda s: (s.submitted_at, s.id))

@@ -1,0 +1,47 @@
+"""The per-job event timeline ``<workspace>/_vq/events.jsonl`` (§6.1).
+
+Best-effort by contract: an append failure is logged and swallowed, a missing file reads
+as an empty timeline, and malformed lines are skipped. Never the state authority.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vq._fs import append_line
+from vq.paths import StatePaths
+
+__all__ = ["append_event", "read_events"]
+
+#: Lines longer than this are skipped on read (a corrupt or hostile file).
+MAX_EVENT_LINE = 64 * 1024
+
+
+def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
+    """Append one event record to its job's timeline. Never raises."""
+    try:
+        line = json.dumps(record, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return False
+    return append_line(paths.events(str(record["jobid"])), line)
+
+
+def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
+    """Every well-formed record of a job's timeline, in file order."""
+    try:
+        with open(paths.events(job_id), "rb") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        if not line.strip() or len(line) > MAX_EVENT_LINE:
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict) and "kind" in record:
+            events.append(record)
+    return events

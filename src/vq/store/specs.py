@@ -1,0 +1,158 @@
+"""The JobSpec store: one JSON file per job under ``<state-root>/queue/``.
+
+Contracts:
+
+* Disk is the authority. Every write is :func:`vq._fs.atomic_write_bytes` (durable).
+* :meth:`SpecStore.update` is the only read → mutate → write path and holds the spec's
+  flock across it. The lock never nests and the mutate callback must do no slow I/O.
+* A file that cannot be parsed is reported (``CorruptSpec`` / ``UnsupportedSpecVersion``),
+  never rewritten and never deleted. :meth:`SpecStore.scan` returns such files separately
+  as *quarantined* so dispatch skips them while everything else goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vq._fs import atomic_write_bytes, spec_lock
+from vq.domain.ids import is_job_id
+from vq.domain.spec import JobSpec, load_spec
+from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
+from vq.paths import SPEC_SUFFIX, StatePaths
+
+__all__ = ["Quarantined", "ScanResult", "SpecStore", "encode_spec"]
+
+#: Spec files larger than this are refused as corrupt rather than read into memory.
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+
+
+def encode_spec(spec: JobSpec) -> bytes:
+    """The exact bytes written for ``spec`` (indented JSON, trailing newline)."""
+    return spec.model_dump_json(indent=1).encode() + b"\n"
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A spec file that could not be read, and why. Reported, never touched."""
+
+    name: str
+    path: str
+    reason: str
+    reference: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "reason": self.reason,
+            "reference": self.reference,
+        }
+
+
+@dataclass
+class ScanResult:
+    specs: dict[str, JobSpec] = field(default_factory=dict)
+    quarantined: dict[str, Quarantined] = field(default_factory=dict)
+
+
+class SpecStore:
+    """Read, create and update JobSpecs of one state root."""
+
+    def __init__(self, paths: StatePaths) -> None:
+        self.paths = paths
+
+    # --- naming ------------------------------------------------------------------------
+    def path(self, job_id: str) -> Path:
+        if not is_job_id(job_id):
+            raise InvalidInput(
+                f"{job_id!r} is not a job id",
+                hint="job ids are 12 lowercase hex characters, as `vq list` shows them",
+            )
+        return self.paths.spec(job_id)
+
+    def exists(self, job_id: str) -> bool:
+        return self.path(job_id).exists()
+
+    def list_ids(self) -> list[str]:
+        """Ids of every ``<id>.json`` in the queue (names only: cheap)."""
+        try:
+            entries = os.listdir(self.paths.queue_dir)
+        except FileNotFoundError:
+            return []
+        return [
+            name[: -len(SPEC_SUFFIX)]
+            for name in entries
+            if name.endswith(SPEC_SUFFIX) and is_job_id(name[: -len(SPEC_SUFFIX)])
+        ]
+
+    # --- reads -------------------------------------------------------------------------
+    def read(self, job_id: str) -> JobSpec:
+        """The current spec, or NotFound / CorruptSpec / UnsupportedSpecVersion."""
+        path = self.path(job_id)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_SPEC_BYTES + 1)
+        except FileNotFoundError:
+            raise NotFound(
+                f"no job {job_id} in {self.paths.root}",
+                hint="`vq list` shows the jobs of this queue (VQ_STATE_DIR selects the queue)",
+            ) from None
+        if len(data) > MAX_SPEC_BYTES:
+            raise CorruptSpec(f"spec {path} is larger than {MAX_SPEC_BYTES} bytes")
+        spec = load_spec(data, source=f"spec {path}")
+        if spec.id != job_id:
+            raise CorruptSpec(
+                f"spec {path} holds job id {spec.id!r}, not {job_id!r}",
+                hint="the file is kept as it is; inspect it",
+            )
+        return spec
+
+    def scan(self, ids: list[str] | None = None) -> ScanResult:
+        """Read every spec (or just ``ids``); unreadable ones land in ``quarantined``."""
+        result = ScanResult()
+        for job_id in self.list_ids() if ids is None else ids:
+            try:
+                result.specs[job_id] = self.read(job_id)
+            except NotFound:
+                continue  # deleted between listing and reading
+            except CorruptSpec as exc:
+                result.quarantined[job_id] = Quarantined(
+                    job_id, str(self.paths.spec(job_id)), exc.message, exc.reference
+                )
+        return result
+
+    # --- writes ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, job_id: str) -> Iterator[None]:
+        """Hold the job's spec lock (see :func:`vq._fs.spec_lock`)."""
+        with spec_lock(self.path(job_id)):
+            yield
+
+    def create(self, spec: JobSpec) -> None:
+        """Write a brand-new spec; refuses to replace an existing one."""
+        with self.locked(spec.id):
+            if self.path(spec.id).exists():
+                raise Conflict(f"job {spec.id} already exists")
+            atomic_write_bytes(self.path(spec.id), encode_spec(spec))
+
+    def write_locked(self, spec: JobSpec) -> None:
+        """Replace a spec. The caller must hold :meth:`locked` for ``spec.id``."""
+        atomic_write_bytes(self.path(spec.id), encode_spec(spec))
+
+    def update(self, job_id: str, mutate: Callable[[JobSpec], JobSpec | None]) -> JobSpec:
+        """Read → ``mutate`` → write under the spec lock; returns the spec now on disk.
+
+        ``mutate`` gets a private copy and returns the new spec, or None for "no change"
+        (nothing is written). Exceptions from ``mutate`` abort without writing.
+        """
+        with self.locked(job_id):
+            current = self.read(job_id)
+            updated = mutate(current.model_copy(deep=True))
+            if updated is None:
+                return current
+            self.write_locked(updated)
+            return updated
