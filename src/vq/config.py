@@ -14,13 +14,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from vq.domain.admission import Caps
 from vq.errors import ConfigError
 from vq.paths import resolve_config_root
 
-__all__ = ["DaemonSettings", "Settings", "host_logical_cpus", "host_memory_mb", "load_settings"]
+__all__ = [
+    "DaemonSettings",
+    "Settings",
+    "WatchdogSettings",
+    "host_logical_cpus",
+    "host_memory_mb",
+    "load_settings",
+]
 
 SITE_CONFIG = Path("/etc/vq/config.toml")
 
@@ -58,12 +65,34 @@ class DaemonSettings(BaseModel):
         )
 
 
+class WatchdogSettings(BaseModel):
+    """``[watchdog]``: starvation and host-memory-pressure policy (§4.4)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: A job using less than this percentage of one CPU ...
+    starved_cpu_percent: float = Field(default=1.0, ge=0, le=100)
+    #: ... over this many seconds is STARVED. 0 disables the check.
+    starved_window_seconds: float = Field(default=3600.0, ge=0)
+    #: Host memory use (percent of total) at which running local jobs are paused.
+    memory_pause_percent: float = Field(default=85.0, gt=0, le=100)
+    #: Jobs paused by the pressure pass are resumed once use falls below this.
+    memory_resume_percent: float = Field(default=70.0, gt=0, le=100)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> WatchdogSettings:
+        if self.memory_resume_percent >= self.memory_pause_percent:
+            raise ValueError("memory_resume_percent must be below memory_pause_percent")
+        return self
+
+
 class Settings(BaseModel):
     """The whole configuration. Every section refuses unknown keys."""
 
     model_config = ConfigDict(extra="forbid")
 
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
 
 
 def _read_layer(path: Path) -> dict[str, Any]:

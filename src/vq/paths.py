@@ -24,33 +24,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vq import _roots
+
 __all__ = ["StatePaths", "resolve_config_root", "resolve_state_root"]
 
 SPEC_SUFFIX = ".json"
 
 
-def _home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME") or os.path.expanduser("~"))
-
-
 def resolve_state_root(env: Mapping[str, str] | None = None) -> Path:
     """The state root for this environment (not created)."""
-    env = os.environ if env is None else env
-    if env.get("VQ_STATE_DIR"):
-        return Path(env["VQ_STATE_DIR"]).expanduser().absolute()
-    if env.get("XDG_DATA_HOME"):
-        return Path(env["XDG_DATA_HOME"]).expanduser().absolute() / "vq"
-    return _home(env) / ".local" / "share" / "vq"
+    return Path(_roots.state_root(os.environ if env is None else env))
 
 
 def resolve_config_root(env: Mapping[str, str] | None = None) -> Path:
     """The config root for this environment (not created)."""
-    env = os.environ if env is None else env
-    if env.get("VQ_CONFIG_DIR"):
-        return Path(env["VQ_CONFIG_DIR"]).expanduser().absolute()
-    if env.get("XDG_CONFIG_HOME"):
-        return Path(env["XDG_CONFIG_HOME"]).expanduser().absolute() / "vq"
-    return _home(env) / ".config" / "vq"
+    return Path(_roots.config_root(os.environ if env is None else env))
 
 
 @dataclass(frozen=True)

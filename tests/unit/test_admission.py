@@ -157,7 +157,9 @@ def test_undeclared_memory_without_default_reserves_nothing() -> None:
     caps = Caps(max_mem_mb=1000)
     assert effective_mem_mb(None, caps) == 0
     candidates = [req(f"j{i}", submitted=i) for i in range(5)]
-    assert plan_dispatch(candidates, Usage(mem_mb=1000), caps, NOW) == [c.job_id for c in candidates]
+    assert plan_dispatch(candidates, Usage(mem_mb=1000), caps, NOW) == [
+        c.job_id for c in candidates
+    ]
 
 
 def test_default_above_memory_cap_makes_undeclared_jobs_over_capacity() -> None:

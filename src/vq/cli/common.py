@@ -7,13 +7,11 @@ when none does, the command runs the same service against the disk itself. Heavy
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import click
-
+from vq.cli.output import echo_json, warn
 from vq.client import Client
 from vq.errors import DaemonNotRunning
 from vq.paths import StatePaths
@@ -48,14 +46,6 @@ def local_context() -> ServiceContext:
     from vq.services.context import ServiceContext
 
     return ServiceContext(paths(), load_settings().daemon.caps())
-
-
-def echo_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, indent=2, sort_keys=False))
-
-
-def warn(message: str) -> None:
-    click.echo(f"vq: warning: {message}", err=True)
 
 
 def stdout_is_tty() -> bool:

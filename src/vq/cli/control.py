@@ -11,7 +11,7 @@ from vq.cli.common import call_daemon, echo_json, local_context, paths
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
 
-__all__ = ["job_exit_status", "kill", "wait"]
+__all__ = ["job_exit_status", "kill", "pause", "resume", "wait"]
 
 
 @click.command()
@@ -104,3 +104,64 @@ def wait(job_ids: tuple[str, ...], timeout: str | None, as_json: bool) -> None:
                 click.echo(f"{item['id']} {item['state']}{reason}", err=True)
     codes = [job_exit_status(item["state"], item["exit_code"]) for item in ordered]
     raise SystemExit(next((code for code in codes if code), 0))
+
+
+def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state: str) -> list[str]:
+    if job_ids and (tags or every):
+        from vq.errors import UsageError
+
+        raise UsageError("give job ids, or --tag/--all, not both")
+    if job_ids:
+        return list(job_ids)
+    if not tags and not every:
+        from vq.errors import UsageError
+
+        raise UsageError("no jobs selected", hint="give job ids, --tag TAG or --all")
+    params = {"states": [state], "tags": list(tags)}
+    listing = call_daemon("list", params)
+    if listing is None:
+        from vq.services.query import ListFilter, select
+
+        ctx = local_context()
+        return [
+            s.id for s in select(ctx.store.scan().specs.values(), ListFilter.from_params(params))
+        ]
+    return [row["id"] for row in listing["jobs"]]
+
+
+def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
+    from vq.services import pause as pausing
+
+    results = []
+    for job_id in job_ids:
+        result = call_daemon(verb, {"id": job_id})
+        if result is None:
+            fn = pausing.pause_job if verb == "pause" else pausing.resume_job
+            outcome = fn(local_context(), job_id)
+            result = {"id": job_id, "state": outcome.spec.state.value, "changed": outcome.changed}
+        results.append(result)
+        if not as_json:
+            note = "" if result["changed"] else " (unchanged)"
+            click.echo(f"{job_id} {result['state']}{note}")
+    if as_json:
+        echo_json(results)
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1, metavar="[ID...]")
+@click.option("--tag", "tags", multiple=True, help="Every RUNNING job with this tag.")
+@click.option("--all", "every", is_flag=True, help="Every RUNNING job.")
+@click.option("--json", "as_json", is_flag=True)
+def pause(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json: bool) -> None:
+    """Pause running jobs (SIGSTOP to the group); they keep their reservation."""
+    _pause_or_resume("pause", _select(job_ids, tags, every, "RUNNING"), as_json)
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1, metavar="[ID...]")
+@click.option("--tag", "tags", multiple=True, help="Every SUSPENDED job with this tag.")
+@click.option("--all", "every", is_flag=True, help="Every SUSPENDED job.")
+@click.option("--json", "as_json", is_flag=True)
+def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json: bool) -> None:
+    """Resume paused jobs (SIGCONT to the group)."""
+    _pause_or_resume("resume", _select(job_ids, tags, every, "SUSPENDED"), as_json)

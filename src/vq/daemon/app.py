@@ -36,9 +36,11 @@ from vq.services.context import ServiceContext
 from .dispatch import Dispatcher
 from .handlers import build_methods
 from .index import JobIndex
+from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import RpcServer
 from .supervisor import Supervisor
+from .watchdog import Watchdog
 
 __all__ = ["Daemon"]
 
@@ -48,6 +50,8 @@ log = logging.getLogger("vq.daemon")
 RESCAN_SECONDS = 5.0
 #: Poll interval while a group is owed a grace or an orphan is watched.
 FAST_POLL_SECONDS = 0.2
+#: How often running jobs are judged (memory, starvation); samples are written every 5 s.
+WATCH_SECONDS = 1.0
 
 
 class Daemon:
@@ -65,6 +69,12 @@ class Daemon:
         self.supervisor = Supervisor(self.ctx, self.index.upsert)
         self.supervisor.wake = self.wake
         self.forkserver = ForkServer(self.supervisor.on_collector_exit)
+        self.watchdog = Watchdog(
+            self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
+        )
+        self.pressure = PressureGuard(
+            self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
+        )
         self.dispatcher = Dispatcher(
             self.ctx,
             self.supervisor,
@@ -72,6 +82,7 @@ class Daemon:
             self.index.pending,
             self.index.upsert,
             dict(os.environ),
+            hold=lambda: self.pressure.holding,
         )
         self._calls: list[Callable[[], None]] = []
         self._calls_lock = threading.Lock()
@@ -163,14 +174,19 @@ class Daemon:
                 self.supervisor.orphan_all()
                 self.forkserver.start()
             self.supervisor.process()
+            self.watchdog.check()
+            if self.supervisor.holders:
+                self.pressure.check()
             if time.monotonic() - last_rescan >= RESCAN_SECONDS:
                 self.index.refresh_names()
                 last_rescan = time.monotonic()
             self.dispatcher.run_pass()
             timeout = tick
-            deadline = self.supervisor.next_deadline()
-            if deadline is not None:
-                timeout = min(timeout, deadline)
+            for deadline in (self.supervisor.next_deadline(), self.watchdog.next_deadline()):
+                if deadline is not None:
+                    timeout = min(timeout, deadline + 0.01)
+            if self.watchdog.has_work():
+                timeout = min(timeout, WATCH_SECONDS)
             if self.supervisor.needs_polling():
                 timeout = min(timeout, FAST_POLL_SECONDS)
             self.wake_event.wait(timeout)

@@ -65,6 +65,7 @@ class Dispatcher:
         pending: Callable[[], list[JobSpec]],
         on_change: Callable[[JobSpec], None],
         base_env: Mapping[str, str],
+        hold: Callable[[], bool] = lambda: False,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
@@ -72,9 +73,12 @@ class Dispatcher:
         self._pending = pending
         self._on_change = on_change
         self._base_env = dict(base_env)
+        self._hold = hold
 
     def run_pass(self) -> int:
         """Start every admissible job now; returns how many were launched."""
+        if self._hold():
+            return 0
         now = self.ctx.now()
         candidates = [request_of(spec) for spec in self._pending() if spec.scheduler_target is None]
         if not candidates:

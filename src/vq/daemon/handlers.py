@@ -1,6 +1,7 @@
 """RPC methods: one small function per method, each calling the shared services.
 
-Methods: ``ping``, ``wake``, ``submit``, ``status``, ``list``, ``kill``. Every mutation
+Methods: ``ping``, ``wake``, ``submit``, ``status``, ``list``, ``kill``, ``pause``,
+``resume``. Every mutation
 goes through the same service the CLI uses when no daemon runs, so the two paths cannot
 drift apart; the daemon additionally updates its index and wakes its loop.
 """
@@ -15,6 +16,7 @@ from vq import __version__
 from vq.errors import InvalidInput
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
+from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view
 from vq.services.submit import submit, submit_payload
 
@@ -91,6 +93,25 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "signaled": outcome.signaled,
         }
 
+    def pause(params: dict[str, Any]) -> dict[str, Any]:
+        outcome = pause_job(ctx, _job_id(params))
+        daemon.remember(outcome.spec)
+        return {
+            "id": outcome.spec.id,
+            "state": outcome.spec.state.value,
+            "changed": outcome.changed,
+        }
+
+    def resume(params: dict[str, Any]) -> dict[str, Any]:
+        outcome = resume_job(ctx, _job_id(params))
+        daemon.remember(outcome.spec)
+        daemon.wake()
+        return {
+            "id": outcome.spec.id,
+            "state": outcome.spec.state.value,
+            "changed": outcome.changed,
+        }
+
     methods: dict[str, Method] = {
         "ping": ping,
         "wake": wake,
@@ -98,5 +119,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "status": status,
         "list": list_method,
         "kill": kill,
+        "pause": pause,
+        "resume": resume,
     }
     return methods

@@ -92,6 +92,10 @@ def _recover_active(
                 spec = ctx.store.update(spec.id, record)
                 on_change(spec)
             supervisor.track(spec, pgid, pgid, start_ticks, orphan=True)
+            # Re-assert the recorded intent: a crash may have fallen between the durable
+            # pause/resume write and its signal.
+            paused = spec.state is JobState.SUSPENDED
+            procs.signal_group(pgid, signal.SIGSTOP if paused else signal.SIGCONT)
             report.reattached.append(spec.id)
             log.info("job %s: reattached to live process group %d", spec.id, pgid)
             return

@@ -48,6 +48,8 @@ class Holder:
     start_ticks: int | None
     cpus: int
     mem_mb: int
+    epoch: float = 0.0  # monotonic start of this attempt's wall clock (launch or reattach)
+    paused_base: float = 0.0  # paused_seconds_total when the epoch began
     orphan: bool = False
     collector_done: bool = False
     grace_deadline: float | None = None  # monotonic; set once a SIGTERM is owed its grace
@@ -89,6 +91,8 @@ class Supervisor:
             start_ticks=start_ticks,
             cpus=spec.cpus,
             mem_mb=effective_mem_mb(spec.mem_mb, self.ctx.caps),
+            epoch=self._monotonic(),
+            paused_base=spec.paused_seconds_total,
             orphan=orphan,
         )
 

@@ -12,7 +12,7 @@ from vq.errors import InvalidInput
 __all__ = ["format_duration", "parse_duration"]
 
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_PART = re.compile(r"(\d+)([dhms])")
+_PART = re.compile(r"([0-9]+)([dhms])")
 _HINT = "use a number of seconds or units d/h/m/s, for example 90s, 10m, 2h30m, 1d"
 
 
@@ -23,9 +23,9 @@ def parse_duration(text: str) -> int:
     """
     value = text.strip().lower()
     seconds: int
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         seconds = int(value)
-    elif re.fullmatch(r"\d+:\d{1,2}:\d{1,2}", value):
+    elif re.fullmatch(r"[0-9]+:[0-9]{1,2}:[0-9]{1,2}", value):
         hours, minutes, secs = (int(part) for part in value.split(":"))
         if minutes >= 60 or secs >= 60:
             raise InvalidInput(f"invalid duration {text!r}", hint=_HINT)

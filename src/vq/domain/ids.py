@@ -8,12 +8,12 @@ from collections.abc import Callable
 __all__ = ["JOB_ID_LENGTH", "is_job_id", "new_job_id"]
 
 JOB_ID_LENGTH = 12
-_ID = re.compile(r"^[0-9a-f]{12}$")
+_ID = re.compile(r"[0-9a-f]{12}")
 
 
 def is_job_id(text: str) -> bool:
     """Whether ``text`` is a well-formed job id (and so a safe path component)."""
-    return bool(_ID.match(text))
+    return bool(_ID.fullmatch(text))
 
 
 def new_job_id(random_bytes: Callable[[int], bytes], taken: Callable[[str], bool]) -> str:

@@ -27,7 +27,7 @@ __all__ = ["SPEC_VERSION", "JobSpec", "ProgramRuntimePin", "dump_spec", "load_sp
 #: The schema version this build writes. Readers refuse anything newer.
 SPEC_VERSION = 2
 
-JOB_ID_RE = re.compile(r"^[0-9a-f]{12}$")
+JOB_ID_RE = re.compile(r"[0-9a-f]{12}")
 
 
 def utcnow() -> datetime:
@@ -153,7 +153,7 @@ class JobSpec(BaseModel):
     @field_validator("id")
     @classmethod
     def _valid_id(cls, value: str) -> str:
-        if not JOB_ID_RE.match(value):
+        if not JOB_ID_RE.fullmatch(value):
             raise ValueError("job id must be 12 lowercase hex characters")
         return value
 
@@ -177,6 +177,11 @@ class JobSpec(BaseModel):
         "finished_at",
         "paused_at",
         "last_heartbeat_at",
+        "scheduler_remote_workspace_cleaned_at",
+        "workdir_swept_at",
+        "last_status_at",
+        "last_fetched_at",
+        "archived_at",
         mode="after",
     )
     @classmethod
@@ -201,7 +206,7 @@ def load_spec(data: bytes | str | dict[str, Any], *, source: str = "spec") -> Jo
     else:
         try:
             raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise CorruptSpec(
                 f"{source} is not valid JSON ({exc})",
                 hint="the file is kept as it is; inspect it, or move it out of the queue",

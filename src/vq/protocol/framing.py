@@ -10,9 +10,15 @@ Stdlib-only so the CLI's submit path stays fast.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from vq.errors import ProtocolError
+
+# typing is imported for the type checker only: this module is on the Click-free
+# `vq submit` fast path, where importing typing costs milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["MAX_MESSAGE_BYTES", "decode_message", "encode_message", "error_response"]
 
@@ -36,7 +42,7 @@ def decode_message(line: bytes) -> dict[str, Any]:
         raise ProtocolError(f"message exceeds the {MAX_MESSAGE_BYTES}-byte limit")
     try:
         message = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"malformed message: {exc}") from exc
     if not isinstance(message, dict):
         raise ProtocolError("a message must be a JSON object")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 from vq.domain.events import make_event
 from vq.domain.failure_tail import TAIL_BYTES, failure_tail
@@ -46,12 +47,11 @@ def read_stderr_tail(ctx: ServiceContext, spec: JobSpec) -> str | None:
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read(TAIL_BYTES)
-            prefix = b"x" if size > TAIL_BYTES else b""
+            handle.seek(max(0, size - TAIL_BYTES - 1))
+            data = handle.read(TAIL_BYTES + 1)
     except OSError:
         return None
-    return failure_tail(prefix + data if prefix else data)
+    return failure_tail(data)
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,6 @@ def _decide(spec: JobSpec, exit_code: int | None, unknown: Outcome, ctx: Service
     if exit_code is not None:
         return classify_exit(spec, exit_code, now)
     if unknown.state is JobState.FAILED and spec.retry_count < spec.retry_max:
-        from datetime import timedelta
-
         delay = retry_backoff_seconds(spec.retry_count)
         return Outcome(
             JobState.PENDING,

@@ -101,6 +101,11 @@ class SpecStore:
                 f"no job {job_id} in {self.paths.root}",
                 hint="`vq list` shows the jobs of this queue (VQ_STATE_DIR selects the queue)",
             ) from None
+        except OSError as exc:
+            raise CorruptSpec(
+                f"spec {path} cannot be read: {exc.strerror}",
+                hint="the entry is kept as it is; inspect it",
+            ) from exc
         if len(data) > MAX_SPEC_BYTES:
             raise CorruptSpec(f"spec {path} is larger than {MAX_SPEC_BYTES} bytes")
         spec = load_spec(data, source=f"spec {path}")
@@ -154,5 +159,7 @@ class SpecStore:
             updated = mutate(current.model_copy(deep=True))
             if updated is None:
                 return current
+            if updated.id != job_id:
+                raise ValueError(f"an update of {job_id} tried to write job {updated.id}")
             self.write_locked(updated)
             return updated

@@ -1,0 +1,120 @@
+"""The ``vq`` Click application: one root group with lazily imported subcommands.
+
+Error contract: every failure prints exactly ``vq: error: <message>`` and, when there is
+one, ``hint: <hint>`` on stderr, and exits with the code from :mod:`vq.errors` (usage
+errors exit 2). No traceback is shown unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from vq.cli.output import print_error as _print_error
+from vq.errors import VqError
+
+__all__ = ["cli", "run"]
+
+#: name → "module:attribute"; modules are imported only when their command runs.
+COMMANDS: dict[str, str] = {
+    "submit": "vq.cli.submit:submit",
+    "list": "vq.cli.inspect:list_jobs",
+    "status": "vq.cli.inspect:status",
+    "events": "vq.cli.inspect:events",
+    "logs": "vq.cli.logs:logs",
+    "kill": "vq.cli.control:kill",
+    "wait": "vq.cli.control:wait",
+    "pause": "vq.cli.control:pause",
+    "resume": "vq.cli.control:resume",
+    "daemon": "vq.cli.daemon_cmd:daemon",
+}
+
+SHORT_HELP: dict[str, str] = {
+    "submit": "Submit a job; prints its id.",
+    "list": "List jobs (filters, --json).",
+    "status": "Everything known about one job.",
+    "events": "The timeline of one job.",
+    "logs": "Show or follow a job's stdout/stderr.",
+    "kill": "Kill a pending or running job.",
+    "wait": "Wait until jobs end; exit with the job's code.",
+    "pause": "Pause running jobs (SIGSTOP).",
+    "resume": "Resume paused jobs (SIGCONT).",
+    "daemon": "Start, stop and inspect the daemon.",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (fast ``vq submit``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SHORT_HELP[name]) for name in COMMANDS])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.version_option(package_name="vq", prog_name="vq")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """vq — a durable job queue for research computing.
+
+    The state root is VQ_STATE_DIR (else $XDG_DATA_HOME/vq, else ~/.local/share/vq).
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def run(args: list[str]) -> None:
+    """Run the Click application and map every failure to an exit code."""
+    debug = "--debug" in args or os.environ.get("VQ_DEBUG") == "1"
+    try:
+        rv: Any = cli.main(args=args, prog_name="vq", standalone_mode=False)
+    except VqError as exc:
+        if debug:
+            raise
+        _print_error(exc.message, exc.hint)
+        sys.exit(exc.exit_code)
+    except click.exceptions.NoSuchOption as exc:
+        _print_error(exc.format_message(), _help_hint(exc.ctx))
+        sys.exit(2)
+    except click.UsageError as exc:
+        _print_error(exc.format_message(), _help_hint(exc.ctx))
+        sys.exit(2)
+    except click.exceptions.Abort:
+        _print_error("aborted", None)
+        sys.exit(130)
+    except click.ClickException as exc:
+        _print_error(exc.format_message(), None)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _print_error("interrupted", None)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(141)
+    except Exception as exc:
+        if debug:
+            raise
+        _print_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug")
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _help_hint(ctx: click.Context | None) -> str:
+    path = ctx.command_path if ctx is not None else "vq"
+    return f"run `{path} --help` for usage"

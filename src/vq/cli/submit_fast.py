@@ -1,0 +1,69 @@
+"""``vq submit`` without Click: parse with the shared option table, call the daemon.
+
+Returns None (so Click takes over) whenever the command line is not plainly well formed.
+Semantics are identical to the Click command: both build params with
+:func:`vq.cli.submit_options.build_params` and print with :func:`emit`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from vq import _roots
+from vq.cli.output import echo_json, print_error, warn
+from vq.cli.submit_options import build_params, parse_fast
+from vq.errors import DaemonNotRunning, VqError
+
+# typing is imported for the type checker only: this module is on the Click-free
+# `vq submit` fast path, where importing typing costs milliseconds.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+__all__ = ["emit", "run_fast", "submit_params"]
+
+
+def submit_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Submit through the daemon, or write the spec ourselves when none answers."""
+    from vq.client import Client
+
+    sock = _roots.daemon_socket(os.environ)
+    if os.path.exists(sock):
+        try:
+            payload: dict[str, Any] = Client(sock).call("submit", params)
+            return payload
+        except DaemonNotRunning:
+            pass
+    from vq.config import load_settings
+    from vq.paths import StatePaths
+    from vq.protocol.messages import SubmitParams, parse_params
+    from vq.services.context import ServiceContext
+    from vq.services.submit import submit, submit_payload
+
+    ctx = ServiceContext(StatePaths.from_env(), load_settings().daemon.caps())
+    return submit_payload(submit(ctx, parse_params(SubmitParams, params)))
+
+
+def emit(payload: dict[str, Any], as_json: bool) -> None:
+    for message in payload.get("capacity_warnings", []):
+        warn(message)
+    if as_json:
+        echo_json(payload)
+    else:
+        print(payload["id"], flush=True)
+
+
+def run_fast(args: list[str]) -> int | None:
+    parsed = parse_fast(args)
+    if parsed is None:
+        return None
+    positional, values, command = parsed
+    try:
+        emit(submit_params(build_params(positional, values, command)), values["as_json"])
+    except VqError as exc:
+        if os.environ.get("VQ_DEBUG") == "1":
+            raise
+        print_error(exc.message, exc.hint)
+        return exc.exit_code
+    return 0
