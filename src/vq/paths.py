@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from vq import _roots
@@ -57,15 +58,15 @@ class StatePaths:
         )
 
     # --- top level -------------------------------------------------------------------
-    @property
+    @cached_property
     def queue_dir(self) -> Path:
         return self.root / "queue"
 
-    @property
+    @cached_property
     def jobs_dir(self) -> Path:
         return self.root / "jobs"
 
-    @property
+    @cached_property
     def workdirs_dir(self) -> Path:
         return self.root / "workdirs"
 

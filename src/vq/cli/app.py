@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "pause": "vq.cli.control:pause",
     "resume": "vq.cli.control:resume",
     "daemon": "vq.cli.daemon_cmd:daemon",
+    "top": "vq.cli.top:top",
+    "doctor": "vq.cli.doctor:doctor",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -44,6 +46,8 @@ SHORT_HELP: dict[str, str] = {
     "pause": "Pause running jobs (SIGSTOP).",
     "resume": "Resume paused jobs (SIGCONT).",
     "daemon": "Start, stop and inspect the daemon.",
+    "top": "Live view of running jobs and capacity.",
+    "doctor": "Check the installation and explain problems.",
 }
 
 

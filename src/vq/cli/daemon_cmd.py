@@ -27,6 +27,11 @@ STOP_TIMEOUT_SECONDS = 60.0
 
 
 def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--auto-resume",
+        is_flag=True,
+        help="After a crash or reboot, rerun jobs whose outcome was lost as new sibling jobs.",
+    )(fn)
     for flag, text in (
         ("--default-job-mem-mb", "Memory reserved by a job that declares none."),
         ("--max-mem-mb", "Total memory budget (default: host total)."),
@@ -37,8 +42,10 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _daemon_argv(caps: dict[str, int | None]) -> list[str]:
+def _daemon_argv(caps: dict[str, Any]) -> list[str]:
     argv = [sys.executable, "-m", "vq.daemon"]
+    if caps.pop("auto_resume", False):
+        argv.append("--auto-resume")
     for key, value in caps.items():
         if value is not None:
             argv += [f"--{key.replace('_', '-')}", str(value)]
@@ -52,7 +59,7 @@ def daemon() -> None:
 
 @daemon.command()
 @_cap_options
-def run(**caps: int | None) -> None:
+def run(**caps: Any) -> None:
     """Run the daemon in the foreground (Ctrl-C stops it; jobs keep running)."""
     argv = _daemon_argv(caps)
     os.execv(argv[0], argv)
@@ -61,7 +68,7 @@ def run(**caps: int | None) -> None:
 @daemon.command()
 @_cap_options
 @click.option("--json", "as_json", is_flag=True)
-def start(as_json: bool, **caps: int | None) -> None:
+def start(as_json: bool, **caps: Any) -> None:
     """Start the daemon in the background; returns once it answers."""
     state = paths()
     existing = client().ping()

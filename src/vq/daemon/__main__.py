@@ -21,12 +21,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     for flag in ("max-jobs", "max-cpus", "max-mem-mb", "default-job-mem-mb"):
         parser.add_argument(f"--{flag}", type=int, default=None)
     parser.add_argument("--tick-seconds", type=float, default=None)
+    parser.add_argument("--auto-resume", action="store_true")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
-    overrides = {key: value for key, value in vars(args).items() if value is not None}
+    auto_resume = bool(args.auto_resume)
+    overrides = {
+        key: value
+        for key, value in vars(args).items()
+        if value is not None and key != "auto_resume"
+    }
     paths = StatePaths.from_env()
     try:
         settings = load_settings(overrides={"daemon": overrides} if overrides else None)
@@ -45,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         handlers=handlers,
     )
     try:
-        return Daemon(paths, settings).run()
+        return Daemon(paths, settings, auto_resume=auto_resume).run()
     except VqError as exc:
         logging.getLogger("vq.daemon").error("%s", exc.message)
         print(f"vq: error: {exc.message}", file=sys.stderr)

@@ -27,11 +27,14 @@ from types import FrameType
 from vq import __version__
 from vq._fs import atomic_write_bytes, try_lock_file
 from vq.config import Settings
+from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict
+from vq.executors.cgroups import CgroupMode, probe, scope_argv, stop_scope
 from vq.executors.forkserver_client import ForkServer
 from vq.paths import StatePaths
 from vq.services.context import ServiceContext
+from vq.transport.local import LocalRunner
 
 from .dispatch import Dispatcher
 from .handlers import build_methods
@@ -57,8 +60,9 @@ WATCH_SECONDS = 1.0
 class Daemon:
     """One daemon for one state root."""
 
-    def __init__(self, paths: StatePaths, settings: Settings) -> None:
+    def __init__(self, paths: StatePaths, settings: Settings, *, auto_resume: bool = False) -> None:
         self.paths = paths
+        self.auto_resume = auto_resume
         self.settings = settings
         self.ctx = ServiceContext(paths, settings.daemon.caps())
         self.index = JobIndex(self.ctx.store)
@@ -66,7 +70,9 @@ class Daemon:
         self.wake_event = threading.Event()
         self.started_monotonic = time.monotonic()
         self.started_at = self.ctx.now()
-        self.supervisor = Supervisor(self.ctx, self.index.upsert)
+        self.runner = LocalRunner()
+        self.cgroup = CgroupMode("direct", "not probed yet")
+        self.supervisor = Supervisor(self.ctx, self.index.upsert, on_release=self._released)
         self.supervisor.wake = self.wake
         self.forkserver = ForkServer(self.supervisor.on_collector_exit)
         self.watchdog = Watchdog(
@@ -79,15 +85,27 @@ class Daemon:
             self.ctx,
             self.supervisor,
             self.forkserver,
-            self.index.pending,
+            self.index,
             self.index.upsert,
             dict(os.environ),
             hold=lambda: self.pressure.holding,
+            command_prefix=self._command_prefix,
         )
+        self.supervisor.launch_handler = self.dispatcher.apply_launch
         self._calls: list[Callable[[], None]] = []
         self._calls_lock = threading.Lock()
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
+
+    # --- cgroup scopes (§5.2) ---------------------------------------------------------
+    def _command_prefix(self, spec: JobSpec) -> list[str]:
+        if not self.cgroup.scoped:
+            return []
+        return scope_argv(spec.id, spec.cpus, effective_mem_mb(spec.mem_mb, self.ctx.caps))
+
+    def _released(self, job_id: str) -> None:
+        if self.cgroup.scoped:
+            stop_scope(self.runner, job_id)
 
     # --- cross-thread plumbing ---------------------------------------------------------
     def wake(self) -> None:
@@ -140,14 +158,23 @@ class Daemon:
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         try:
             self.forkserver.start()
-            report = recover(self.ctx, self.supervisor, self.stop_requested, self.index.upsert)
+            self.cgroup = probe(self.runner)
+            log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
+            report = recover(
+                self.ctx,
+                self.supervisor,
+                self.stop_requested,
+                self.index.upsert,
+                auto_resume=self.auto_resume,
+            )
             log.info(
                 "recovery: %d specs examined, %d reattached, %d finished from markers, "
-                "%d aborted, %d leaked groups reaped",
+                "%d aborted (%d auto-resumed), %d leaked groups reaped",
                 report.examined,
                 len(report.reattached),
                 len(report.finished),
                 len(report.aborted),
+                len(report.resumed_as),
                 len(report.reaped_leaks),
             )
             if self.stop_requested.is_set():

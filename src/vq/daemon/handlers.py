@@ -47,6 +47,8 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "started_at": daemon.started_at.isoformat(),
             "state_root": str(ctx.paths.root),
             "methods": sorted(methods),
+            "cgroup_mode": daemon.cgroup.mode,
+            "cgroup_reason": daemon.cgroup.reason,
             "caps": {
                 "max_jobs": ctx.caps.max_jobs,
                 "max_cpus": ctx.caps.max_cpus,

@@ -42,6 +42,8 @@ class JobIndex:
         self._specs: dict[str, JobSpec] = {}
         self._signatures: dict[str, Signature | None] = {}
         self._pending: set[str] = set()
+        #: Bumped whenever a job *enters* the pending set (so cached orderings go stale).
+        self.pending_generation = 0
         self.quarantined: dict[str, Quarantined] = {}
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
@@ -61,6 +63,8 @@ class JobIndex:
         self._specs[spec.id] = spec
         self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
+            if spec.id not in self._pending:
+                self.pending_generation += 1
             self._pending.add(spec.id)
         else:
             self._pending.discard(spec.id)
@@ -87,6 +91,9 @@ class JobIndex:
     def all(self) -> list[JobSpec]:
         with self._lock:
             return list(self._specs.values())
+
+    def is_pending(self, job_id: str) -> bool:
+        return job_id in self._pending
 
     def pending(self) -> list[JobSpec]:
         with self._lock:

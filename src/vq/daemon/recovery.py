@@ -11,6 +11,9 @@ The rules, per spec state at startup:
   group is reaped first, as when a collector dies under a running daemon.
 * RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
   retry/COMPLETED/FAILED classification); without one, ABORTED_BY_QUEUE with a reason.
+* ``auto_resume``: a spec that entered as RUNNING and was just moved to ABORTED_BY_QUEUE
+  gets a fresh PENDING sibling (new id, ``parent_jobid``, the same working directory).
+  Never for a spec that entered SUSPENDED or was already terminal.
 * A RUNNING claim whose launch was never recorded (crash between claim and pid record)
   is found by the ``VQ_JOB_ID`` environment of its processes, else treated as gone.
 
@@ -33,6 +36,7 @@ from vq.executors import procs
 from vq.executors.identity import find_job_processes, group_is_job
 from vq.services.context import ServiceContext
 from vq.services.outcomes import finish_attempt, read_exit_marker
+from vq.services.siblings import create_sibling
 
 from .supervisor import Supervisor
 
@@ -53,6 +57,7 @@ class RecoveryReport:
     finished: list[str] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
     reaped_leaks: list[str] = field(default_factory=list)
+    resumed_as: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
 
 
@@ -79,6 +84,7 @@ def _recover_active(
     supervisor: Supervisor,
     report: RecoveryReport,
     on_change: Callable[[JobSpec], None],
+    auto_resume: bool,
 ) -> None:
     pgid, start_ticks = _locate_group(spec)
     if pgid is not None and group_is_job(spec.id, pgid, start_ticks):
@@ -111,6 +117,12 @@ def _recover_active(
     )
     on_change(end.spec)
     (report.aborted if exit_code is None else report.finished).append(spec.id)
+    entered_running = spec.state is JobState.RUNNING
+    if auto_resume and entered_running and end.spec.state is JobState.ABORTED_BY_QUEUE:
+        sibling = create_sibling(ctx, end.spec, "auto-resume after a restart lost the job")
+        on_change(sibling)
+        report.resumed_as[spec.id] = sibling.id
+        log.info("job %s: auto-resumed as %s", spec.id, sibling.id)
 
 
 def recover(
@@ -118,9 +130,12 @@ def recover(
     supervisor: Supervisor,
     stop: threading.Event,
     on_change: Callable[[JobSpec], None],
+    *,
+    auto_resume: bool = False,
 ) -> RecoveryReport:
     """Run the pass over every spec in the queue (see module rules)."""
     report = RecoveryReport()
+    groups = procs.live_groups()  # one /proc scan for the whole pass
     for job_id in sorted(ctx.store.list_ids()):
         if stop.is_set():
             report.interrupted = True
@@ -134,10 +149,10 @@ def recover(
         if spec.state is JobState.PENDING or spec.scheduler_target is not None:
             continue
         if spec.state in ACTIVE:
-            _recover_active(ctx, spec, supervisor, report, on_change)
+            _recover_active(ctx, spec, supervisor, report, on_change, auto_resume)
         elif (
             spec.pgid is not None
-            and procs.live_group_members(spec.pgid)
+            and spec.pgid in groups
             and group_is_job(spec.id, spec.pgid, spec.pid_start_time)
         ):
             log.info(

@@ -27,7 +27,7 @@ from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.executors import procs
-from vq.executors.forkserver_client import CollectorExit
+from vq.executors.forkserver_client import CollectorExit, Launched
 from vq.executors.identity import group_is_job
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
@@ -38,13 +38,26 @@ __all__ = ["Holder", "Supervisor"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Holder:
-    """One job holding budget. ``pid`` is the collector, which leads group ``pgid``."""
+@dataclass(frozen=True)
+class LaunchResult:
+    """The fork server's answer to an asynchronous launch."""
 
     job_id: str
-    pid: int
-    pgid: int
+    launched: Launched | None
+    error: str | None
+
+
+@dataclass
+class Holder:
+    """One job holding budget. ``pid`` is the collector, which leads group ``pgid``.
+
+    Both are None between the claim and the fork server's answer (the job already holds
+    its budget then, so nothing can be admitted in its place).
+    """
+
+    job_id: str
+    pid: int | None
+    pgid: int | None
     start_ticks: int | None
     cpus: int
     mem_mb: int
@@ -64,14 +77,18 @@ class Supervisor:
         on_change: Callable[[JobSpec], None],
         monotonic: Callable[[], float] = time.monotonic,
         grace_seconds: float = KILL_GRACE_SECONDS,
+        on_release: Callable[[str], None] = lambda job_id: None,
     ) -> None:
         self.ctx = ctx
         self._on_change = on_change
         self._monotonic = monotonic
         self._grace = grace_seconds
+        self._on_release = on_release
         self.holders: dict[str, Holder] = {}
-        self._exits: queue.SimpleQueue[CollectorExit] = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[CollectorExit | LaunchResult] = queue.SimpleQueue()
         self.wake: Callable[[], None] = lambda: None
+        #: Applies a launch answer on the loop (the dispatcher sets it).
+        self.launch_handler: Callable[[LaunchResult], None] = lambda result: None
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:
@@ -82,7 +99,13 @@ class Supervisor:
         )
 
     def track(
-        self, spec: JobSpec, pid: int, pgid: int, start_ticks: int | None, *, orphan: bool
+        self,
+        spec: JobSpec,
+        pid: int | None,
+        pgid: int | None,
+        start_ticks: int | None,
+        *,
+        orphan: bool,
     ) -> None:
         self.holders[spec.id] = Holder(
             job_id=spec.id,
@@ -96,8 +119,16 @@ class Supervisor:
             orphan=orphan,
         )
 
+    def set_launched(self, launched: Launched) -> Holder | None:
+        holder = self.holders.get(launched.job_id)
+        if holder is not None:
+            holder.pid, holder.pgid = launched.pid, launched.pgid
+            holder.start_ticks = launched.start_ticks
+        return holder
+
     def release(self, job_id: str) -> None:
         if self.holders.pop(job_id, None) is not None:
+            self._on_release(job_id)
             self.wake()
 
     def start_grace(self, job_id: str) -> None:
@@ -117,7 +148,12 @@ class Supervisor:
     # --- inputs ----------------------------------------------------------------------------
     def on_collector_exit(self, event: CollectorExit) -> None:
         """Called on the fork server's reader thread: queue it and wake the loop."""
-        self._exits.put(event)
+        self._events.put(event)
+        self.wake()
+
+    def on_launch_result(self, job_id: str, launched: Launched | None, error: str | None) -> None:
+        """Launch answers travel the same queue as exits, so order is kept per job."""
+        self._events.put(LaunchResult(job_id, launched, error))
         self.wake()
 
     def orphan_all(self) -> None:
@@ -130,11 +166,16 @@ class Supervisor:
     def process(self) -> None:
         while True:
             try:
-                event = self._exits.get_nowait()
+                event = self._events.get_nowait()
             except queue.Empty:
                 break
-            self._collector_exited(event.job_id, event.signal)
+            if isinstance(event, LaunchResult):
+                self.launch_handler(event)
+            else:
+                self._collector_exited(event.job_id, event.signal)
         for holder in list(self.holders.values()):
+            if holder.pid is None:
+                continue  # launch still in flight
             if holder.orphan and not holder.collector_done and not procs.is_alive(holder.pid):
                 # An orphaned collector is gone; we cannot know how it ended. Its marker
                 # tells whether it finished its work.
@@ -158,16 +199,19 @@ class Supervisor:
             log.warning("exit of untracked collector for job %s ignored", job_id)
             return
         holder.collector_done = True
-        spec = self.ctx.store.read(job_id)
         if collector_signal is None:
             # The collector waited for its command and wrote the marker (or failed to).
             exit_code = read_exit_marker(self.ctx, job_id)
             self._finish(
-                job_id, exit_code, JobState.FAILED, "the collector could not record an exit code"
+                job_id,
+                exit_code,
+                JobState.FAILED,
+                "the collector could not record an exit code",
+                marker_backed=True,
             )
             self.release(job_id)
             return
-        if not spec.is_terminal:
+        if not self.ctx.store.read(job_id).is_terminal:
             # Killed collector, job still live in the spec: reap the group first so the
             # command can never run on beside its own retry (§4.4).
             self._reap(holder)
@@ -186,7 +230,13 @@ class Supervisor:
         self._check_group(holder)
 
     def _finish(
-        self, job_id: str, exit_code: int | None, unknown_state: JobState, unknown_reason: str
+        self,
+        job_id: str,
+        exit_code: int | None,
+        unknown_state: JobState,
+        unknown_reason: str,
+        *,
+        marker_backed: bool = False,
     ) -> None:
         end = finish_attempt(
             self.ctx,
@@ -194,13 +244,14 @@ class Supervisor:
             exit_code,
             unknown_state=unknown_state,
             unknown_reason=unknown_reason,
+            marker_backed=marker_backed,
         )
         self._on_change(end.spec)
         if end.changed:
             log.info("job %s: %s -> %s", job_id, end.previous.value, end.spec.state.value)
 
     def _check_group(self, holder: Holder) -> None:
-        if not procs.live_group_members(holder.pgid):
+        if holder.pgid is None or not procs.live_group_members(holder.pgid):
             self.release(holder.job_id)
             return
         if holder.grace_deadline is None:
@@ -210,7 +261,7 @@ class Supervisor:
             self.release(holder.job_id)
 
     def _reap(self, holder: Holder) -> None:
-        if group_is_job(holder.job_id, holder.pgid, holder.start_ticks):
+        if holder.pgid is not None and group_is_job(holder.job_id, holder.pgid, holder.start_ticks):
             log.info("job %s: SIGCONT + SIGKILL to process group %d", holder.job_id, holder.pgid)
             procs.signal_group(holder.pgid, signal.SIGCONT)
             procs.signal_group(holder.pgid, signal.SIGKILL)

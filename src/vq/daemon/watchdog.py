@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: Cadence of ``samples.jsonl`` records (§4.4's five-second default).
 SAMPLE_SECONDS = 5.0
+#: How often the /proc scan behind memory and starvation checks runs.
+SCAN_SECONDS = 1.0
 
 
 class Watchdog:
@@ -76,11 +78,12 @@ class Watchdog:
         )
         self._cpu: dict[str, deque[CpuPoint]] = {}
         self._last_sample: dict[str, CpuPoint] = {}
+        self._last_scan = float("-inf")
 
     def _running(self) -> list[tuple[Holder, JobSpec]]:
         out = []
         for holder in self.supervisor.holders.values():
-            if holder.collector_done or holder.grace_deadline is not None:
+            if holder.pgid is None or holder.collector_done or holder.grace_deadline is not None:
                 continue
             spec = self._lookup(holder.job_id)
             if spec is not None and spec.state is JobState.RUNNING:
@@ -115,9 +118,17 @@ class Watchdog:
         if not running:
             return
         now = self._monotonic()
-        usage = sample_groups(holder.pgid for holder, _ in running)
+        if now - self._last_scan < SCAN_SECONDS:
+            # Between scans only the wall-time rule runs (it needs no /proc reading).
+            for holder, spec in running:
+                verdict = check_wall(self.active_seconds(holder, spec, now), spec.wall_time_seconds)
+                if verdict is not None:
+                    self._enforce(holder, verdict)
+            return
+        self._last_scan = now
+        usage = sample_groups(holder.pgid for holder, _ in running if holder.pgid is not None)
         for holder, spec in running:
-            group = usage.get(holder.pgid)
+            group = usage.get(holder.pgid) if holder.pgid is not None else None
             active = self.active_seconds(holder, spec, now)
             if group is not None:
                 history = self._cpu.setdefault(holder.job_id, deque())

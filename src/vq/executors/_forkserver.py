@@ -93,15 +93,21 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    """temp file in the same directory → write → fsync → rename → fsync(directory)."""
+def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
+    """temp file in the same directory → write → fsync → rename → fsync(directory).
+
+    ``durable=False`` skips both fsyncs (still atomic against readers). The receipt is
+    written that way: the exit marker written right after it is durable, and its
+    directory fsync also makes the receipt's rename durable.
+    """
     directory = os.path.dirname(path) or "."
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -111,6 +117,8 @@ def _atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+    if not durable:
+        return
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
@@ -223,7 +231,9 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         "semantics": _USAGE_SEMANTICS,
     }
     try:
-        _atomic_write(req["usage_path"], (json.dumps(receipt, indent=1) + "\n").encode())
+        _atomic_write(
+            req["usage_path"], (json.dumps(receipt, indent=1) + "\n").encode(), durable=False
+        )
     except BaseException as exc:
         _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
     try:

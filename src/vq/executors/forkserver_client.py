@@ -141,13 +141,28 @@ class CollectorExit:
     signal: int | None
 
 
-class _Waiter:
-    __slots__ = ("error", "event", "launched")
+#: Called with (Launched, None) on success or (None, error text) on failure.
+LaunchCallback = Callable[[str, "Launched | None", "str | None"], None]
 
-    def __init__(self) -> None:
+
+class _Waiter:
+    __slots__ = ("callback", "error", "event", "launched")
+
+    def __init__(self, callback: LaunchCallback | None = None) -> None:
         self.event = threading.Event()
         self.launched: Launched | None = None
         self.error: str | None = None
+        self.callback = callback
+
+    def settle(self, job_id: str) -> None:
+        """Wake the blocking caller, or run the asynchronous caller's callback."""
+        if self.callback is None:
+            self.event.set()
+            return
+        try:
+            self.callback(job_id, self.launched, self.error)
+        except Exception:
+            log.exception("launch callback failed for job %s", job_id)
 
 
 class _Connection:
@@ -317,6 +332,39 @@ class ForkServer:
             return waiter.launched
         raise LaunchError(f"cannot launch job {job_id}: {waiter.error}")
 
+    def launch_async(self, request: LaunchRequest, callback: LaunchCallback) -> None:
+        """Send a launch without waiting; ``callback`` runs on the reader thread.
+
+        The callback gets ``(job_id, Launched, None)`` once the collector leads its group,
+        or ``(job_id, None, error)``. For one job it always runs before that job's
+        ``on_exit`` (the server answers in order and one thread delivers both). If the
+        request cannot even be sent, the callback runs at once on the calling thread.
+        """
+        message = request.to_message()
+        job_id = request.job_id
+        conn = self._conn
+        waiter = _Waiter(callback)
+        if conn is None:
+            waiter.error = "the fork server is not running"
+            waiter.settle(job_id)
+            return
+        with conn.lock:
+            failure = None
+            if conn.dead:
+                failure = "the fork server is not running"
+            elif job_id in conn.pending:
+                failure = f"a launch of job {job_id} is already in flight"
+            else:
+                conn.pending[job_id] = waiter
+                try:
+                    conn.send(message)
+                except OSError as exc:
+                    conn.pending.pop(job_id, None)
+                    failure = f"fork server unreachable: {exc}"
+        if failure is not None:
+            waiter.error = failure
+            waiter.settle(job_id)
+
     def ping(self, timeout: float = 5.0) -> bool:
         """True if the server answers a ping within ``timeout`` seconds."""
         conn = self._conn
@@ -367,10 +415,14 @@ class ForkServer:
     def _connection_lost(self, conn: _Connection) -> None:
         with conn.lock:
             conn.dead = True
-            waiters = [*conn.pending.values(), *conn.pongs]
+            pending_items = list(conn.pending.items())
+            pongs = list(conn.pongs)
             conn.pending.clear()
             conn.pongs.clear()
-        for waiter in waiters:
+        for job_id, waiter in pending_items:
+            waiter.error = "the fork server exited"
+            waiter.settle(job_id)
+        for waiter in pongs:
             waiter.error = "the fork server exited"
             waiter.event.set()
         if conn.closing:
@@ -433,14 +485,14 @@ class ForkServer:
             if waiter is not None:
                 waiter.launched = launched
                 waiter.error = None if launched else str(msg.get("error", "unknown error"))
-                waiter.event.set()
-        if waiter is None:
-            if launched is not None:
-                log.warning(
-                    "job %s was launched after its launch timed out (pid %d, pgid %d)",
-                    job_id,
-                    launched.pid,
-                    launched.pgid,
-                )
-            else:
-                log.warning("late launch failure of job %s: %s", job_id, msg.get("error"))
+        if waiter is not None:
+            waiter.settle(job_id)
+        elif launched is not None:
+            log.warning(
+                "job %s was launched after its launch timed out (pid %d, pgid %d)",
+                job_id,
+                launched.pid,
+                launched.pgid,
+            )
+        else:
+            log.warning("late launch failure of job %s: %s", job_id, msg.get("error"))

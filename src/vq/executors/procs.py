@@ -26,6 +26,7 @@ __all__ = [
     "group_alive",
     "is_alive",
     "live_group_members",
+    "live_groups",
     "matches_identity",
     "read_stat",
     "signal_group",
@@ -129,6 +130,26 @@ def live_group_members(pgid: int) -> list[int]:
             members.append(stat.pid)
     members.sort()
     return members
+
+
+def live_groups() -> dict[int, list[int]]:
+    """One scan of ``/proc``: every process group with its live (non-zombie) members.
+
+    For passes that ask about many groups at once (startup recovery), instead of one
+    full scan per group.
+    """
+    groups: dict[int, list[int]] = {}
+    try:
+        with os.scandir("/proc") as scan:
+            names = [entry.name for entry in scan]
+    except OSError:
+        return groups
+    for name in names:
+        if name.isdigit():
+            stat = read_stat(int(name))
+            if stat is not None and stat.alive:
+                groups.setdefault(stat.pgid, []).append(stat.pid)
+    return groups
 
 
 def group_alive(pgid: int) -> bool:

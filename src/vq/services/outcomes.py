@@ -82,10 +82,17 @@ def finish_attempt(
     *,
     unknown_state: JobState = JobState.FAILED,
     unknown_reason: str = "the job's exit code is unknown",
+    marker_backed: bool = False,
 ) -> AttemptEnd:
-    """Persist the end of the current attempt (see module rules)."""
-    snapshot = ctx.store.read(job_id)
-    tail = read_stderr_tail(ctx, snapshot)
+    """Persist the end of the current attempt (see module rules).
+
+    ``marker_backed``: the exit code came from the collector's durable ``_vq/exit-code``
+    marker. The spec write is then atomic but not fsync'd: after a power loss the spec
+    may still say RUNNING, and recovery re-derives the identical outcome from the marker.
+    Without a marker the outcome exists nowhere else, so that write is fully durable.
+    """
+    # The stderr tail is read before the lock is taken, and only when it can be needed.
+    tail = None if exit_code == 0 else read_stderr_tail(ctx, ctx.store.read(job_id))
     unknown = Outcome(unknown_state, unknown_reason)
     seen: dict[str, JobState] = {}
 
@@ -110,8 +117,8 @@ def finish_attempt(
             spec.failure_tail = tail
         return apply_transition(spec, outcome.state, ctx.now(), reason=outcome.reason)
 
-    spec = ctx.store.update(job_id, mutate)
-    previous = seen.get("previous", snapshot.state)
+    spec = ctx.store.update(job_id, mutate, durable=not (marker_backed and exit_code is not None))
+    previous = seen.get("previous", spec.state)
     changed = spec.state is not previous
     if changed:
         append_event(

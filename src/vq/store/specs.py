@@ -81,7 +81,7 @@ class SpecStore:
         """Ids of every ``<id>.json`` in the queue (names only: cheap)."""
         try:
             entries = os.listdir(self.paths.queue_dir)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         return [
             name[: -len(SPEC_SUFFIX)]
@@ -144,22 +144,33 @@ class SpecStore:
                 raise Conflict(f"job {spec.id} already exists")
             atomic_write_bytes(self.path(spec.id), encode_spec(spec))
 
-    def write_locked(self, spec: JobSpec) -> None:
-        """Replace a spec. The caller must hold :meth:`locked` for ``spec.id``."""
-        atomic_write_bytes(self.path(spec.id), encode_spec(spec))
+    def write_locked(self, spec: JobSpec, *, durable: bool = True) -> None:
+        """Replace a spec. The caller must hold :meth:`locked` for ``spec.id``.
 
-    def update(self, job_id: str, mutate: Callable[[JobSpec], JobSpec | None]) -> JobSpec:
+        ``durable=False`` keeps the write atomic but skips the fsyncs; only for facts that
+        recovery can re-derive after a power loss (see :meth:`update`).
+        """
+        atomic_write_bytes(self.path(spec.id), encode_spec(spec), durable=durable)
+
+    def update(
+        self,
+        job_id: str,
+        mutate: Callable[[JobSpec], JobSpec | None],
+        *,
+        durable: bool = True,
+    ) -> JobSpec:
         """Read → ``mutate`` → write under the spec lock; returns the spec now on disk.
 
-        ``mutate`` gets a private copy and returns the new spec, or None for "no change"
-        (nothing is written). Exceptions from ``mutate`` abort without writing.
+        ``mutate`` gets a freshly read spec (its own object) and returns the new spec, or
+        None for "no change" (nothing is written). Exceptions from ``mutate`` abort without
+        writing. ``durable=False`` is for facts recovery can re-derive (a launched job's
+        pid, found again through its ``VQ_JOB_ID`` environment).
         """
         with self.locked(job_id):
-            current = self.read(job_id)
-            updated = mutate(current.model_copy(deep=True))
+            updated = mutate(self.read(job_id))
             if updated is None:
-                return current
+                return self.read(job_id)  # mutate may have touched its object before refusing
             if updated.id != job_id:
                 raise ValueError(f"an update of {job_id} tried to write job {updated.id}")
-            self.write_locked(updated)
+            self.write_locked(updated, durable=durable)
             return updated

@@ -1,1 +1,1 @@
-"""vq.transport."""
+"""Running external commands: the only place vq does (never with a shell)."""

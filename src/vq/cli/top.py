@@ -1,0 +1,246 @@
+"""``vq top``: a live view of running jobs, queue counts and capacity (§6.3).
+
+Forms: one-shot text (default), ``--watch`` (a rich Live view refreshed every
+``--interval`` seconds until Ctrl-C, which exits 0) and ``--json`` (one snapshot).
+
+The JSON schema is :mod:`vq.services.top`'s (stable)::
+
+    {"generated_at": ISO, "daemon": {"running": bool, "pid": int|null},
+     "counts": {STATE: n, ...},
+     "capacity": {"cpus": {"reserved": n, "cap": n|null},
+                  "mem_mb": {"reserved": n, "cap": n|null},
+                  "jobs": {"reserved": n, "cap": n|null}},
+     "jobs": [{"id", "job_name", "state", "cpus", "cpu_percent", "rss_mb", "mem_limit_mb",
+               "mem_percent", "elapsed_seconds", "wall_time_seconds", "wall_percent",
+               "sample_age_seconds", "stale"}]}
+
+This module only gathers the inputs (the daemon's ping and listing, or the disk when no
+daemon answers; the tail of each live job's ``samples.jsonl``) and renders; the model is
+:func:`vq.services.top.build_top`. rich is imported only inside the rendering functions.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from vq.cli.common import client, echo_json, local_context, paths
+from vq.domain.admission import Caps
+from vq.domain.durations import format_duration
+from vq.errors import DaemonNotRunning, ProtocolError, UsageError
+from vq.services.top import build_top, read_latest_sample
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.text import Text
+
+__all__ = ["snapshot", "top"]
+
+#: How long one daemon call may take before ``vq top`` falls back to the disk.
+CALL_TIMEOUT_SECONDS = 10.0
+_LIVE_STATES = ("RUNNING", "SUSPENDED")
+
+
+@click.command()
+@click.option("--watch", is_flag=True, help="Keep refreshing until Ctrl-C.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between refreshes with --watch.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one snapshot as JSON.")
+def top(watch: bool, interval: float, as_json: bool) -> None:
+    """Live view of running and suspended jobs, queue counts and capacity."""
+    if watch and as_json:
+        raise UsageError("--watch and --json cannot be combined", hint="use one of them")
+    if as_json:
+        echo_json(snapshot())
+    elif watch:
+        _watch(interval)
+    else:
+        _console().print(_render(snapshot()))
+
+
+# --- gathering -------------------------------------------------------------------------
+
+
+def _ask(method: str, params: dict[str, Any] | None = None) -> Any | None:
+    """The daemon's answer, or None when it does not answer (or dies mid-call)."""
+    try:
+        return client(timeout=CALL_TIMEOUT_SECONDS).call(method, params)
+    except (DaemonNotRunning, ProtocolError, OSError):
+        return None
+
+
+def _list_from_disk() -> list[dict[str, Any]]:
+    from vq.services.query import ListFilter, list_row, select
+
+    ctx = local_context()
+    now = ctx.now()
+    specs = select(ctx.store.scan().specs.values(), ListFilter())
+    return [list_row(spec, ctx.caps, now) for spec in specs]
+
+
+def _caps(ping: dict[str, Any]) -> Caps:
+    raw = ping.get("caps") or {}
+    return Caps(
+        max_jobs=raw.get("max_jobs"),
+        max_cpus=raw.get("max_cpus"),
+        max_mem_mb=raw.get("max_mem_mb"),
+        default_job_mem_mb=raw.get("default_job_mem_mb"),
+    )
+
+
+def snapshot() -> dict[str, Any]:
+    """Gather the inputs and build one ``vq top`` snapshot."""
+    state = paths()
+    ping = _ask("ping") if state.daemon_sock.exists() else None
+    listing = _ask("list", {"states": []}) if isinstance(ping, dict) else None
+    if isinstance(ping, dict) and isinstance(listing, dict):
+        rows: list[dict[str, Any]] = listing["jobs"]
+        caps: Caps | None = _caps(ping)
+        pid = ping.get("pid")
+    else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
+        rows, caps, pid = _list_from_disk(), None, None
+    samples = {
+        row["id"]: read_latest_sample(state.samples(row["id"]))
+        for row in rows
+        if row["state"] in _LIVE_STATES
+    }
+    return build_top(rows, samples, caps, datetime.now(UTC), pid)
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+def _watch(interval: float) -> None:
+    from rich.live import Live
+
+    try:
+        with Live(_render(snapshot()), console=_console(), auto_refresh=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(_render(snapshot()), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _level_style(percent: float | None) -> str:
+    if percent is None:
+        return ""
+    if percent >= 90:
+        return "bold red"
+    return "yellow" if percent >= 75 else ""
+
+
+def _header(snap: dict[str, Any]) -> Text:
+    from rich.text import Text
+
+    moment = datetime.fromisoformat(snap["generated_at"]).astimezone()
+    text = Text()
+    text.append(f"vq top  {moment:%H:%M:%S}  ", style="bold")
+    daemon = snap["daemon"]
+    if daemon["running"]:
+        text.append(f"daemon: running (pid {daemon['pid']})", style="green")
+    else:
+        text.append("daemon: not running", style="bold yellow")
+        text.append(" (read from disk; caps unknown)", style="dim")
+    counts = [f"{n} {state.lower()}" for state, n in snap["counts"].items() if n]
+    text.append("\njobs: " + (", ".join(counts) if counts else "none"))
+    return text
+
+
+def _capacity(snap: dict[str, Any]) -> RenderableType:
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    running = snap["daemon"]["running"]
+    for key, label, unit in (("cpus", "cpus", ""), ("mem_mb", "mem", " MB"), ("jobs", "jobs", "")):
+        reserved, cap = snap["capacity"][key]["reserved"], snap["capacity"][key]["cap"]
+        if cap:
+            percent = 100.0 * reserved / cap
+            bar: RenderableType = ProgressBar(
+                total=cap,
+                completed=min(reserved, cap),
+                width=30,
+                complete_style=_level_style(percent) or "blue",
+            )
+            numbers = Text(f"{reserved}/{cap}{unit} reserved ({percent:.0f}%)")
+        else:
+            bar = Text("")
+            why = "no cap" if running else "cap unknown"
+            numbers = Text(f"{reserved}{unit} reserved ({why})", style="dim" if running else "")
+        grid.add_row(label, bar, numbers)
+    return grid
+
+
+def _with_pct(text: str, percent: float | None) -> Text:
+    from rich.text import Text
+
+    out = Text(text)
+    if percent is not None:
+        out.append(f" {percent:.0f}%", style=_level_style(percent) or "dim")
+    return out
+
+
+def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
+    from rich.table import Table
+    from rich.text import Text
+
+    from vq.cli.render import state_text
+
+    if not jobs:
+        return Text("no running or suspended jobs", style="dim")
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1, 0, 1))
+    table.add_column("ID", no_wrap=True, min_width=12)
+    table.add_column("NAME", no_wrap=True, overflow="ellipsis", max_width=12)
+    table.add_column("STATE", no_wrap=True)
+    table.add_column("CPU%", justify="right", no_wrap=True)
+    table.add_column("RSS/LIMIT", justify="right", no_wrap=True)
+    table.add_column("ELAPSED/WALL", justify="right", no_wrap=True)
+    table.add_column("SAMPLE", no_wrap=True)
+    for job in jobs:
+        rss, limit = job["rss_mb"], job["mem_limit_mb"]
+        memory = "-" if rss is None else f"{rss:.0f}M"
+        if limit:
+            memory += f"/{limit}M"
+        elapsed = format_duration(job["elapsed_seconds"])
+        if job["wall_time_seconds"]:
+            elapsed += "/" + format_duration(job["wall_time_seconds"])
+        age = job["sample_age_seconds"]
+        sample = Text("-" if age is None else f"{age:.0f}s ago", style="dim")
+        if job["stale"]:
+            sample = Text("STALE" if age is None else f"STALE {age:.0f}s", style="bold red")
+        cpu = job["cpu_percent"]
+        table.add_row(
+            job["id"],
+            job["job_name"] or "-",
+            state_text(job["state"]),
+            "-" if cpu is None else f"{cpu:.0f}%",
+            _with_pct(memory, job["mem_percent"]),
+            _with_pct(elapsed, job["wall_percent"]),
+            sample,
+        )
+    return table
+
+
+def _render(snap: dict[str, Any]) -> RenderableType:
+    from rich.console import Group
+
+    return Group(_header(snap), _capacity(snap), _jobs_table(snap["jobs"]))

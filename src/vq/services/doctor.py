@@ -1,0 +1,210 @@
+"""``vq doctor``: check the installation and explain each finding (ok / warn / fail).
+
+Every check is independent and never raises: a check that cannot run reports ``fail``
+with the reason. The daemon's own answer is preferred where it exists (its cgroup mode);
+otherwise the check runs here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from vq._fs import try_lock_file
+from vq.errors import VqError
+from vq.paths import StatePaths
+
+__all__ = ["Check", "run_checks"]
+
+LOW_DISK_WARN_BYTES = 1024**3
+LOW_DISK_FAIL_BYTES = 100 * 1024**2
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # "ok" | "warn" | "fail"
+    message: str
+    hint: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_state_root(paths: StatePaths) -> Check:
+    root = paths.root
+    target = root if root.exists() else _existing_ancestor(root)
+    try:
+        fd, name = tempfile.mkstemp(prefix=".vq-doctor-", dir=target)
+        try:
+            os.write(fd, b"probe")
+            os.fsync(fd)
+            lock = try_lock_file(Path(name))
+            if lock is None:
+                raise OSError("flock on a fresh file failed")
+            os.close(lock)
+        finally:
+            os.close(fd)
+            os.unlink(name)
+    except OSError as exc:
+        return Check(
+            "state root",
+            "fail",
+            f"{target} is not usable: {exc}",
+            "vq needs a writable local filesystem with working flock and fsync",
+        )
+    note = "" if root.exists() else " (will be created on first use)"
+    return Check("state root", "ok", f"{root} is writable, flock and fsync work{note}")
+
+
+def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
+    if ping is not None:
+        return [
+            Check(
+                "daemon",
+                "ok",
+                f"vq {ping['version']} running (pid {ping['pid']}, "
+                f"up {ping['uptime_seconds']:.0f}s)",
+            )
+        ]
+    checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
+    if paths.daemon_sock.exists():
+        checks.append(
+            Check(
+                "stale files",
+                "warn",
+                f"{paths.daemon_sock} exists but nothing answers on it",
+                "a daemon died without cleaning up; the next `vq daemon start` replaces it",
+            )
+        )
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(paths.daemon_pid.read_text().strip())
+        from vq.executors.procs import is_alive
+
+        if not is_alive(pid):
+            checks.append(
+                Check(
+                    "stale files",
+                    "warn",
+                    f"{paths.daemon_pid} names pid {pid}, which is gone",
+                    "harmless; the next `vq daemon start` rewrites it",
+                )
+            )
+    return checks
+
+
+def check_config(load: Callable[[], object]) -> Check:
+    try:
+        load()
+    except VqError as exc:
+        return Check("config", "fail", exc.message, exc.hint)
+    return Check("config", "ok", "configuration is valid")
+
+
+def check_cgroups(ping: dict[str, Any] | None) -> Check:
+    if ping is not None and "cgroup_mode" in ping:
+        mode, reason = ping["cgroup_mode"], ping["cgroup_reason"]
+    else:
+        from vq.executors.cgroups import probe
+        from vq.transport.local import LocalRunner
+
+        found = probe(LocalRunner())
+        mode, reason = found.mode, found.reason
+    if mode == "scope":
+        return Check("cgroups", "ok", reason)
+    return Check(
+        "cgroups",
+        "warn",
+        reason,
+        "see docs/cgroups.md to enable systemd user scopes; enforcement still works by sampling",
+    )
+
+
+def check_specs(paths: StatePaths, now: datetime) -> list[Check]:
+    from vq.store.specs import SpecStore
+
+    scan = SpecStore(paths).scan()
+    checks = []
+    if scan.quarantined:
+        names = ", ".join(sorted(q.path for q in scan.quarantined.values())[:5])
+        checks.append(
+            Check(
+                "specs",
+                "warn",
+                f"{len(scan.quarantined)} unreadable spec file(s), skipped by dispatch: {names}",
+                "they are never deleted; inspect them (`vq list` shows the reasons)",
+            )
+        )
+    else:
+        checks.append(Check("specs", "ok", f"{len(scan.specs)} spec(s), all readable"))
+    limit = now + timedelta(minutes=5)
+    future = [s.id for s in scan.specs.values() if s.submitted_at > limit]
+    if future:
+        checks.append(
+            Check(
+                "clock",
+                "warn",
+                f"{len(future)} job(s) were submitted in the future (e.g. {future[0]})",
+                "the system clock moved backwards; check NTP",
+            )
+        )
+    else:
+        checks.append(Check("clock", "ok", "no spec is dated in the future"))
+    return checks
+
+
+def check_disk(paths: StatePaths) -> Check:
+    usage = shutil.disk_usage(_existing_ancestor(paths.root))
+    free_gb = usage.free / 1024**3
+    if usage.free < LOW_DISK_FAIL_BYTES:
+        return Check(
+            "disk",
+            "fail",
+            f"only {free_gb:.2f} GB free under the state root",
+            "free space: spec writes and job output will fail",
+        )
+    if usage.free < LOW_DISK_WARN_BYTES:
+        return Check(
+            "disk",
+            "warn",
+            f"only {free_gb:.2f} GB free under the state root",
+            "`vq cleanup` or removing old workspaces frees space",
+        )
+    return Check("disk", "ok", f"{free_gb:.1f} GB free under the state root")
+
+
+def run_checks(
+    paths: StatePaths,
+    ping: dict[str, Any] | None,
+    load_config: Callable[[], object],
+    now: datetime,
+) -> list[Check]:
+    steps: list[tuple[str, Callable[[], Check | list[Check]]]] = [
+        ("state root", lambda: check_state_root(paths)),
+        ("daemon", lambda: check_daemon(ping, paths)),
+        ("config", lambda: check_config(load_config)),
+        ("cgroups", lambda: check_cgroups(ping)),
+        ("specs", lambda: check_specs(paths, now)),
+        ("disk", lambda: check_disk(paths)),
+    ]
+    checks: list[Check] = []
+    for name, step in steps:
+        try:
+            found = step()
+        except Exception as exc:  # a check that cannot run is itself a finding
+            found = Check(name, "fail", f"the check could not run: {type(exc).__name__}: {exc}")
+        checks.extend(found if isinstance(found, list) else [found])
+    return checks

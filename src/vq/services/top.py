@@ -1,0 +1,210 @@
+"""The ``vq top`` read model (§6.3): live jobs, their latest samples, queue counts, capacity.
+
+:func:`build_top` is pure: it takes the ``vq list`` rows of *all* jobs (see
+:func:`vq.services.query.list_row`), the latest watchdog sample per job, the daemon's
+admission caps (None when no daemon answers) and "now", and returns the JSON snapshot
+below. :func:`read_latest_sample` is its only I/O helper: a bounded tail read of
+``<workspace>/_vq/samples.jsonl`` that never raises.
+
+Stable JSON schema (``vq top --json``)::
+
+    {
+      "generated_at": "<ISO 8601, UTC>",
+      "daemon": {"running": bool, "pid": int | null},
+      "counts": {"PENDING": n, "RUNNING": n, ...},   # every JobState, zeros included
+      "capacity": {
+        "cpus":   {"reserved": n, "cap": n | null},
+        "mem_mb": {"reserved": n, "cap": n | null},
+        "jobs":   {"reserved": n, "cap": n | null}
+      },
+      "jobs": [
+        {
+          "id": str, "job_name": str | null, "state": "RUNNING" | "SUSPENDED",
+          "cpus": int,
+          "cpu_percent": float | null,        # latest sample's cpu_percent
+          "rss_mb": float | null,             # latest sample's rss_mb
+          "mem_limit_mb": int | null,         # effective memory: mem_mb, else the default
+          "mem_percent": float | null,        # rss_mb / mem_limit_mb * 100
+          "elapsed_seconds": float | null,    # latest sample's (active) elapsed, else
+                                              # now - started_at
+          "wall_time_seconds": int | null,
+          "wall_percent": float | null,       # elapsed_seconds / wall_time_seconds * 100
+          "sample_age_seconds": float | null, # now - latest sample's ts
+          "stale": bool
+        }
+      ]
+    }
+
+Semantics:
+
+* ``capacity.*.reserved`` sums declared reservations (cpus, effective memory, one job slot)
+  over RUNNING and SUSPENDED jobs; these are reservations, not measured use.
+  ``cap`` is the daemon's budget; null means unlimited (``jobs`` without ``max_jobs``) or
+  unknown (no daemon answered: ``daemon.running`` is false).
+* ``stale`` is true when a RUNNING job's latest sample is older than
+  :data:`STALE_SECONDS`, or when it has no sample yet and started more than
+  :data:`STALE_SECONDS` ago. SUSPENDED jobs are never stale: the watchdog does not
+  sample paused jobs, so their last reading is expected to age.
+* Percentages are rounded to one decimal; null when either side is unknown or the limit
+  is zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vq.domain.admission import Caps, effective_mem_mb
+from vq.domain.states import ACTIVE, JobState
+
+__all__ = ["STALE_SECONDS", "TAIL_BYTES", "build_top", "read_latest_sample"]
+
+#: A sample older than this (the watchdog writes one every 5 s) marks the job stale.
+STALE_SECONDS = 30.0
+#: How much of the end of ``samples.jsonl`` is read to find the latest record.
+TAIL_BYTES = 8192
+
+_ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
+
+
+def read_latest_sample(path: Path) -> dict[str, Any] | None:
+    """The last well-formed record of a ``samples.jsonl``, or None. Never raises.
+
+    Reads at most the last :data:`TAIL_BYTES`. A record is well-formed when it is a JSON
+    object whose ``ts`` is an ISO 8601 timestamp; a torn final line (a write in progress)
+    is skipped in favour of the one before it.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - TAIL_BYTES)
+            handle.seek(start)
+            data = handle.read(TAIL_BYTES)
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first line is probably cut by the seek
+    for raw in reversed(lines):
+        record = _parse_sample(raw)
+        if record is not None:
+            return record
+    return None
+
+
+def _parse_sample(raw: bytes) -> dict[str, Any] | None:
+    if not raw.strip():
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+    if not isinstance(record, dict) or _timestamp(record.get("ts")) is None:
+        return None
+    return record
+
+
+def _timestamp(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _percent(part: float | None, whole: float | None) -> float | None:
+    if part is None or not whole:
+        return None
+    return round(100.0 * part / whole, 1)
+
+
+def _job_row(
+    row: Mapping[str, Any], sample: Mapping[str, Any] | None, caps: Caps | None, now: datetime
+) -> tuple[dict[str, Any], int]:
+    """The ``jobs[]`` item of one live job, and the memory it reserves."""
+    mem_mb = row.get("mem_mb")
+    reserved_mem = effective_mem_mb(mem_mb, caps or Caps())
+    limit = reserved_mem or None  # 0: nothing declared and no default
+    started = _timestamp(row.get("started_at"))
+    sample_at = _timestamp(sample.get("ts")) if sample is not None else None
+    age = max(0.0, (now - sample_at).total_seconds()) if sample_at is not None else None
+
+    elapsed = _number(sample.get("elapsed_seconds")) if sample is not None else None
+    if elapsed is None and started is not None:
+        elapsed = round(max(0.0, (now - started).total_seconds()), 3)
+    rss = _number(sample.get("rss_mb")) if sample is not None else None
+    wall = row.get("wall_time_seconds")
+
+    if row["state"] != JobState.RUNNING.value:
+        stale = False
+    elif age is not None:
+        stale = age > STALE_SECONDS
+    else:
+        stale = started is not None and (now - started).total_seconds() > STALE_SECONDS
+
+    return {
+        "id": row["id"],
+        "job_name": row.get("job_name"),
+        "state": row["state"],
+        "cpus": row.get("cpus", 0),
+        "cpu_percent": _number(sample.get("cpu_percent")) if sample is not None else None,
+        "rss_mb": rss,
+        "mem_limit_mb": limit,
+        "mem_percent": _percent(rss, limit),
+        "elapsed_seconds": elapsed,
+        "wall_time_seconds": wall,
+        "wall_percent": _percent(elapsed, wall),
+        "sample_age_seconds": round(age, 1) if age is not None else None,
+        "stale": stale,
+    }, reserved_mem
+
+
+def build_top(
+    rows: Iterable[Mapping[str, Any]],
+    samples: Mapping[str, Mapping[str, Any] | None],
+    caps: Caps | None,
+    now: datetime,
+    daemon_pid: int | None = None,
+) -> dict[str, Any]:
+    """The ``vq top`` snapshot (the module's JSON schema). Pure.
+
+    ``rows`` are list rows of every job (they feed ``counts``); ``samples`` maps a job id
+    to its latest sample (absent or None: no reading); ``caps`` is None when no daemon
+    answered, in which case memory limits fall back to the declared ``mem_mb`` and every
+    ``cap`` is null; ``daemon_pid`` is the answering daemon's pid, if any.
+    """
+    counts = {state.value: 0 for state in JobState}
+    jobs: list[dict[str, Any]] = []
+    reserved_cpus = reserved_mem = 0
+    for row in rows:
+        state = row["state"]
+        counts[state] = counts.get(state, 0) + 1
+        if state not in _ACTIVE_NAMES:
+            continue
+        item, memory = _job_row(row, samples.get(row["id"]), caps, now)
+        jobs.append(item)
+        reserved_cpus += int(row.get("cpus") or 0)
+        reserved_mem += memory
+    return {
+        "generated_at": now.isoformat(),
+        "daemon": {"running": caps is not None, "pid": daemon_pid},
+        "counts": counts,
+        "capacity": {
+            "cpus": {"reserved": reserved_cpus, "cap": caps.max_cpus if caps else None},
+            "mem_mb": {"reserved": reserved_mem, "cap": caps.max_mem_mb if caps else None},
+            "jobs": {"reserved": len(jobs), "cap": caps.max_jobs if caps else None},
+        },
+        "jobs": jobs,
+    }

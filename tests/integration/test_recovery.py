@@ -1,0 +1,124 @@
+"""Restart recovery (§4.7) from checked-in crashed state trees and from real kill -9s."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Vq, processes_with_env, wait_until
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "crashed"
+
+
+def _install_fixture(vq: Vq) -> None:
+    vq.root.mkdir(parents=True)
+    shutil.copytree(FIXTURE / "queue", vq.root / "queue")
+    shutil.copytree(FIXTURE / "jobs", vq.root / "jobs")
+
+
+@pytest.mark.parametrize("auto_resume", [False, True])
+def test_recovery_of_a_crashed_state_tree(vq: Vq, auto_resume: bool) -> None:
+    _install_fixture(vq)
+    corrupt_before = (vq.root / "queue" / "a00000000009.json").read_bytes()
+    vq.start_daemon(*(["--auto-resume"] if auto_resume else []))
+    assert vq.state("a00000000001") == "COMPLETED"
+    failed = vq.spec("a00000000002")
+    assert failed["state"] == "FAILED" and failed["exit_code"] == 3
+    assert failed["failure_tail"] == "step 1 ok\nsegfault in scf loop"
+    for lost in ("a00000000003", "a00000000004", "a00000000007"):
+        spec = vq.spec(lost)
+        assert spec["state"] == "ABORTED_BY_QUEUE", lost
+        assert "outcome is unknown" in spec["failure_reason"]
+    vq.wait_state("a00000000005", "COMPLETED")
+    assert vq.state("a00000000006") == "COMPLETED"
+    retried = vq.spec("a00000000008")
+    assert retried["state"] == "PENDING" and retried["retry_count"] == 1
+    assert retried["not_before"] is not None
+    assert (vq.root / "queue" / "a00000000009.json").read_bytes() == corrupt_before
+    listing = vq.json("list")
+    assert [q["name"] for q in listing["quarantined"]] == ["a00000000009"]
+    siblings = {j["id"]: j for j in listing["jobs"] if not j["id"].startswith("a0000000000")}
+    if not auto_resume:
+        assert siblings == {}
+        return
+    parents = {vq.spec(job_id)["parent_jobid"]: job_id for job_id in siblings}
+    assert set(parents) == {"a00000000003", "a00000000007"}  # never the SUSPENDED one
+    for parent, child in parents.items():
+        vq.wait_state(child, "COMPLETED")
+        assert vq.spec(child)["cwd"] == str(vq.root / "jobs" / parent)
+        assert vq.run("logs", child).stdout == "restarted-run\n"
+
+
+def _kill_daemon(vq: Vq) -> None:
+    pid = vq.daemon_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not _alive(pid), timeout=15)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+def test_kill_9_daemon_reattaches_finishes_and_aborts(vq: Vq, tmp_path: Path) -> None:
+    hold_survivor, hold_finisher = tmp_path / "survivor-go", tmp_path / "finisher-go"
+    vq.start_daemon("--auto-resume", "--max-cpus", "8")
+    survivor = vq.submit(
+        "--", "sh", "-c", f"while [ ! -e {hold_survivor} ]; do sleep 0.05; done; echo ok"
+    )
+    finisher = vq.submit(
+        "--", "sh", "-c", f"while [ ! -e {hold_finisher} ]; do sleep 0.05; done; exit 4"
+    )
+    doomed = vq.submit("--", "sleep", "300")
+    for job in (survivor, finisher, doomed):
+        wait_until(lambda job=job: vq.spec(job)["pgid"])
+    survivor_pgid = vq.spec(survivor)["pgid"]
+    _kill_daemon(vq)
+    # While no daemon runs: the finisher ends and its collector records exit 4; the
+    # doomed job's whole group (collector included) is killed, so no marker can exist.
+    os.killpg(vq.spec(doomed)["pgid"], signal.SIGKILL)
+    hold_finisher.touch()
+    wait_until(lambda: (vq.root / "jobs" / finisher / "_vq" / "exit-code").exists(), timeout=10)
+    assert vq.state(survivor) == vq.state(finisher) == vq.state(doomed) == "RUNNING"
+    vq.start_daemon("--auto-resume", "--max-cpus", "8")
+    assert vq.state(finisher) == "FAILED" and vq.spec(finisher)["exit_code"] == 4
+    assert vq.state(doomed) == "ABORTED_BY_QUEUE"
+    others = [j["id"] for j in vq.json("list")["jobs"]]
+    siblings = [j for j in others if j not in (survivor, finisher, doomed)]
+    assert len(siblings) == 1 and vq.spec(siblings[0])["parent_jobid"] == doomed
+    vq.run("kill", siblings[0])
+    # The survivor was reattached: still RUNNING, still its own group, and killable.
+    assert vq.state(survivor) == "RUNNING"
+    assert vq.spec(survivor)["pgid"] == survivor_pgid
+    assert processes_with_env(f"VQ_JOB_ID={survivor}")
+    vq.run("kill", survivor)
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={survivor}"), timeout=20)
+    assert vq.state(survivor) == "KILLED"
+
+
+def test_reattached_job_completes_and_can_be_waited_on(vq: Vq, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    vq.start_daemon()
+    job = vq.submit(
+        "--wall-time", "1h", "--", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done"
+    )
+    wait_until(lambda: vq.spec(job)["pgid"])
+    _kill_daemon(vq)
+    vq.start_daemon()
+    vq.run("pause", job)
+    assert vq.state(job) == "SUSPENDED"
+    vq.run("resume", job)
+    go.touch()
+    started = time.monotonic()
+    assert vq.run("wait", job, "--timeout", "30s").returncode == 0
+    assert time.monotonic() - started < 30
+    assert vq.state(job) == "COMPLETED"
