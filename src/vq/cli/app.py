@@ -100,8 +100,8 @@ def run(args: list[str]) -> None:
     except click.UsageError as exc:
         _print_error(exc.format_message(), _help_hint(exc.ctx))
         sys.exit(2)
-    except click.exceptions.Abort:
-        _print_error("aborted", None)
+    except click.exceptions.Abort:  # Click's form of Ctrl-C inside a command
+        _print_error("interrupted", None)
         sys.exit(130)
     except click.ClickException as exc:
         _print_error(exc.format_message(), None)

@@ -72,7 +72,12 @@ class Daemon:
         self.started_at = self.ctx.now()
         self.runner = LocalRunner()
         self.cgroup = CgroupMode("direct", "not probed yet")
-        self.supervisor = Supervisor(self.ctx, self.index.upsert, on_release=self._released)
+        #: Called once for every job that has fully ended (terminal, process gone): terminal
+        #: bookkeeping such as notifications and reruns registers here.
+        self.ended_listeners: list[Callable[[JobSpec], None]] = []
+        self.supervisor = Supervisor(
+            self.ctx, self.index.upsert, on_release=self._released, on_ended=self.job_ended
+        )
         self.supervisor.wake = self.wake
         self.forkserver = ForkServer(self.supervisor.on_collector_exit)
         self.watchdog = Watchdog(
@@ -106,6 +111,14 @@ class Daemon:
     def _released(self, job_id: str) -> None:
         if self.cgroup.scoped:
             stop_scope(self.runner, job_id)
+
+    def job_ended(self, spec: JobSpec) -> None:
+        """Terminal bookkeeping for one ended job (on the loop; listeners must not raise)."""
+        for listener in self.ended_listeners:
+            try:
+                listener(spec)
+            except Exception:
+                log.exception("terminal bookkeeping failed for job %s", spec.id)
 
     # --- cross-thread plumbing ---------------------------------------------------------
     def wake(self) -> None:

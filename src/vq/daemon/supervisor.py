@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.errors import VqError
 from vq.executors import procs
 from vq.executors.forkserver_client import CollectorExit, Launched
 from vq.executors.identity import group_is_job
@@ -78,12 +79,14 @@ class Supervisor:
         monotonic: Callable[[], float] = time.monotonic,
         grace_seconds: float = KILL_GRACE_SECONDS,
         on_release: Callable[[str], None] = lambda job_id: None,
+        on_ended: Callable[[JobSpec], None] = lambda spec: None,
     ) -> None:
         self.ctx = ctx
         self._on_change = on_change
         self._monotonic = monotonic
         self._grace = grace_seconds
         self._on_release = on_release
+        self._on_ended = on_ended
         self.holders: dict[str, Holder] = {}
         self._events: queue.SimpleQueue[CollectorExit | LaunchResult] = queue.SimpleQueue()
         self.wake: Callable[[], None] = lambda: None
@@ -127,9 +130,18 @@ class Supervisor:
         return holder
 
     def release(self, job_id: str) -> None:
-        if self.holders.pop(job_id, None) is not None:
-            self._on_release(job_id)
-            self.wake()
+        """Free the job's budget. A job whose spec is terminal has now fully ended."""
+        if self.holders.pop(job_id, None) is None:
+            return
+        self._on_release(job_id)
+        try:
+            spec = self.ctx.store.read(job_id)
+        except VqError as exc:
+            log.warning("job %s released but unreadable: %s", job_id, exc.message)
+        else:
+            if spec.is_terminal:
+                self._on_ended(spec)
+        self.wake()
 
     def start_grace(self, job_id: str) -> None:
         """A SIGTERM went to this job's group: it is owed the grace before SIGKILL."""

@@ -50,6 +50,17 @@ def _elapsed(spec: JobSpec, now: datetime) -> float | None:
     return max(0.0, (end - spec.started_at).total_seconds())
 
 
+def _active(spec: JobSpec, now: datetime) -> float | None:
+    """Elapsed wall time minus pauses (the current one included)."""
+    elapsed = _elapsed(spec, now)
+    if elapsed is None:
+        return None
+    paused = spec.paused_seconds_total
+    if spec.paused_at is not None:
+        paused += max(0.0, (now - spec.paused_at).total_seconds())
+    return max(0.0, elapsed - paused)
+
+
 def status_view(
     spec: JobSpec,
     paths: StatePaths,
@@ -69,6 +80,7 @@ def status_view(
         else None
     )
     view["elapsed_seconds"] = _elapsed(spec, now)
+    view["active_seconds"] = _active(spec, now)
     return view
 
 
