@@ -31,6 +31,7 @@ import bench_floors
 import bench_idle
 import bench_list
 import bench_submit
+import bench_supervision
 from common import PYTHON, REPO, VQ, Figure, Result, child_env, scale
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
@@ -43,6 +44,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(c) queue drain", bench_drain.run),
     ("(d) vq list over 10k specs", bench_list.run),
     ("(e) idle daemon CPU", bench_idle.run),
+    ("(f)–(h) recovery, supervision CPU, vq top", bench_supervision.run),
 ]
 
 
@@ -197,6 +199,10 @@ def main() -> int:
         progress.print(f"[bold]→ {label}[/] (t={time.perf_counter() - started:.0f}s)")
         try:
             results.extend(fn())
+        except bench_supervision.Incomplete as exc:  # some rows measured, some crashed
+            failed = True
+            progress.print(f"[red]{label}: {exc}[/]")
+            results.extend(exc.results)
         except Exception as exc:
             failed = True
             progress.print(traceback.format_exc())

@@ -53,11 +53,15 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True, sync_dir: bool = True
+) -> None:
     """Replace ``path`` with ``data`` atomically (and durably unless ``durable=False``).
 
     The temp file lives in the target's directory so the rename never crosses a
     filesystem. On any failure the temp file is removed and the old file is untouched.
+    ``sync_dir=False`` leaves the directory fsync to the caller, which must do it (once,
+    :func:`fsync_dir`) before reporting the batch of writes as durable.
     """
     directory = path.parent
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -73,7 +77,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, durable: b
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    if durable:
+    if durable and sync_dir:
         fsync_dir(directory)
 
 

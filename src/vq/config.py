@@ -9,19 +9,29 @@ typo never silently does nothing. ``docs/config.md`` documents every key.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from vq.domain.admission import Caps
+from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError
 from vq.paths import resolve_config_root
 
 __all__ = [
     "DaemonSettings",
+    "NotificationSettings",
     "Settings",
     "WatchdogSettings",
     "host_logical_cpus",
@@ -86,6 +96,65 @@ class WatchdogSettings(BaseModel):
         return self
 
 
+#: Terminal state names a notification filter may name (lower case, in §3.3 order).
+_NOTIFY_STATES: tuple[str, ...] = tuple(
+    state.value.lower() for state in JobState if state in WRITABLE_TERMINAL
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_URL = re.compile(r"https?://[^/?#\s]+\S*", re.IGNORECASE)
+
+
+class NotificationSettings(BaseModel):
+    """``[notifications]``: the daemon-wide terminal webhook (§6.2), copied at daemon start.
+
+    ``webhook_url`` is empty (disabled), an ``http(s)://`` URL, or a secret reference
+    (§7.4): ``env:NAME`` or ``file:/absolute/path``. Only the *form* is checked here; the
+    daemon resolves a reference when it starts (``vq.daemon.notify.resolve_webhook_url``)
+    so reading the configuration never reads a secret. Error messages never echo the value.
+    ``notify_on_states`` is normalized to lower case and deduplicated; an empty list means
+    no filter.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    webhook_url: str = ""
+    notify_on_states: list[str] = Field(default_factory=list)
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _url_form(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            return ""
+        if value.startswith("env:"):
+            if not _ENV_NAME.fullmatch(value[4:]):
+                raise ValueError("env: must be followed by an environment variable name")
+        elif value.startswith("file:"):
+            if not value[5:].startswith("/"):
+                raise ValueError("file: must be followed by an absolute path")
+        elif not _URL.fullmatch(value):
+            raise ValueError("must be an http(s):// URL, env:NAME or file:/absolute/path")
+        return value
+
+    @field_validator("notify_on_states")
+    @classmethod
+    def _terminal_states(cls, value: list[str]) -> list[str]:
+        normalized: list[str] = []
+        for name in value:
+            state = name.strip().lower()
+            if state not in _NOTIFY_STATES:
+                if state == JobState.INTERRUPTED.value.lower():
+                    why = "is a legacy state vq never writes"
+                elif state.upper() in JobState.__members__:
+                    why = "is not a terminal state"
+                else:
+                    why = "is not a job state"
+                raise ValueError(f"{name!r} {why}; use any of: " + ", ".join(_NOTIFY_STATES))
+            if state not in normalized:
+                normalized.append(state)
+        return normalized
+
+
 class Settings(BaseModel):
     """The whole configuration. Every section refuses unknown keys."""
 
@@ -93,6 +162,7 @@ class Settings(BaseModel):
 
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
+    notifications: NotificationSettings = Field(default_factory=NotificationSettings)
 
 
 def _read_layer(path: Path) -> dict[str, Any]:

@@ -23,7 +23,8 @@ def _click_values(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]
     ctx = submit.make_context("submit", list(args))
     values = dict(ctx.params)
     positional = list(values.pop("positional"))
-    values["tags"] = list(values["tags"])
+    for name in ("tags", "after", "after_any"):
+        values[name] = list(values[name])
     return positional, values, ctx.meta["vq_command"]
 
 

@@ -30,8 +30,11 @@ COMMANDS: dict[str, str] = {
     "wait": "vq.cli.control:wait",
     "pause": "vq.cli.control:pause",
     "resume": "vq.cli.control:resume",
+    "resubmit": "vq.cli.control:resubmit",
     "daemon": "vq.cli.daemon_cmd:daemon",
     "top": "vq.cli.top:top",
+    "overview": "vq.cli.reports:overview",
+    "usage": "vq.cli.reports:usage",
     "doctor": "vq.cli.doctor:doctor",
 }
 
@@ -45,8 +48,11 @@ SHORT_HELP: dict[str, str] = {
     "wait": "Wait until jobs end; exit with the job's code.",
     "pause": "Pause running jobs (SIGSTOP).",
     "resume": "Resume paused jobs (SIGCONT).",
+    "resubmit": "Run an ended job again as a new job.",
     "daemon": "Start, stop and inspect the daemon.",
     "top": "Live view of running jobs and capacity.",
+    "overview": "Queue counts, capacity and daemon health.",
+    "usage": "Wall- and CPU-hours per tag, name, day or state.",
     "doctor": "Check the installation and explain problems.",
 }
 

@@ -11,14 +11,42 @@ from vq.cli.common import call_daemon, echo_json, local_context, paths
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
 
-__all__ = ["job_exit_status", "kill", "pause", "resume", "wait"]
+__all__ = ["job_exit_status", "kill", "pause", "resubmit", "resume", "wait"]
+
+
+def _group_members(group: str, nonterminal_only: bool) -> list[str]:
+    from vq.cli.inspect import list_rows
+
+    rows = list_rows({"group": group})["jobs"]
+    if not rows:
+        from vq.errors import NotFound
+
+        raise NotFound(f"no jobs in group {group}", hint="`vq list` shows group ids")
+    ended = {
+        "COMPLETED",
+        "FAILED",
+        "KILLED",
+        "OOM_KILLED",
+        "STARVED",
+        "TIME_EXCEEDED",
+        "ABORTED_BY_QUEUE",
+        "INTERRUPTED",
+    }
+    return [r["id"] for r in rows if not (nonterminal_only and r["state"] in ended)]
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("job_ids", nargs=-1, metavar="ID...")
+@click.option("--group", help="Kill every unfinished element of this array or chain group.")
 @click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
-def kill(job_ids: tuple[str, ...], as_json: bool) -> None:
+def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
     """Kill jobs: PENDING ends at once; RUNNING gets SIGTERM, a 10 s grace, then SIGKILL."""
+    if group is not None:
+        job_ids = (*job_ids, *_group_members(group, nonterminal_only=True))
+    elif not job_ids:
+        from vq.errors import UsageError
+
+        raise UsageError("no jobs given", hint="vq kill ID... or vq kill --group G")
     results = []
     for job_id in job_ids:
         result = call_daemon("kill", {"id": job_id})
@@ -60,12 +88,20 @@ def job_exit_status(state: str, exit_code: int | None) -> int:
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("job_ids", nargs=-1, metavar="ID...")
+@click.option("--group", help="Wait for every element of this array or chain group.")
 @click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
-def wait(job_ids: tuple[str, ...], timeout: str | None, as_json: bool) -> None:
+def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
     """Block until every job has ended. Exit code: the first job's nonzero code, else 0."""
     from vq.store.specs import SpecStore
+
+    if group is not None:
+        job_ids = (*job_ids, *_group_members(group, nonterminal_only=False))
+    elif not job_ids:
+        from vq.errors import UsageError
+
+        raise UsageError("no jobs given", hint="vq wait ID... or vq wait --group G")
 
     store = SpecStore(paths())
     deadline = None if timeout is None else time.monotonic() + parse_duration(timeout)
@@ -165,3 +201,40 @@ def pause(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json:
 def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json: bool) -> None:
     """Resume paused jobs (SIGCONT to the group)."""
     _pause_or_resume("resume", _select(job_ids, tags, every, "SUSPENDED"), as_json)
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("--cpus", type=click.IntRange(1, 4096))
+@click.option("--mem-mb", type=click.IntRange(1))
+@click.option("--wall-time", help="A new wall-time limit, e.g. 2h.")
+@click.option("--priority", type=click.IntRange(-1000, 1000))
+@click.option("--job-name")
+@click.option("--json", "as_json", is_flag=True, help="Print the new spec.")
+def resubmit(
+    job_id: str,
+    cpus: int | None,
+    mem_mb: int | None,
+    wall_time: str | None,
+    priority: int | None,
+    job_name: str | None,
+    as_json: bool,
+) -> None:
+    """Run an ended job again as a new job (fresh id, copied workspace, no old results)."""
+    overrides = {
+        "cpus": cpus,
+        "mem_mb": mem_mb,
+        "wall_time_seconds": parse_duration(wall_time) if wall_time else None,
+        "priority": priority,
+        "job_name": job_name,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    spec = call_daemon("resubmit", {"id": job_id, "overrides": overrides})
+    if spec is None:
+        from vq.services.resubmit import resubmit as resubmit_service
+
+        spec = resubmit_service(local_context(), job_id, overrides).model_dump(mode="json")
+    if as_json:
+        echo_json(spec)
+    else:
+        click.echo(spec["id"])

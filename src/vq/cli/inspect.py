@@ -30,6 +30,7 @@ def _since(text: str | None) -> str | None:
 @click.option("--tag", "tags", multiple=True, help="Only jobs with this tag (repeatable).")
 @click.option("--name", help="Only jobs whose name contains this text.")
 @click.option("--since", help="Only jobs submitted since an ISO time or a duration ago (2h).")
+@click.option("--group", help="Only the elements of this array or chain group.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: {jobs: [...], quarantined: [...]}."
 )
@@ -38,6 +39,7 @@ def list_jobs(
     tags: tuple[str, ...],
     name: str | None,
     since: str | None,
+    group: str | None,
     as_json: bool,
 ) -> None:
     """List jobs, oldest first. Unreadable spec files are reported, never hidden."""
@@ -46,16 +48,39 @@ def list_jobs(
         "tags": list(tags),
         "name": name,
         "since": _since(since),
+        "group": group,
     }
-    result = call_daemon("list", params)
-    if result is None:
-        result = _list_locally(params)
+    result = list_rows(params)
+    if group is not None:
+        result["group"] = group_summary(group, result["jobs"])
     if as_json:
         echo_json(result)
         return
     from vq.cli.render import print_jobs
 
     print_jobs(result["jobs"], result["quarantined"])
+    if group is not None:
+        click.echo(result["group"]["summary"])
+
+
+def list_rows(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one."""
+    result = call_daemon("list", params)
+    return result if result is not None else _list_locally(params)
+
+
+def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts per state of a group's elements, and one human line."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    parts = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    return {
+        "group_id": group,
+        "total": len(rows),
+        "counts": counts,
+        "summary": f"group {group}: {len(rows)} jobs" + (f": {parts}" if parts else ""),
+    }
 
 
 def _list_locally(params: dict[str, Any]) -> dict[str, Any]:
@@ -72,16 +97,46 @@ def _list_locally(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", required=False)
+@click.option("--group", help="Summarize an array or chain group instead of one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and derived fields as JSON.")
-def status(job_id: str, as_json: bool) -> None:
-    """Everything known about one job."""
+def status(job_id: str | None, group: str | None, as_json: bool) -> None:
+    """Everything known about one job (or a one-line summary of a group)."""
+    if group is not None or job_id is None:
+        if group is None:
+            from vq.errors import UsageError
+
+            raise UsageError("give a job id or --group", hint="vq status ID")
+        rows = list_rows({"group": group})["jobs"]
+        if not rows:
+            from vq.errors import NotFound
+
+            raise NotFound(f"no jobs in group {group}", hint="`vq list` shows group ids")
+        summary = group_summary(group, rows)
+        if as_json:
+            echo_json({**summary, "jobs": rows})
+        else:
+            click.echo(summary["summary"])
+        return
     view = call_daemon("status", {"id": job_id})
     if view is None:
         from vq.services.query import status_view
 
         ctx = local_context()
-        view = status_view(ctx.store.read(job_id), ctx.paths, ctx.caps, ctx.now())
+
+        def dependency_state(dep: str) -> str | None:
+            from vq.errors import CorruptSpec, NotFound
+
+            try:
+                return ctx.store.read(dep).state
+            except NotFound:
+                return None
+            except CorruptSpec:
+                return "unreadable"
+
+        view = status_view(
+            ctx.store.read(job_id), ctx.paths, ctx.caps, ctx.now(), None, dependency_state
+        )
     if as_json:
         echo_json(view)
         return

@@ -66,6 +66,7 @@ def submit(ctx: click.Context, /, positional: tuple[str, ...], **values: Any) ->
 
         vq submit --cpus 2 --mem-mb 500 --wall-time 10m -- python3 -c 'print(42)'
     """
-    values["tags"] = list(values["tags"])
+    for name in ("tags", "after", "after_any"):
+        values[name] = list(values[name])
     params = build_params(list(positional), values, ctx.meta["vq_command"])
     emit(submit_params(params), values["as_json"])

@@ -39,10 +39,10 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.paths import StatePaths
     from vq.protocol.messages import SubmitParams, parse_params
     from vq.services.context import ServiceContext
-    from vq.services.submit import submit, submit_payload
+    from vq.services.submit import result_payload, submit
 
     ctx = ServiceContext(StatePaths.from_env(), load_settings().daemon.caps())
-    return submit_payload(submit(ctx, parse_params(SubmitParams, params)))
+    return result_payload(submit(ctx, parse_params(SubmitParams, params)))
 
 
 def emit(payload: dict[str, Any], as_json: bool) -> None:
@@ -50,6 +50,8 @@ def emit(payload: dict[str, Any], as_json: bool) -> None:
         warn(message)
     if as_json:
         echo_json(payload)
+    elif "jobs" in payload:  # an array or a chain: every id, in index order
+        print("\n".join(job["id"] for job in payload["jobs"]), flush=True)
     else:
         print(payload["id"], flush=True)
 

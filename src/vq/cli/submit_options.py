@@ -55,6 +55,45 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
     Option("--job-name", "job_name", "str", "A name for the job."),
     Option("--tag", "tags", "multi", "A tag (repeatable).", ()),
     Option("--retry", "retry_max", "int", "Rerun a failing command up to N more times.", 0, 0, 100),
+    Option("--retry-backoff", "retry_backoff", "str", "First retry delay (doubles each time)."),
+    Option("--after", "after", "multi", "Start after this job COMPLETED (repeatable).", ()),
+    Option("--after-any", "after_any", "multi", "Start after this job ended (repeatable).", ()),
+    Option("--array", "array", "str", "Submit an array: indices like 0-99 or 1,5,7-9."),
+    Option("--array-from", "array_from", "str", "Submit an array: one element per line of FILE."),
+    Option(
+        "--max-parallel",
+        "max_parallel",
+        "int",
+        "Run at most N elements of the array at once.",
+        None,
+        1,
+        None,
+    ),
+    Option(
+        "--chain",
+        "chain",
+        "int",
+        "Submit N segments, each after the previous success.",
+        None,
+        2,
+        10000,
+    ),
+    Option(
+        "--rerun-until-file-exists",
+        "rerun_until",
+        "str",
+        "Rerun a COMPLETED job (as a sibling) until PATH exists.",
+    ),
+    Option("--rerun-max", "rerun_max", "int", "At most N reruns (default 10).", None, 1, 1000),
+    Option(
+        "--clean-workdir", "clean_workdir", "flag", "Delete $VQ_WORKDIR when the job ends.", False
+    ),
+    Option(
+        "--idempotency-key",
+        "idempotency_key",
+        "str",
+        "Repeat-safe submit: the same key and intent return the same job.",
+    ),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
@@ -82,7 +121,9 @@ def parse_fast(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]] |
     else:
         head, command = args, []
     values: dict[str, Any] = {o.dest: o.default for o in SUBMIT_OPTIONS}
-    values["tags"] = []
+    for multi in SUBMIT_OPTIONS:
+        if multi.kind == "multi":
+            values[multi.dest] = []
     positional: list[str] = []
     tokens = iter(head)
     for token in tokens:
@@ -157,6 +198,15 @@ def build_params(
     if cwd and not os.path.isdir(cwd):
         raise InvalidInput(f"--cwd {cwd!r} is not a directory")
     wall_time = values.get("wall_time")
+    backoff = values.get("retry_backoff")
+    array_values = None
+    if values.get("array_from"):
+        array_values = _array_lines(values["array_from"])
+    array = None
+    if values.get("array"):
+        from vq.domain.arrays import parse_array
+
+        array = parse_array(values["array"])
     return {
         "command": command,
         "source": _source(positional),
@@ -169,4 +219,29 @@ def build_params(
         "job_name": values.get("job_name"),
         "tags": list(values["tags"]),
         "retry_max": values["retry_max"],
+        "retry_backoff_seconds": parse_duration(backoff) if backoff else None,
+        "depends_on": list(values.get("after") or []),
+        "depends_on_any": list(values.get("after_any") or []),
+        "array": array,
+        "array_values": array_values,
+        "max_parallel": values.get("max_parallel"),
+        "chain": values.get("chain"),
+        "rerun_until_file_exists": values.get("rerun_until"),
+        "rerun_max": values.get("rerun_max"),
+        "clean_workdir_on_terminal": bool(values.get("clean_workdir")),
+        "idempotency_key": values.get("idempotency_key"),
     }
+
+
+def _array_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.rstrip("\n") for line in handle]
+    except FileNotFoundError:
+        raise NotFound(f"--array-from file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read --array-from file {path!r}: {exc}") from exc
+    values = [line for line in lines if line.strip()]
+    if not values:
+        raise InvalidInput(f"--array-from file {path!r} has no non-empty lines")
+    return values

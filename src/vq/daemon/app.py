@@ -34,11 +34,13 @@ from vq.executors.cgroups import CgroupMode, probe, scope_argv, stop_scope
 from vq.executors.forkserver_client import ForkServer
 from vq.paths import StatePaths
 from vq.services.context import ServiceContext
+from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
 
 from .dispatch import Dispatcher
 from .handlers import build_methods
 from .index import JobIndex
+from .notify import Notifier
 from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import RpcServer
@@ -74,7 +76,10 @@ class Daemon:
         self.cgroup = CgroupMode("direct", "not probed yet")
         #: Called once for every job that has fully ended (terminal, process gone): terminal
         #: bookkeeping such as notifications and reruns registers here.
-        self.ended_listeners: list[Callable[[JobSpec], None]] = []
+        self.ended_listeners: list[Callable[[JobSpec], None]] = [self._rerun]
+        #: Terminal webhook (§6.2); resolving its secret can refuse the start (ConfigError).
+        self.notifier = Notifier.from_settings(settings.notifications, os.environ)
+        self.ended_listeners.append(self.notifier.notify)
         self.supervisor = Supervisor(
             self.ctx, self.index.upsert, on_release=self._released, on_ended=self.job_ended
         )
@@ -95,6 +100,7 @@ class Daemon:
             dict(os.environ),
             hold=lambda: self.pressure.holding,
             command_prefix=self._command_prefix,
+            on_ended=self.job_ended,
         )
         self.supervisor.launch_handler = self.dispatcher.apply_launch
         self._calls: list[Callable[[], None]] = []
@@ -111,6 +117,11 @@ class Daemon:
     def _released(self, job_id: str) -> None:
         if self.cgroup.scoped:
             stop_scope(self.runner, job_id)
+
+    def _rerun(self, spec: JobSpec) -> None:
+        sibling = maybe_rerun(self.ctx, spec)
+        if sibling is not None:
+            self.index.upsert(sibling)
 
     def job_ended(self, spec: JobSpec) -> None:
         """Terminal bookkeeping for one ended job (on the loop; listeners must not raise)."""
@@ -241,6 +252,7 @@ class Daemon:
             except FileNotFoundError:
                 pass
         self.forkserver.close()
+        self.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():
                 self.paths.daemon_pid.unlink()

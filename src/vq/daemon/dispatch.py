@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from vq.domain.admission import Request, order_key, plan_dispatch
+from vq.domain.dependencies import evaluate
 from vq.domain.events import make_event
 from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
@@ -54,6 +55,15 @@ def job_environment(base: Mapping[str, str], spec: JobSpec, workdir: str) -> dic
         env.pop("VQ_MEM_MB", None)
     if spec.job_name:
         env["VQ_JOB_NAME"] = spec.job_name
+    if spec.array_index is not None:
+        env["VQ_ARRAY_INDEX"] = str(spec.array_index)
+        env["VQ_ARRAY_TOTAL"] = str(spec.array_total)
+        env["VQ_ARRAY_GROUP"] = str(spec.array_group_id)
+        if spec.array_value is not None:
+            env["VQ_ARRAY_VALUE"] = spec.array_value
+    if spec.chain_index is not None:
+        env["VQ_CHAIN_INDEX"] = str(spec.chain_index)
+        env["VQ_CHAIN_TOTAL"] = str(spec.chain_total)
     return env
 
 
@@ -70,6 +80,7 @@ class Dispatcher:
         base_env: Mapping[str, str],
         hold: Callable[[], bool] = lambda: False,
         command_prefix: Callable[[JobSpec], list[str]] = lambda spec: [],
+        on_ended: Callable[[JobSpec], None] = lambda spec: None,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
@@ -81,17 +92,26 @@ class Dispatcher:
         self._base_env = dict(base_env)
         self._hold = hold
         self._prefix = command_prefix
+        self._on_ended = on_ended
+        self._gated: dict[str, JobSpec] = {}  # pending specs with predecessors
+        self._groups: dict[str, tuple[str, int]] = {}  # job -> (array group, max parallel)
+        self._blocked: set[str] = set()
+        self._blocked_generation = -1
 
     def run_pass(self) -> int:
         """Start every admissible job now; returns how many were launched."""
         if self._hold():
             return 0
+        candidates = self._candidates()
+        if not candidates:
+            return 0
+        self._apply_gates()  # cascades happen even while every slot is busy
         usage, caps = self.supervisor.usage(), self.ctx.caps
         if (caps.max_jobs is not None and usage.jobs >= caps.max_jobs) or (
             caps.max_cpus is not None and usage.cpus >= caps.max_cpus
         ):
             return 0  # full: every job needs a slot and at least one CPU
-        candidates = self._candidates()
+        candidates = self._limit_groups([r for r in candidates if r.job_id not in self._blocked])
         if not candidates:
             return 0
         chosen = plan_dispatch(candidates, usage, caps, self.ctx.now())
@@ -106,12 +126,81 @@ class Dispatcher:
         """Pending local jobs in admission order; re-sorted only when a job became pending."""
         if self._index.pending_generation != self._order_generation:
             self._order_generation = self._index.pending_generation
-            self._order = sorted(
-                (request_of(s) for s in self._index.pending() if s.scheduler_target is None),
-                key=order_key,
-            )
+            pending = [s for s in self._index.pending() if s.scheduler_target is None]
+            self._order = sorted((request_of(s) for s in pending), key=order_key)
+            self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
+            self._groups = {
+                s.id: (s.array_group_id, s.array_max_parallel)
+                for s in pending
+                if s.array_group_id and s.array_max_parallel
+            }
+            self._blocked_generation = -1
         self._order = [r for r in self._order if self._index.is_pending(r.job_id)]
         return self._order
+
+    def _apply_gates(self) -> None:
+        """Re-evaluate dependency gates when any state changed; cascade failures.
+
+        Runs to a fixed point so a failure propagates through a whole chain at once.
+        """
+        while self._blocked_generation != self._index.state_generation:
+            self._blocked_generation = self._index.state_generation
+            blocked: set[str] = set()
+            for job_id, spec in list(self._gated.items()):
+                if not self._index.is_pending(job_id):
+                    del self._gated[job_id]
+                    continue
+                gate = evaluate(spec.depends_on, spec.depends_on_any, self._index.dependency_state)
+                if gate.cascade:
+                    del self._gated[job_id]
+                    self._cascade(job_id, gate.reason or "a dependency failed")
+                elif not gate.ready:
+                    blocked.add(job_id)
+            self._blocked = blocked
+
+    def _cascade(self, job_id: str, reason: str) -> None:
+        now = self.ctx.now()
+
+        def mutate(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.PENDING:
+                return None
+            return apply_transition(spec, JobState.FAILED, now, reason=reason)
+
+        spec = self.ctx.store.update(job_id, mutate)
+        self._on_change(spec)
+        if spec.state is JobState.FAILED and spec.failure_reason == reason:
+            append_event(
+                self.ctx.paths,
+                make_event(
+                    "state_transition",
+                    job_id,
+                    now,
+                    to="FAILED",
+                    reason=reason,
+                    **{"from": "PENDING"},
+                ),
+            )
+            self._on_ended(spec)
+
+    def _limit_groups(self, candidates: list[Request]) -> list[Request]:
+        """Drop array elements beyond their group's ``--max-parallel`` allowance."""
+        if not self._groups:
+            return candidates
+        running: dict[str, int] = {}
+        for job_id in self.supervisor.holders:
+            spec = self._index.get(job_id)
+            if spec is not None and spec.array_group_id:
+                running[spec.array_group_id] = running.get(spec.array_group_id, 0) + 1
+        kept = []
+        for request in candidates:
+            group = self._groups.get(request.job_id)
+            if group is not None:
+                group_id, limit = group
+                if running.get(group_id, 0) >= limit:
+                    continue
+                running[group_id] = running.get(group_id, 0) + 1
+            kept.append(request)
+        return kept
 
     def _claim(self, job_id: str) -> JobSpec | None:
         now = self.ctx.now()

@@ -18,7 +18,8 @@ from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
 from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view
-from vq.services.submit import submit, submit_payload
+from vq.services.resubmit import resubmit
+from vq.services.submit import result_payload, submit
 
 from .rpc import Method
 
@@ -63,14 +64,22 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
 
     def submit_method(params: dict[str, Any]) -> dict[str, Any]:
         result = submit(ctx, parse_params(SubmitParams, params))
-        daemon.remember(result.spec)
+        for spec in result.specs:
+            daemon.remember(spec)
         daemon.wake()
-        return submit_payload(result)
+        return result_payload(result)
 
     def status(params: dict[str, Any]) -> dict[str, Any]:
         spec = ctx.store.read(_job_id(params))
         daemon.remember(spec)
-        return status_view(spec, ctx.paths, ctx.caps, ctx.now(), daemon.supervisor.usage())
+        return status_view(
+            spec,
+            ctx.paths,
+            ctx.caps,
+            ctx.now(),
+            daemon.supervisor.usage(),
+            daemon.index.dependency_state,
+        )
 
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)
@@ -114,6 +123,15 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "changed": outcome.changed,
         }
 
+    def resubmit_method(params: dict[str, Any]) -> dict[str, Any]:
+        overrides = params.get("overrides") or {}
+        if not isinstance(overrides, dict):
+            raise InvalidInput("overrides must be an object")
+        clone = resubmit(ctx, _job_id(params), overrides)
+        daemon.remember(clone)
+        daemon.wake()
+        return clone.model_dump(mode="json")
+
     methods: dict[str, Method] = {
         "ping": ping,
         "wake": wake,
@@ -123,5 +141,6 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "kill": kill,
         "pause": pause,
         "resume": resume,
+        "resubmit": resubmit_method,
     }
     return methods

@@ -44,6 +44,8 @@ class JobIndex:
         self._pending: set[str] = set()
         #: Bumped whenever a job *enters* the pending set (so cached orderings go stale).
         self.pending_generation = 0
+        #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
+        self.state_generation = 0
         self.quarantined: dict[str, Quarantined] = {}
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
@@ -60,6 +62,9 @@ class JobIndex:
             self.changed.notify_all()
 
     def _put(self, spec: JobSpec) -> None:
+        previous = self._specs.get(spec.id)
+        if previous is None or previous.state is not spec.state:
+            self.state_generation += 1
         self._specs[spec.id] = spec
         self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
@@ -91,6 +96,13 @@ class JobIndex:
     def all(self) -> list[JobSpec]:
         with self._lock:
             return list(self._specs.values())
+
+    def dependency_state(self, job_id: str) -> JobState | str | None:
+        """A predecessor's state for the dependency gate (see vq.domain.dependencies)."""
+        spec = self._specs.get(job_id)
+        if spec is not None:
+            return spec.state
+        return "unreadable" if job_id in self.quarantined else None
 
     def is_pending(self, job_id: str) -> bool:
         return job_id in self._pending

@@ -105,7 +105,9 @@ def classify_exit(spec: JobSpec, exit_code: int, now: datetime) -> Outcome:
         return Outcome(JobState.COMPLETED, None)
     words = describe_exit(exit_code)
     if spec.retry_count < spec.retry_max:
-        delay = retry_backoff_seconds(spec.retry_count)
+        delay = retry_backoff_seconds(
+            spec.retry_count, spec.retry_backoff_seconds or RETRY_BACKOFF_BASE_SECONDS
+        )
         return Outcome(
             JobState.PENDING,
             f"{words}; retry {spec.retry_count + 1} of {spec.retry_max} in {delay}s",

@@ -129,6 +129,17 @@ class JobSpec(BaseModel):
     rerun_until_file_exists: str | None = None
     rerun_max: int | None = None
     rerun_count: int = 0
+    # Additive v2 fields (absent from older specs; defaults keep their meaning):
+    #: the array element's parameter line from ``--array-from`` (exported VQ_ARRAY_VALUE)
+    array_value: str | None = None
+    #: at most this many elements of the job's array run at once (``--max-parallel``)
+    array_max_parallel: int | None = Field(default=None, ge=1)
+    #: base of the exponential retry backoff in seconds (default 30)
+    retry_backoff_seconds: int | None = Field(default=None, ge=1)
+    #: sha256 of the ``--idempotency-key`` this job was submitted with (§4.8)
+    idempotency_key_hash: str | None = None
+    #: digest of the canonical submit intent bound to that key
+    idempotency_intent_digest: str | None = None
 
     # --- runtime and build provenance --------------------------------------------------
     branch: str | None = None

@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vq.errors import InvalidInput
 
@@ -37,6 +37,20 @@ class SubmitParams(BaseModel):
     job_name: str | None = Field(default=None, min_length=1, max_length=128)
     tags: list[str] = Field(default_factory=list, max_length=32)
     retry_max: int = Field(default=0, ge=0, le=100)
+    retry_backoff_seconds: int | None = Field(default=None, ge=1, le=86400)
+    depends_on: list[str] = Field(default_factory=list, max_length=10000)
+    depends_on_any: list[str] = Field(default_factory=list, max_length=10000)
+    rerun_until_file_exists: str | None = Field(default=None, min_length=1, max_length=1024)
+    rerun_max: int | None = Field(default=None, ge=1, le=1000)
+    clean_workdir_on_terminal: bool = False
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+    #: array element indices (``--array 0-99``); each becomes its own job
+    array: list[int] | None = Field(default=None, min_length=1, max_length=100000)
+    #: one parameter line per element (``--array-from FILE``), exported as VQ_ARRAY_VALUE
+    array_values: list[str] | None = Field(default=None, min_length=1, max_length=100000)
+    max_parallel: int | None = Field(default=None, ge=1)
+    #: ``--chain N``: N sequential segments, each after the previous one's success
+    chain: int | None = Field(default=None, ge=2, le=10000)
 
     @field_validator("command")
     @classmethod
@@ -63,6 +77,28 @@ class SubmitParams(BaseModel):
             if not _TAG.match(tag):
                 raise ValueError(f"tag {tag!r} must be 1-64 of letters, digits and ._:+-")
         return list(dict.fromkeys(value))
+
+    @field_validator("rerun_until_file_exists")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        if value is not None and (value.startswith("/") or ".." in value.split("/")):
+            raise ValueError("must be a path relative to the job's directory, without '..'")
+        return value
+
+    @model_validator(mode="after")
+    def _combinations(self) -> SubmitParams:
+        groups = [self.array is not None, self.array_values is not None, self.chain is not None]
+        if sum(groups) > 1:
+            raise ValueError("--array, --array-from and --chain cannot be combined")
+        if self.max_parallel is not None and self.array is None and self.array_values is None:
+            raise ValueError("--max-parallel applies to arrays only")
+        if self.idempotency_key is not None and any(groups):
+            raise ValueError("arrays and chains do not accept an idempotency key yet")
+        if self.array is not None and len(set(self.array)) != len(self.array):
+            raise ValueError("array indices repeat")
+        if self.rerun_max is not None and self.rerun_until_file_exists is None:
+            raise ValueError("--rerun-max needs --rerun-until-file-exists")
+        return self
 
     @field_validator("source", "cwd")
     @classmethod

@@ -66,7 +66,7 @@ def _decide(spec: JobSpec, exit_code: int | None, unknown: Outcome, ctx: Service
     if exit_code is not None:
         return classify_exit(spec, exit_code, now)
     if unknown.state is JobState.FAILED and spec.retry_count < spec.retry_max:
-        delay = retry_backoff_seconds(spec.retry_count)
+        delay = retry_backoff_seconds(spec.retry_count, spec.retry_backoff_seconds or 30)
         return Outcome(
             JobState.PENDING,
             f"{unknown.reason}; retry {spec.retry_count + 1} of {spec.retry_max} in {delay}s",

@@ -10,12 +10,13 @@ Stable schemas (documented in ``docs/json.md``):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
+from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import InvalidInput
@@ -67,8 +68,13 @@ def status_view(
     caps: Caps | None,
     now: datetime,
     usage: Usage | None = None,
+    dependency_state: Callable[[str], JobState | str | None] | None = None,
 ) -> dict[str, Any]:
-    """Everything known about one job, as JSON-safe data."""
+    """Everything known about one job, as JSON-safe data.
+
+    ``dependency_state`` (id → state, None when gone) lets ``pending_reason`` say which
+    predecessors a PENDING job waits for.
+    """
     view: dict[str, Any] = spec.model_dump(mode="json")
     over, overages = _over_capacity(spec, caps)
     view["workspace"] = str(paths.workspace(spec.id))
@@ -79,6 +85,10 @@ def status_view(
         if spec.state is JobState.PENDING and caps is not None
         else None
     )
+    if spec.state is JobState.PENDING and dependency_state is not None:
+        gate = evaluate(spec.depends_on, spec.depends_on_any, dependency_state)
+        if not gate.ready:
+            view["pending_reason"] = gate.reason
     view["elapsed_seconds"] = _elapsed(spec, now)
     view["active_seconds"] = _active(spec, now)
     return view
@@ -103,6 +113,11 @@ def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "exit_code": spec.exit_code,
         "failure_reason": spec.failure_reason,
         "retry_count": spec.retry_count,
+        "array_group_id": spec.array_group_id,
+        "array_index": spec.array_index,
+        "chain_group_id": spec.chain_group_id,
+        "chain_index": spec.chain_index,
+        "parent_jobid": spec.parent_jobid,
         "pending_over_capacity": over,
         "elapsed_seconds": _elapsed(spec, now),
     }
@@ -116,6 +131,7 @@ class ListFilter:
     tags: frozenset[str] = field(default_factory=frozenset)
     name: str | None = None
     since: datetime | None = None
+    group: str | None = None
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> ListFilter:
@@ -132,6 +148,7 @@ class ListFilter:
             tags=frozenset(params.get("tags") or []),
             name=params.get("name"),
             since=datetime.fromisoformat(since) if since else None,
+            group=params.get("group"),
         )
 
     def matches(self, spec: JobSpec) -> bool:
@@ -141,9 +158,14 @@ class ListFilter:
             return False
         if self.name is not None and self.name not in (spec.job_name or ""):
             return False
+        if self.group is not None and self.group not in (spec.array_group_id, spec.chain_group_id):
+            return False
         return self.since is None or spec.submitted_at >= self.since
 
 
 def select(specs: Iterable[JobSpec], flt: ListFilter) -> list[JobSpec]:
-    """Matching specs, oldest submission first."""
-    return sorted((s for s in specs if flt.matches(s)), key=lambda s: (s.submitted_at, s.id))
+    """Matching specs, oldest submission first (group members in index order)."""
+    return sorted(
+        (s for s in specs if flt.matches(s)),
+        key=lambda s: (s.submitted_at, s.array_index or 0, s.chain_index or 0, s.id),
+    )

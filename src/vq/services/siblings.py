@@ -17,7 +17,9 @@ from vq.store.events import append_event
 __all__ = ["create_sibling"]
 
 
-def create_sibling(ctx: ServiceContext, parent: JobSpec, reason: str) -> JobSpec:
+def create_sibling(
+    ctx: ServiceContext, parent: JobSpec, reason: str, *, rerun_count: int | None = None
+) -> JobSpec:
     """Write and return the PENDING sibling of ``parent``."""
     paths = ctx.paths
     job_id = new_job_id(
@@ -43,7 +45,8 @@ def create_sibling(ctx: ServiceContext, parent: JobSpec, reason: str) -> JobSpec
         recover_on_reboot=parent.recover_on_reboot,
         rerun_until_file_exists=parent.rerun_until_file_exists,
         rerun_max=parent.rerun_max,
-        rerun_count=parent.rerun_count,
+        rerun_count=parent.rerun_count if rerun_count is None else rerun_count,
+        retry_backoff_seconds=parent.retry_backoff_seconds,
         clean_workdir_on_terminal=parent.clean_workdir_on_terminal,
         program=parent.program,
         program_runtime_pin=parent.program_runtime_pin,

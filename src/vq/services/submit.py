@@ -1,8 +1,13 @@
-"""Submission (§4.2): validate, materialize the workspace, write the PENDING spec.
+"""Submission (§4.2): validate, materialize workspaces, write PENDING specs.
 
 The spec write is the acceptance boundary: once :func:`submit` returns, the job is
 durable. The ``submitted`` event is appended afterwards, best-effort. On any failure
-before the spec write the new workspace is removed, so a refused submit leaves nothing.
+before the spec write the new workspaces are removed, so a refused submit leaves nothing.
+
+Arrays (``--array``/``--array-from``) and chains (``--chain``) are independent specs
+written as one batch (one directory sync for all of them) and acknowledged together.
+Chain segments run one after another in the *first* segment's workspace, so restart
+files written by one segment are there for the next.
 """
 
 from __future__ import annotations
@@ -12,22 +17,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vq._fs import fsync_dir
 from vq.domain.admission import capacity_overages
 from vq.domain.events import make_event
-from vq.domain.ids import new_job_id
+from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
+from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
+from vq.services.idempotency import KeyedSubmit, submit_keyed
 from vq.store.events import append_event
 from vq.store.workspace import materialize
 
-__all__ = ["SubmitResult", "submit", "submit_payload"]
+__all__ = ["SubmitResult", "group_payload", "result_payload", "submit", "submit_payload"]
 
 
 @dataclass
 class SubmitResult:
-    spec: JobSpec
+    specs: list[JobSpec]
     capacity_warnings: list[str] = field(default_factory=list)
+    group_id: str | None = None
+    group_kind: str | None = None  # "array" | "chain"
+    replayed: bool = False  # an idempotent repeat of an earlier submit
+    replay_id: str | None = None  # the original job's id (its spec may have been deleted)
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.specs[0]
 
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
@@ -38,53 +54,193 @@ def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
     ]
 
 
-def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
-    """Accept one job. Raises InvalidInput/UnsafeArchive/NotFound and writes nothing."""
+def _dependencies(ctx: ServiceContext, params: SubmitParams) -> tuple[list[str], list[str]]:
+    """Deduplicated, validated predecessor lists; an unknown id refuses the submit."""
+    after = list(dict.fromkeys(params.depends_on))
+    after_any = [j for j in dict.fromkeys(params.depends_on_any) if j not in after]
+    for job_id in (*after, *after_any):
+        if not is_job_id(job_id) or not ctx.store.exists(job_id):
+            raise NotFound(
+                f"dependency {job_id!r} is not a job in this queue",
+                hint="`vq list` shows the job ids; dependencies must be submitted first",
+            )
+    return after, after_any
+
+
+def _new_id(ctx: ServiceContext, reserved: set[str]) -> str:
     paths = ctx.paths
-    paths.ensure()
     job_id = new_job_id(
         ctx.random_bytes,
-        lambda candidate: ctx.store.exists(candidate) or paths.workspace(candidate).exists(),
+        lambda c: c in reserved or ctx.store.exists(c) or paths.workspace(c).exists(),
     )
-    workspace = paths.workspace(job_id)
-    source = None if params.source is None else Path(params.source)
-    materialize(source, workspace)
-    try:
-        spec = JobSpec(
-            id=job_id,
-            submitted_at=ctx.now(),
-            job_name=params.job_name,
-            tags=params.tags,
-            workspace_source=params.source,
-            command=params.command,
-            cwd=params.cwd or str(workspace),
-            cpus=params.cpus,
-            mem_mb=params.mem_mb,
-            wall_time_seconds=params.wall_time_seconds,
-            priority=params.priority,
-            not_before=params.not_before,
-            retry_max=params.retry_max,
-        )
-        ctx.store.create(spec)
-    except BaseException:
-        shutil.rmtree(workspace, ignore_errors=True)
-        raise
-    append_event(
-        paths,
-        make_event(
-            "submitted",
-            job_id,
-            spec.submitted_at,
-            state=spec.state.value,
-            command=spec.command,
-            source=params.source,
+    reserved.add(job_id)
+    return job_id
+
+
+def _base_fields(params: SubmitParams) -> dict[str, Any]:
+    return {
+        "job_name": params.job_name,
+        "tags": params.tags,
+        "workspace_source": params.source,
+        "command": params.command,
+        "cpus": params.cpus,
+        "mem_mb": params.mem_mb,
+        "wall_time_seconds": params.wall_time_seconds,
+        "priority": params.priority,
+        "not_before": params.not_before,
+        "retry_max": params.retry_max,
+        "retry_backoff_seconds": params.retry_backoff_seconds,
+        "rerun_until_file_exists": params.rerun_until_file_exists,
+        "rerun_max": (
+            params.rerun_max or 10 if params.rerun_until_file_exists is not None else None
         ),
-    )
-    return SubmitResult(spec, _warnings(ctx, params))
+        "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
+    }
+
+
+def _plan(
+    ctx: ServiceContext, params: SubmitParams
+) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """The field sets of every spec to create, the group id and the group kind."""
+    after, after_any = _dependencies(ctx, params)
+    reserved: set[str] = set()
+    now = ctx.now()
+    base = _base_fields(params)
+    base.update(submitted_at=now, depends_on=after, depends_on_any=after_any)
+    if params.chain is None and params.array is None and params.array_values is None:
+        job_id = _new_id(ctx, reserved)
+        cwd = params.cwd or str(ctx.paths.workspace(job_id))
+        return [{**base, "id": job_id, "cwd": cwd}], None, None
+    group_id = _new_id(ctx, reserved)  # never a job id, but drawn from the same space
+    plans: list[dict[str, Any]] = []
+    if params.chain is not None:
+        ids = [_new_id(ctx, reserved) for _ in range(params.chain)]
+        cwd = params.cwd or str(ctx.paths.workspace(ids[0]))
+        for index, job_id in enumerate(ids):
+            plans.append(
+                {
+                    **base,
+                    "id": job_id,
+                    "cwd": cwd,
+                    "depends_on": after if index == 0 else [ids[index - 1]],
+                    "depends_on_any": after_any if index == 0 else [],
+                    "chain_index": index,
+                    "chain_total": params.chain,
+                    "chain_group_id": group_id,
+                }
+            )
+        return plans, group_id, "chain"
+    if params.array_values is not None:
+        elements: list[tuple[int, str | None]] = list(enumerate(params.array_values))
+    else:
+        elements = [(index, None) for index in params.array or []]
+    for index, value in elements:
+        job_id = _new_id(ctx, reserved)
+        plans.append(
+            {
+                **base,
+                "id": job_id,
+                "cwd": params.cwd or str(ctx.paths.workspace(job_id)),
+                "array_index": index,
+                "array_total": len(elements),
+                "array_group_id": group_id,
+                "array_value": value,
+                "array_max_parallel": params.max_parallel,
+            }
+        )
+    return plans, group_id, "array"
+
+
+def _write(
+    ctx: ServiceContext, params: SubmitParams, plans: list[dict[str, Any]], **extra: Any
+) -> list[JobSpec]:
+    """Materialize every workspace, then write every spec; all or nothing."""
+    source = None if params.source is None else Path(params.source)
+    ctx.paths.ensure()
+    created: list[Path] = []
+    specs: list[JobSpec] = []
+    try:
+        for index, plan in enumerate(plans):
+            workspace = ctx.paths.workspace(plan["id"])
+            # A chain's later segments run in the first one's workspace: only it gets SOURCE.
+            own_source = source if params.chain is None or index == 0 else None
+            materialize(own_source, workspace)
+            created.append(workspace)
+            specs.append(JobSpec(**plan, **extra))
+        many = len(specs) > 1
+        for spec in specs:
+            ctx.store.create(spec, sync_dir=not many)
+        if many:
+            ctx.store.sync()
+            fsync_dir(ctx.paths.jobs_dir)
+    except BaseException:
+        for spec in specs:
+            if ctx.store.exists(spec.id):
+                ctx.store.path(spec.id).unlink()
+        for workspace in created:
+            shutil.rmtree(workspace, ignore_errors=True)
+        raise
+    for spec in specs:
+        append_event(
+            ctx.paths,
+            make_event(
+                "submitted",
+                spec.id,
+                spec.submitted_at,
+                state=spec.state.value,
+                command=spec.command,
+                source=params.source,
+                depends_on=spec.depends_on or None,
+                array_group_id=spec.array_group_id,
+                chain_group_id=spec.chain_group_id,
+            ),
+        )
+    return specs
+
+
+def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
+    """Accept a job (or an array or chain). Raises and writes nothing on bad input."""
+    if params.source is not None and not Path(params.source).exists():
+        raise NotFound(f"source {params.source} does not exist")
+    if params.array_values is not None and not params.array_values:
+        raise InvalidInput("--array-from gave no parameter lines")
+    warnings = _warnings(ctx, params)
+    if params.idempotency_key is not None:
+        keyed: KeyedSubmit = submit_keyed(
+            ctx, params, lambda extra: _write(ctx, params, _plan(ctx, params)[0], **extra)[0]
+        )
+        specs = [keyed.spec] if keyed.spec is not None else []
+        return SubmitResult(specs, warnings, replayed=keyed.replayed, replay_id=keyed.job_id)
+    plans, group_id, kind = _plan(ctx, params)
+    specs = _write(ctx, params, plans)
+    return SubmitResult(specs, warnings, group_id, kind)
 
 
 def submit_payload(result: SubmitResult) -> dict[str, Any]:
-    """The ``vq submit --json`` object: the whole spec plus ``capacity_warnings``."""
+    """The ``vq submit --json`` object of one job: the spec plus ``capacity_warnings``."""
+    if not result.specs:  # an idempotent repeat whose original job was deleted since
+        return {
+            "id": result.replay_id,
+            "state": None,
+            "idempotent_replay": True,
+            "capacity_warnings": result.capacity_warnings,
+        }
     payload: dict[str, Any] = result.spec.model_dump(mode="json")
     payload["capacity_warnings"] = result.capacity_warnings
+    if result.replayed:
+        payload["idempotent_replay"] = True
     return payload
+
+
+def result_payload(result: SubmitResult) -> dict[str, Any]:
+    """What ``vq submit --json`` prints (and the ``submit`` RPC returns)."""
+    return group_payload(result) if result.group_id is not None else submit_payload(result)
+
+
+def group_payload(result: SubmitResult) -> dict[str, Any]:
+    """``--json`` of an array or chain: the group id and every spec in index order."""
+    return {
+        f"{result.group_kind}_group_id": result.group_id,
+        "jobs": [spec.model_dump(mode="json") for spec in result.specs],
+        "capacity_warnings": result.capacity_warnings,
+    }

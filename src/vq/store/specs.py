@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vq._fs import atomic_write_bytes, spec_lock
+from vq._fs import atomic_write_bytes, fsync_dir, spec_lock
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec, load_spec
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
@@ -137,12 +137,19 @@ class SpecStore:
         with spec_lock(self.path(job_id)):
             yield
 
-    def create(self, spec: JobSpec) -> None:
-        """Write a brand-new spec; refuses to replace an existing one."""
+    def create(self, spec: JobSpec, *, sync_dir: bool = True) -> None:
+        """Write a brand-new spec; refuses to replace an existing one.
+
+        ``sync_dir=False`` is for batches: the caller calls :meth:`sync` once afterwards.
+        """
         with self.locked(spec.id):
             if self.path(spec.id).exists():
                 raise Conflict(f"job {spec.id} already exists")
-            atomic_write_bytes(self.path(spec.id), encode_spec(spec))
+            atomic_write_bytes(self.path(spec.id), encode_spec(spec), sync_dir=sync_dir)
+
+    def sync(self) -> None:
+        """Make every rename in the queue directory durable (after a batch of creates)."""
+        fsync_dir(self.paths.queue_dir)
 
     def write_locked(self, spec: JobSpec, *, durable: bool = True) -> None:
         """Replace a spec. The caller must hold :meth:`locked` for ``spec.id``.

@@ -1,0 +1,212 @@
+"""``vq overview`` and ``vq usage`` (§6.3): on-demand queue and accounting snapshots.
+
+Sources:
+
+* ``overview`` asks a running daemon (``ping`` for its caps and health, ``list`` for the
+  rows, the same index ``vq list`` shows). When none answers it reads the spec files
+  itself; the caps are then unknown, so ``capacity`` and ``over_capacity_pending_jobs``
+  are null and the daemon is reported as not running.
+* ``usage`` always reads the spec files on disk: they are the durable record, and only
+  they carry the pause totals the wall-time accounting subtracts. No daemon is needed.
+
+The JSON schemas are built by :mod:`vq.services.reports` and documented in
+``docs/json.md``. rich is imported only inside the rendering functions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from vq.cli.common import client, echo_json, paths
+from vq.domain.durations import format_duration, parse_duration
+from vq.errors import DaemonNotRunning, ProtocolError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["overview", "overview_snapshot", "usage", "usage_report"]
+
+#: How long one daemon call may take before ``vq overview`` falls back to the disk.
+CALL_TIMEOUT_SECONDS = 10.0
+
+
+def _ask(method: str, params: dict[str, Any] | None = None) -> Any | None:
+    """The daemon's answer, or None when it does not answer (or dies mid-call)."""
+    try:
+        return client(timeout=CALL_TIMEOUT_SECONDS).call(method, params)
+    except (DaemonNotRunning, ProtocolError, OSError):
+        return None
+
+
+def _disk_rows(now: datetime) -> tuple[list[dict[str, Any]], int]:
+    """Report rows of every readable spec, and the number of unreadable ones."""
+    from vq.services.reports import report_row
+    from vq.store.specs import SpecStore
+
+    scan = SpecStore(paths()).scan()
+    rows = [report_row(spec, None, now) for spec in scan.specs.values()]
+    return rows, len(scan.quarantined)
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.astimezone(UTC)
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+# --- vq overview ------------------------------------------------------------------------
+
+
+def overview_snapshot() -> dict[str, Any]:
+    """Gather the inputs (daemon, else disk) and build one overview snapshot."""
+    from vq.services.reports import build_overview, caps_from_ping
+
+    now = datetime.now(UTC)
+    ping = _ask("ping") if paths().daemon_sock.exists() else None
+    listing = _ask("list", {"states": []}) if isinstance(ping, dict) else None
+    if isinstance(ping, dict) and isinstance(listing, dict):
+        rows: list[dict[str, Any]] = listing["jobs"]
+        return build_overview(
+            rows, caps_from_ping(ping), now, ping, quarantined=len(listing["quarantined"])
+        )
+    rows, quarantined = _disk_rows(now)  # no daemon (or it stopped between the calls)
+    return build_overview(rows, None, now, None, quarantined=quarantined)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshot as JSON.")
+def overview(as_json: bool) -> None:
+    """Queue counts, recent outcomes, reserved capacity and daemon health at a glance."""
+    snap = overview_snapshot()
+    if as_json:
+        echo_json(snap)
+        return
+    _print_overview(snap)
+
+
+def _percent(used: int, cap: int | None) -> str:
+    return f" ({100.0 * used / cap:.0f}%)" if cap else ""
+
+
+def _print_overview(snap: dict[str, Any]) -> None:
+    from rich.text import Text
+
+    out = Text()
+    moment = datetime.fromisoformat(snap["generated_at"]).astimezone()
+    out.append(f"vq overview  {moment:%H:%M:%S}  ", style="bold")
+    daemon = snap["daemon"]
+    if daemon["running"]:
+        up = format_duration(daemon["uptime_seconds"])
+        out.append(
+            f"daemon: running (pid {daemon['pid']}, up {up}, cgroups {daemon['cgroup_mode']})",
+            style="green",
+        )
+    else:
+        out.append("daemon: not running", style="bold yellow")
+        out.append(" (read from disk; caps unknown)", style="dim")
+    counts = [f"{n} {state.lower()}" for state, n in snap["counts"].items() if n]
+    out.append("\njobs: " + (", ".join(counts) if counts else "none"))
+    out.append(f" ({snap['total_jobs']} total)", style="dim")
+    if snap["quarantined"]:
+        out.append(f"  {snap['quarantined']} unreadable spec file(s)", style="bold red")
+    recent = [f"{n} {s.lower()}" for s, n in snap["recent_terminal"]["counts"].items() if n]
+    out.append("\nlast 24 h: " + (", ".join(recent) if recent else "nothing ended"))
+    caps = snap["capacity"] or {}
+    reserved, running = snap["reserved"], snap["running"]
+    cpu_cap, mem_cap = caps.get("max_cpus"), caps.get("max_mem_mb")
+    out.append("\ncpus: ", style="bold")
+    out.append(
+        f"{reserved['cpus']}" + (f"/{cpu_cap}" if cpu_cap else "") + " reserved"
+        f"{_percent(reserved['cpus'], cpu_cap)}, {running['cpus']} running, "
+        f"{snap['pending_cpus']} pending"
+    )
+    out.append("\nmemory: ", style="bold")
+    out.append(
+        f"{reserved['mem_mb']}" + (f"/{mem_cap}" if mem_cap else "") + " MB reserved"
+        f"{_percent(reserved['mem_mb'], mem_cap)}"
+    )
+    if caps.get("max_jobs"):
+        out.append(f"\njob slots: {reserved['jobs']}/{caps['max_jobs']} in use")
+    over = snap["over_capacity_pending_jobs"]
+    if over:
+        out.append(
+            f"\n⚠ {over} pending job(s) exceed the configured capacity "
+            f"(max_cpus {cpu_cap}, max_mem_mb {mem_cap}) and cannot start until the caps "
+            "change; `vq list --state pending` marks them",
+            style="bold red",
+        )
+    _console().print(out)
+
+
+# --- vq usage ---------------------------------------------------------------------------
+
+
+def usage_report(by: str, since: str | None) -> dict[str, Any]:
+    """Read the retained specs and build the usage report."""
+    from vq.services.reports import build_usage
+
+    moment = _since(since)
+    now = datetime.now(UTC)
+    rows, _ = _disk_rows(now)
+    return build_usage(rows, by, moment, now)
+
+
+@click.command()
+@click.option(
+    "--by",
+    type=click.Choice(["tag", "name", "day", "state"]),
+    default="tag",
+    show_default=True,
+    help="Group by tag (a job counts under each), job name, UTC start date or state.",
+)
+@click.option("--since", help="Only jobs started since an ISO time or a duration ago (7d).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def usage(by: str, since: str | None, as_json: bool) -> None:
+    """Wall-hours and CPU-hours (runtime x declared CPUs) of retained jobs, per group."""
+    report = usage_report(by, since)
+    if as_json:
+        echo_json(report)
+        return
+    _print_usage(report)
+
+
+def _print_usage(report: dict[str, Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    if not report["groups"]:
+        console.print(Text("no jobs have run" + (" since then" if report["since"] else "")))
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False, show_footer=True)
+    total = report["total"]
+    table.add_column(report["by"].upper(), footer="total", no_wrap=True)
+    table.add_column("JOBS", justify="right", footer=str(total["jobs"]))
+    table.add_column("WALL H", justify="right", footer=f"{total['wall_hours']:.2f}")
+    table.add_column("CPU H", justify="right", footer=f"{total['cpu_hours']:.2f}")
+    for group in report["groups"]:
+        key = group["key"]
+        table.add_row(
+            Text(key, style="") if key is not None else Text("(none)", style="dim"),
+            str(group["jobs"]),
+            f"{group['wall_hours']:.2f}",
+            f"{group['cpu_hours']:.2f}",
+        )
+    console.print(table)
+    if report["by"] == "tag":
+        console.print(Text("a job with several tags counts under each", style="dim"))

@@ -1,0 +1,174 @@
+"""Idempotent submission (§4.8): ``--idempotency-key KEY`` binds a key to one intent.
+
+* The same key with the same canonical intent returns the original job (exit 0), even
+  after that job was deleted — deleting a job never frees its key.
+* The same key with a different intent is a hard :class:`~vq.errors.Conflict`.
+* Under a per-key ``flock``, the spec is published first (carrying the key hash and the
+  intent digest) and the immutable claim ``<state-root>/idempotency/<key-hash>.json``
+  second. A crash between the two is repaired on the next try by a bounded, no-follow
+  scan of the queue for a spec carrying the key hash.
+
+The canonical intent covers the command, working directory, resources, admission fields,
+name, tags, dependencies, retry/rerun/cleanup policy and a digest of the payload's
+*content* (not its path).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vq._fs import atomic_write_json
+from vq.domain.spec import JobSpec, load_spec
+from vq.errors import Conflict, CorruptSpec
+from vq.protocol.messages import SubmitParams
+from vq.services.context import ServiceContext
+
+__all__ = ["KeyedSubmit", "intent_digest", "key_hash", "source_digest", "submit_keyed"]
+
+_MAX_SCANNED_SPEC = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KeyedSubmit:
+    job_id: str
+    spec: JobSpec | None  # None when the original job has since been deleted
+    replayed: bool
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _file_digest(path: Path, into: Any) -> None:
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            into.update(chunk)
+
+
+def source_digest(source: str | None) -> str | None:
+    """sha256 of the payload's content: a file's bytes, or a directory tree's names,
+    kinds and bytes (symlinks by their target text). None without a source."""
+    if source is None:
+        return None
+    root = Path(source)
+    digest = hashlib.sha256()
+    if not root.is_dir():
+        _file_digest(root, digest)
+        return digest.hexdigest()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]):
+            path = Path(dirpath) / name
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            if path.is_symlink():
+                digest.update(b"L" + os.readlink(path).encode())
+            else:
+                digest.update(b"F")
+                _file_digest(path, digest)
+    return digest.hexdigest()
+
+
+def intent_digest(params: SubmitParams) -> str:
+    canonical = params.model_dump(
+        mode="json", exclude={"idempotency_key", "source"}, exclude_none=False
+    )
+    canonical["depends_on"] = sorted(set(params.depends_on))
+    canonical["depends_on_any"] = sorted(set(params.depends_on_any))
+    canonical["source_digest"] = source_digest(params.source)
+    blob = json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _claims(ctx: ServiceContext) -> Path:
+    directory = ctx.paths.root / "idempotency"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _read_claim(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as handle:
+            claim = json.loads(handle.read(65536))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CorruptSpec(
+            f"idempotency claim {path} is unreadable: {exc}",
+            hint="inspect the file; vq never rewrites an existing claim",
+        ) from exc
+    return claim if isinstance(claim, dict) else None
+
+
+def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
+    """The spec carrying ``hashed`` (crash repair). Bounded, no-follow, substring first."""
+    needle = f'"idempotency_key_hash": "{hashed}"'.encode()
+    for job_id in ctx.store.list_ids():
+        path = ctx.paths.spec(job_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            data = os.read(fd, _MAX_SCANNED_SPEC)
+        finally:
+            os.close(fd)
+        if needle in data:
+            try:
+                return load_spec(data, source=f"spec {path}")
+            except CorruptSpec:
+                continue
+    return None
+
+
+def submit_keyed(
+    ctx: ServiceContext, params: SubmitParams, create: Callable[[dict[str, Any]], JobSpec]
+) -> KeyedSubmit:
+    """Create the job once per key (see module contract). ``create`` gets the extra spec
+    fields to store and must write the spec durably before returning it."""
+    assert params.idempotency_key is not None
+    hashed = key_hash(params.idempotency_key)
+    digest = intent_digest(params)
+    claims = _claims(ctx)
+    claim_path = claims / f"{hashed}.json"
+    lock_fd = os.open(claims / f"{hashed}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        claim = _read_claim(claim_path)
+        if claim is None:
+            published = _find_published(ctx, hashed)
+            if published is not None:  # the spec landed but the claim did not: repair
+                claim = _claim(published.id, published.idempotency_intent_digest, hashed)
+                atomic_write_json(claim_path, claim)
+        if claim is not None:
+            if claim.get("intent_digest") != digest:
+                raise Conflict(
+                    f"idempotency key already used for a different submission "
+                    f"(job {claim.get('job_id')})",
+                    hint="use a new key for a new intent; the same key only repeats "
+                    "the exact same submit",
+                    reference="idempotency-conflict",
+                )
+            job_id = str(claim["job_id"])
+            spec = ctx.store.read(job_id) if ctx.store.exists(job_id) else None
+            return KeyedSubmit(job_id, spec, replayed=True)
+        spec = create({"idempotency_key_hash": hashed, "idempotency_intent_digest": digest})
+        atomic_write_json(claim_path, _claim(spec.id, digest, hashed))
+        return KeyedSubmit(spec.id, spec, replayed=False)
+    finally:
+        os.close(lock_fd)
+
+
+def _claim(job_id: str, digest: str | None, hashed: str) -> dict[str, Any]:
+    return {
+        "schema": "vq.idempotency-claim.v1",
+        "key_hash": hashed,
+        "intent_digest": digest,
+        "job_id": job_id,
+    }
