@@ -44,9 +44,11 @@ contracts: $(STAMP)
 check: lint types contracts
 
 test: check
+	@scripts/install-test-deps.sh
 	@scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
 
 soak: $(STAMP)
+	@scripts/install-test-deps.sh
 	@scripts/run-tests.sh $(PY) -m slow $(PYTEST_ARGS)
 
 bench: $(STAMP)

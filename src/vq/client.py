@@ -59,9 +59,16 @@ class Client:
         request_id = next(_ids)
         data = encode_message({"id": request_id, "method": method, "params": params or {}})
         with self._connect(self.timeout if timeout is None else timeout) as sock:
-            sock.sendall(data)
-            reader = sock.makefile("rb")
-            line = reader.readline(MAX_RESPONSE_BYTES + 1)
+            try:
+                sock.sendall(data)
+                reader = sock.makefile("rb")
+                line = reader.readline(MAX_RESPONSE_BYTES + 1)
+            except OSError as exc:  # the daemon died or stalled mid-call
+                raise ProtocolError(
+                    f"the daemon connection failed during {method!r} ({exc}); "
+                    "the request may or may not have taken effect",
+                    hint="check with `vq list`; `vq submit --idempotency-key` makes retries safe",
+                ) from exc
         if not line:
             raise ProtocolError(
                 f"the daemon closed the connection during {method!r}",

@@ -100,9 +100,12 @@ def snapshot() -> dict[str, Any]:
     """Gather the inputs and build one ``vq top`` snapshot."""
     state = paths()
     ping = _ask("ping") if state.daemon_sock.exists() else None
-    listing = _ask("list", {"states": []}) if isinstance(ping, dict) else None
+    live_only = {"states": sorted(_LIVE_STATES)}
+    listing = _ask("list", live_only) if isinstance(ping, dict) else None
+    counts: dict[str, int] | None = None
     if isinstance(ping, dict) and isinstance(listing, dict):
         rows: list[dict[str, Any]] = listing["jobs"]
+        counts = listing.get("counts")  # every job's state, counted by the daemon
         caps: Caps | None = _caps(ping)
         pid = ping.get("pid")
     else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
@@ -112,7 +115,7 @@ def snapshot() -> dict[str, Any]:
         for row in rows
         if row["state"] in _LIVE_STATES
     }
-    return build_top(rows, samples, caps, datetime.now(UTC), pid)
+    return build_top(rows, samples, caps, datetime.now(UTC), pid, counts=counts)
 
 
 # --- rendering -------------------------------------------------------------------------

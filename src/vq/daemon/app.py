@@ -229,7 +229,7 @@ class Daemon:
             if self.supervisor.holders:
                 self.pressure.check()
             if time.monotonic() - last_rescan >= RESCAN_SECONDS:
-                self.index.refresh_names()
+                self.index.refresh_names(if_changed=True)
                 last_rescan = time.monotonic()
             self.dispatcher.run_pass()
             timeout = tick

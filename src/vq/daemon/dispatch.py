@@ -29,7 +29,7 @@ from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import VqError
-from vq.executors.forkserver_client import ForkServer, LaunchRequest
+from vq.executors.forkserver_client import SERVER_EXITED, ForkServer, LaunchRequest
 from vq.services.context import ServiceContext
 from vq.services.kill import terminate_group
 from vq.services.query import request_of
@@ -264,8 +264,14 @@ class Dispatcher:
         job_id = result.job_id
         launched = result.launched
         if launched is None:
-            self.supervisor.release(job_id)
-            self._fail_dispatch(job_id, f"launch failed: {result.error}")
+            if not result.sent:  # the request never left: nothing ran, run it later
+                self.supervisor.release(job_id)
+                self._requeue(job_id, f"not launched ({result.error}); back in the queue")
+            elif result.error == SERVER_EXITED:  # it may be running: find out, never guess
+                self.supervisor.launch_unresolved(job_id)
+            else:  # the server answered that it could not launch
+                self.supervisor.release(job_id)
+                self._fail_dispatch(job_id, f"launch failed: {result.error}")
             return
         if self.supervisor.set_launched(launched) is None:
             log.warning("launch answer for untracked job %s ignored", job_id)
@@ -295,6 +301,20 @@ class Dispatcher:
         )
         if spec.is_terminal and terminate_group(job_id, launched.pgid, launched.start_ticks):
             self.supervisor.start_grace(job_id)  # killed while it was being launched
+
+    def _requeue(self, job_id: str, reason: str) -> None:
+        """RUNNING → PENDING for a claim whose launch was provably never sent."""
+        now = self.ctx.now()
+
+        def mutate(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.RUNNING or spec.pid is not None:
+                return None
+            spec.started_at = None
+            return apply_transition(spec, JobState.PENDING, now, reason=reason)
+
+        spec = self.ctx.store.update(job_id, mutate)
+        self._on_change(spec)
+        log.warning("job %s: %s", job_id, reason)
 
     def _fail_dispatch(self, job_id: str, reason: str) -> None:
         now = self.ctx.now()

@@ -87,7 +87,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         now = ctx.now()
         rows = [list_row(spec, ctx.caps, now) for spec in select(daemon.index.all(), flt)]
         quarantined = [item.as_dict() for item in daemon.index.quarantined.values()]
-        return {"jobs": rows, "quarantined": quarantined}
+        return {"jobs": rows, "quarantined": quarantined, "counts": daemon.index.counts()}
 
     def kill(params: dict[str, Any]) -> dict[str, Any]:
         job_id = _job_id(params)

@@ -47,6 +47,7 @@ class JobIndex:
         #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
         self.state_generation = 0
         self.quarantined: dict[str, Quarantined] = {}
+        self._listed_mtime: int | None = None
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
 
@@ -119,8 +120,19 @@ class JobIndex:
             return out
 
     # --- keeping up with other writers ---------------------------------------------------
-    def refresh_names(self) -> int:
-        """Load specs that appeared on disk and drop deleted ones (names only: cheap)."""
+    def refresh_names(self, *, if_changed: bool = False) -> int:
+        """Load specs that appeared on disk and drop deleted ones (names only: cheap).
+
+        ``if_changed``: skip the listing when the queue directory's mtime is unchanged
+        since the last one (an idle daemon then costs nothing per rescan).
+        """
+        try:
+            mtime = os.stat(self._store.paths.queue_dir).st_mtime_ns
+        except OSError:
+            mtime = None
+        if if_changed and mtime is not None and mtime == self._listed_mtime:
+            return 0
+        self._listed_mtime = mtime
         on_disk = set(self._store.list_ids())
         with self._lock:
             known = set(self._specs) | set(self.quarantined)

@@ -256,13 +256,14 @@ class Notifier:
             return
         try:
             self._queue.put_nowait(None)
+            queued_stop = 1
         except queue.Full:
-            pass
+            queued_stop = 0
         thread.join(wait)
-        if thread.is_alive():
+        if thread.is_alive():  # one POST in flight, the rest still queued
             log.warning(
-                "webhook: abandoning about %d undelivered notification(s) at shutdown",
-                max(1, self._queue.qsize()),
+                "webhook: abandoning %d undelivered notification(s) at shutdown",
+                self._queue.qsize() - queued_stop + 1,
             )
 
     # --- the delivery thread ---------------------------------------------------------

@@ -29,12 +29,15 @@ from vq.domain.states import JobState
 from vq.errors import VqError
 from vq.executors import procs
 from vq.executors.forkserver_client import CollectorExit, Launched
-from vq.executors.identity import group_is_job
+from vq.executors.identity import find_job_processes, group_is_job
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
 from vq.services.outcomes import finish_attempt, read_exit_marker
 
-__all__ = ["Holder", "Supervisor"]
+__all__ = ["SETTLE_SECONDS", "Holder", "LaunchResult", "Supervisor"]
+
+#: How long after a fork-server death an in-flight launch is given to show itself.
+SETTLE_SECONDS = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ class LaunchResult:
     job_id: str
     launched: Launched | None
     error: str | None
+    sent: bool = True  # False: the request never reached the server (nothing ran)
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Holder:
     paused_base: float = 0.0  # paused_seconds_total when the epoch began
     orphan: bool = False
     collector_done: bool = False
+    unresolved_since: float | None = None  # launch in flight when the fork server died
     grace_deadline: float | None = None  # monotonic; set once a SIGTERM is owed its grace
 
 
@@ -129,6 +134,39 @@ class Supervisor:
             holder.start_ticks = launched.start_ticks
         return holder
 
+    def launch_unresolved(self, job_id: str) -> None:
+        """The fork server died with this launch in flight: keep the budget and find out
+        (after :data:`SETTLE_SECONDS`) whether the job runs, ended, or never started."""
+        holder = self.holders.get(job_id)
+        if holder is not None:
+            holder.unresolved_since = self._monotonic()
+            log.warning("job %s: launch in flight when the fork server died; checking", job_id)
+
+    def _resolve_launch(self, holder: Holder) -> None:
+        job_id = holder.job_id
+        holder.unresolved_since = None
+        found = find_job_processes(job_id)
+        stat = procs.read_stat(found[0]) if found else None
+        if stat is not None:
+            leader = procs.read_stat(stat.pgid)
+            launched = Launched(
+                job_id, stat.pgid, stat.pgid, leader.start_ticks if leader else None
+            )
+            self.set_launched(launched)
+            holder.orphan = True
+            self.launch_handler(LaunchResult(job_id, launched, None))
+            return
+        marker = read_exit_marker(self.ctx, job_id)
+        self._finish(
+            job_id,
+            marker,
+            JobState.ABORTED_BY_QUEUE,
+            "the fork server died while launching this job; no process and no exit "
+            "marker were found, so its outcome is unknown",
+            marker_backed=True,
+        )
+        self.release(job_id)
+
     def release(self, job_id: str) -> None:
         """Free the job's budget. A job whose spec is terminal has now fully ended."""
         if self.holders.pop(job_id, None) is None:
@@ -155,7 +193,10 @@ class Supervisor:
         return max(0.0, min(deadlines) - self._monotonic()) if deadlines else None
 
     def needs_polling(self) -> bool:
-        return any(h.orphan or h.collector_done for h in self.holders.values())
+        """A group in its kill grace is watched closely (its budget frees on exit)."""
+        return any(
+            h.collector_done or h.unresolved_since is not None for h in self.holders.values()
+        )
 
     # --- inputs ----------------------------------------------------------------------------
     def on_collector_exit(self, event: CollectorExit) -> None:
@@ -163,9 +204,11 @@ class Supervisor:
         self._events.put(event)
         self.wake()
 
-    def on_launch_result(self, job_id: str, launched: Launched | None, error: str | None) -> None:
+    def on_launch_result(
+        self, job_id: str, launched: Launched | None, error: str | None, sent: bool
+    ) -> None:
         """Launch answers travel the same queue as exits, so order is kept per job."""
-        self._events.put(LaunchResult(job_id, launched, error))
+        self._events.put(LaunchResult(job_id, launched, error, sent))
         self.wake()
 
     def orphan_all(self) -> None:
@@ -186,6 +229,10 @@ class Supervisor:
             else:
                 self._collector_exited(event.job_id, event.signal)
         for holder in list(self.holders.values()):
+            since = holder.unresolved_since
+            if since is not None and self._monotonic() - since >= SETTLE_SECONDS:
+                self._resolve_launch(holder)
+                continue
             if holder.pid is None:
                 continue  # launch still in flight
             if holder.orphan and not holder.collector_done and not procs.is_alive(holder.pid):
@@ -211,6 +258,9 @@ class Supervisor:
             log.warning("exit of untracked collector for job %s ignored", job_id)
             return
         holder.collector_done = True
+        if collector_signal is not None and read_exit_marker(self.ctx, job_id) is not None:
+            # Killed after it recorded the command's exit: the outcome is known.
+            collector_signal = None
         if collector_signal is None:
             # The collector waited for its command and wrote the marker (or failed to).
             exit_code = read_exit_marker(self.ctx, job_id)

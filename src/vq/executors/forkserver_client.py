@@ -66,6 +66,11 @@ _RECV_SIZE = 1 << 16
 _REAP_SECONDS = 5.0
 
 
+#: The error of launches that were in flight when the server died: the collector may or
+#: may not have been forked.
+SERVER_EXITED = "the fork server exited"
+
+
 class LaunchError(VqError):
     """A job could not be launched (or its launch was not confirmed in time)."""
 
@@ -141,18 +146,21 @@ class CollectorExit:
     signal: int | None
 
 
-#: Called with (Launched, None) on success or (None, error text) on failure.
-LaunchCallback = Callable[[str, "Launched | None", "str | None"], None]
+#: Called as (job_id, Launched, None, True) on success, or (job_id, None, error, sent) on
+#: failure, where ``sent`` says whether the request reached the server (if it did, the
+#: collector may have been forked before the server died).
+LaunchCallback = Callable[[str, "Launched | None", "str | None", bool], None]
 
 
 class _Waiter:
-    __slots__ = ("callback", "error", "event", "launched")
+    __slots__ = ("callback", "error", "event", "launched", "sent")
 
     def __init__(self, callback: LaunchCallback | None = None) -> None:
         self.event = threading.Event()
         self.launched: Launched | None = None
         self.error: str | None = None
         self.callback = callback
+        self.sent = False
 
     def settle(self, job_id: str) -> None:
         """Wake the blocking caller, or run the asynchronous caller's callback."""
@@ -160,7 +168,7 @@ class _Waiter:
             self.event.set()
             return
         try:
-            self.callback(job_id, self.launched, self.error)
+            self.callback(job_id, self.launched, self.error, self.sent)
         except Exception:
             log.exception("launch callback failed for job %s", job_id)
 
@@ -358,6 +366,7 @@ class ForkServer:
                 conn.pending[job_id] = waiter
                 try:
                     conn.send(message)
+                    waiter.sent = True
                 except OSError as exc:
                     conn.pending.pop(job_id, None)
                     failure = f"fork server unreachable: {exc}"
@@ -420,10 +429,10 @@ class ForkServer:
             conn.pending.clear()
             conn.pongs.clear()
         for job_id, waiter in pending_items:
-            waiter.error = "the fork server exited"
+            waiter.error = SERVER_EXITED
             waiter.settle(job_id)
         for waiter in pongs:
-            waiter.error = "the fork server exited"
+            waiter.error = SERVER_EXITED
             waiter.event.set()
         if conn.closing:
             return

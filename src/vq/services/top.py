@@ -177,20 +177,27 @@ def build_top(
     caps: Caps | None,
     now: datetime,
     daemon_pid: int | None = None,
+    counts: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The ``vq top`` snapshot (the module's JSON schema). Pure.
 
     ``rows`` are list rows of every job (they feed ``counts``); ``samples`` maps a job id
     to its latest sample (absent or None: no reading); ``caps`` is None when no daemon
     answered, in which case memory limits fall back to the declared ``mem_mb`` and every
-    ``cap`` is null; ``daemon_pid`` is the answering daemon's pid, if any.
+    ``cap`` is null; ``daemon_pid`` is the answering daemon's pid, if any. ``counts``,
+    when given (the daemon counts its whole index), replaces counting ``rows``, which
+    may then hold only the live jobs.
     """
+    given = counts
     counts = {state.value: 0 for state in JobState}
     jobs: list[dict[str, Any]] = []
     reserved_cpus = reserved_mem = 0
+    if given is not None:
+        counts.update(given)
     for row in rows:
         state = row["state"]
-        counts[state] = counts.get(state, 0) + 1
+        if given is None:
+            counts[state] = counts.get(state, 0) + 1
         if state not in _ACTIVE_NAMES:
             continue
         item, memory = _job_row(row, samples.get(row["id"]), caps, now)

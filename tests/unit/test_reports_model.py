@@ -1,0 +1,270 @@
+"""The pure report models (§6.3): overview, usage accounting and the queue ETA."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import count
+from typing import Any
+
+import pytest
+
+from vq.domain.admission import Caps
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.services.reports import (
+    active_seconds,
+    build_overview,
+    build_usage,
+    caps_from_ping,
+    is_over_capacity,
+    queue_eta,
+    report_row,
+    state_counts,
+)
+
+NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+MINUTE = timedelta(minutes=1)
+CAPS = Caps(max_jobs=None, max_cpus=8, max_mem_mb=16000, default_job_mem_mb=256)
+_ids = count(1)
+
+
+def row(state: str, **fields: Any) -> dict[str, Any]:
+    """A ``list_row``-shaped row; times given as datetimes become ISO strings."""
+    base: dict[str, Any] = {
+        "id": f"{next(_ids):012x}",
+        "job_name": None,
+        "state": state,
+        "command": ["true"],
+        "tags": [],
+        "cpus": 1,
+        "mem_mb": None,
+        "priority": 0,
+        "submitted_at": NOW - 10 * HOUR,
+        "started_at": None,
+        "finished_at": None,
+    }
+    base.update(fields)
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in base.items()}
+
+
+def ran(state: str, start: datetime, end: datetime | None, **fields: Any) -> dict[str, Any]:
+    return row(state, started_at=start, finished_at=end, **fields)
+
+
+# --- overview --------------------------------------------------------------------------
+
+
+def test_state_counts_list_every_state() -> None:
+    counts = state_counts([row("PENDING"), row("PENDING"), row("FAILED")])
+    assert list(counts) == [s.value for s in JobState]
+    assert counts["PENDING"] == 2 and counts["FAILED"] == 1 and counts["RUNNING"] == 0
+
+
+def test_overview_reservations_pending_and_over_capacity() -> None:
+    rows = [
+        ran("RUNNING", NOW - HOUR, None, cpus=2, mem_mb=1000),
+        ran("SUSPENDED", NOW - HOUR, None, cpus=3),  # undeclared: the default 256 MB
+        row("PENDING", cpus=4),
+        row("PENDING", cpus=16),  # over max_cpus
+        row("PENDING", cpus=1, mem_mb=32000),  # over max_mem_mb
+        row("PENDING", cpus=32, scheduler_target="slurm"),  # scheduler: never local over-cap
+        ran("COMPLETED", NOW - 3 * HOUR, NOW - 2 * HOUR),
+        ran("FAILED", NOW - 3 * HOUR, NOW - 23 * HOUR + timedelta(minutes=1)),
+        ran("KILLED", NOW - 30 * HOUR, NOW - 25 * HOUR),  # outside the 24 h window
+    ]
+    daemon = {"pid": 42, "version": "0.1.0", "uptime_seconds": 5.0, "cgroup_mode": "direct"}
+    snap = build_overview(rows, CAPS, NOW, daemon, quarantined=1)
+    assert snap["daemon"]["running"] is True and snap["daemon"]["pid"] == 42
+    assert snap["daemon"]["cgroup_mode"] == "direct"
+    assert snap["counts"]["PENDING"] == 4 and snap["total_jobs"] == 9
+    assert snap["quarantined"] == 1
+    assert snap["running"] == {"jobs": 1, "cpus": 2, "mem_mb": 1000}
+    assert snap["reserved"] == {"jobs": 2, "cpus": 5, "mem_mb": 1256}
+    assert snap["pending_cpus"] == 4 + 16 + 1 + 32
+    assert snap["over_capacity_pending_jobs"] == 2
+    assert snap["capacity"] == {
+        "max_jobs": None,
+        "max_cpus": 8,
+        "max_mem_mb": 16000,
+        "default_job_mem_mb": 256,
+    }
+    recent = snap["recent_terminal"]["counts"]
+    assert recent["COMPLETED"] == 1 and recent["FAILED"] == 1 and recent["KILLED"] == 0
+    assert snap["recent_terminal"]["window_hours"] == 24
+
+
+def test_overview_without_daemon_has_unknown_caps() -> None:
+    rows = [row("PENDING", cpus=64), ran("RUNNING", NOW - HOUR, None, cpus=2)]
+    snap = build_overview(rows, None, NOW)
+    assert snap["daemon"] == {
+        "running": False,
+        "pid": None,
+        "version": None,
+        "started_at": None,
+        "uptime_seconds": None,
+        "cgroup_mode": None,
+    }
+    assert snap["capacity"] is None
+    assert snap["over_capacity_pending_jobs"] is None  # unknown, never a false 0
+    assert snap["reserved"] == {"jobs": 1, "cpus": 2, "mem_mb": 0}
+    assert snap["pending_cpus"] == 64
+
+
+def test_over_capacity_is_zero_only_when_known() -> None:
+    assert build_overview([row("PENDING")], CAPS, NOW)["over_capacity_pending_jobs"] == 0
+    assert build_overview([], CAPS, NOW)["over_capacity_pending_jobs"] == 0
+    assert is_over_capacity(row("RUNNING", cpus=99), CAPS) is None
+    assert is_over_capacity(row("PENDING", cpus=99), None) is None
+    assert is_over_capacity(row("PENDING", cpus=9), CAPS) is True
+    assert is_over_capacity(row("PENDING", cpus=8), CAPS) is False
+
+
+def test_caps_from_ping() -> None:
+    ping = {"caps": {"max_jobs": 2, "max_cpus": 4, "max_mem_mb": None, "default_job_mem_mb": 1}}
+    assert caps_from_ping(ping) == Caps(2, 4, None, 1)
+
+
+# --- usage -----------------------------------------------------------------------------
+
+
+def test_active_seconds_subtracts_pauses() -> None:
+    done = ran("COMPLETED", NOW - 2 * HOUR, NOW - HOUR, paused_seconds_total=600.0)
+    assert active_seconds(done, NOW) == 3000.0
+    running = ran("RUNNING", NOW - HOUR, None)
+    assert active_seconds(running, NOW) == 3600.0
+    paused_now = ran(
+        "SUSPENDED", NOW - HOUR, None, paused_seconds_total=60.0, paused_at=NOW - 10 * MINUTE
+    )
+    assert active_seconds(paused_now, NOW) == 3600.0 - 60 - 600
+    assert active_seconds(row("PENDING"), NOW) is None
+    retry_waiting = ran("PENDING", NOW - HOUR, None)  # the old attempt's end is unknown
+    assert active_seconds(retry_waiting, NOW) is None
+
+
+def test_usage_by_tag_counts_a_job_under_each_tag() -> None:
+    rows = [
+        ran("COMPLETED", NOW - 3 * HOUR, NOW - HOUR, cpus=4, tags=["scf", "big"]),
+        ran("FAILED", NOW - HOUR, NOW - HOUR / 2, cpus=2, tags=["scf", "scf"]),
+        ran("RUNNING", NOW - HOUR, None, cpus=1),
+        row("PENDING", cpus=8, tags=["scf"]),  # never ran: not counted
+    ]
+    report = build_usage(rows, "tag", None, NOW)
+    groups = {g["key"]: g for g in report["groups"]}
+    assert groups["scf"] == {"key": "scf", "jobs": 2, "wall_hours": 2.5, "cpu_hours": 9.0}
+    assert groups["big"] == {"key": "big", "jobs": 1, "wall_hours": 2.0, "cpu_hours": 8.0}
+    assert groups[None] == {"key": None, "jobs": 1, "wall_hours": 1.0, "cpu_hours": 1.0}
+    assert [g["key"] for g in report["groups"]] == ["scf", "big", None]  # CPU-hours desc
+    assert report["total"] == {"jobs": 3, "wall_hours": 3.5, "cpu_hours": 10.0}
+    assert report["by"] == "tag" and report["since"] is None
+
+
+def test_usage_by_day_uses_the_utc_start_date_and_since_filters() -> None:
+    late = datetime(2026, 5, 9, 23, 30, tzinfo=UTC)
+    rows = [
+        ran("COMPLETED", late, late + HOUR, cpus=2),  # crosses midnight: counts on the 9th
+        ran("COMPLETED", late + HOUR, late + 2 * HOUR),
+        ran("COMPLETED", late - 48 * HOUR, late - 47 * HOUR),
+    ]
+    report = build_usage(rows, "day", None, NOW)
+    assert [(g["key"], g["jobs"], g["cpu_hours"]) for g in report["groups"]] == [
+        ("2026-05-07", 1, 1.0),
+        ("2026-05-09", 1, 2.0),
+        ("2026-05-10", 1, 1.0),
+    ]
+    since = build_usage(rows, "day", late, NOW)
+    assert since["since"] == late.isoformat()
+    assert [g["key"] for g in since["groups"]] == ["2026-05-09", "2026-05-10"]
+    assert build_usage(rows, "day", NOW, NOW)["total"] == {
+        "jobs": 0,
+        "wall_hours": 0.0,
+        "cpu_hours": 0.0,
+    }
+
+
+def test_usage_by_name_and_state() -> None:
+    rows = [
+        ran("COMPLETED", NOW - 2 * HOUR, NOW - HOUR, job_name="opt"),
+        ran("FAILED", NOW - 2 * HOUR, NOW - HOUR, job_name="opt", cpus=3),
+        ran("COMPLETED", NOW - 2 * HOUR, NOW - HOUR),
+    ]
+    by_name = {g["key"]: g["cpu_hours"] for g in build_usage(rows, "name", None, NOW)["groups"]}
+    assert by_name == {"opt": 4.0, None: 1.0}
+    by_state = {g["key"]: g["jobs"] for g in build_usage(rows, "state", None, NOW)["groups"]}
+    assert by_state == {"COMPLETED": 2, "FAILED": 1}
+    with pytest.raises(ValueError, match="grouping"):
+        build_usage(rows, "submitter", None, NOW)
+
+
+def test_report_row_carries_the_accounting_fields() -> None:
+    spec = JobSpec(
+        id="0123456789ab",
+        command=["x"],
+        cpus=2,
+        submitted_at=NOW - HOUR,
+        state=JobState.SUSPENDED,
+        started_at=NOW - HOUR,
+        paused_at=NOW - 10 * MINUTE,
+        paused_seconds_total=30.0,
+    )
+    data = report_row(spec, CAPS, NOW)
+    assert data["paused_seconds_total"] == 30.0
+    assert data["paused_at"] == (NOW - 10 * MINUTE).isoformat()
+    assert data["scheduler_target"] is None and data["not_before"] is None
+    assert active_seconds(data, NOW) == 3600.0 - 30 - 600
+
+
+# --- queue ETA -------------------------------------------------------------------------
+
+
+def _history(*minutes: float) -> list[dict[str, Any]]:
+    return [
+        ran("COMPLETED", NOW - 5 * HOUR, NOW - 5 * HOUR + timedelta(minutes=m)) for m in minutes
+    ]
+
+
+def test_eta_is_unavailable_for_an_over_capacity_job() -> None:
+    job = row("PENDING", cpus=64)
+    eta = queue_eta(job, [job, *_history(10)], CAPS, NOW)
+    assert eta["eta_seconds"] is None and eta["basis"] == "over configured capacity"
+
+
+def test_eta_needs_history_and_caps() -> None:
+    job = row("PENDING")
+    assert queue_eta(job, [job], CAPS, NOW)["basis"] == "no history"
+    assert queue_eta(job, [job, *_history(10)], None, NOW)["basis"] == "capacity unknown"
+    running = ran("RUNNING", NOW - HOUR, None)
+    assert queue_eta(running, [running], CAPS, NOW)["basis"] == "not pending"
+
+
+def test_eta_counts_waves_of_jobs_ahead_in_admission_order() -> None:
+    caps = Caps(max_cpus=4)
+    history = _history(10, 20, 30, 1000)  # median of the four: 25 min
+    running = [ran("RUNNING", NOW - HOUR, None, cpus=2) for _ in range(2)]
+    earlier = row("PENDING", cpus=2, submitted_at=NOW - 9 * HOUR)
+    urgent = row("PENDING", cpus=2, submitted_at=NOW - HOUR, priority=5)
+    later = row("PENDING", cpus=2, submitted_at=NOW - HOUR)
+    impossible = row("PENDING", cpus=64, submitted_at=NOW - 11 * HOUR)  # never ahead
+    job = row("PENDING", cpus=2, submitted_at=NOW - 2 * HOUR)
+    rows = [*history, *running, earlier, urgent, later, impossible, job]
+    eta = queue_eta(job, rows, caps, NOW)
+    # 2 running + 2 ahead (earlier, urgent) + itself = 5 jobs in 2 slots: 2 waves first.
+    assert eta == {
+        "eta_seconds": 2 * 25 * 60.0,
+        "basis": "dispatch history",
+        "median_run_seconds": 25 * 60.0,
+        "jobs_ahead": 2,
+        "slots": 2,
+    }
+    assert queue_eta(urgent, rows, caps, NOW)["eta_seconds"] == 25 * 60.0
+    assert queue_eta(later, rows, caps, NOW)["jobs_ahead"] == 3
+
+
+def test_eta_is_zero_with_a_free_slot_but_respects_not_before() -> None:
+    job = row("PENDING")
+    rows = [*_history(10), job]
+    assert queue_eta(job, rows, CAPS, NOW)["eta_seconds"] == 0.0
+    delayed = row("PENDING", not_before=NOW + HOUR)
+    assert queue_eta(delayed, [*rows, delayed], CAPS, NOW)["eta_seconds"] == 3600.0
+    unlimited = queue_eta(job, rows, Caps(), NOW)
+    assert unlimited["eta_seconds"] == 0.0 and unlimited["slots"] is None
