@@ -57,7 +57,7 @@ def host_memory_mb() -> int | None:
 class DaemonSettings(BaseModel):
     """``[daemon]``: the local admission budget and loop timing."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     max_jobs: int | None = Field(default=None, ge=1)
     max_cpus: int | None = Field(default=None, ge=1)
@@ -78,7 +78,7 @@ class DaemonSettings(BaseModel):
 class WatchdogSettings(BaseModel):
     """``[watchdog]``: starvation and host-memory-pressure policy (§4.4)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     #: A job using less than this percentage of one CPU ...
     starved_cpu_percent: float = Field(default=1.0, ge=0, le=100)
@@ -115,7 +115,8 @@ class NotificationSettings(BaseModel):
     no filter.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # A literal URL embeds its token: keep it out of validation errors and tracebacks.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     webhook_url: str = ""
     notify_on_states: list[str] = Field(default_factory=list)
@@ -158,7 +159,7 @@ class NotificationSettings(BaseModel):
 class Settings(BaseModel):
     """The whole configuration. Every section refuses unknown keys."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)

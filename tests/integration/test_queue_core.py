@@ -152,6 +152,8 @@ def test_over_capacity_job_stays_pending_while_smaller_ones_run(vq: Vq) -> None:
         {"resource": "cpus", "requested": 4, "capacity": 2}
     ]
     assert "over configured capacity" in view["pending_reason"]
+    assert view["queue_eta"]["eta_seconds"] is None
+    assert view["queue_eta"]["basis"] == "over configured capacity"
     row = next(r for r in vq.json("list")["jobs"] if r["id"] == big_id)
     assert row["pending_over_capacity"] is True
     assert "over cap" in vq.run("list").stdout
@@ -167,7 +169,12 @@ def test_skip_lets_smaller_later_job_start(vq: Vq) -> None:
     small = vq.submit("--cpus", "1", "--", "true")
     vq.wait_state(small, "COMPLETED")
     assert vq.state(blocked) == "PENDING"
-    assert "waiting for CPUs" in vq.status(blocked)["pending_reason"]
+    blocked_view = vq.status(blocked)
+    assert "waiting for CPUs" in blocked_view["pending_reason"]
+    # One job has finished, so dispatch history gives an estimate.
+    assert blocked_view["queue_eta"]["basis"] == "dispatch history"
+    assert blocked_view["queue_eta"]["eta_seconds"] is not None
+    assert "queue ETA" in vq.run("status", blocked).stdout
     vq.run("kill", first)
     vq.wait_state(blocked, "COMPLETED")
 

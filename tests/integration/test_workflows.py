@@ -245,3 +245,15 @@ def test_idempotency_claim_repaired_and_survives_deletion(vq: Vq) -> None:
     replay = _submit_keyed(vq, "k1", "true")
     assert replay.returncode == 0 and replay.stdout.strip() == first
     assert not list((vq.root / "queue").glob("*.json"))
+
+
+def test_clean_workdir_on_terminal(vq: Vq) -> None:
+    vq.start_daemon()
+    kept = vq.submit("--", "sh", "-c", 'echo scratch > "$VQ_WORKDIR/big.tmp"')
+    cleaned = vq.submit("--clean-workdir", "--", "sh", "-c", 'echo scratch > "$VQ_WORKDIR/big.tmp"')
+    vq.wait_state(kept, "COMPLETED")
+    vq.wait_state(cleaned, "COMPLETED")
+    wait_until(lambda: vq.spec(cleaned)["workdir_swept_at"], timeout=15)
+    assert not (vq.root / "workdirs" / cleaned).exists()
+    assert (vq.root / "workdirs" / kept / "big.tmp").read_text() == "scratch\n"
+    assert vq.spec(kept)["workdir_swept_at"] is None

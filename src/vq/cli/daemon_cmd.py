@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from vq.cli.common import client, echo_json, paths
-from vq.errors import Conflict, DaemonNotRunning, VqError
+from vq.errors import Conflict, DaemonNotRunning, VqError, error_from_payload
 
 __all__ = ["daemon"]
 
@@ -100,11 +100,15 @@ def start(as_json: bool, **caps: Any) -> None:
             return
         code = child.poll()
         if code is not None:
-            raise VqError(
-                f"the daemon exited with code {code} while starting: "
-                + _last_error(state.daemon_log),
-                hint=f"see {state.daemon_log}",
-                reference="daemon-start-failed",
+            # Keep the daemon's own error class (and so its exit code: 9 for config).
+            raise error_from_payload(
+                {
+                    "code": code,
+                    "message": f"the daemon exited with code {code} while starting: "
+                    + _last_error(state.daemon_log),
+                    "hint": f"see {state.daemon_log}",
+                    "reference": "daemon-start-failed",
+                }
             )
         time.sleep(0.05)
     raise VqError(

@@ -134,9 +134,14 @@ def status(job_id: str | None, group: str | None, as_json: bool) -> None:
             except CorruptSpec:
                 return "unreadable"
 
-        view = status_view(
-            ctx.store.read(job_id), ctx.paths, ctx.caps, ctx.now(), None, dependency_state
-        )
+        spec = ctx.store.read(job_id)
+        now = ctx.now()
+        view = status_view(spec, ctx.paths, ctx.caps, now, None, dependency_state)
+        if spec.state.value == "PENDING":
+            from vq.services.reports import queue_eta, report_row
+
+            rows = [report_row(s, ctx.caps, now) for s in ctx.store.scan().specs.values()]
+            view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
     if as_json:
         echo_json(view)
         return
@@ -154,7 +159,14 @@ def events(job_id: str, as_json: bool) -> None:
     from vq.store.specs import SpecStore
 
     state = paths()
-    SpecStore(state).read(job_id)  # unknown or corrupt ids fail clearly
+    spec = SpecStore(state).read(job_id)  # unknown or corrupt ids fail clearly
+    if spec.archive_path and not state.workspace(job_id).exists():
+        from vq.errors import NotFound
+
+        raise NotFound(
+            f"job {job_id} was archived to {spec.archive_path}; its events are in the archive",
+            hint=f"tar -xjf {spec.archive_path} -C DIR",
+        )
     timeline = read_events(state, job_id)
     if as_json:
         echo_json(timeline)

@@ -65,6 +65,13 @@ def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
     state = paths()
     store = SpecStore(state)
     spec = store.read(job_id)
+    if spec.archive_path and not state.workspace(job_id).exists():
+        from vq.errors import NotFound
+
+        raise NotFound(
+            f"job {job_id} was archived to {spec.archive_path}; its logs are in the archive",
+            hint=f"tar -xjf {spec.archive_path} -C DIR",
+        )
     path = str(state.workspace(job_id) / (spec.stderr_path if use_stderr else spec.stdout_path))
     offset = _tail_offset(path, tail) if tail is not None else 0
     offset = _copy_from(path, offset)

@@ -100,6 +100,11 @@ _STATUS_FIELDS = (
     ("retry_count", "retries"),
     ("failure_reason", "failure reason"),
     ("pending_reason", "waiting for"),
+    ("parent_jobid", "parent job"),
+    ("last_fetched_at", "last fetched"),
+    ("workdir_swept_at", "workdir removed"),
+    ("archived_at", "archived"),
+    ("archive_path", "archive"),
 )
 
 
@@ -137,6 +142,15 @@ def print_status(view: dict[str, Any]) -> None:
                 style="bold yellow",
             ),
         )
+    eta = view.get("queue_eta")
+    if eta is not None:
+        seconds = eta.get("eta_seconds")
+        text = (
+            f"about {format_duration(seconds)} ({eta['basis']})"
+            if seconds is not None
+            else f"unavailable ({eta['basis']})"
+        )
+        table.add_row("queue ETA", text)
     console.print(table)
     if view.get("failure_tail"):
         console.print(Text("stderr tail:", style="bold"))

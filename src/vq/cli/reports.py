@@ -185,6 +185,11 @@ def usage(by: str, since: str | None, as_json: bool) -> None:
     _print_usage(report)
 
 
+def _hours(value: float) -> str:
+    """Two decimals, or four for a small nonzero amount (so short jobs do not read 0)."""
+    return f"{value:.4f}" if 0 < value < 0.01 else f"{value:.2f}"
+
+
 def _print_usage(report: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -197,15 +202,15 @@ def _print_usage(report: dict[str, Any]) -> None:
     total = report["total"]
     table.add_column(report["by"].upper(), footer="total", no_wrap=True)
     table.add_column("JOBS", justify="right", footer=str(total["jobs"]))
-    table.add_column("WALL H", justify="right", footer=f"{total['wall_hours']:.2f}")
-    table.add_column("CPU H", justify="right", footer=f"{total['cpu_hours']:.2f}")
+    table.add_column("WALL H", justify="right", footer=_hours(total["wall_hours"]))
+    table.add_column("CPU H", justify="right", footer=_hours(total["cpu_hours"]))
     for group in report["groups"]:
         key = group["key"]
         table.add_row(
-            Text(key, style="") if key is not None else Text("(none)", style="dim"),
+            Text(key) if key is not None else Text("(none)", style="dim"),
             str(group["jobs"]),
-            f"{group['wall_hours']:.2f}",
-            f"{group['cpu_hours']:.2f}",
+            _hours(group["wall_hours"]),
+            _hours(group["cpu_hours"]),
         )
     console.print(table)
     if report["by"] == "tag":

@@ -29,10 +29,11 @@ from vq._fs import atomic_write_bytes, try_lock_file
 from vq.config import Settings
 from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
-from vq.errors import Conflict
+from vq.errors import Conflict, VqError
 from vq.executors.cgroups import CgroupMode, probe, scope_argv, stop_scope
 from vq.executors.forkserver_client import ForkServer
 from vq.paths import StatePaths
+from vq.services.cleanup import sweep_workdir
 from vq.services.context import ServiceContext
 from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
@@ -76,7 +77,7 @@ class Daemon:
         self.cgroup = CgroupMode("direct", "not probed yet")
         #: Called once for every job that has fully ended (terminal, process gone): terminal
         #: bookkeeping such as notifications and reruns registers here.
-        self.ended_listeners: list[Callable[[JobSpec], None]] = [self._rerun]
+        self.ended_listeners: list[Callable[[JobSpec], None]] = [self._rerun, self._sweep]
         #: Terminal webhook (§6.2); resolving its secret can refuse the start (ConfigError).
         self.notifier = Notifier.from_settings(settings.notifications, os.environ)
         self.ended_listeners.append(self.notifier.notify)
@@ -122,6 +123,19 @@ class Daemon:
         sibling = maybe_rerun(self.ctx, spec)
         if sibling is not None:
             self.index.upsert(sibling)
+
+    def _sweep(self, spec: JobSpec) -> None:
+        """``--clean-workdir``: remove VQ_WORKDIR off the loop (a big tree takes a while)."""
+        if not spec.clean_workdir_on_terminal or spec.workdir_swept_at is not None:
+            return
+
+        def work() -> None:
+            try:
+                self.index.upsert(sweep_workdir(self.ctx, spec))
+            except VqError as exc:
+                log.warning("job %s: workdir not swept: %s", spec.id, exc.message)
+
+        threading.Thread(target=work, name=f"vq-sweep-{spec.id}", daemon=True).start()
 
     def job_ended(self, spec: JobSpec) -> None:
         """Terminal bookkeeping for one ended job (on the loop; listeners must not raise)."""

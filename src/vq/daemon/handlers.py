@@ -13,11 +13,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from vq import __version__
+from vq.domain.states import JobState
 from vq.errors import InvalidInput
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
 from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view
+from vq.services.reports import queue_eta, report_row
 from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
@@ -72,14 +74,19 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
     def status(params: dict[str, Any]) -> dict[str, Any]:
         spec = ctx.store.read(_job_id(params))
         daemon.remember(spec)
-        return status_view(
+        now = ctx.now()
+        view = status_view(
             spec,
             ctx.paths,
             ctx.caps,
-            ctx.now(),
+            now,
             daemon.supervisor.usage(),
             daemon.index.dependency_state,
         )
+        if spec.state is JobState.PENDING:
+            rows = [report_row(s, ctx.caps, now) for s in daemon.index.all()]
+            view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
+        return view
 
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)

@@ -1,0 +1,50 @@
+"""``vq fetch ID [DEST] [--workdir] [--name FILE] [--json]``: copy a job's files out (§4.6).
+
+Disk only (no daemon needed); the work is :mod:`vq.services.fetch`. Prints one line for
+humans, or the :class:`~vq.services.fetch.FetchResult` document with ``--json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from vq.cli.common import echo_json, local_context
+
+__all__ = ["fetch"]
+
+
+@click.command()
+@click.argument("job_id", metavar="ID")
+@click.argument("dest", required=False, type=click.Path(path_type=Path))
+@click.option("--workdir", is_flag=True, help="Copy the job's workdir ($VQ_WORKDIR) instead.")
+@click.option("--name", "name", metavar="FILE", help="Copy just this file (a relative path).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was fetched as JSON.")
+def fetch(job_id: str, dest: Path | None, workdir: bool, name: str | None, as_json: bool) -> None:
+    """Copy a job's workspace (or workdir, or one file) to DEST.
+
+    DEST defaults to ./NAME-ID (./ID for an unnamed job). A tree fetch adds
+    _vq/fetch-manifest.json and _vq/terminal-diagnosis.json; fetching again into the same
+    DEST replaces the snapshot. --name copies one regular file to DEST (a file or a
+    directory) and writes no sidecars. Symbolic links leading outside the job's tree are
+    never followed.
+    """
+    from vq.services.fetch import fetch_artifact, fetch_tree
+
+    ctx = local_context()
+    kind: Literal["workspace", "workdir"] = "workdir" if workdir else "workspace"
+    if name is not None:
+        result = fetch_artifact(ctx, job_id, name, dest, kind=kind)
+    else:
+        result = fetch_tree(ctx, job_id, dest, kind=kind)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    what = f"{result.artifact} from the {kind}" if result.artifact else f"the {kind}"
+    verb = "refreshed" if result.replaced else "fetched"
+    size = f"{result.files} file{'s' if result.files != 1 else ''}, {result.bytes} bytes"
+    click.echo(f"{verb} {what} of job {job_id} → {result.dest} ({size})")
+    for item in result.skipped:
+        click.echo(f"  skipped {item['path']}: {item['reason']}", err=True)

@@ -1,0 +1,112 @@
+"""``vq overview`` and ``vq usage`` (§6.3) end to end: real daemon, real jobs, real CLI."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.conftest import Vq
+
+
+def test_overview_with_and_without_the_daemon(vq: Vq) -> None:
+    vq.start_daemon("--max-cpus", "2", "--max-mem-mb", "4000", "--default-job-mem-mb", "100")
+    done = vq.submit("--", "true")
+    failed = vq.submit("--", "sh", "-c", "exit 4")
+    vq.wait_state(done, "COMPLETED")
+    vq.wait_state(failed, "FAILED")
+    running = vq.submit("--mem-mb", "300", "--", "sleep", "60")
+    paused = vq.submit("--", "sleep", "60")
+    vq.wait_state(running, "RUNNING")
+    vq.wait_state(paused, "RUNNING")
+    vq.run("pause", paused)
+    vq.wait_state(paused, "SUSPENDED")
+    over = vq.run("submit", "--cpus", "8", "--", "true")
+    assert "exceeds the configured cap" in over.stderr
+    vq.submit("--cpus", "1", "--", "true")  # fits the caps, but no CPU is free
+
+    snap = vq.json("overview")
+    assert snap["daemon"]["running"] is True
+    assert snap["daemon"]["pid"] == vq.daemon_pid()
+    assert snap["daemon"]["cgroup_mode"] in ("scope", "direct")
+    assert snap["daemon"]["uptime_seconds"] > 0
+    counts = {state: n for state, n in snap["counts"].items() if n}
+    assert counts == {"PENDING": 2, "RUNNING": 1, "SUSPENDED": 1, "COMPLETED": 1, "FAILED": 1}
+    assert snap["total_jobs"] == 6 and snap["quarantined"] == 0
+    recent = {state: n for state, n in snap["recent_terminal"]["counts"].items() if n}
+    assert recent == {"COMPLETED": 1, "FAILED": 1}
+    assert snap["running"] == {"jobs": 1, "cpus": 1, "mem_mb": 300}
+    assert snap["reserved"] == {"jobs": 2, "cpus": 2, "mem_mb": 400}
+    assert snap["capacity"]["max_cpus"] == 2 and snap["capacity"]["max_mem_mb"] == 4000
+    assert snap["pending_cpus"] == 9
+    assert snap["over_capacity_pending_jobs"] == 1
+    text = vq.run("overview").stdout
+    assert "daemon: running" in text
+    assert "1 pending job(s) exceed the configured capacity" in text
+    assert "2/2 reserved (100%)" in text
+
+    vq.stop_daemon()
+    offline = vq.json("overview")
+    assert offline["daemon"]["running"] is False and offline["daemon"]["pid"] is None
+    assert offline["capacity"] is None
+    assert offline["over_capacity_pending_jobs"] is None
+    assert offline["counts"] == snap["counts"]
+    assert offline["pending_cpus"] == 9
+    text = vq.run("overview").stdout
+    assert "daemon: not running" in text and "exceed the configured" not in text
+
+
+def test_overview_counts_unreadable_specs(vq: Vq) -> None:
+    vq.root.joinpath("queue").mkdir(parents=True)
+    (vq.root / "queue" / "bbbbbbbbbbbb.json").write_text("{ truncated")
+    snap = vq.json("overview")
+    assert snap["quarantined"] == 1 and snap["total_jobs"] == 0
+    assert "1 unreadable spec file(s)" in vq.run("overview").stdout
+
+
+def test_usage_groups_wall_and_cpu_hours(vq: Vq) -> None:
+    vq.start_daemon()
+    both = vq.submit("--cpus", "2", "--tag", "x", "--tag", "y", "--", "sleep", "0.3")
+    only_x = vq.submit("--tag", "x", "--job-name", "n", "--", "true")
+    untagged = vq.submit("--job-name", "n", "--", "sh", "-c", "exit 1")
+    for job in (both, only_x, untagged):
+        vq.wait_state(job, "COMPLETED", "FAILED")
+
+    report = vq.json("usage")
+    assert report["by"] == "tag" and report["since"] is None
+    groups = {g["key"]: g for g in report["groups"]}
+    assert set(groups) == {"x", "y", None}
+    assert groups["x"]["jobs"] == 2 and groups["y"]["jobs"] == 1 and groups[None]["jobs"] == 1
+    y = groups["y"]
+    assert y["wall_hours"] >= 0.3 / 3600
+    assert y["cpu_hours"] == pytest.approx(2 * y["wall_hours"], abs=2e-6)
+    assert report["total"]["jobs"] == 3
+    spec = vq.spec(both)
+    wall = datetime.fromisoformat(spec["finished_at"]) - datetime.fromisoformat(spec["started_at"])
+    assert y["wall_hours"] == pytest.approx(wall.total_seconds() / 3600, abs=2e-6)
+
+    by_state = {g["key"]: g["jobs"] for g in vq.json("usage", "--by", "state")["groups"]}
+    assert by_state == {"COMPLETED": 2, "FAILED": 1}
+    by_name = {g["key"]: g["jobs"] for g in vq.json("usage", "--by", "name")["groups"]}
+    assert by_name == {"n": 2, None: 1}
+    days = {
+        datetime.fromisoformat(vq.spec(job)["started_at"]).astimezone(UTC).date().isoformat()
+        for job in (both, only_x, untagged)
+    }
+    by_day = vq.json("usage", "--by", "day")["groups"]
+    assert [g["key"] for g in by_day] == sorted(days)
+    assert sum(g["jobs"] for g in by_day) == 3
+
+    assert vq.json("usage", "--since", "1h")["total"]["jobs"] == 3
+    future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert vq.json("usage", "--since", future)["total"]["jobs"] == 0
+    assert "no jobs have run since then" in vq.run("usage", "--since", future).stdout
+    bad = vq.run("usage", "--since", "yesterday-ish", check=False)
+    assert bad.returncode == 4 and "invalid duration" in bad.stderr
+    assert vq.run("usage", "--by", "host", check=False).returncode == 2
+
+    text = vq.run("usage").stdout
+    assert "TAG" in text and "total" in text and "(none)" in text
+
+    vq.stop_daemon()  # usage reads the spec files: no daemon needed
+    assert vq.json("usage")["total"] == report["total"]
