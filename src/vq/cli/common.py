@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from vq.cli.output import echo_json, warn
 from vq.client import Client
+from vq.domain.durations import parse_duration
 from vq.errors import DaemonNotRunning
 from vq.paths import StatePaths
 
 if TYPE_CHECKING:
     from vq.services.context import ServiceContext
 
-__all__ = ["call_daemon", "client", "echo_json", "local_context", "paths", "warn"]
+__all__ = ["call_daemon", "client", "echo_json", "local_context", "paths", "since_moment", "warn"]
 
 
 def paths() -> StatePaths:
@@ -50,3 +52,16 @@ def local_context() -> ServiceContext:
 
 def stdout_is_tty() -> bool:
     return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def since_moment(text: str | None) -> datetime | None:
+    """A ``--since`` value: an ISO time (naive = local time) or a duration ago (``2h``)."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.astimezone(UTC)

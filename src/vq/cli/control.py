@@ -22,16 +22,9 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
         from vq.errors import NotFound
 
         raise NotFound(f"no jobs in group {group}", hint="`vq list` shows group ids")
-    ended = {
-        "COMPLETED",
-        "FAILED",
-        "KILLED",
-        "OOM_KILLED",
-        "STARVED",
-        "TIME_EXCEEDED",
-        "ABORTED_BY_QUEUE",
-        "INTERRUPTED",
-    }
+    from vq.domain.states import TERMINAL
+
+    ended = {state.value for state in TERMINAL}
     return [r["id"] for r in rows if not (nonterminal_only and r["state"] in ended)]
 
 

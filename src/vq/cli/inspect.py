@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, local_context, paths
-from vq.domain.durations import parse_duration
+from vq.cli.common import call_daemon, echo_json, local_context, paths, since_moment
 
 __all__ = ["events", "list_jobs", "status"]
 
 
 def _since(text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.astimezone(UTC).isoformat()
+    moment = since_moment(text)
+    return moment.isoformat() if moment else None
 
 
 @click.command("list")

@@ -15,13 +15,13 @@ The JSON schemas are built by :mod:`vq.services.reports` and documented in
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import client, echo_json, paths
-from vq.domain.durations import format_duration, parse_duration
+from vq.cli.common import client, echo_json, paths, since_moment
+from vq.domain.durations import format_duration
 from vq.errors import DaemonNotRunning, ProtocolError
 
 if TYPE_CHECKING:
@@ -49,18 +49,6 @@ def _disk_rows(now: datetime) -> tuple[list[dict[str, Any]], int]:
     scan = SpecStore(paths()).scan()
     rows = [report_row(spec, None, now) for spec in scan.specs.values()]
     return rows, len(scan.quarantined)
-
-
-def _since(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.astimezone(UTC)
 
 
 def _console() -> Console:
@@ -160,7 +148,7 @@ def usage_report(by: str, since: str | None) -> dict[str, Any]:
     """Read the retained specs and build the usage report."""
     from vq.services.reports import build_usage
 
-    moment = _since(since)
+    moment = since_moment(since)
     now = datetime.now(UTC)
     rows, _ = _disk_rows(now)
     return build_usage(rows, by, moment, now)

@@ -31,6 +31,7 @@ from vq.cli.common import client, echo_json, local_context, paths
 from vq.domain.admission import Caps
 from vq.domain.durations import format_duration
 from vq.errors import DaemonNotRunning, ProtocolError, UsageError
+from vq.services.reports import caps_from_ping
 from vq.services.top import build_top, read_latest_sample
 
 if TYPE_CHECKING:
@@ -86,16 +87,6 @@ def _list_from_disk() -> list[dict[str, Any]]:
     return [list_row(spec, ctx.caps, now) for spec in specs]
 
 
-def _caps(ping: dict[str, Any]) -> Caps:
-    raw = ping.get("caps") or {}
-    return Caps(
-        max_jobs=raw.get("max_jobs"),
-        max_cpus=raw.get("max_cpus"),
-        max_mem_mb=raw.get("max_mem_mb"),
-        default_job_mem_mb=raw.get("default_job_mem_mb"),
-    )
-
-
 def snapshot() -> dict[str, Any]:
     """Gather the inputs and build one ``vq top`` snapshot."""
     state = paths()
@@ -106,7 +97,7 @@ def snapshot() -> dict[str, Any]:
     if isinstance(ping, dict) and isinstance(listing, dict):
         rows: list[dict[str, Any]] = listing["jobs"]
         counts = listing.get("counts")  # every job's state, counted by the daemon
-        caps: Caps | None = _caps(ping)
+        caps: Caps | None = caps_from_ping(ping)
         pid = ping.get("pid")
     else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
         rows, caps, pid = _list_from_disk(), None, None

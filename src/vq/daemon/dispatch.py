@@ -24,7 +24,7 @@ from pathlib import Path
 
 from vq.domain.admission import Request, order_key, plan_dispatch
 from vq.domain.dependencies import evaluate
-from vq.domain.events import make_event
+from vq.domain.events import make_event, transition_event
 from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -171,14 +171,7 @@ class Dispatcher:
         if spec.state is JobState.FAILED and spec.failure_reason == reason:
             append_event(
                 self.ctx.paths,
-                make_event(
-                    "state_transition",
-                    job_id,
-                    now,
-                    to="FAILED",
-                    reason=reason,
-                    **{"from": "PENDING"},
-                ),
+                transition_event(job_id, now, "PENDING", "FAILED", reason=reason),
             )
             self._on_ended(spec)
 
@@ -226,7 +219,7 @@ class Dispatcher:
             return None
         append_event(
             self.ctx.paths,
-            make_event("state_transition", job_id, now, to="RUNNING", **{"from": "PENDING"}),
+            transition_event(job_id, now, "PENDING", "RUNNING"),
         )
         return spec
 
@@ -328,13 +321,6 @@ class Dispatcher:
         self._on_change(spec)
         append_event(
             self.ctx.paths,
-            make_event(
-                "state_transition",
-                job_id,
-                now,
-                to=spec.state.value,
-                reason=reason,
-                **{"from": "RUNNING"},
-            ),
+            transition_event(job_id, now, "RUNNING", spec.state.value, reason=reason),
         )
         log.warning("job %s: %s", job_id, reason)

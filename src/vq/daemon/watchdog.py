@@ -27,7 +27,7 @@ from collections.abc import Callable
 from vq._fs import append_line
 from vq.config import WatchdogSettings
 from vq.domain.admission import effective_mem_mb
-from vq.domain.events import make_event
+from vq.domain.events import make_event, transition_event
 from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -203,14 +203,13 @@ class Watchdog:
         )
         append_event(
             self.ctx.paths,
-            make_event(
-                "state_transition",
+            transition_event(
                 holder.job_id,
                 now,
-                to=verdict.state.value,
+                JobState.RUNNING.value,
+                verdict.state.value,
                 reason=verdict.reason,
                 evidence=verdict.evidence,
-                **{"from": JobState.RUNNING.value},
             ),
         )
         terminate_group(holder.job_id, holder.pgid, holder.start_ticks)

@@ -17,7 +17,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from vq.domain.events import make_event
+from vq.domain.events import make_event, transition_event
 from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
@@ -86,14 +86,7 @@ def kill_job(
     append_event(ctx.paths, make_event("kill_requested", job_id, now, state=previous.value))
     append_event(
         ctx.paths,
-        make_event(
-            "state_transition",
-            job_id,
-            now,
-            to=JobState.KILLED.value,
-            reason=reason,
-            **{"from": previous.value},
-        ),
+        transition_event(job_id, now, previous.value, JobState.KILLED.value, reason=reason),
     )
     signaled = previous in ACTIVE and terminate_group(job_id, spec.pgid, spec.pid_start_time)
     return KillOutcome(spec, previous, already_killed=False, signaled=signaled)

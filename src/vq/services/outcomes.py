@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
-from vq.domain.events import make_event
+from vq.domain.events import transition_event
 from vq.domain.failure_tail import TAIL_BYTES, failure_tail
 from vq.domain.lifecycle import Outcome, apply_transition, classify_exit, retry_backoff_seconds
 from vq.domain.spec import JobSpec
@@ -123,14 +123,13 @@ def finish_attempt(
     if changed:
         append_event(
             ctx.paths,
-            make_event(
-                "state_transition",
+            transition_event(
                 job_id,
                 ctx.now(),
-                to=spec.state.value,
+                previous.value,
+                spec.state.value,
                 reason=spec.failure_reason if spec.state is not JobState.COMPLETED else None,
                 exit_code=spec.exit_code,
-                **{"from": previous.value},
             ),
         )
     return AttemptEnd(spec, previous, changed)

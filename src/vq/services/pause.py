@@ -17,7 +17,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from vq.domain.events import make_event
+from vq.domain.events import transition_event
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import Conflict
@@ -55,14 +55,7 @@ def _signal(spec: JobSpec, sig: int) -> bool:
 def _event(ctx: ServiceContext, spec: JobSpec, before: JobState, reason: str) -> None:
     append_event(
         ctx.paths,
-        make_event(
-            "state_transition",
-            spec.id,
-            ctx.now(),
-            to=spec.state.value,
-            reason=reason,
-            **{"from": before.value},
-        ),
+        transition_event(spec.id, ctx.now(), before.value, spec.state.value, reason=reason),
     )
 
 
