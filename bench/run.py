@@ -32,6 +32,7 @@ import bench_idle
 import bench_list
 import bench_submit
 import bench_supervision
+import bench_workflows
 from common import PYTHON, REPO, VQ, Figure, Result, child_env, scale
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
@@ -45,6 +46,8 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(d) vq list over 10k specs", bench_list.run),
     ("(e) idle daemon CPU", bench_idle.run),
     ("(f)–(h) recovery, supervision CPU, vq top", bench_supervision.run),
+    ("(i) array submit via the CLI", bench_workflows.array_submit),
+    ("(j) dependency graph drain", bench_workflows.graph_drain),
 ]
 
 

@@ -12,6 +12,15 @@ import pytest
 
 from tests.conftest import Vq, processes_with_env, wait_until
 
+TERMINAL = (
+    "COMPLETED",
+    "FAILED",
+    "KILLED",
+    "OOM_KILLED",
+    "STARVED",
+    "TIME_EXCEEDED",
+    "ABORTED_BY_QUEUE",
+)
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "crashed"
 
 
@@ -49,7 +58,8 @@ def test_recovery_of_a_crashed_state_tree(vq: Vq, auto_resume: bool) -> None:
     parents = {vq.spec(job_id)["parent_jobid"]: job_id for job_id in siblings}
     assert set(parents) == {"a00000000003", "a00000000007"}  # never the SUSPENDED one
     for parent, child in parents.items():
-        vq.wait_state(child, "COMPLETED")
+        final = vq.wait_state(child, *TERMINAL, timeout=60)
+        assert final == "COMPLETED", (vq.spec(child), (vq.root / "daemon.log").read_text()[-3000:])
         assert vq.spec(child)["cwd"] == str(vq.root / "jobs" / parent)
         assert vq.run("logs", child).stdout == "restarted-run\n"
 

@@ -1,4 +1,4 @@
-"""``vq daemon start|stop|status|run``.
+"""``vq daemon start|stop|status|run|drain|undrain|throttle|reload|ping|admin-status``.
 
 ``run`` replaces this process with ``python -m vq.daemon`` (foreground, for tmux or a
 service manager). ``start`` launches the same program detached and returns once the
@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from vq.cli.common import client, echo_json, paths
-from vq.errors import Conflict, DaemonNotRunning, VqError, error_from_payload
+from vq.cli.common import call_daemon, client, echo_json, paths
+from vq.errors import Conflict, DaemonNotRunning, UsageError, VqError, error_from_payload
 
 __all__ = ["daemon"]
 
@@ -176,3 +176,131 @@ def status(as_json: bool) -> None:
         f"caps: max_jobs={caps['max_jobs'] or 'unlimited'} max_cpus={caps['max_cpus']} "
         f"max_mem_mb={caps['max_mem_mb']}"
     )
+
+
+def _control(method: str, params: dict[str, Any], offline: Callable[[], Any] | None) -> Any:
+    """Ask the daemon; with none running, apply ``offline`` to the files (if allowed)."""
+    answer = call_daemon(method, params)
+    if answer is not None:
+        return answer
+    if offline is None:
+        raise DaemonNotRunning(
+            f"no vq daemon is running for {paths().root}", hint="start one with `vq daemon start`"
+        )
+    return offline()
+
+
+@daemon.command()
+@click.option("--full", is_flag=True, help="Also pause the running jobs until undrain.")
+@click.option("--reject-submits", is_flag=True, help="Refuse new submissions meanwhile.")
+@click.option("--reason", help="Why (shown to submitters and in admin status).")
+@click.option("--json", "as_json", is_flag=True)
+def drain(full: bool, reject_submits: bool, reason: str | None, as_json: bool) -> None:
+    """Stop starting jobs (kept across restarts in drain.json) until `vq daemon undrain`."""
+    from dataclasses import asdict
+
+    from vq.domain.spec import utcnow
+    from vq.services.control import DrainState, write_drain
+
+    params = {"mode": "full" if full else "new", "reject_submits": reject_submits, "reason": reason}
+
+    def offline() -> dict[str, Any]:
+        state = DrainState(str(params["mode"]), reject_submits, reason, utcnow().isoformat())
+        write_drain(paths(), state)
+        return asdict(state)
+
+    result = _control("drain", params, offline)
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(
+            f"draining ({result['mode']}); submissions "
+            + ("refused" if result["reject_submits"] else "still accepted")
+        )
+
+
+@daemon.command()
+def undrain() -> None:
+    """Start dispatching again (and resume jobs a full drain paused)."""
+    from vq.services.control import DrainState, write_drain
+
+    _control("undrain", {}, lambda: write_drain(paths(), DrainState()))
+    click.echo("dispatch resumed")
+
+
+@daemon.command()
+@click.option("--max-jobs", type=click.IntRange(1), help="Temporary job limit.")
+@click.option("--max-cpus", type=click.IntRange(1), help="Temporary CPU limit.")
+@click.option("--for", "duration", help="Expire after this long (e.g. 2h); default: until cleared.")
+@click.option("--clear", is_flag=True, help="Remove the throttle.")
+@click.option("--json", "as_json", is_flag=True)
+def throttle(
+    max_jobs: int | None, max_cpus: int | None, duration: str | None, clear: bool, as_json: bool
+) -> None:
+    """Temporarily lower max_jobs/max_cpus (kept across restarts in throttle.json)."""
+    from datetime import timedelta
+
+    from vq.domain.durations import parse_duration
+    from vq.domain.spec import utcnow
+    from vq.services.control import Throttle, write_throttle
+
+    if not clear and max_jobs is None and max_cpus is None:
+        raise UsageError("give --max-jobs and/or --max-cpus, or --clear")
+    seconds = parse_duration(duration) if duration else None
+    params = {"max_jobs": max_jobs, "max_cpus": max_cpus, "seconds": seconds, "clear": clear}
+
+    def offline() -> dict[str, Any]:
+        now = utcnow()
+        expires = (now + timedelta(seconds=seconds)).isoformat() if seconds else None
+        limits = Throttle() if clear else Throttle(max_jobs, max_cpus, expires, now.isoformat())
+        write_throttle(paths(), limits)
+        return {"throttle": None if clear else limits.__dict__, "effective_caps": None}
+
+    result = _control("throttle", params, offline)
+    if as_json:
+        echo_json(result)
+    elif clear:
+        click.echo("throttle cleared")
+    else:
+        click.echo(f"throttled: {result['throttle']}")
+
+
+@daemon.command()
+@click.option("--json", "as_json", is_flag=True)
+def reload(as_json: bool) -> None:
+    """Re-read the configuration; report what changed and what needs a restart."""
+    result = _control("reload", {}, None)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo("changed: " + (", ".join(result["changed"]) or "nothing"))
+    if result["needs_restart"]:
+        click.echo("needs a daemon restart: " + ", ".join(result["needs_restart"]))
+
+
+@daemon.command()
+@click.option("--json", "as_json", is_flag=True)
+def ping(as_json: bool) -> None:
+    """Ask the daemon to answer (version, pid, uptime, methods); exit 5 if none does."""
+    answer = _control("ping", {}, None)
+    if as_json:
+        echo_json(answer)
+    else:
+        click.echo(f"pong from vq {answer['version']} (pid {answer['pid']})")
+
+
+@daemon.command("admin-status")
+@click.option("--json", "as_json", is_flag=True)
+def admin_status(as_json: bool) -> None:
+    """Drain, throttle, config and pressure holds, and the effective caps."""
+    answer = _control("admin_status", {}, None)
+    if as_json:
+        echo_json(answer)
+        return
+    click.echo(
+        f"drain: {answer['drain']['mode']}  throttle: {answer['throttle'] or 'none'}  "
+        f"holding dispatch: {answer['holding_dispatch'] or answer['memory_pressure_hold']}"
+    )
+    if answer["config_error"]:
+        click.echo(f"config error: {answer['config_error']}")
+    click.echo(f"effective caps: {answer['effective_caps']}")

@@ -51,7 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         handlers=handlers,
     )
     try:
-        return Daemon(paths, settings, auto_resume=auto_resume).run()
+        daemon = Daemon(
+            paths,
+            settings,
+            auto_resume=auto_resume,
+            overrides={"daemon": overrides} if overrides else None,
+        )
+        return daemon.run()
     except VqError as exc:
         logging.getLogger("vq.daemon").error("%s", exc.message)
         print(f"vq: error: {exc.message}", file=sys.stderr)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 from vq import __version__
 from vq._fs import atomic_write_bytes, try_lock_file
@@ -40,6 +41,7 @@ from vq.transport.local import LocalRunner
 
 from .dispatch import Dispatcher
 from .handlers import build_methods
+from .holds import Holds
 from .index import JobIndex
 from .notify import Notifier
 from .pressure import PressureGuard
@@ -63,11 +65,28 @@ WATCH_SECONDS = 1.0
 class Daemon:
     """One daemon for one state root."""
 
-    def __init__(self, paths: StatePaths, settings: Settings, *, auto_resume: bool = False) -> None:
+    def __init__(
+        self,
+        paths: StatePaths,
+        settings: Settings,
+        *,
+        auto_resume: bool = False,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
         self.paths = paths
         self.auto_resume = auto_resume
         self.settings = settings
         self.ctx = ServiceContext(paths, settings.daemon.caps())
+        self.holds = Holds(
+            self.ctx,
+            settings,
+            overrides,
+            lambda: [
+                job_id
+                for job_id, holder in self.supervisor.holders.items()
+                if not holder.collector_done and holder.pgid is not None
+            ],
+        )
         self.index = JobIndex(self.ctx.store)
         self.stop_requested = threading.Event()
         self.wake_event = threading.Event()
@@ -99,7 +118,7 @@ class Daemon:
             self.index,
             self.index.upsert,
             dict(os.environ),
-            hold=lambda: self.pressure.holding,
+            hold=lambda: self.pressure.holding or self.holds.holding,
             command_prefix=self._command_prefix,
             on_ended=self.job_ended,
         )
@@ -238,6 +257,7 @@ class Daemon:
                 log.error("the fork server died; restarting it (running jobs become orphans)")
                 self.supervisor.orphan_all()
                 self.forkserver.start()
+            self.holds.tick()
             self.supervisor.process()
             self.watchdog.check()
             if self.supervisor.holders:

@@ -23,6 +23,7 @@ from vq.services.reports import queue_eta, report_row
 from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
+from .control_methods import build_control_methods
 from .rpc import Method
 
 if TYPE_CHECKING:
@@ -149,5 +150,6 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "pause": pause,
         "resume": resume,
         "resubmit": resubmit_method,
+        **build_control_methods(daemon),
     }
     return methods

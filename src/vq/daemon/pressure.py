@@ -42,10 +42,14 @@ class PressureGuard:
         self._lookup = lookup
         self._on_change = on_change
         self._read = read_percent
-        self._pause_at = settings.memory_pause_percent
-        self._resume_below = settings.memory_resume_percent
+        self.configure(settings)
         self.paused: set[str] = set()
         self.holding = False
+
+    def configure(self, settings: WatchdogSettings) -> None:
+        """Apply (re)loaded thresholds."""
+        self._pause_at = settings.memory_pause_percent
+        self._resume_below = settings.memory_resume_percent
 
     def check(self) -> None:
         percent = self._read()

@@ -11,7 +11,10 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import socketserver
+import struct
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,15 @@ from typing import Any
 from vq.errors import ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
 
-__all__ = ["Method", "RpcServer"]
+__all__ = ["Method", "RpcServer", "current_peer"]
+
+_peer = threading.local()
+
+
+def current_peer() -> dict[str, int | None]:
+    """The peer of the request being handled on this thread (pid, uid, gid; best-effort)."""
+    return getattr(_peer, "creds", {"pid": None, "uid": None, "gid": None})
+
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +41,14 @@ class _Handler(socketserver.StreamRequestHandler):
     server: RpcServer
 
     def handle(self) -> None:
+        try:
+            raw = self.request.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+            )
+            pid, uid, gid = struct.unpack("3i", raw)
+            _peer.creds = {"pid": pid, "uid": uid, "gid": gid}
+        except (OSError, AttributeError, struct.error):
+            _peer.creds = {"pid": None, "uid": None, "gid": None}
         while True:
             try:
                 line = self.rfile.readline(MAX_MESSAGE_BYTES + 1)

@@ -73,12 +73,16 @@ class Watchdog:
         self._lookup = lookup
         self._on_change = on_change
         self._monotonic = monotonic
-        self._policy = StarvationPolicy(
-            settings.starved_cpu_percent, settings.starved_window_seconds or None
-        )
+        self.configure(settings)
         self._cpu: dict[str, deque[CpuPoint]] = {}
         self._last_sample: dict[str, CpuPoint] = {}
         self._last_scan = float("-inf")
+
+    def configure(self, settings: WatchdogSettings) -> None:
+        """Apply (re)loaded ``[watchdog]`` settings."""
+        self._policy = StarvationPolicy(
+            settings.starved_cpu_percent, settings.starved_window_seconds or None
+        )
 
     def _running(self) -> list[tuple[Holder, JobSpec]]:
         out = []

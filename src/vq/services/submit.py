@@ -25,6 +25,7 @@ from vq.domain.spec import JobSpec
 from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
+from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
 from vq.store.events import append_event
 from vq.store.workspace import materialize
@@ -200,6 +201,7 @@ def _write(
 
 def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
     """Accept a job (or an array or chain). Raises and writes nothing on bad input."""
+    check_submits_allowed(ctx.paths)
     if params.source is not None and not Path(params.source).exists():
         raise NotFound(f"source {params.source} does not exist")
     if params.array_values is not None and not params.array_values:

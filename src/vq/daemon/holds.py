@@ -1,0 +1,172 @@
+"""The daemon's operator holds: drain, throttle, and an invalid-config hold (§4.3).
+
+Owned by the main loop; RPC threads change them through :meth:`Holds.drain` and friends,
+which persist first (so a restart keeps them) and then ask the loop to act.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from vq.config import SITE_CONFIG, Settings, load_settings
+from vq.domain.admission import Caps
+from vq.domain.spec import utcnow
+from vq.errors import ConfigError, VqError
+from vq.paths import resolve_config_root
+from vq.services.context import ServiceContext
+from vq.services.control import (
+    DrainState,
+    Throttle,
+    effective_caps,
+    read_drain,
+    read_throttle,
+    write_capacity,
+    write_drain,
+    write_throttle,
+)
+from vq.services.pause import pause_job, resume_job
+
+__all__ = ["PAUSED_BY_DRAIN", "Holds"]
+
+log = logging.getLogger(__name__)
+
+PAUSED_BY_DRAIN = "drain"
+
+
+class Holds:
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        settings: Settings,
+        overrides: Mapping[str, Any] | None,
+        running: Callable[[], list[str]],
+    ) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self._overrides = overrides
+        self._running = running
+        self.configured: Caps = settings.daemon.caps()
+        self.drain_state: DrainState = read_drain(ctx.paths)
+        self.throttle: Throttle = read_throttle(ctx.paths)
+        self.config_error: str | None = None
+        self._config_stamp = self._stamp()
+        self.apply_caps()
+
+    # --- what dispatch sees ------------------------------------------------------------
+    @property
+    def holding(self) -> bool:
+        return self.drain_state.active or self.config_error is not None
+
+    def apply_caps(self) -> Caps:
+        """Recompute the effective caps (configured, lowered by a live throttle)."""
+        caps = effective_caps(self.configured, self.throttle, utcnow())
+        if caps != self.ctx.caps:
+            self.ctx.caps = caps
+            write_capacity(self.ctx.paths, caps, os.getpid(), utcnow())
+        return caps
+
+    def tick(self) -> None:
+        """Once a loop pass: expire throttles, notice config files that changed."""
+        if self.throttle.active(utcnow()) is False and (
+            self.throttle.max_jobs is not None or self.throttle.max_cpus is not None
+        ):
+            log.info("throttle expired; back to the configured caps")
+            self.throttle = Throttle()
+            write_throttle(self.ctx.paths, self.throttle)
+        self.apply_caps()
+        stamp = self._stamp()
+        if stamp != self._config_stamp:
+            self._config_stamp = stamp
+            self._validate_files()
+
+    def _stamp(self) -> tuple[tuple[str, int | None], ...]:
+        files = (SITE_CONFIG, resolve_config_root() / "config.toml")
+        out: list[tuple[str, int | None]] = []
+        for path in files:
+            try:
+                out.append((str(path), Path(path).stat().st_mtime_ns))
+            except OSError:
+                out.append((str(path), None))
+        return tuple(out)
+
+    def _validate_files(self) -> Settings | None:
+        try:
+            settings = load_settings(overrides=self._overrides)
+        except ConfigError as exc:
+            if self.config_error is None:
+                log.error("config became invalid; dispatch held until it is fixed: %s", exc.message)
+            self.config_error = exc.message
+            return None
+        if self.config_error is not None:
+            log.info("config is valid again; dispatch resumes")
+        self.config_error = None
+        return settings
+
+    # --- control calls ------------------------------------------------------------------
+    def reload(self) -> dict[str, Any]:
+        settings = self._validate_files()
+        if settings is None:
+            raise ConfigError(
+                f"the new configuration is invalid; the daemon keeps its last good one and "
+                f"holds dispatch: {self.config_error}",
+                hint="fix the file and run `vq daemon reload` again",
+            )
+        old, new = self.settings.model_dump(), settings.model_dump()
+        changed = sorted(
+            f"{section}.{key}"
+            for section in new
+            for key in new[section]
+            if old.get(section, {}).get(key) != new[section][key]
+        )
+        restart = [key for key in changed if key.startswith("notifications.")]
+        self.settings = settings
+        self.configured = settings.daemon.caps()
+        caps = self.apply_caps()
+        return {
+            "changed": changed,
+            "applied": [key for key in changed if key not in restart],
+            "needs_restart": restart,
+            "caps": asdict(caps),
+        }
+
+    def drain(self, state: DrainState) -> None:
+        write_drain(self.ctx.paths, state)
+        self.drain_state = state
+
+    def pause_for_drain(self) -> list[str]:
+        """On the loop: a full drain pauses the running local jobs."""
+        paused = []
+        for job_id in self._running():
+            try:
+                if pause_job(self.ctx, job_id, by=PAUSED_BY_DRAIN).changed:
+                    paused.append(job_id)
+            except VqError as exc:
+                log.info("job %s not paused for the drain: %s", job_id, exc.message)
+        return paused
+
+    def resume_after_drain(self, job_ids: list[str]) -> None:
+        for job_id in job_ids:
+            try:
+                resume_job(self.ctx, job_id, only_paused_by=PAUSED_BY_DRAIN)
+            except VqError as exc:
+                log.info("job %s not resumed after the drain: %s", job_id, exc.message)
+
+    def set_throttle(self, throttle: Throttle) -> Caps:
+        write_throttle(self.ctx.paths, throttle)
+        self.throttle = throttle
+        return self.apply_caps()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "drain": asdict(self.drain_state),
+            "throttle": asdict(self.throttle) if self.throttle.active(utcnow()) else None,
+            "config_error": self.config_error,
+            "configured_caps": asdict(self.configured),
+            "effective_caps": asdict(self.ctx.caps),
+            "holding_dispatch": self.holding,
+        }

@@ -1,0 +1,171 @@
+"""Operator holds on a daemon (§4.3, §2.1): drain, throttle, and their files.
+
+* ``drain.json`` — ``{"mode": "new" | "full", "reject_submits", "reason", "set_at"}``.
+  ``new``: no new dispatch, running jobs go on. ``full``: also pause the running local
+  jobs (``paused_by = "drain"``), resumed at undrain. ``reject_submits``: refuse new
+  submissions (§4.2) before anything is written. Absent file = not draining.
+* ``throttle.json`` — ``{"max_jobs", "max_cpus", "expires_at", "set_at"}``: temporarily
+  lower caps (never raise them). Expired or absent = no throttle.
+* ``daemon_capacity.json`` — the caps the running daemon advertises.
+* ``rpc-audit.jsonl`` — one line per state-changing control call, with the peer's uid.
+
+All files live in the state root, are written atomically, and survive restarts. Reading
+a malformed file is reported (and treated as absent) rather than crashing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vq._fs import append_line, atomic_write_json
+from vq.domain.admission import Caps
+from vq.errors import Conflict, InvalidInput
+from vq.paths import StatePaths
+
+__all__ = [
+    "DrainState",
+    "Throttle",
+    "audit",
+    "check_submits_allowed",
+    "effective_caps",
+    "read_drain",
+    "read_throttle",
+    "write_capacity",
+    "write_drain",
+    "write_throttle",
+]
+
+log = logging.getLogger(__name__)
+
+DRAIN_FILE = "drain.json"
+THROTTLE_FILE = "throttle.json"
+CAPACITY_FILE = "daemon_capacity.json"
+AUDIT_FILE = "rpc-audit.jsonl"
+
+
+@dataclass(frozen=True)
+class DrainState:
+    mode: str = "none"  # "none" | "new" | "full"
+    reject_submits: bool = False
+    reason: str | None = None
+    set_at: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "none"
+
+
+@dataclass(frozen=True)
+class Throttle:
+    max_jobs: int | None = None
+    max_cpus: int | None = None
+    expires_at: str | None = None
+    set_at: str | None = None
+
+    def active(self, now: datetime) -> bool:
+        if self.max_jobs is None and self.max_cpus is None:
+            return False
+        return self.expires_at is None or datetime.fromisoformat(self.expires_at) > now
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable %s: %s", path, exc)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_drain(paths: StatePaths) -> DrainState:
+    data = _read(paths.root / DRAIN_FILE)
+    if not data or data.get("mode") not in ("new", "full"):
+        return DrainState()
+    return DrainState(
+        data["mode"], bool(data.get("reject_submits")), data.get("reason"), data.get("set_at")
+    )
+
+
+def write_drain(paths: StatePaths, state: DrainState) -> None:
+    path = paths.root / DRAIN_FILE
+    if not state.active:
+        path.unlink(missing_ok=True)
+        return
+    paths.ensure()
+    atomic_write_json(path, asdict(state))
+
+
+def check_submits_allowed(paths: StatePaths) -> None:
+    """Raise Conflict when a drain refuses new submissions (nothing is written then)."""
+    drain = read_drain(paths)
+    if drain.reject_submits:
+        reason = f" ({drain.reason})" if drain.reason else ""
+        raise Conflict(
+            f"the queue is draining and refuses new submissions{reason}",
+            hint="`vq daemon undrain` accepts submissions again",
+            reference="draining",
+        )
+
+
+def read_throttle(paths: StatePaths) -> Throttle:
+    data = _read(paths.root / THROTTLE_FILE)
+    if not data:
+        return Throttle()
+    try:
+        throttle = Throttle(
+            data.get("max_jobs"), data.get("max_cpus"), data.get("expires_at"), data.get("set_at")
+        )
+        if throttle.expires_at is not None:
+            datetime.fromisoformat(throttle.expires_at)
+    except (TypeError, ValueError) as exc:
+        log.warning("ignoring malformed %s: %s", THROTTLE_FILE, exc)
+        return Throttle()
+    return throttle
+
+
+def write_throttle(paths: StatePaths, throttle: Throttle) -> None:
+    for value in (throttle.max_jobs, throttle.max_cpus):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise InvalidInput("throttle limits must be positive integers")
+    path = paths.root / THROTTLE_FILE
+    if throttle.max_jobs is None and throttle.max_cpus is None:
+        path.unlink(missing_ok=True)
+        return
+    paths.ensure()
+    atomic_write_json(path, asdict(throttle))
+
+
+def effective_caps(configured: Caps, throttle: Throttle, now: datetime) -> Caps:
+    """The configured caps, lowered by an active throttle (a throttle never raises one)."""
+    if not throttle.active(now):
+        return configured
+
+    def lower(cap: int | None, limit: int | None) -> int | None:
+        if limit is None:
+            return cap
+        return limit if cap is None else min(cap, limit)
+
+    return replace(
+        configured,
+        max_jobs=lower(configured.max_jobs, throttle.max_jobs),
+        max_cpus=lower(configured.max_cpus, throttle.max_cpus),
+    )
+
+
+def write_capacity(paths: StatePaths, caps: Caps, pid: int, now: datetime) -> None:
+    atomic_write_json(
+        paths.root / CAPACITY_FILE,
+        {**asdict(caps), "pid": pid, "written_at": now.isoformat()},
+    )
+
+
+def audit(paths: StatePaths, record: dict[str, Any]) -> None:
+    """Append one control call to ``rpc-audit.jsonl`` (best-effort, like events)."""
+    append_line(paths.root / AUDIT_FILE, json.dumps(record, separators=(",", ":"), default=str))
