@@ -32,6 +32,7 @@ from vq.paths import resolve_config_root
 __all__ = [
     "DaemonSettings",
     "NotificationSettings",
+    "ProfileSettings",
     "Settings",
     "WatchdogSettings",
     "host_logical_cpus",
@@ -156,6 +157,23 @@ class NotificationSettings(BaseModel):
         return normalized
 
 
+class ProfileSettings(BaseModel):
+    """``[profile.NAME]``: submit presets under the JobSpec's own field names (§9.2).
+
+    Explicit ``vq submit`` flags win over a profile's values.
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    cpus: int | None = Field(default=None, ge=1, le=4096)
+    mem_mb: int | None = Field(default=None, ge=1)
+    wall_time_seconds: int | None = Field(default=None, ge=1)
+    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    tags: list[str] | None = None
+    retry_max: int | None = Field(default=None, ge=0, le=100)
+    clean_workdir_on_terminal: bool | None = None
+
+
 class Settings(BaseModel):
     """The whole configuration. Every section refuses unknown keys."""
 
@@ -163,6 +181,7 @@ class Settings(BaseModel):
 
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
+    profile: dict[str, ProfileSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
 
 

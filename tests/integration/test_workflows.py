@@ -257,3 +257,30 @@ def test_clean_workdir_on_terminal(vq: Vq) -> None:
     assert not (vq.root / "workdirs" / cleaned).exists()
     assert (vq.root / "workdirs" / kept / "big.tmp").read_text() == "scratch\n"
     assert vq.spec(kept)["workdir_swept_at"] is None
+
+
+def test_profiles_fill_what_the_flags_do_not_give(vq: Vq) -> None:
+    config_dir = Path(vq.env["VQ_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.toml").write_text(
+        "[profile.orca-fast]\ncpus = 2\nmem_mb = 300\nwall_time_seconds = 3600\n"
+        'tags = ["orca"]\nretry_max = 1\n'
+    )
+    listed = vq.json("profiles")
+    assert listed["orca-fast"]["cpus"] == 2
+    vq.start_daemon("--max-cpus", "8")
+    plain = vq.submit("--profile", "orca-fast", "--", "true")
+    spec = vq.spec(plain)
+    assert (spec["cpus"], spec["mem_mb"], spec["wall_time_seconds"]) == (2, 300, 3600)
+    assert spec["tags"] == ["orca"] and spec["retry_max"] == 1
+    explicit = vq.submit("--profile", "orca-fast", "--cpus", "1", "--tag", "mine", "--", "true")
+    spec = vq.spec(explicit)
+    assert spec["cpus"] == 1 and spec["tags"] == ["mine"] and spec["mem_mb"] == 300
+    vq.stop_daemon()  # the same without a daemon (the CLI writes the spec itself)
+    offline = vq.submit("--profile", "orca-fast", "--priority", "3", "--", "true")
+    assert vq.spec(offline)["cpus"] == 2 and vq.spec(offline)["priority"] == 3
+    unknown = vq.run("submit", "--profile", "nope", "--", "true", check=False)
+    assert unknown.returncode == 3 and "unknown profile 'nope'" in unknown.stderr
+    (config_dir / "config.toml").write_text("[profile.bad]\ncpu = 2\n")
+    bad = vq.run("profiles", check=False)
+    assert bad.returncode == 9 and "profile.bad.cpu: unknown key" in bad.stderr

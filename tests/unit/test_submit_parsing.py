@@ -25,6 +25,11 @@ def _click_values(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]
     positional = list(values.pop("positional"))
     for name in ("tags", "after", "after_any"):
         values[name] = list(values[name])
+    values["_given"] = {
+        name
+        for name in values
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    }
     return positional, values, ctx.meta["vq_command"]
 
 

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "overview": "vq.cli.reports:overview",
     "usage": "vq.cli.reports:usage",
     "doctor": "vq.cli.doctor:doctor",
+    "profiles": "vq.cli.profiles:profiles",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -58,6 +59,7 @@ SHORT_HELP: dict[str, str] = {
     "overview": "Queue counts, capacity and daemon health.",
     "usage": "Wall- and CPU-hours per tag, name, day or state.",
     "doctor": "Check the installation and explain problems.",
+    "profiles": "List the submit presets ([profile.NAME]).",
 }
 
 

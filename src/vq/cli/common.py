@@ -47,7 +47,8 @@ def local_context() -> ServiceContext:
     from vq.config import load_settings
     from vq.services.context import ServiceContext
 
-    return ServiceContext(paths(), load_settings().daemon.caps())
+    settings = load_settings()
+    return ServiceContext(paths(), settings.daemon.caps(), profiles=settings.profile)
 
 
 def stdout_is_tty() -> bool:

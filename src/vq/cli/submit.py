@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from vq.cli.submit_fast import emit, submit_params
-from vq.cli.submit_options import SUBMIT_OPTIONS, build_params
+from vq.cli.submit_options import GIVEN, SUBMIT_OPTIONS, build_params
 
 __all__ = ["submit"]
 
@@ -68,5 +68,10 @@ def submit(ctx: click.Context, /, positional: tuple[str, ...], **values: Any) ->
     """
     for name in ("tags", "after", "after_any"):
         values[name] = list(values[name])
+    values[GIVEN] = {
+        name
+        for name in values
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    }
     params = build_params(list(positional), values, ctx.meta["vq_command"])
     emit(submit_params(params), values["as_json"])

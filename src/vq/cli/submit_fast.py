@@ -41,7 +41,8 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.services.context import ServiceContext
     from vq.services.submit import result_payload, submit
 
-    ctx = ServiceContext(StatePaths.from_env(), load_settings().daemon.caps())
+    settings = load_settings()
+    ctx = ServiceContext(StatePaths.from_env(), settings.daemon.caps(), profiles=settings.profile)
     return result_payload(submit(ctx, parse_params(SubmitParams, params)))
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["SUBMIT_OPTIONS", "Option", "build_params", "parse_fast"]
+__all__ = ["GIVEN", "SUBMIT_OPTIONS", "Option", "build_params", "parse_fast"]
 
 
 class Option:
@@ -94,11 +94,27 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "str",
         "Repeat-safe submit: the same key and intent return the same job.",
     ),
+    Option("--profile", "profile", "str", "Presets from [profile.NAME]; flags given win."),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
 
 _BY_FLAG = {option.flag: option for option in SUBMIT_OPTIONS}
+
+#: Key in the parsed values holding the set of option destinations given explicitly.
+GIVEN = "_given"
+
+#: Submit parameter → the option that sets it. A parameter whose option was not given is
+#: left out of the request, so a ``--profile`` (or the server's default) can fill it.
+PARAM_OPTION = {
+    "cpus": "cpus",
+    "mem_mb": "mem_mb",
+    "wall_time_seconds": "wall_time",
+    "priority": "priority",
+    "tags": "tags",
+    "retry_max": "retry_max",
+    "clean_workdir_on_terminal": "clean_workdir",
+}
 
 
 def _int_in_range(option: Option, text: str) -> int | None:
@@ -121,6 +137,7 @@ def parse_fast(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]] |
     else:
         head, command = args, []
     values: dict[str, Any] = {o.dest: o.default for o in SUBMIT_OPTIONS}
+    values[GIVEN] = set()
     for multi in SUBMIT_OPTIONS:
         if multi.kind == "multi":
             values[multi.dest] = []
@@ -134,6 +151,7 @@ def parse_fast(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]] |
         option = _BY_FLAG.get(flag)
         if option is None:
             return None  # help, unknown or abbreviated options: let Click explain
+        values[GIVEN].add(option.dest)
         if option.kind == "flag":
             if has_value:
                 return None
@@ -207,7 +225,7 @@ def build_params(
         from vq.domain.arrays import parse_array
 
         array = parse_array(values["array"])
-    return {
+    params: dict[str, Any] = {
         "command": command,
         "source": _source(positional),
         "cwd": os.path.abspath(cwd) if cwd else None,
@@ -230,7 +248,16 @@ def build_params(
         "rerun_max": values.get("rerun_max"),
         "clean_workdir_on_terminal": bool(values.get("clean_workdir")),
         "idempotency_key": values.get("idempotency_key"),
+        "profile": values.get("profile"),
     }
+    given = values.get(GIVEN)
+    if given is not None:
+        params = {
+            key: value
+            for key, value in params.items()
+            if key not in PARAM_OPTION or PARAM_OPTION[key] in given
+        }
+    return params
 
 
 def _array_lines(path: str) -> list[str]:

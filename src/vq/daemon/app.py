@@ -76,7 +76,7 @@ class Daemon:
         self.paths = paths
         self.auto_resume = auto_resume
         self.settings = settings
-        self.ctx = ServiceContext(paths, settings.daemon.caps())
+        self.ctx = ServiceContext(paths, settings.daemon.caps(), profiles=settings.profile)
         self.holds = Holds(
             self.ctx,
             settings,

@@ -125,6 +125,7 @@ class Holds:
         )
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
+        self.ctx.profiles = settings.profile
         self.configured = settings.daemon.caps()
         caps = self.apply_caps()
         return {

@@ -51,6 +51,8 @@ class SubmitParams(BaseModel):
     max_parallel: int | None = Field(default=None, ge=1)
     #: ``--chain N``: N sequential segments, each after the previous one's success
     chain: int | None = Field(default=None, ge=2, le=10000)
+    #: ``--profile NAME``: presets from ``[profile.NAME]``; explicit fields win
+    profile: str | None = Field(default=None, min_length=1, max_length=128)
 
     @field_validator("command")
     @classmethod

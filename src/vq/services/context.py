@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from vq.domain.admission import Caps
 from vq.domain.spec import utcnow
@@ -27,6 +28,8 @@ class ServiceContext:
     caps: Caps
     now: Callable[[], datetime] = utcnow
     random_bytes: Callable[[int], bytes] = os.urandom
+    #: ``[profile.NAME]`` presets (name → pydantic model with JobSpec field names)
+    profiles: Mapping[str, Any] = field(default_factory=dict)
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

@@ -47,6 +47,24 @@ class SubmitResult:
         return self.specs[0]
 
 
+def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
+    """Fill the fields the submitter did not give from ``[profile.NAME]`` (§9.2)."""
+    if params.profile is None:
+        return params
+    profile = ctx.profiles.get(params.profile)
+    if profile is None:
+        known = ", ".join(sorted(ctx.profiles)) or "none are configured"
+        raise NotFound(
+            f"unknown profile {params.profile!r}",
+            hint=f"`vq profiles` lists them ({known})",
+        )
+    data = params.model_dump(exclude_unset=True)
+    for name, value in profile.model_dump(exclude_none=True).items():
+        if name not in params.model_fields_set:
+            data[name] = value
+    return SubmitParams.model_validate(data)
+
+
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
     return [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
@@ -202,6 +220,7 @@ def _write(
 def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
     """Accept a job (or an array or chain). Raises and writes nothing on bad input."""
     check_submits_allowed(ctx.paths)
+    params = apply_profile(ctx, params)
     if params.source is not None and not Path(params.source).exists():
         raise NotFound(f"source {params.source} does not exist")
     if params.array_values is not None and not params.array_values:
