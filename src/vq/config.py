@@ -209,17 +209,65 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _validate(data: dict[str, Any], origin: str) -> Settings:
+def line_of(text: str, loc: tuple[str | int, ...]) -> int | None:
+    """The 1-based line defining the key at ``loc`` in TOML ``text`` (best-effort).
+
+    Tracks ``[table]`` headers and matches ``key =`` under the table that holds it.
+    """
+    keys = [str(part) for part in loc if not isinstance(part, int)]
+    if not keys:
+        return None
+    table, key = ".".join(keys[:-1]), keys[-1]
+    current = ""
+    fallback = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("[") and not line.startswith("[["):
+            current = line.strip("[] ").replace('"', "")
+            if current == ".".join(keys):
+                fallback = number  # the key is itself a table: its header
+            continue
+        name = line.split("=", 1)[0].strip().strip('"') if "=" in line else None
+        if name == key and current == table:
+            return number
+        if name is not None and f"{current}.{name}".strip(".") == ".".join(keys):
+            return number
+    return fallback
+
+
+def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
         message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        line = line_of(text, tuple(first["loc"])) if text is not None else None
+        where = f"{origin}:{line}" if line is not None else origin
         raise ConfigError(
-            f"{origin}: {key}: {message}",
+            f"{where}: {key}: {message}",
             hint="see docs/config.md for every key and its default",
         ) from exc
+
+
+def check_file(path: Path) -> Settings:
+    """Validate one config file on its own (``vq config check``); nothing is started."""
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a file", hint="give the path of a config.toml")
+    return _validate(_read_layer(path), str(path), path.read_text(errors="replace"))
+
+
+def config_layers(
+    env: Mapping[str, str] | None = None, *, site_config: Path = SITE_CONFIG
+) -> list[tuple[str, dict[str, Any]]]:
+    """The file layers in merge order, as (source, data); empty files are skipped."""
+    env = os.environ if env is None else env
+    layers = []
+    for label, path in (("site", site_config), ("user", resolve_config_root(env) / "config.toml")):
+        data = _read_layer(path)
+        if data:
+            layers.append((f"{label}:{path}", data))
+    return layers
 
 
 def load_settings(
@@ -234,7 +282,7 @@ def load_settings(
     for path in (site_config, resolve_config_root(env) / "config.toml"):
         layer = _read_layer(path)
         if layer:
-            _validate(layer, str(path))
+            _validate(layer, str(path), path.read_text(errors="replace"))
             merged = _merge(merged, layer)
     if overrides:
         merged = _merge(merged, overrides)
