@@ -169,3 +169,16 @@ def test_malformed_and_oversized_messages_never_hurt_the_daemon(vq: Vq) -> None:
         vq.wait_state(job, "COMPLETED")
     # Nothing hostile was written: exactly our five specs exist.
     assert sorted(p.stem for p in (vq.root / "queue").glob("*.json")) == sorted(jobs)
+
+
+def test_ping_reports_provenance_and_methods(vq: Vq) -> None:
+    vq.start_daemon()
+    ping = vq.json("daemon", "ping")
+    assert ping["provenance"]["version"] == ping["version"]
+    assert ping["provenance"]["executable"].endswith("python")
+    for method in ("submit", "reload", "drain", "undrain", "throttle", "capacity", "admin_status"):
+        assert method in ping["methods"]
+    capacity = vq.run("daemon", "admin-status", "--json").stdout
+    assert '"effective_caps"' in capacity
+    stopped = vq.run("daemon", "ping", check=False) if vq.stop_daemon() is None else None
+    assert stopped is not None and stopped.returncode == 5

@@ -19,12 +19,15 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, try_lock_file
 from vq.config import Settings
@@ -50,7 +53,21 @@ from .rpc import RpcServer
 from .supervisor import Supervisor
 from .watchdog import Watchdog
 
-__all__ = ["Daemon"]
+__all__ = ["Daemon", "provenance"]
+
+
+def provenance(runner: LocalRunner) -> dict[str, str | None]:
+    """What code this daemon runs: version, interpreter, install path, git SHA if any."""
+    package = Path(vq_package.__file__).resolve().parent
+    result = runner.run(["git", "-C", str(package), "rev-parse", "HEAD"], timeout=5)
+    return {
+        "version": __version__,
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "package_path": str(package),
+        "git_sha": result.stdout.strip() if result.ok else None,
+    }
+
 
 log = logging.getLogger("vq.daemon")
 
@@ -94,6 +111,7 @@ class Daemon:
         self.started_at = self.ctx.now()
         self.runner = LocalRunner()
         self.cgroup = CgroupMode("direct", "not probed yet")
+        self.provenance: dict[str, str | None] = {}
         #: Called once for every job that has fully ended (terminal, process gone): terminal
         #: bookkeeping such as notifications and reruns registers here.
         self.ended_listeners: list[Callable[[JobSpec], None]] = [self._rerun, self._sweep]
@@ -216,6 +234,7 @@ class Daemon:
         try:
             self.forkserver.start()
             self.cgroup = probe(self.runner)
+            self.provenance = provenance(self.runner)
             log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
             report = recover(
                 self.ctx,

@@ -51,6 +51,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "started_at": daemon.started_at.isoformat(),
             "state_root": str(ctx.paths.root),
             "methods": sorted(methods),
+            "provenance": daemon.provenance,
             "cgroup_mode": daemon.cgroup.mode,
             "cgroup_reason": daemon.cgroup.reason,
             "caps": {
