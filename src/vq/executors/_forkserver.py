@@ -175,6 +175,67 @@ def _exec_command(req: Request) -> NoReturn:
         os._exit(code)
 
 
+#: Signals the command starts with at their defaults (Python ignores SIGPIPE and SIGXFSZ,
+#: and an ignored signal would survive the exec).
+_DEFAULT_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGCHLD,
+    signal.SIGPIPE,
+    signal.SIGXFSZ,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+)
+
+
+def _which(name: str, env: dict[str, str]) -> str | None:
+    """``execvpe``'s search: the job's own PATH, not the collector's."""
+    if "/" in name:
+        return name
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _spawn_command(req: Request) -> tuple[int | None, int]:
+    """Start the command with ``posix_spawn`` (vfork-cheap): ``(pid, 0)``, or
+    ``(None, 126|127)`` after writing the reason to the job's stderr (execvp's codes)."""
+    argv = req["argv"]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    try:
+        os.chdir(req["cwd"])  # the collector exists for this one command
+        path = _which(argv[0], req["env"])
+        if path is None:
+            raise FileNotFoundError(2, "No such file or directory")
+        pid = os.posix_spawn(
+            path,
+            argv,
+            req["env"],
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, req["stdout"], flags, 0o644),
+                (os.POSIX_SPAWN_OPEN, 2, req["stderr"], flags, 0o644),
+            ],
+            setsigmask=(),
+            setsigdef=_DEFAULT_SIGNALS,
+        )
+        return pid, 0
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        try:
+            fd = os.open(req["stderr"], flags | os.O_CLOEXEC, 0o644)
+            try:
+                _write_all(fd, f"vq: cannot execute '{argv[0]}': {reason}\n".encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        denied = isinstance(exc, OSError) and exc.errno in _PERMISSION_ERRNOS
+        return None, 126 if denied else 127
+
+
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     """Body of the collector process; returns its own exit status (0 = marker written)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
@@ -193,15 +254,26 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
 
     started_at = time.time()
     started = time.monotonic()
-    child = os.fork()
-    if child == 0:
-        _exec_command(req)  # never returns
+    if hasattr(os, "posix_spawn"):
+        spawned, failure = _spawn_command(req)
+        if spawned is None:  # never started: record the exit code execvp would have given
+            return _record(req, started_at, started, failure << 8, None)
+        child = spawned
+    else:  # pragma: no cover - every supported platform has posix_spawn
+        child = os.fork()
+        if child == 0:
+            _exec_command(req)  # never returns
     while True:
         try:
             _, status, rusage = os.wait4(child, 0)
             break
         except InterruptedError:  # pragma: no cover - PEP 475 retries already
             continue
+    return _record(req, started_at, started, status, rusage)
+
+
+def _record(req: Request, started_at: float, started: float, status: int, rusage: Any) -> int:
+    """Write the receipt, then the durable exit marker; the collector's exit status."""
     wall = time.monotonic() - started
     finished_at = time.time()
     if os.WIFSIGNALED(status):
@@ -211,17 +283,17 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     else:
         term_signal = None
         exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
-        command_status = "exited"
+        command_status = "exited" if rusage is not None else "not_run"
 
     receipt = {
         "schema": "vq.resource-usage.v1",
         "status": "ok",
         "source": "wait4",
         "wall_seconds": wall,
-        "user_cpu_seconds": rusage.ru_utime,
-        "system_cpu_seconds": rusage.ru_stime,
-        "active_cpu_seconds": rusage.ru_utime + rusage.ru_stime,
-        "max_rss_kb": rusage.ru_maxrss,
+        "user_cpu_seconds": rusage.ru_utime if rusage else 0.0,
+        "system_cpu_seconds": rusage.ru_stime if rusage else 0.0,
+        "active_cpu_seconds": rusage.ru_utime + rusage.ru_stime if rusage else 0.0,
+        "max_rss_kb": rusage.ru_maxrss if rusage else 0,
         "exit_code": exit_code,
         "signal": term_signal,
         "command_status": command_status,
