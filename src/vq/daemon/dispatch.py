@@ -12,6 +12,13 @@ Order of durable effects for one job (§1.2 item 3, §4.3):
    usual grace.
 
 A launch failure records FAILED with the reason (a dispatch failure, §4.1 item 3).
+
+A job naming a program (§3.4) is re-probed right before step 1, outside any lock (the
+probe runs git and the interpreter, each bounded): an unregistered or unavailable
+program, or an enforced runtime pin that no longer holds, fails the PENDING job with the
+reason; otherwise the claim records the SHA that will run as
+``program_runtime_pin.resolved_git_sha`` and the launch exports the ``VQ_PROGRAM*``
+variables from that same observation.
 """
 
 from __future__ import annotations
@@ -26,14 +33,22 @@ from vq.domain.admission import Request, order_key, plan_dispatch
 from vq.domain.dependencies import evaluate
 from vq.domain.events import make_event, transition_event
 from vq.domain.lifecycle import apply_transition
-from vq.domain.spec import JobSpec
+from vq.domain.programs import (
+    PROGRAM_VARIABLES,
+    ProgramStatus,
+    dispatch_refusal,
+    program_environment,
+)
+from vq.domain.spec import JobSpec, ProgramRuntimePin
 from vq.domain.states import JobState
 from vq.errors import VqError
 from vq.executors.forkserver_client import SERVER_EXITED, ForkServer, LaunchRequest
 from vq.services.context import ServiceContext
 from vq.services.kill import terminate_group
+from vq.services.programs import probe
 from vq.services.query import request_of
 from vq.store.events import append_event
+from vq.transport.local import LocalRunner
 
 from .index import JobIndex
 from .supervisor import LaunchResult, Supervisor
@@ -43,9 +58,17 @@ __all__ = ["Dispatcher", "job_environment"]
 log = logging.getLogger(__name__)
 
 
-def job_environment(base: Mapping[str, str], spec: JobSpec, workdir: str) -> dict[str, str]:
-    """The command's environment: the daemon's own plus the VQ_* job variables."""
+def job_environment(
+    base: Mapping[str, str], spec: JobSpec, workdir: str, program: ProgramStatus | None = None
+) -> dict[str, str]:
+    """The command's environment: the daemon's own plus the VQ_* job variables.
+
+    ``program`` is the dispatch-time probe of ``spec.program`` (its paths and SHA)."""
     env = dict(base)
+    for name in PROGRAM_VARIABLES:
+        env.pop(name, None)  # never inherit another job's program identity
+    if spec.program:
+        env.update(program_environment(spec.program, program))
     env["VQ_JOB_ID"] = spec.id
     env["VQ_WORKDIR"] = workdir
     env["VQ_CPUS"] = str(spec.cpus)
@@ -81,6 +104,7 @@ class Dispatcher:
         hold: Callable[[], bool] = lambda: False,
         command_prefix: Callable[[JobSpec], list[str]] = lambda spec: [],
         on_ended: Callable[[JobSpec], None] = lambda spec: None,
+        runner: LocalRunner | None = None,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
@@ -93,10 +117,12 @@ class Dispatcher:
         self._hold = hold
         self._prefix = command_prefix
         self._on_ended = on_ended
+        self._runner = runner or LocalRunner()
         self._gated: dict[str, JobSpec] = {}  # pending specs with predecessors
         self._groups: dict[str, tuple[str, int]] = {}  # job -> (array group, max parallel)
+        self._dependents: dict[str, set[str]] = {}  # predecessor -> gated dependents
         self._blocked: set[str] = set()
-        self._blocked_generation = -1
+        self._gates_fresh = False  # False: every gated job must be (re)evaluated
 
     def run_pass(self) -> int:
         """Start every admissible job now; returns how many were launched."""
@@ -117,8 +143,11 @@ class Dispatcher:
         chosen = plan_dispatch(candidates, usage, caps, self.ctx.now())
         launched = 0
         for job_id in chosen:
-            spec = self._claim(job_id)
-            if spec is not None and self._launch(spec):
+            ready, program = self._check_program(job_id)
+            if not ready:
+                continue
+            spec = self._claim(job_id, program)
+            if spec is not None and self._launch(spec, program):
                 launched += 1
         return launched
 
@@ -129,36 +158,57 @@ class Dispatcher:
             pending = [s for s in self._index.pending() if s.scheduler_target is None]
             self._order = sorted((request_of(s) for s in pending), key=order_key)
             self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
+            self._dependents = {}
+            for spec in self._gated.values():
+                for predecessor in (*spec.depends_on, *spec.depends_on_any):
+                    self._dependents.setdefault(predecessor, set()).add(spec.id)
             self._groups = {
                 s.id: (s.array_group_id, s.array_max_parallel)
                 for s in pending
                 if s.array_group_id and s.array_max_parallel
             }
-            self._blocked_generation = -1
+            self._gates_fresh = False
         self._order = [r for r in self._order if self._index.is_pending(r.job_id)]
         return self._order
 
     def _apply_gates(self) -> None:
-        """Re-evaluate dependency gates when any state changed; cascade failures.
+        """Re-evaluate the dependency gates that can have changed; cascade failures.
 
-        Runs to a fixed point so a failure propagates through a whole chain at once.
+        Only the dependents of jobs whose state changed since the last pass are checked
+        (all gated jobs after the pending set was rebuilt), so the work follows the
+        graph's edges, not its size squared. Runs to a fixed point so a failure
+        propagates through a whole chain at once.
         """
-        while self._blocked_generation != self._index.state_generation:
-            self._blocked_generation = self._index.state_generation
-            blocked: set[str] = set()
-            for job_id, spec in list(self._gated.items()):
-                if not self._index.is_pending(job_id):
-                    del self._gated[job_id]
+        changes = self._index.take_state_changes()
+        if not self._gates_fresh:
+            self._gates_fresh = True
+            to_check = set(self._gated)
+        else:
+            to_check = set()
+            for job_id in changes:
+                to_check |= self._dependents.get(job_id, set())
+        while to_check:
+            for job_id in to_check:
+                spec = self._gated.get(job_id)
+                if spec is None or not self._index.is_pending(job_id):
+                    self._gated.pop(job_id, None)
+                    self._blocked.discard(job_id)
                     continue
                 gate = evaluate(spec.depends_on, spec.depends_on_any, self._index.dependency_state)
                 if gate.cascade:
                     del self._gated[job_id]
-                    self._cascade(job_id, gate.reason or "a dependency failed")
-                elif not gate.ready:
-                    blocked.add(job_id)
-            self._blocked = blocked
+                    self._blocked.discard(job_id)
+                    self._fail_pending(job_id, gate.reason or "a dependency failed")
+                elif gate.ready:
+                    self._blocked.discard(job_id)
+                else:
+                    self._blocked.add(job_id)
+            to_check = set()
+            for job_id in self._index.take_state_changes():  # cascades just written
+                to_check |= self._dependents.get(job_id, set())
 
-    def _cascade(self, job_id: str, reason: str) -> None:
+    def _fail_pending(self, job_id: str, reason: str) -> None:
+        """PENDING → FAILED (a dependency cascade, or a refused program at dispatch)."""
         now = self.ctx.now()
 
         def mutate(spec: JobSpec) -> JobSpec | None:
@@ -195,7 +245,22 @@ class Dispatcher:
             kept.append(request)
         return kept
 
-    def _claim(self, job_id: str) -> JobSpec | None:
+    def _check_program(self, job_id: str) -> tuple[bool, ProgramStatus | None]:
+        """(may launch, dispatch-time probe) for a chosen job; a refusal fails it (§3.4)."""
+        spec = self._index.get(job_id)
+        if spec is None or spec.program is None:
+            return True, None
+        settings = self.ctx.programs.get(spec.program)
+        status = None
+        if settings is not None:
+            status = probe(spec.program, settings, self._runner, pins=False)
+        reason = dispatch_refusal(spec.program, spec.program_runtime_pin, status)
+        if reason is not None:
+            self._fail_pending(job_id, reason)
+            return False, None
+        return True, status
+
+    def _claim(self, job_id: str, program: ProgramStatus | None = None) -> JobSpec | None:
         now = self.ctx.now()
         workdir = str(self.ctx.paths.workdir(job_id))
         claimed: list[bool] = []
@@ -206,6 +271,12 @@ class Dispatcher:
             if spec.not_before is not None and spec.not_before > now:
                 return None
             spec.workdir = workdir
+            if program is not None:  # the SHA that will actually run, never the submit one
+                pin = spec.program_runtime_pin or ProgramRuntimePin(
+                    program=program.name, kind=program.kind
+                )
+                pin.resolved_git_sha = program.git_sha
+                spec.program_runtime_pin = pin
             claimed.append(True)
             return apply_transition(spec, JobState.RUNNING, now)
 
@@ -223,7 +294,7 @@ class Dispatcher:
         )
         return spec
 
-    def _launch(self, spec: JobSpec) -> bool:
+    def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
         paths = self.ctx.paths
@@ -239,7 +310,7 @@ class Dispatcher:
                 job_id=job_id,
                 argv=[*self._prefix(spec), *spec.command],
                 cwd=Path(spec.cwd) if spec.cwd else workspace,
-                env=job_environment(self._base_env, spec, str(paths.workdir(job_id))),
+                env=job_environment(self._base_env, spec, str(paths.workdir(job_id)), program),
                 stdout=workspace / spec.stdout_path,
                 stderr=workspace / spec.stderr_path,
                 exit_code_path=paths.exit_code(job_id),

@@ -46,6 +46,7 @@ class JobIndex:
         self.pending_generation = 0
         #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
         self.state_generation = 0
+        self._state_changes: set[str] = set()
         self.quarantined: dict[str, Quarantined] = {}
         self._listed_mtime: int | None = None
         #: Notified on every change; long-polls wait on it.
@@ -66,6 +67,7 @@ class JobIndex:
         previous = self._specs.get(spec.id)
         if previous is None or previous.state is not spec.state:
             self.state_generation += 1
+            self._state_changes.add(spec.id)
         self._specs[spec.id] = spec
         self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
@@ -97,6 +99,12 @@ class JobIndex:
     def all(self) -> list[JobSpec]:
         with self._lock:
             return list(self._specs.values())
+
+    def take_state_changes(self) -> set[str]:
+        """Ids whose state changed (or that appeared) since the last call (one consumer)."""
+        with self._lock:
+            changes, self._state_changes = self._state_changes, set()
+        return changes
 
     def dependency_state(self, job_id: str) -> JobState | str | None:
         """A predecessor's state for the dependency gate (see vq.domain.dependencies)."""

@@ -65,6 +65,16 @@ def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
     return SubmitParams.model_validate(data)
 
 
+def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
+    """``program`` and its runtime snapshot (§3.4); refuses an unknown name or a bad pin."""
+    if params.program is None:
+        return {}
+    from vq.services.programs import submit_pin  # runs git/python: only when asked
+
+    pin = submit_pin(ctx.programs, params.program)
+    return {"program": params.program, "program_runtime_pin": pin.model_dump()}
+
+
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
     return [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
@@ -183,7 +193,7 @@ def _write(
             workspace = ctx.paths.workspace(plan["id"])
             # A chain's later segments run in the first one's workspace: only it gets SOURCE.
             own_source = source if params.chain is None or index == 0 else None
-            materialize(own_source, workspace)
+            materialize(own_source, workspace, sync_parent=len(plans) == 1)
             created.append(workspace)
             specs.append(JobSpec(**plan, **extra))
         many = len(specs) > 1
@@ -226,14 +236,17 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
     if params.array_values is not None and not params.array_values:
         raise InvalidInput("--array-from gave no parameter lines")
     warnings = _warnings(ctx, params)
+    program = _program_fields(ctx, params)
     if params.idempotency_key is not None:
         keyed: KeyedSubmit = submit_keyed(
-            ctx, params, lambda extra: _write(ctx, params, _plan(ctx, params)[0], **extra)[0]
+            ctx,
+            params,
+            lambda extra: _write(ctx, params, _plan(ctx, params)[0], **extra, **program)[0],
         )
         specs = [keyed.spec] if keyed.spec is not None else []
         return SubmitResult(specs, warnings, replayed=keyed.replayed, replay_id=keyed.job_id)
     plans, group_id, kind = _plan(ctx, params)
-    specs = _write(ctx, params, plans)
+    specs = _write(ctx, params, plans, **program)
     return SubmitResult(specs, warnings, group_id, kind)
 
 

@@ -114,7 +114,9 @@ def _reading(source: Path) -> Iterator[None]:
 
 
 # --- the transaction --------------------------------------------------------------------
-def materialize(source: Path | None, workspace: Path) -> SourceKind | None:
+def materialize(
+    source: Path | None, workspace: Path, *, sync_parent: bool = True
+) -> SourceKind | None:
     """Create ``workspace`` (which must not exist; its parent must) from ``source``.
 
     The workspace gets the source's content plus an empty ``_vq/``. Returns the source
@@ -140,7 +142,8 @@ def materialize(source: Path | None, workspace: Path) -> SourceKind | None:
         if os.path.lexists(staging):
             log.warning("could not remove staging directory %s", staging)
         raise
-    fsync_dir(workspace.parent)
+    if sync_parent:  # a batch (an array) syncs the parent once for all its workspaces
+        fsync_dir(workspace.parent)
     return kind
 
 
