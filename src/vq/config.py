@@ -13,7 +13,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -33,6 +33,7 @@ __all__ = [
     "DaemonSettings",
     "NotificationSettings",
     "ProfileSettings",
+    "ProgramSettings",
     "Settings",
     "WatchdogSettings",
     "host_logical_cpus",
@@ -172,6 +173,73 @@ class ProfileSettings(BaseModel):
     tags: list[str] | None = None
     retry_max: int | None = Field(default=None, ge=0, le=100)
     clean_workdir_on_terminal: bool | None = None
+    program: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+# pydantic patterns search: anchor them.
+_MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+_SHA = r"^[0-9a-fA-F]{7,64}$"
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+
+
+def _command_path(value: str) -> str:
+    """An absolute path, or a bare name looked up on PATH when probed."""
+    if not value or ("/" in value and not value.startswith("/")) or "\x00" in value:
+        raise ValueError("must be an absolute path or a bare name found on PATH")
+    return value
+
+
+class _Program(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+class BinaryProgram(_Program):
+    """``kind = "binary"``: an executable (``path``); probe: exists and is executable."""
+
+    kind: Literal["binary"]
+    path: str
+
+    _path = field_validator("path")(_command_path)
+
+
+class VenvProgram(_Program):
+    """``kind = "venv"``: an interpreter plus a git checkout, with optional pins (§3.4)."""
+
+    kind: Literal["venv"]
+    python: str
+    git_dir: str
+    branch: str | None = Field(default=None, min_length=1)
+    import_check: str | None = Field(default=None, pattern=_MODULE)
+    expected_git_sha: str | None = Field(default=None, pattern=_SHA)
+    expected_import_version: str | None = Field(default=None, min_length=1)
+
+    _python = field_validator("python")(_command_path)
+
+    @field_validator("git_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return value
+
+
+class ImportProgram(_Program):
+    """``kind = "import"``: ``module`` importable by ``python``, with ``symbols``."""
+
+    kind: Literal["import"]
+    python: str
+    module: str = Field(pattern=_MODULE)
+    symbols: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        default_factory=list
+    )
+
+    _python = field_validator("python")(_command_path)
+
+
+#: ``[programs.NAME]``: one of the three kinds, chosen by its ``kind`` key.
+ProgramSettings = Annotated[
+    BinaryProgram | VenvProgram | ImportProgram, Field(discriminator="kind")
+]
 
 
 class Settings(BaseModel):
@@ -182,7 +250,16 @@ class Settings(BaseModel):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
     profile: dict[str, ProfileSettings] = Field(default_factory=dict)
+    programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
+
+    @field_validator("programs")
+    @classmethod
+    def _program_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not _PROGRAM_NAME.fullmatch(name):
+                raise ValueError(f"program name {name!r} must be 1-64 of letters, digits, ._+-")
+        return value
 
 
 def _read_layer(path: Path) -> dict[str, Any]:
@@ -235,14 +312,25 @@ def line_of(text: str, loc: tuple[str | int, ...]) -> int | None:
     return fallback
 
 
+_PROGRAM_KINDS = ("binary", "venv", "import")
+_MESSAGES = {
+    "extra_forbidden": "unknown key",
+    "union_tag_not_found": "needs kind = one of " + ", ".join(_PROGRAM_KINDS),
+    "union_tag_invalid": "kind must be one of " + ", ".join(_PROGRAM_KINDS),
+}
+
+
 def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        line = line_of(text, tuple(first["loc"])) if text is not None else None
+        loc = tuple(first["loc"])
+        if len(loc) > 2 and loc[0] == "programs" and loc[2] in _PROGRAM_KINDS:
+            loc = loc[:2] + loc[3:]  # the discriminated union's tag is not a key
+        key = ".".join(str(part) for part in loc)
+        message = _MESSAGES.get(first["type"], first["msg"])
+        line = line_of(text, loc) if text is not None else None
         where = f"{origin}:{line}" if line is not None else origin
         raise ConfigError(
             f"{where}: {key}: {message}",

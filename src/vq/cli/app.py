@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "usage": "vq.cli.reports:usage",
     "doctor": "vq.cli.doctor:doctor",
     "profiles": "vq.cli.profiles:profiles",
+    "programs": "vq.cli.programs:programs",
     "config": "vq.cli.config_cmd:config",
 }
 
@@ -61,6 +62,7 @@ SHORT_HELP: dict[str, str] = {
     "usage": "Wall- and CPU-hours per tag, name, day or state.",
     "doctor": "Check the installation and explain problems.",
     "profiles": "List the submit presets ([profile.NAME]).",
+    "programs": "Probe the registered programs ([programs.NAME]).",
     "config": "Show the effective configuration, or check a file.",
 }
 

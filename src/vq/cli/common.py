@@ -48,7 +48,9 @@ def local_context() -> ServiceContext:
     from vq.services.context import ServiceContext
 
     settings = load_settings()
-    return ServiceContext(paths(), settings.daemon.caps(), profiles=settings.profile)
+    return ServiceContext(
+        paths(), settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
+    )
 
 
 def stdout_is_tty() -> bool:

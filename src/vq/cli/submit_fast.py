@@ -42,7 +42,12 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.services.submit import result_payload, submit
 
     settings = load_settings()
-    ctx = ServiceContext(StatePaths.from_env(), settings.daemon.caps(), profiles=settings.profile)
+    ctx = ServiceContext(
+        StatePaths.from_env(),
+        settings.daemon.caps(),
+        profiles=settings.profile,
+        programs=settings.programs,
+    )
     return result_payload(submit(ctx, parse_params(SubmitParams, params)))
 
 

@@ -95,6 +95,7 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "Repeat-safe submit: the same key and intent return the same job.",
     ),
     Option("--profile", "profile", "str", "Presets from [profile.NAME]; flags given win."),
+    Option("--program", "program", "str", "A registered [programs.NAME]; pins checked."),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
@@ -114,6 +115,7 @@ PARAM_OPTION = {
     "tags": "tags",
     "retry_max": "retry_max",
     "clean_workdir_on_terminal": "clean_workdir",
+    "program": "program",
 }
 
 
@@ -249,6 +251,7 @@ def build_params(
         "clean_workdir_on_terminal": bool(values.get("clean_workdir")),
         "idempotency_key": values.get("idempotency_key"),
         "profile": values.get("profile"),
+        "program": values.get("program"),
     }
     given = values.get(GIVEN)
     if given is not None:

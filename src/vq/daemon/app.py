@@ -93,7 +93,9 @@ class Daemon:
         self.paths = paths
         self.auto_resume = auto_resume
         self.settings = settings
-        self.ctx = ServiceContext(paths, settings.daemon.caps(), profiles=settings.profile)
+        self.ctx = ServiceContext(
+            paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
+        )
         self.holds = Holds(
             self.ctx,
             settings,

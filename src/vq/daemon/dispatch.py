@@ -38,8 +38,9 @@ from vq.domain.programs import (
     ProgramStatus,
     dispatch_refusal,
     program_environment,
+    resolved_pin,
 )
-from vq.domain.spec import JobSpec, ProgramRuntimePin
+from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import VqError
 from vq.executors.forkserver_client import SERVER_EXITED, ForkServer, LaunchRequest
@@ -272,11 +273,7 @@ class Dispatcher:
                 return None
             spec.workdir = workdir
             if program is not None:  # the SHA that will actually run, never the submit one
-                pin = spec.program_runtime_pin or ProgramRuntimePin(
-                    program=program.name, kind=program.kind
-                )
-                pin.resolved_git_sha = program.git_sha
-                spec.program_runtime_pin = pin
+                spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
             claimed.append(True)
             return apply_transition(spec, JobState.RUNNING, now)
 

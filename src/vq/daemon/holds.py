@@ -126,6 +126,7 @@ class Holds:
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
         self.ctx.profiles = settings.profile
+        self.ctx.programs = settings.programs
         self.configured = settings.daemon.caps()
         caps = self.apply_caps()
         return {

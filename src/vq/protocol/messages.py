@@ -53,6 +53,8 @@ class SubmitParams(BaseModel):
     chain: int | None = Field(default=None, ge=2, le=10000)
     #: ``--profile NAME``: presets from ``[profile.NAME]``; explicit fields win
     profile: str | None = Field(default=None, min_length=1, max_length=128)
+    #: ``--program NAME``: a ``[programs.NAME]`` entry, checked at submit and dispatch
+    program: str | None = Field(default=None, min_length=1, max_length=128)
 
     @field_validator("command")
     @classmethod

@@ -30,6 +30,8 @@ class ServiceContext:
     random_bytes: Callable[[int], bytes] = os.urandom
     #: ``[profile.NAME]`` presets (name → pydantic model with JobSpec field names)
     profiles: Mapping[str, Any] = field(default_factory=dict)
+    #: ``[programs.NAME]`` registry (name → ``vq.config.ProgramSettings``), §3.4
+    programs: Mapping[str, Any] = field(default_factory=dict)
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

@@ -186,6 +186,31 @@ def check_disk(paths: StatePaths) -> Check:
     return Check("disk", "ok", f"{free_gb:.1f} GB free under the state root")
 
 
+def check_programs(load: Callable[[], object]) -> list[Check]:
+    """Probe every ``[programs.NAME]``: one warning per unavailable program."""
+    try:
+        settings = load()
+    except VqError:
+        return [Check("programs", "warn", "skipped: the configuration is invalid")]
+    registry = getattr(settings, "programs", None) or {}
+    if not registry:
+        return [Check("programs", "ok", "no programs registered")]
+    from vq.services.programs import probe_all
+
+    statuses = probe_all(registry)
+    bad = [
+        Check(
+            "programs",
+            "warn",
+            f"program {status.name!r} ({status.kind}) is unavailable: {status.reason}",
+            "`vq programs` shows every entry; jobs naming it fail at dispatch",
+        )
+        for status in statuses
+        if not status.available
+    ]
+    return bad or [Check("programs", "ok", f"{len(statuses)} program(s) available")]
+
+
 def run_checks(
     paths: StatePaths,
     ping: dict[str, Any] | None,
@@ -197,6 +222,7 @@ def run_checks(
         ("daemon", lambda: check_daemon(ping, paths)),
         ("config", lambda: check_config(load_config)),
         ("cgroups", lambda: check_cgroups(ping)),
+        ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("disk", lambda: check_disk(paths)),
     ]
