@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -132,3 +133,21 @@ def test_reattached_job_completes_and_can_be_waited_on(vq: Vq, tmp_path: Path) -
     assert vq.run("wait", job, "--timeout", "30s").returncode == 0
     assert time.monotonic() - started < 30
     assert vq.state(job) == "COMPLETED"
+
+
+def test_restart_reaps_a_killed_job_whose_pid_was_never_recorded(vq: Vq) -> None:
+    """Killed between its claim and its pid record, then the daemon crashed: the command
+    still runs, the spec is KILLED without a pgid; recovery finds it by VQ_JOB_ID."""
+    vq.start_daemon()
+    job = vq.submit("--", "sleep", "300")
+    wait_until(lambda: vq.spec(job)["pgid"])
+    _kill_daemon(vq)
+    spec_path = vq.root / "queue" / f"{job}.json"
+    data = json.loads(spec_path.read_text())
+    data.update(state="KILLED", pid=None, pgid=None, pid_start_time=None)
+    spec_path.write_text(json.dumps(data))
+    assert processes_with_env(f"VQ_JOB_ID={job}")
+    vq.start_daemon()
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=15)
+    assert vq.state(job) == "KILLED"
+    assert "leaked groups reaped" in (vq.root / "daemon.log").read_text()

@@ -33,7 +33,7 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import CorruptSpec, NotFound
 from vq.executors import procs
-from vq.executors.identity import find_job_processes, group_is_job
+from vq.executors.identity import group_is_job, job_processes
 from vq.services.context import ServiceContext
 from vq.services.outcomes import finish_attempt, read_exit_marker
 from vq.services.siblings import create_sibling
@@ -66,11 +66,12 @@ def _kill_group(pgid: int) -> None:
     procs.signal_group(pgid, signal.SIGKILL)
 
 
-def _locate_group(spec: JobSpec) -> tuple[int | None, int | None]:
-    """The job's (pgid, leader start ticks), from the spec or from a process search."""
+def _locate_group(spec: JobSpec, by_job: dict[str, list[int]]) -> tuple[int | None, int | None]:
+    """The job's (pgid, leader start ticks), from the spec or from its processes'
+    ``VQ_JOB_ID`` environment (a launch whose pid was never recorded)."""
     if spec.pgid is not None:
         return spec.pgid, spec.pid_start_time
-    for pid in find_job_processes(spec.id):
+    for pid in by_job.get(spec.id, []):
         stat = procs.read_stat(pid)
         if stat is not None:
             leader = procs.read_stat(stat.pgid)
@@ -85,8 +86,9 @@ def _recover_active(
     report: RecoveryReport,
     on_change: Callable[[JobSpec], None],
     auto_resume: bool,
+    by_job: dict[str, list[int]],
 ) -> None:
-    pgid, start_ticks = _locate_group(spec)
+    pgid, start_ticks = _locate_group(spec, by_job)
     if pgid is not None and group_is_job(spec.id, pgid, start_ticks):
         if procs.is_alive(pgid):
             if spec.pgid is None:
@@ -136,6 +138,7 @@ def recover(
     """Run the pass over every spec in the queue (see module rules)."""
     report = RecoveryReport()
     groups = procs.live_groups()  # one /proc scan for the whole pass
+    by_job = job_processes()  # and one environment scan
     for job_id in sorted(ctx.store.list_ids()):
         if stop.is_set():
             report.interrupted = True
@@ -149,15 +152,13 @@ def recover(
         if spec.state is JobState.PENDING or spec.scheduler_target is not None:
             continue
         if spec.state in ACTIVE:
-            _recover_active(ctx, spec, supervisor, report, on_change, auto_resume)
-        elif (
-            spec.pgid is not None
-            and spec.pgid in groups
-            and group_is_job(spec.id, spec.pgid, spec.pid_start_time)
-        ):
-            log.info(
-                "job %s is %s but its group %d survives; reaping", job_id, spec.state, spec.pgid
-            )
-            _kill_group(spec.pgid)
+            _recover_active(ctx, spec, supervisor, report, on_change, auto_resume, by_job)
+            continue
+        # Terminal: reap a group that survives behind it — recorded, or (killed before
+        # its pid was recorded) found through its processes' VQ_JOB_ID.
+        pgid, start_ticks = _locate_group(spec, by_job)
+        if pgid is not None and pgid in groups and group_is_job(spec.id, pgid, start_ticks):
+            log.info("job %s is %s but its group %d survives; reaping", job_id, spec.state, pgid)
+            _kill_group(pgid)
             report.reaped_leaks.append(job_id)
     return report

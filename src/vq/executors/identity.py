@@ -12,7 +12,7 @@ import os
 
 from vq.executors import procs
 
-__all__ = ["find_job_processes", "group_is_job", "job_env_marker"]
+__all__ = ["find_job_processes", "group_is_job", "job_env_marker", "job_processes"]
 
 
 def job_env_marker(job_id: str) -> bytes:
@@ -46,4 +46,23 @@ def find_job_processes(job_id: str) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit() and procs.is_alive(int(entry)) and _environ_has(int(entry), marker):
             found.append(int(entry))
+    return found
+
+
+def job_processes() -> dict[str, list[int]]:
+    """One scan of ``/proc``: live pids by the ``VQ_JOB_ID`` in their environment."""
+    found: dict[str, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or not procs.is_alive(int(entry)):
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        start = environ.find(b"VQ_JOB_ID=")
+        if start == 0 or (start > 0 and environ[start - 1 : start] == b"\0"):
+            end = environ.find(b"\0", start)
+            job_id = environ[start + 10 : end if end >= 0 else None].decode(errors="replace")
+            found.setdefault(job_id, []).append(int(entry))
     return found
