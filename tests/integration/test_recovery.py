@@ -29,6 +29,9 @@ def _install_fixture(vq: Vq) -> None:
     vq.root.mkdir(parents=True)
     shutil.copytree(FIXTURE / "queue", vq.root / "queue")
     shutil.copytree(FIXTURE / "jobs", vq.root / "jobs")
+    # git keeps no empty directories: give every job its workspace as a crash leaves it.
+    for spec in (vq.root / "queue").glob("*.json"):
+        (vq.root / "jobs" / spec.stem / "_vq").mkdir(parents=True, exist_ok=True)
 
 
 @pytest.mark.parametrize("auto_resume", [False, True])
