@@ -46,274 +46,37 @@ floor even for ``/bin/true``; above it the figure is exact.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import select
 import signal
 import sys
-import time
 
 TYPE_CHECKING = False  # mypy treats this name as true; at run time nothing is imported
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any
 
     Request = dict[str, Any]
 
-_MAX_FD = 1 << 16
-_READ_SIZE = 1 << 16
-_POLL_SECONDS = 1.0
-_PERMISSION_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
-
-_USAGE_SEMANTICS = {
-    "wall_seconds": "monotonic time from command fork to wait4 return",
-    "cpu": (
-        "getrusage of the waited command and its waited-for descendants "
-        "(RUSAGE_CHILDREN semantics of wait4)"
-    ),
-    "max_rss_kb": "largest resident set of the command or any waited-for descendant, in KiB",
-    "process_count": "not available without a cgroup v2 pids.peak counter",
-}
-
-
-# --------------------------------------------------------------------------------------
-# small helpers (used by both the server and the collector)
-# --------------------------------------------------------------------------------------
-def _iso_utc(t: float) -> str:
-    """ISO-8601 UTC timestamp with microseconds, e.g. ``2024-05-01T12:00:00.123456+00:00``."""
-    seconds = int(t)
-    micros = int((t - seconds) * 1_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micros:06d}+00:00"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
-    """temp file in the same directory → write → fsync → rename → fsync(directory).
-
-    ``durable=False`` skips both fsyncs (still atomic against readers). The receipt is
-    written that way: the exit marker written right after it is durable, and its
-    directory fsync also makes the receipt's rename durable.
-    """
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if not durable:
-        return
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def _start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (split after the last ')': comm may contain anything)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-        return int(raw[raw.rindex(b")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _stderr(message: str) -> None:
-    try:
-        _write_all(2, f"vq-forkserver: {message}\n".encode("utf-8", "replace"))
-    except OSError:
-        pass
-
-
-# --------------------------------------------------------------------------------------
-# collector: the forked child of the server, one per job
-# --------------------------------------------------------------------------------------
-def _exec_command(req: Request) -> NoReturn:
-    """In the command child: wire fds, chdir, exec. Never returns."""
-    argv = req["argv"]
-    code = 127
-    try:
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-            out_fd = os.open(req["stdout"], flags, 0o644)
-            err_fd = os.open(req["stderr"], flags, 0o644)
-            null_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-            os.dup2(null_fd, 0)
-            os.dup2(out_fd, 1)
-            os.dup2(err_fd, 2)
-            os.chdir(req["cwd"])
-            os.closerange(3, _MAX_FD)
-            os.execvpe(argv[0], argv, req["env"])
-        except OSError as exc:
-            if exc.errno in _PERMISSION_ERRNOS:
-                code = 126
-            reason = exc.strerror or str(exc)
-            if exc.filename is not None and exc.filename != argv[0]:
-                reason = f"{reason}: {exc.filename}"
-            _write_all(2, f"vq: cannot execute '{argv[0]}': {reason}\n".encode())
-        except BaseException as exc:  # e.g. ValueError for an embedded NUL byte
-            _write_all(2, f"vq: cannot execute '{argv[0]}': {exc}\n".encode())
-    finally:
-        os._exit(code)
-
-
-#: Signals the command starts with at their defaults (Python ignores SIGPIPE and SIGXFSZ,
-#: and an ignored signal would survive the exec).
-_DEFAULT_SIGNALS = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    signal.SIGCHLD,
-    signal.SIGPIPE,
-    signal.SIGXFSZ,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-)
-
-
-def _which(name: str, env: dict[str, str]) -> str | None:
-    """``execvpe``'s search: the job's own PATH, not the collector's."""
-    if "/" in name:
-        return name
-    for directory in env.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-def _spawn_command(req: Request) -> tuple[int | None, int]:
-    """Start the command with ``posix_spawn`` (vfork-cheap): ``(pid, 0)``, or
-    ``(None, 126|127)`` after writing the reason to the job's stderr (execvp's codes)."""
-    argv = req["argv"]
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-    try:
-        os.chdir(req["cwd"])  # the collector exists for this one command
-        path = _which(argv[0], req["env"])
-        if path is None:
-            raise FileNotFoundError(2, "No such file or directory")
-        pid = os.posix_spawn(
-            path,
-            argv,
-            req["env"],
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, req["stdout"], flags, 0o644),
-                (os.POSIX_SPAWN_OPEN, 2, req["stderr"], flags, 0o644),
-            ],
-            setsigmask=(),
-            setsigdef=_DEFAULT_SIGNALS,
-        )
-        return pid, 0
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        try:
-            fd = os.open(req["stderr"], flags | os.O_CLOEXEC, 0o644)
-            try:
-                _write_all(fd, f"vq: cannot execute '{argv[0]}': {reason}\n".encode())
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
-        denied = isinstance(exc, OSError) and exc.errno in _PERMISSION_ERRNOS
-        return None, 126 if denied else 127
-
-
-def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
-    """Body of the collector process; returns its own exit status (0 = marker written)."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
-    for fd in close_fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    os.setsid()  # leads a new session and process group: pgid == pid
-    try:
-        os.write(sync_w, b"!")  # tells the server that pgid == pid now holds
-    finally:
-        os.close(sync_w)
-
-    started_at = time.time()
-    started = time.monotonic()
-    if hasattr(os, "posix_spawn"):
-        spawned, failure = _spawn_command(req)
-        if spawned is None:  # never started: record the exit code execvp would have given
-            return _record(req, started_at, started, failure << 8, None)
-        child = spawned
-    else:  # pragma: no cover - every supported platform has posix_spawn
-        child = os.fork()
-        if child == 0:
-            _exec_command(req)  # never returns
-    while True:
-        try:
-            _, status, rusage = os.wait4(child, 0)
-            break
-        except InterruptedError:  # pragma: no cover - PEP 475 retries already
-            continue
-    return _record(req, started_at, started, status, rusage)
-
-
-def _record(req: Request, started_at: float, started: float, status: int, rusage: Any) -> int:
-    """Write the receipt, then the durable exit marker; the collector's exit status."""
-    wall = time.monotonic() - started
-    finished_at = time.time()
-    if os.WIFSIGNALED(status):
-        term_signal = os.WTERMSIG(status)
-        exit_code = 128 + term_signal
-        command_status = "signaled"
-    else:
-        term_signal = None
-        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
-        command_status = "exited" if rusage is not None else "not_run"
-
-    receipt = {
-        "schema": "vq.resource-usage.v1",
-        "status": "ok",
-        "source": "wait4",
-        "wall_seconds": wall,
-        "user_cpu_seconds": rusage.ru_utime if rusage else 0.0,
-        "system_cpu_seconds": rusage.ru_stime if rusage else 0.0,
-        "active_cpu_seconds": rusage.ru_utime + rusage.ru_stime if rusage else 0.0,
-        "max_rss_kb": rusage.ru_maxrss if rusage else 0,
-        "exit_code": exit_code,
-        "signal": term_signal,
-        "command_status": command_status,
-        "started_at": _iso_utc(started_at),
-        "finished_at": _iso_utc(finished_at),
-        "process_count": None,
-        "semantics": _USAGE_SEMANTICS,
-    }
-    try:
-        _atomic_write(
-            req["usage_path"], (json.dumps(receipt, indent=1) + "\n").encode(), durable=False
-        )
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
-    try:
-        _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write exit marker: {exc}")
-        return 1
-    return 0
+# The collector lives in a sibling module. Run as a script with ``-I -S`` the package is
+# not importable, so the script's own directory is put on the path for it.
+try:
+    from vq.executors._collector import (
+        _POLL_SECONDS,
+        _READ_SIZE,
+        _collector,
+        _start_ticks,
+        _stderr,
+    )
+except ImportError:  # pragma: no cover - exercised by every real daemon start
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _collector import (  # type: ignore[import-not-found,no-redef]
+        _POLL_SECONDS,
+        _READ_SIZE,
+        _collector,
+        _start_ticks,
+        _stderr,
+    )
 
 
 # --------------------------------------------------------------------------------------

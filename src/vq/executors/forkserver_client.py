@@ -34,7 +34,6 @@ Contracts:
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import socket
@@ -42,15 +41,23 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vq.errors import VqError
+from vq.executors._fsconn import Connection, Waiter
+from vq.executors.launch import (
+    SERVER_EXITED,
+    CollectorExit,
+    LaunchCallback,
+    Launched,
+    LaunchError,
+    LaunchRequest,
+)
 
 log = logging.getLogger(__name__)
 
-__all__ = [
+__all__ = [  # the launch types are re-exported for the modules that import them from here
+    "SERVER_EXITED",
     "SERVER_SCRIPT",
     "CollectorExit",
     "ForkServer",
@@ -66,151 +73,6 @@ _RECV_SIZE = 1 << 16
 _REAP_SECONDS = 5.0
 
 
-#: The error of launches that were in flight when the server died: the collector may or
-#: may not have been forked.
-SERVER_EXITED = "the fork server exited"
-
-
-class LaunchError(VqError):
-    """A job could not be launched (or its launch was not confirmed in time)."""
-
-    default_reference = "launch-failed"
-
-
-@dataclass(frozen=True)
-class LaunchRequest:
-    """One job to launch. Every path must be absolute; ``argv`` must not be empty.
-
-    ``argv[0]`` is looked up on ``env["PATH"]`` (not the daemon's PATH) unless it contains
-    a slash. ``stdout``/``stderr`` are opened in append mode (created 0644 if missing).
-    """
-
-    job_id: str
-    argv: list[str]
-    cwd: Path
-    env: dict[str, str]
-    stdout: Path
-    stderr: Path
-    exit_code_path: Path
-    usage_path: Path
-
-    def to_message(self) -> dict[str, Any]:
-        """The ``launch`` wire message; raises ValueError for an ill-formed request."""
-        if not self.argv:
-            raise ValueError(f"job {self.job_id}: argv is empty")
-        paths = {
-            "cwd": self.cwd,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "exit_code_path": self.exit_code_path,
-            "usage_path": self.usage_path,
-        }
-        for name, path in paths.items():
-            if not Path(path).is_absolute():
-                raise ValueError(f"job {self.job_id}: {name} must be absolute, got {path}")
-        return {
-            "op": "launch",
-            "job_id": self.job_id,
-            "argv": [str(arg) for arg in self.argv],
-            "env": {str(k): str(v) for k, v in self.env.items()},
-            **{name: str(path) for name, path in paths.items()},
-        }
-
-
-@dataclass(frozen=True)
-class Launched:
-    """A launched job: its collector's pid, which is also the job's process-group id.
-
-    ``start_ticks`` (field 22 of ``/proc/<pid>/stat``) pins the identity of the pid
-    against reuse; see :func:`vq.executors.procs.matches_identity`.
-    """
-
-    job_id: str
-    pid: int
-    pgid: int
-    start_ticks: int | None
-
-
-@dataclass(frozen=True)
-class CollectorExit:
-    """A collector reaped by the server.
-
-    ``exit_code`` is set when the collector exited (0: receipt and marker written, 1:
-    the marker could not be written); ``signal`` when it was killed (then no marker was
-    written by it). The job's own exit code is in its exit-code marker.
-    """
-
-    job_id: str
-    pid: int
-    exit_code: int | None
-    signal: int | None
-
-
-#: Called as (job_id, Launched, None, True) on success, or (job_id, None, error, sent) on
-#: failure, where ``sent`` says whether the request reached the server (if it did, the
-#: collector may have been forked before the server died).
-LaunchCallback = Callable[[str, "Launched | None", "str | None", bool], None]
-
-
-class _Waiter:
-    __slots__ = ("callback", "error", "event", "launched", "sent")
-
-    def __init__(self, callback: LaunchCallback | None = None) -> None:
-        self.event = threading.Event()
-        self.launched: Launched | None = None
-        self.error: str | None = None
-        self.callback = callback
-        self.sent = False
-
-    def settle(self, job_id: str) -> None:
-        """Wake the blocking caller, or run the asynchronous caller's callback."""
-        if self.callback is None:
-            self.event.set()
-            return
-        try:
-            self.callback(job_id, self.launched, self.error, self.sent)
-        except Exception:
-            log.exception("launch callback failed for job %s", job_id)
-
-
-class _Connection:
-    """One spawned server: its process, its socket and the replies awaited from it."""
-
-    def __init__(self, sock: socket.socket, proc: subprocess.Popen[bytes]) -> None:
-        self.sock = sock
-        self.proc = proc
-        self.lock = threading.Lock()  # guards writes, pending, pongs and dead
-        self.pending: dict[str, _Waiter] = {}
-        self.pongs: collections.deque[_Waiter] = collections.deque()
-        self.dead = False
-        self.closing = False
-        self.reader: threading.Thread | None = None
-
-    def usable(self) -> bool:
-        return not self.dead and self.proc.poll() is None
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Write one line; the caller holds ``lock``. A failed write kills the stream."""
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
-        try:
-            self.sock.sendall(data, socket.MSG_NOSIGNAL)
-        except OSError:
-            # A partial line would corrupt the stream: make the server see EOF and exit.
-            try:
-                self.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            raise
-
-    def reap(self) -> int | None:
-        try:
-            return self.proc.wait(timeout=_REAP_SECONDS)
-        except subprocess.TimeoutExpired:
-            log.warning("fork server %d did not exit; killing it", self.proc.pid)
-            self.proc.kill()
-            return self.proc.wait()
-
-
 class ForkServer:
     """Client of one fork-server process. See the module docstring for the contracts."""
 
@@ -220,7 +82,7 @@ class ForkServer:
         self._on_exit = on_exit
         self._python = python
         self._state_lock = threading.Lock()
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -251,7 +113,7 @@ class ForkServer:
                 ) from exc
             finally:
                 child.close()
-            conn = _Connection(parent, proc)
+            conn = Connection(parent, proc)
             conn.reader = threading.Thread(
                 target=self._read_loop,
                 args=(conn,),
@@ -302,7 +164,7 @@ class ForkServer:
         message = request.to_message()
         job_id = request.job_id
         conn = self._conn
-        waiter = _Waiter()
+        waiter = Waiter()
         if conn is None:
             raise LaunchError(
                 f"cannot launch job {job_id}: the fork server is not running",
@@ -351,7 +213,7 @@ class ForkServer:
         message = request.to_message()
         job_id = request.job_id
         conn = self._conn
-        waiter = _Waiter(callback)
+        waiter = Waiter(callback)
         if conn is None:
             waiter.error = "the fork server is not running"
             waiter.settle(job_id)
@@ -379,7 +241,7 @@ class ForkServer:
         conn = self._conn
         if conn is None:
             return False
-        waiter = _Waiter()
+        waiter = Waiter()
         with conn.lock:
             if conn.dead:
                 return False
@@ -392,7 +254,7 @@ class ForkServer:
         return waiter.event.wait(timeout) and waiter.error is None
 
     # --- internals -------------------------------------------------------------------
-    def _dispose(self, conn: _Connection) -> None:
+    def _dispose(self, conn: Connection) -> None:
         conn.closing = True
         try:
             conn.sock.shutdown(socket.SHUT_WR)  # the server reads EOF and exits
@@ -403,7 +265,7 @@ class ForkServer:
             conn.reader.join(_REAP_SECONDS)
         conn.sock.close()
 
-    def _read_loop(self, conn: _Connection) -> None:
+    def _read_loop(self, conn: Connection) -> None:
         buffer = b""
         try:
             while True:
@@ -421,7 +283,7 @@ class ForkServer:
         finally:
             self._connection_lost(conn)
 
-    def _connection_lost(self, conn: _Connection) -> None:
+    def _connection_lost(self, conn: Connection) -> None:
         with conn.lock:
             conn.dead = True
             pending_items = list(conn.pending.items())
@@ -443,7 +305,7 @@ class ForkServer:
         status = conn.reap()
         log.warning("fork server %d exited unexpectedly (status %s)", conn.proc.pid, status)
 
-    def _dispatch(self, conn: _Connection, line: bytes) -> None:
+    def _dispatch(self, conn: Connection, line: bytes) -> None:
         try:
             msg = json.loads(line)
             event = msg["event"]
@@ -478,7 +340,7 @@ class ForkServer:
         else:
             log.warning("ignoring unknown fork-server event %r", event)
 
-    def _deliver_launch(self, conn: _Connection, msg: dict[str, Any]) -> None:
+    def _deliver_launch(self, conn: Connection, msg: dict[str, Any]) -> None:
         job_id = str(msg.get("job_id"))
         launched: Launched | None = None
         if msg["event"] == "launched":
