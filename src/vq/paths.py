@@ -106,6 +106,10 @@ class StatePaths:
     def exit_code(self, job_id: str) -> Path:
         return self.meta_dir(job_id) / "exit-code"
 
+    def collector_pid(self, job_id: str) -> Path:
+        """``<pid> <start ticks>`` of the job's collector, written as it starts."""
+        return self.meta_dir(job_id) / "collector.pid"
+
     def resource_usage(self, job_id: str) -> Path:
         return self.meta_dir(job_id) / "resource-usage.json"
 

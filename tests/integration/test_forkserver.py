@@ -145,9 +145,12 @@ def test_launch_runs_command_and_writes_receipt_then_marker(harness: Harness) ->
     assert usage["started_at"].endswith("+00:00")
     # no temp files left behind by the atomic writes
     assert sorted(p.name for p in request.exit_code_path.parent.iterdir()) == [
+        "collector.pid",
         "exit-code",
         "resource-usage.json",
     ]
+    pid_text, ticks_text = (request.exit_code_path.parent / "collector.pid").read_text().split()
+    assert int(pid_text) > 1 and int(ticks_text) > 0
 
 
 def test_output_files_are_appended_not_truncated(harness: Harness) -> None:

@@ -224,7 +224,12 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.root = Path(tempfile.mkdtemp(prefix="vq-lifecycle-"))
         self.clock_offset = timedelta(0)
         self.daemon = InProcessDaemon(self.root, self._now)
-        self.daemon.start()
+        try:
+            self.daemon.start()
+        except BaseException:  # no teardown() follows a failed __init__
+            self.daemon.forkserver.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
         self.submitted: dict[str, Submitted] = {}
         self.first_terminal: dict[str, tuple[JobState, datetime | None]] = {}
         self.retry_counts: dict[str, int] = {}

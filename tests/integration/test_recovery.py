@@ -154,3 +154,39 @@ def test_restart_reaps_a_killed_job_whose_pid_was_never_recorded(vq: Vq) -> None
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=15)
     assert vq.state(job) == "KILLED"
     assert "leaked groups reaped" in (vq.root / "daemon.log").read_text()
+
+
+def test_restart_reattaches_a_job_whose_pid_was_not_recorded_yet(vq: Vq, tmp_path: Path) -> None:
+    """Crash between the claim and the pid record: the collector's own collector.pid
+    lets recovery reattach the running job instead of aborting it."""
+    go = tmp_path / "go"
+    vq.start_daemon()
+    job = vq.submit("--", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; echo ok")
+    wait_until(lambda: vq.spec(job)["pgid"])
+    _kill_daemon(vq)
+    spec_path = vq.root / "queue" / f"{job}.json"
+    data = json.loads(spec_path.read_text())
+    data.update(pid=None, pgid=None, pid_start_time=None)
+    spec_path.write_text(json.dumps(data))
+    vq.start_daemon()
+    assert vq.state(job) == "RUNNING"
+    assert vq.spec(job)["pgid"] is not None
+    go.touch()
+    vq.wait_state(job, "COMPLETED")
+    assert vq.run("logs", job).stdout == "ok\n"
+
+
+def test_pause_before_a_restart_does_not_stretch_wall_time(vq: Vq) -> None:
+    vq.start_daemon()
+    job = vq.submit("--wall-time", "2s", "--", "sleep", "60")
+    wait_until(lambda: vq.spec(job)["pgid"])
+    vq.run("pause", job)
+    time.sleep(3.0)  # a long pause, then a crash while paused
+    _kill_daemon(vq)
+    vq.start_daemon()
+    assert vq.state(job) == "SUSPENDED"
+    resumed = time.monotonic()
+    vq.run("resume", job)
+    vq.wait_state(job, "TIME_EXCEEDED", timeout=20)
+    # At most the 2 s limit (plus the loop tick) after the resume — not 2 s + the pause.
+    assert time.monotonic() - resumed < 4.0

@@ -296,7 +296,11 @@ class Dispatcher:
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
         paths = self.ctx.paths
         job_id = spec.id
-        for stale in (paths.exit_code(job_id), paths.resource_usage(job_id)):
+        for stale in (
+            paths.exit_code(job_id),
+            paths.resource_usage(job_id),
+            paths.collector_pid(job_id),
+        ):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stale)  # a previous attempt's marker must never be read as ours
         workspace = paths.workspace(job_id)

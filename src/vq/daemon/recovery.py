@@ -66,11 +66,27 @@ def _kill_group(pgid: int) -> None:
     procs.signal_group(pgid, signal.SIGKILL)
 
 
-def _locate_group(spec: JobSpec, by_job: dict[str, list[int]]) -> tuple[int | None, int | None]:
-    """The job's (pgid, leader start ticks), from the spec or from its processes'
-    ``VQ_JOB_ID`` environment (a launch whose pid was never recorded)."""
+def _collector_record(ctx: ServiceContext, job_id: str) -> tuple[int, int] | None:
+    """The live collector named by ``_vq/collector.pid`` (identity-checked), if any."""
+    try:
+        pid_text, ticks_text = ctx.paths.collector_pid(job_id).read_text().split()
+        pid, ticks = int(pid_text), int(ticks_text)
+    except (OSError, ValueError):
+        return None
+    return (pid, ticks) if procs.matches_identity(pid, ticks) else None
+
+
+def _locate_group(
+    ctx: ServiceContext, spec: JobSpec, by_job: dict[str, list[int]]
+) -> tuple[int | None, int | None]:
+    """The job's (pgid, leader start ticks): from the spec, else (a launch whose pid was
+    never recorded) from the collector's own ``collector.pid``, else from the
+    ``VQ_JOB_ID`` environment of its processes."""
     if spec.pgid is not None:
         return spec.pgid, spec.pid_start_time
+    record = _collector_record(ctx, spec.id)
+    if record is not None:
+        return record
     for pid in by_job.get(spec.id, []):
         stat = procs.read_stat(pid)
         if stat is not None:
@@ -88,7 +104,7 @@ def _recover_active(
     auto_resume: bool,
     by_job: dict[str, list[int]],
 ) -> None:
-    pgid, start_ticks = _locate_group(spec, by_job)
+    pgid, start_ticks = _locate_group(ctx, spec, by_job)
     if pgid is not None and group_is_job(spec.id, pgid, start_ticks):
         if procs.is_alive(pgid):
             if spec.pgid is None:
@@ -156,7 +172,7 @@ def recover(
             continue
         # Terminal: reap a group that survives behind it — recorded, or (killed before
         # its pid was recorded) found through its processes' VQ_JOB_ID.
-        pgid, start_ticks = _locate_group(spec, by_job)
+        pgid, start_ticks = _locate_group(ctx, spec, by_job)
         if pgid is not None and pgid in groups and group_is_job(spec.id, pgid, start_ticks):
             log.info("job %s is %s but its group %d survives; reaping", job_id, spec.state, pgid)
             _kill_group(pgid)

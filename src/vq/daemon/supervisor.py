@@ -42,6 +42,16 @@ SETTLE_SECONDS = 2.0
 log = logging.getLogger(__name__)
 
 
+def _paused_before(spec: JobSpec, now: float) -> float:
+    """Pause time to discount from a fresh wall-time epoch starting ``now``: the recorded
+    total plus, for a job suspended right now, the part of its pause before ``now`` (it
+    is added to the total only at resume, and must not count against time after it)."""
+    ongoing = 0.0
+    if spec.state is JobState.SUSPENDED and spec.paused_monotonic_at is not None:
+        ongoing = max(0.0, now - spec.paused_monotonic_at)
+    return spec.paused_seconds_total + ongoing
+
+
 @dataclass(frozen=True)
 class LaunchResult:
     """The fork server's answer to an asynchronous launch."""
@@ -123,7 +133,7 @@ class Supervisor:
             cpus=spec.cpus,
             mem_mb=effective_mem_mb(spec.mem_mb, self.ctx.caps),
             epoch=self._monotonic(),
-            paused_base=spec.paused_seconds_total,
+            paused_base=_paused_before(spec, self._monotonic()),
             orphan=orphan,
         )
 

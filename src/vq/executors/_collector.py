@@ -213,6 +213,19 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         os.write(sync_w, b"!")  # tells the server that pgid == pid now holds
     finally:
         os.close(sync_w)
+    # Make this group findable by a restarted daemon even before the daemon has recorded
+    # our pid: "<pid> <start ticks>" next to the exit marker (atomic, not fsync'd — no
+    # process survives a power loss anyway).
+    pid = os.getpid()
+    marker_dir = os.path.dirname(req["exit_code_path"])
+    try:
+        _atomic_write(
+            os.path.join(marker_dir, "collector.pid"),
+            f"{pid} {_start_ticks(pid)}\n".encode(),
+            durable=False,
+        )
+    except OSError as exc:
+        _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
 
     started_at = time.time()
     started = time.monotonic()

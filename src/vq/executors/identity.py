@@ -60,9 +60,8 @@ def job_processes() -> dict[str, list[int]]:
                 environ = handle.read()
         except OSError:
             continue
-        start = environ.find(b"VQ_JOB_ID=")
-        if start == 0 or (start > 0 and environ[start - 1 : start] == b"\0"):
-            end = environ.find(b"\0", start)
-            job_id = environ[start + 10 : end if end >= 0 else None].decode(errors="replace")
-            found.setdefault(job_id, []).append(int(entry))
+        for item in environ.split(b"\0"):
+            if item.startswith(b"VQ_JOB_ID="):  # the variable itself, not a suffix of another
+                found.setdefault(item[10:].decode(errors="replace"), []).append(int(entry))
+                break
     return found
