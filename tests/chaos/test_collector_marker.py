@@ -16,30 +16,15 @@ was written and fsynced. Skipped where strace or ptrace is unavailable.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.chaos.tracing import kill_at_syscall, needs_strace
 from tests.conftest import Vq, wait_until
 
 
-def _tracer_pid(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-@pytest.mark.skipif(
-    shutil.which("strace") is None and not os.environ.get("CI"),
-    reason="needs strace (installed by scripts/install-test-deps.sh)",
-)
+@needs_strace
 @pytest.mark.parametrize("retry", [0, 2])
 def test_collector_killed_after_marker_keeps_the_recorded_exit_code(
     vq: Vq, tmp_path: Path, retry: int
@@ -55,26 +40,11 @@ def test_collector_killed_after_marker_keeps_the_recorded_exit_code(
         f"echo run >> {runs}; while [ ! -e {flag} ]; do sleep 0.02; done",
     )
     collector = wait_until(lambda: vq.spec(job).get("pgid"))
-    trace_log, trace_err = tmp_path / "strace.log", tmp_path / "strace.err"
-    argv = ["strace", "-p", str(collector), "-o", str(trace_log), "-e", "trace=exit_group"]
-    argv += ["-e", "inject=exit_group:signal=SIGKILL"]
-    with open(trace_err, "wb") as err:
-        tracer = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        try:
-            wait_until(lambda: _tracer_pid(collector) or tracer.poll() is not None, timeout=10)
-        except AssertionError:
-            pytest.fail("strace did not attach in time")
-        if tracer.poll() is not None:
-            pytest.fail(f"cannot ptrace here: {trace_err.read_text()[-300:]}")
+    with kill_at_syscall(collector, "exit_group", tmp_path) as tracer:
         flag.touch()
         assert tracer.wait(timeout=30) == 0
-    finally:
-        if tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
     # The collector wrote its marker, then died by SIGKILL at exit_group.
-    assert "killed by SIGKILL" in trace_log.read_text()
+    assert "killed by SIGKILL" in (tmp_path / "strace.log").read_text()
     assert (vq.root / "jobs" / job / "_vq" / "exit-code").read_text() == "0\n"
     wait_until(lambda: vq.state(job) != "RUNNING", timeout=20)
     spec = vq.spec(job)

@@ -18,12 +18,9 @@ first ``write`` — the ``launched`` reply, sent after the collector called ``se
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.chaos.tracing import kill_at_syscall, needs_strace
 from tests.conftest import Vq, wait_until
 
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "ABORTED_BY_QUEUE"}
@@ -44,44 +41,16 @@ def _children(ppid: int, needle: str) -> list[int]:
     return found
 
 
-def _tracer_pid(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("TracerPid:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-@pytest.mark.skipif(
-    shutil.which("strace") is None and not os.environ.get("CI"),
-    reason="needs strace (installed by scripts/install-test-deps.sh)",
-)
+@needs_strace
 def test_launch_in_flight_when_fork_server_dies(vq: Vq, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     vq.start_daemon()
     daemon = vq.daemon_pid()
     assert daemon is not None
     (server,) = wait_until(lambda: _children(daemon, "_forkserver.py"))
-    trace_err = tmp_path / "strace.err"
-    argv = ["strace", "-p", str(server), "-o", str(tmp_path / "strace.log")]
-    argv += ["-e", "trace=write", "-e", "inject=write:signal=SIGKILL"]
-    with open(trace_err, "wb") as err:
-        tracer = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        try:
-            wait_until(lambda: _tracer_pid(server) or tracer.poll() is not None, timeout=10)
-        except AssertionError:
-            pytest.fail("strace did not attach in time")
-        if tracer.poll() is not None:
-            pytest.fail(f"cannot ptrace here: {trace_err.read_text()[-300:]}")
+    with kill_at_syscall(server, "write", tmp_path) as tracer:
         job = vq.submit("--", "sh", "-c", f"echo ran >> {runs}")
         assert tracer.wait(timeout=30) == 0  # the server died at its `launched` reply
-    finally:
-        if tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
     marker = vq.root / "jobs" / job / "_vq" / "exit-code"
     wait_until(marker.exists, timeout=20)  # the collector was forked and ran the command
     assert marker.read_text() == "0\n"
