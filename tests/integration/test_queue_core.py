@@ -43,8 +43,9 @@ def test_submit_runs_and_reports_everything(vq: Vq) -> None:
     usage = json.loads((workspace / "_vq" / "resource-usage.json").read_text())
     assert usage["exit_code"] == 0 and usage["status"] == "ok"
     assert (workspace / "_vq" / "exit-code").read_text() == "0\n"
-    kinds = [e["kind"] for e in vq.json("events", job)]
-    assert kinds == ["submitted", "state_transition", "dispatched", "state_transition"]
+    # Events are appended just after the spec writes they describe: poll briefly.
+    expected = ["submitted", "state_transition", "dispatched", "state_transition"]
+    wait_until(lambda: [e["kind"] for e in vq.json("events", job)] == expected, timeout=5)
     rows = vq.json("list")["jobs"]
     assert [r["id"] for r in rows] == [job]
     assert vq.json("list", "--state", "failed")["jobs"] == []

@@ -32,8 +32,11 @@ def test_memory_hog_is_oom_killed_with_evidence(vq: Vq) -> None:
     vq.wait_state(job, "OOM_KILLED", timeout=30)
     spec = vq.spec(job)
     assert "exceeded the 100 MB limit" in spec["failure_reason"]
-    kills = [e for e in _events(vq, job) if e["kind"] == "watchdog_kill"]
-    assert kills and kills[0]["evidence"]["rss_mb"] > 100  # type: ignore[index]
+    # The state is written first and the evidence event appended right after it.
+    kills = wait_until(
+        lambda: [e for e in _events(vq, job) if e["kind"] == "watchdog_kill"], timeout=5
+    )
+    assert kills[0]["evidence"]["rss_mb"] > 100
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=20)
     time.sleep(0.5)
     assert vq.state(job) == "OOM_KILLED"  # never revised by the collector's exit

@@ -143,11 +143,14 @@ def test_flaky_job_succeeds_on_second_retry(vq: Vq, tmp_path: Path) -> None:
     spec = vq.spec(job)
     assert spec["retry_count"] == 2 and spec["exit_code"] == 0
     assert counter.read_text().strip() == "3"
-    transitions = [
-        (e["from"], e["to"]) for e in vq.json("events", job) if e["kind"] == "state_transition"
-    ]
-    assert transitions.count(("RUNNING", "PENDING")) == 2
-    assert transitions[-1] == ("RUNNING", "COMPLETED")
+
+    def transitions() -> list[tuple[str, str]]:
+        events = vq.json("events", job)
+        return [(e["from"], e["to"]) for e in events if e["kind"] == "state_transition"]
+
+    # The last event is appended just after the spec write that ended the job.
+    final = wait_until(lambda: transitions()[-1] == ("RUNNING", "COMPLETED") and transitions())
+    assert final.count(("RUNNING", "PENDING")) == 2
 
 
 def test_retry_budget_exhausted_fails(vq: Vq) -> None:
