@@ -62,13 +62,7 @@ def _kill_locally(job_id: str) -> dict[str, Any]:
     outcome = kill_job(local_context(), job_id)
     if outcome.signaled and outcome.spec.pgid is not None:
         escalate_after_grace(job_id, outcome.spec.pgid, outcome.spec.pid_start_time)
-    return {
-        "id": job_id,
-        "previous_state": outcome.previous.value,
-        "state": outcome.spec.state.value,
-        "already_killed": outcome.already_killed,
-        "signaled": outcome.signaled,
-    }
+    return outcome.as_dict()
 
 
 def job_exit_status(state: str, exit_code: int | None) -> int:
@@ -167,7 +161,7 @@ def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
         if result is None:
             fn = pausing.pause_job if verb == "pause" else pausing.resume_job
             outcome = fn(local_context(), job_id)
-            result = {"id": job_id, "state": outcome.spec.state.value, "changed": outcome.changed}
+            result = outcome.as_dict()
         results.append(result)
         if not as_json:
             note = "" if result["changed"] else " (unchanged)"

@@ -105,32 +105,18 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         if outcome.signaled:
             daemon.call_soon(lambda: daemon.supervisor.start_grace(job_id))
         daemon.wake()
-        return {
-            "id": job_id,
-            "previous_state": outcome.previous.value,
-            "state": outcome.spec.state.value,
-            "already_killed": outcome.already_killed,
-            "signaled": outcome.signaled,
-        }
+        return outcome.as_dict()
 
     def pause(params: dict[str, Any]) -> dict[str, Any]:
         outcome = pause_job(ctx, _job_id(params))
         daemon.remember(outcome.spec)
-        return {
-            "id": outcome.spec.id,
-            "state": outcome.spec.state.value,
-            "changed": outcome.changed,
-        }
+        return outcome.as_dict()
 
     def resume(params: dict[str, Any]) -> dict[str, Any]:
         outcome = resume_job(ctx, _job_id(params))
         daemon.remember(outcome.spec)
         daemon.wake()
-        return {
-            "id": outcome.spec.id,
-            "state": outcome.spec.state.value,
-            "changed": outcome.changed,
-        }
+        return outcome.as_dict()
 
     def resubmit_method(params: dict[str, Any]) -> dict[str, Any]:
         overrides = params.get("overrides") or {}

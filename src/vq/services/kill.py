@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from vq.domain.events import make_event, transition_event
 from vq.domain.lifecycle import apply_transition
@@ -45,6 +46,16 @@ class KillOutcome:
     previous: JobState
     already_killed: bool
     signaled: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``vq kill --json`` item (a stable schema, see docs/json.md)."""
+        return {
+            "id": self.spec.id,
+            "previous_state": self.previous.value,
+            "state": self.spec.state.value,
+            "already_killed": self.already_killed,
+            "signaled": self.signaled,
+        }
 
 
 def terminate_group(job_id: str, pgid: int | None, start_ticks: int | None) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from vq.domain.events import transition_event
 from vq.domain.spec import JobSpec
@@ -44,6 +45,10 @@ class PauseOutcome:
     spec: JobSpec
     changed: bool
     signaled: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``vq pause|resume --json`` item (a stable schema, see docs/json.md)."""
+        return {"id": self.spec.id, "state": self.spec.state.value, "changed": self.changed}
 
 
 def _signal(spec: JobSpec, sig: int) -> bool:
