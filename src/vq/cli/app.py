@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "profiles": "vq.cli.profiles:profiles",
     "programs": "vq.cli.programs:programs",
     "config": "vq.cli.config_cmd:config",
+    "web": "vq.cli.web_cmd:web",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -64,6 +65,7 @@ SHORT_HELP: dict[str, str] = {
     "profiles": "List the submit presets ([profile.NAME]).",
     "programs": "Probe the registered programs ([programs.NAME]).",
     "config": "Show the effective configuration, or check a file.",
+    "web": "Serve the web console and /api/v1; manage its credentials.",
 }
 
 

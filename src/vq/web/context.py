@@ -1,0 +1,38 @@
+"""What one web process serves: the state root, the config root and its limits.
+
+The app keeps one :class:`WebConfig` on ``app.state.vq``; route handlers get it through
+:func:`vq.web.deps.web_config`. Nothing here does I/O at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from vq.paths import StatePaths, resolve_config_root
+
+__all__ = ["WebConfig"]
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """Immutable settings of one web process.
+
+    ``state`` and ``config_root`` are resolved exactly as the CLI resolves them
+    (``VQ_STATE_DIR`` / ``VQ_CONFIG_DIR`` and their XDG fallbacks), so a console started
+    in a shell sees the queue that shell's ``vq`` sees.
+    """
+
+    state: StatePaths
+    config_root: Path
+    #: "standalone" (``vq web serve``) or "sidecar" (child of ``vq daemon run --web``).
+    mode: str = "standalone"
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, mode: str = "standalone"
+    ) -> WebConfig:
+        env = os.environ if env is None else env
+        return cls(StatePaths.from_env(env), resolve_config_root(env), mode=mode)

@@ -1,0 +1,144 @@
+"""The one place HTTP errors are shaped: ``{"error": {"code", "message", "hint"}}``.
+
+Contract (stable, part of ``/api/v1``):
+
+* ``code`` is a kebab-case identifier safe to match on (``not-found``, ``invalid-input``,
+  ``unauthorized``, ``forbidden``, ``conflict``, ``validation-error``, ``too-large``,
+  ``rate-limited``, ``daemon-not-running``, ``internal-error``...).
+* ``message`` is one line; ``hint`` says what to do, or is null.
+* 422 answers also carry ``details``: a list of ``{"loc": "body.cpus", "message": ...}``.
+* No token, password or server-side path appears in any error body.
+
+Every :class:`vq.errors.VqError` raised by a service maps to a status by its class; a
+route raises :class:`ApiError` for HTTP-only conditions (401, 403, 413, 429).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from vq import errors as vq_errors
+
+__all__ = ["ApiError", "error_body", "install_error_handlers", "status_for"]
+
+log = logging.getLogger("vq.web")
+
+#: HTTP status of each VqError class name (subclasses inherit through the MRO walk).
+_STATUS_BY_CLASS: dict[str, int] = {
+    "NotFound": 404,
+    "UnsafeArchive": 400,
+    "InvalidInput": 422,
+    "UsageError": 400,
+    "Conflict": 409,
+    "DaemonNotRunning": 503,
+    "CorruptSpec": 409,
+    "ConfigError": 500,
+    "ProtocolError": 502,
+    "WaitTimeout": 504,
+}
+
+_HTTP_CODES: dict[int, str] = {
+    400: "bad-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    409: "conflict",
+    413: "too-large",
+    415: "unsupported-media-type",
+    422: "validation-error",
+    429: "rate-limited",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An HTTP-level refusal with the standard body (and optional headers)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.headers = headers or {}
+
+
+def status_for(exc: vq_errors.VqError) -> int:
+    """The HTTP status of a service error (by the nearest known class in its MRO)."""
+    for cls in type(exc).__mro__:
+        status = _STATUS_BY_CLASS.get(cls.__name__)
+        if status is not None:
+            return status
+    return 500
+
+
+def error_body(code: str, message: str, hint: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "hint": hint, **extra}}
+
+
+def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(p) for p in parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every failure through :func:`error_body` (no HTML error pages on the API)."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.code, exc.message, exc.hint), status_code=exc.status, headers=exc.headers
+        )
+
+    @app.exception_handler(vq_errors.VqError)
+    async def _vq_error(_: Request, exc: vq_errors.VqError) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.reference, exc.message, exc.hint), status_code=status_for(exc)
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        details = [
+            {"loc": _loc(item.get("loc", ())), "message": str(item.get("msg", ""))}
+            for item in exc.errors()
+        ]
+        first = details[0] if details else {"loc": "", "message": "invalid request"}
+        return JSONResponse(
+            error_body(
+                "validation-error",
+                f"{first['loc']}: {first['message']}" if first["loc"] else first["message"],
+                "see details for every field that was refused",
+                details=details,
+            ),
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http-error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("-", " ")
+        return JSONResponse(
+            error_body(code, message), status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected error: %s", type(exc).__name__, exc_info=exc)
+        return JSONResponse(
+            error_body("internal-error", "the server failed to answer this request", None),
+            status_code=500,
+        )

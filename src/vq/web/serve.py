@@ -1,0 +1,15 @@
+"""Run the app under uvicorn (``vq web serve`` and the daemon's ``--web`` sidecar)."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from vq.web.app import create_app
+from vq.web.context import WebConfig
+
+__all__ = ["serve_forever"]
+
+
+def serve_forever(host: str, port: int, *, mode: str = "standalone") -> None:
+    app = create_app(WebConfig.from_env(mode=mode))
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
