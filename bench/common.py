@@ -281,11 +281,15 @@ class StateRoot:
         return Client(self.socket, timeout=timeout)
 
     # --- daemon --------------------------------------------------------------------------
-    def start_daemon(self, max_jobs: int | None = None) -> dict[str, Any]:
+    def start_daemon(
+        self, max_jobs: int | None = None, max_cpus: int | None = None
+    ) -> dict[str, Any]:
         """``vq daemon start --json`` (returns once it answers); returns its ping answer."""
         argv = [VQ, "daemon", "start", "--json"]
         if max_jobs is not None:
             argv += ["--max-jobs", str(max_jobs)]
+        if max_cpus is not None:
+            argv += ["--max-cpus", str(max_cpus)]
         try:
             proc = run_checked(argv, self.env, timeout=180.0)
         except Exception:

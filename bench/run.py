@@ -32,6 +32,7 @@ import bench_idle
 import bench_list
 import bench_submit
 import bench_supervision
+import bench_web
 import bench_workflows
 from common import PYTHON, REPO, VQ, Figure, Result, child_env, scale
 
@@ -48,6 +49,9 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(f)–(h) recovery, supervision CPU, vq top", bench_supervision.run),
     ("(i) array submit via the CLI", bench_workflows.array_submit),
     ("(j) dependency graph drain", bench_workflows.graph_drain),
+    ("(k)–(l) web console and /api/v1 over 10k specs", bench_web.listing),
+    ("(m) HTTP submit → result round trip", bench_web.round_trip),
+    ("(n) 100 long-polling agents", bench_web.long_pollers),
 ]
 
 
@@ -197,7 +201,10 @@ def main() -> int:
     results: list[Result] = []
     failed = False
     started = time.perf_counter()
+    only = os.environ.get("VQ_BENCH_ONLY", "")
     for label, fn in GROUPS:
+        if only and only not in label:
+            continue
         os.sync()  # leave no earlier writeback for this group to pay for
         progress.print(f"[bold]→ {label}[/] (t={time.perf_counter() - started:.0f}s)")
         try:
