@@ -11,9 +11,10 @@ agent round trip, and 100 long-pollers.
     client (``submit`` + long-poll ``wait`` until terminal), median and p95, beside the
     same through the CLI (``vq submit -- true`` then ``vq wait ID``) as the comparison.
 (n) 100 agents long-polling at once: 100 jobs (``sleep``), held by a drain until 100
-    client threads each hold ``GET /api/v1/jobs/{id}/wait``, then released together; reported: how many waiters were woken by
-    their job's end, the wake latency (return − the spec's ``finished_at``), and the CPU
-    the daemon (with its collectors' fork server) and the web process used meanwhile.
+    client threads each hold ``GET /api/v1/jobs/{id}/wait``, then released together.
+    Reported: how many waiters were woken by their job's end, the wake latency (return −
+    the spec's ``finished_at``), and the CPU the daemon (with its collectors' fork
+    server) and the web process used meanwhile.
 """
 
 from __future__ import annotations
