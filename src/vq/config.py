@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError
@@ -36,6 +37,7 @@ __all__ = [
     "ProgramSettings",
     "Settings",
     "WatchdogSettings",
+    "WebSettings",
     "host_logical_cpus",
     "host_memory_mb",
     "load_settings",
@@ -252,6 +254,7 @@ class Settings(BaseModel):
     profile: dict[str, ProfileSettings] = Field(default_factory=dict)
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @field_validator("programs")
     @classmethod

@@ -1,0 +1,26 @@
+"""``[web]``: limits of the HTTP submission API (§10.2), a section of :mod:`vq.config`.
+
+Kept in its own leaf module (pydantic only) so ``vq.config`` stays small; the web layer
+reads these through ``load_settings().web``. ``docs/config.md`` documents every key.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["MIB", "WebSettings"]
+
+MIB = 1024 * 1024
+
+
+class WebSettings(BaseModel):
+    """``[web]``: sizes and lifetimes of submitted inputs."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    #: Total decoded bytes of ``inputs.files`` (base64 in the JSON body of a submit).
+    inline_max_bytes: int = Field(default=5 * MIB, ge=1, le=1024 * MIB)
+    #: Bytes of one ``POST /api/v1/uploads`` body (a tar.gz).
+    upload_max_bytes: int = Field(default=512 * MIB, ge=1)
+    #: An unused upload token expires (and its file is swept) this long after the upload.
+    upload_ttl_seconds: int = Field(default=3600, ge=1, le=7 * 86400)
