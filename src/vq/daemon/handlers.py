@@ -1,9 +1,16 @@
 """RPC methods: one small function per method, each calling the shared services.
 
-Methods: ``ping``, ``wake``, ``submit``, ``status``, ``list``, ``kill``, ``pause``,
-``resume``. Every mutation
+Methods: ``ping``, ``wake``, ``submit``, ``status``, ``wait_change``, ``list``, ``kill``,
+``pause``, ``resume``. Every mutation
 goes through the same service the CLI uses when no daemon runs, so the two paths cannot
 drift apart; the daemon additionally updates its index and wakes its loop.
+
+``wait_change {id, since_state?, timeout?}`` is the long-poll behind
+``GET /api/v1/jobs/{id}/wait``: it answers at once when the job is terminal or its state
+differs from ``since_state``, else blocks on the index's ``changed`` condition (never
+holding the index lock while blocked) until the state changes or ``timeout`` seconds
+(0-300, default 60) pass. Every second it re-reads the spec, so writers outside the
+daemon are seen too. It answers ``{id, state, changed, timed_out, job: <status>}``.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vq import __version__
 from vq.domain.states import JobState
-from vq.errors import InvalidInput
+from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
 from vq.services.pause import pause_job, resume_job
@@ -29,7 +36,10 @@ from .rpc import Method
 if TYPE_CHECKING:
     from .app import Daemon
 
-__all__ = ["build_methods"]
+__all__ = ["WAIT_MAX_SECONDS", "build_methods"]
+
+#: The longest one ``wait_change`` call blocks.
+WAIT_MAX_SECONDS = 300.0
 
 
 def _job_id(params: dict[str, Any]) -> str:
@@ -37,6 +47,20 @@ def _job_id(params: dict[str, Any]) -> str:
     if not isinstance(job_id, str):
         raise InvalidInput("the request needs a job id", hint='pass params {"id": ...}')
     return job_id
+
+
+def _wait_args(params: dict[str, Any]) -> tuple[float, JobState | None]:
+    timeout = params.get("timeout", 60)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InvalidInput("timeout must be a number of seconds")
+    if not 0 <= timeout <= WAIT_MAX_SECONDS:
+        raise InvalidInput(f"timeout must be between 0 and {WAIT_MAX_SECONDS:g} seconds")
+    since = params.get("since_state")
+    if since is None:
+        return float(timeout), None
+    if not isinstance(since, str) or since.upper() not in JobState.__members__:
+        raise InvalidInput(f"since_state {since!r} is not a job state")
+    return float(timeout), JobState[since.upper()]
 
 
 def build_methods(daemon: Daemon) -> dict[str, Method]:
@@ -90,6 +114,33 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
         return view
 
+    def wait_change(params: dict[str, Any]) -> dict[str, Any]:
+        job_id = _job_id(params)
+        timeout, since = _wait_args(params)
+        deadline = time.monotonic() + timeout
+        spec = ctx.store.read(job_id)
+        cached = daemon.index.get(job_id)
+        if cached is None or cached.state is not spec.state:
+            daemon.remember(spec)
+        baseline = spec.state if since is None else since
+        while not spec.is_terminal and spec.state is baseline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            daemon.index.wait_for_change(job_id, baseline, min(remaining, 1.0))
+            try:
+                spec = ctx.store.read(job_id)  # the disk decides, not the cache
+            except NotFound:
+                raise NotFound(f"job {job_id} was deleted while waiting") from None
+        changed = spec.state is not baseline
+        return {
+            "id": job_id,
+            "state": spec.state.value,
+            "changed": changed,
+            "timed_out": not changed and not spec.is_terminal,
+            "job": status({"id": job_id}),
+        }
+
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)
         daemon.index.revalidate()
@@ -132,6 +183,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "wake": wake,
         "submit": submit_method,
         "status": status,
+        "wait_change": wait_change,
         "list": list_method,
         "kill": kill,
         "pause": pause,

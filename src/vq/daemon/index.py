@@ -96,6 +96,16 @@ class JobIndex:
         with self._lock:
             return self._specs.get(job_id)
 
+    def wait_for_change(self, job_id: str, state: JobState, timeout: float) -> JobSpec | None:
+        """Block until ``job_id``'s indexed state is not ``state`` (or it left the index),
+        at most ``timeout`` seconds; the indexed spec then. Waiting releases the lock."""
+        with self.changed:
+            self.changed.wait_for(
+                lambda: (spec := self._specs.get(job_id)) is None or spec.state is not state,
+                max(timeout, 0.0),
+            )
+            return self._specs.get(job_id)
+
     def all(self) -> list[JobSpec]:
         with self._lock:
             return list(self._specs.values())

@@ -77,6 +77,8 @@ class _Handler(socketserver.StreamRequestHandler):
 class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = False
+    #: Long-polls (``wait_change``) hold a connection each: let many connect at once.
+    request_queue_size = 256
 
     def __init__(self, path: Path, methods: dict[str, Method]) -> None:
         self.methods = methods
