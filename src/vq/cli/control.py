@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, local_context, paths
+from vq.cli.common import call_daemon, echo_json, gateway, local_context, paths
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
 
@@ -42,9 +42,7 @@ def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
         raise UsageError("no jobs given", hint="vq kill ID... or vq kill --group G")
     results = []
     for job_id in job_ids:
-        result = call_daemon("kill", {"id": job_id})
-        if result is None:
-            result = _kill_locally(job_id)
+        result = gateway().kill(job_id)
         results.append(result)
         if not as_json:
             if result["already_killed"]:
@@ -53,16 +51,6 @@ def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
                 click.echo(f"{job_id} {result['previous_state']} → KILLED")
     if as_json:
         echo_json(results)
-
-
-def _kill_locally(job_id: str) -> dict[str, Any]:
-    """No daemon: write KILLED, SIGTERM the group, and wait out the grace ourselves."""
-    from vq.services.kill import escalate_after_grace, kill_job
-
-    outcome = kill_job(local_context(), job_id)
-    if outcome.signaled and outcome.spec.pgid is not None:
-        escalate_after_grace(job_id, outcome.spec.pgid, outcome.spec.pid_start_time)
-    return outcome.as_dict()
 
 
 def job_exit_status(state: str, exit_code: int | None) -> int:
@@ -153,15 +141,9 @@ def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state:
 
 
 def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
-    from vq.services import pause as pausing
-
     results = []
     for job_id in job_ids:
-        result = call_daemon(verb, {"id": job_id})
-        if result is None:
-            fn = pausing.pause_job if verb == "pause" else pausing.resume_job
-            outcome = fn(local_context(), job_id)
-            result = outcome.as_dict()
+        result = gateway().pause(job_id) if verb == "pause" else gateway().resume(job_id)
         results.append(result)
         if not as_json:
             note = "" if result["changed"] else " (unchanged)"
@@ -216,11 +198,7 @@ def resubmit(
         "job_name": job_name,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    spec = call_daemon("resubmit", {"id": job_id, "overrides": overrides})
-    if spec is None:
-        from vq.services.resubmit import resubmit as resubmit_service
-
-        spec = resubmit_service(local_context(), job_id, overrides).model_dump(mode="json")
+    spec = gateway().resubmit(job_id, overrides)
     if as_json:
         echo_json(spec)
     else:

@@ -197,19 +197,9 @@ def _control(method: str, params: dict[str, Any], offline: Callable[[], Any] | N
 @click.option("--json", "as_json", is_flag=True)
 def drain(full: bool, reject_submits: bool, reason: str | None, as_json: bool) -> None:
     """Stop starting jobs (kept across restarts in drain.json) until `vq daemon undrain`."""
-    from dataclasses import asdict
+    from vq.cli.common import gateway
 
-    from vq.domain.spec import utcnow
-    from vq.services.control import DrainState, write_drain
-
-    params = {"mode": "full" if full else "new", "reject_submits": reject_submits, "reason": reason}
-
-    def offline() -> dict[str, Any]:
-        state = DrainState(str(params["mode"]), reject_submits, reason, utcnow().isoformat())
-        write_drain(paths(), state)
-        return asdict(state)
-
-    result = _control("drain", params, offline)
+    result = gateway().drain(full=full, reject_submits=reject_submits, reason=reason)
     if as_json:
         echo_json(result)
     else:
@@ -222,9 +212,9 @@ def drain(full: bool, reject_submits: bool, reason: str | None, as_json: bool) -
 @daemon.command()
 def undrain() -> None:
     """Start dispatching again (and resume jobs a full drain paused)."""
-    from vq.services.control import DrainState, write_drain
+    from vq.cli.common import gateway
 
-    _control("undrain", {}, lambda: write_drain(paths(), DrainState()))
+    gateway().undrain()
     click.echo("dispatch resumed")
 
 

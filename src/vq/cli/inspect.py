@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, local_context, paths, since_moment
+from vq.cli.common import echo_json, gateway, paths, since_moment
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -56,8 +56,7 @@ def list_jobs(
 
 def list_rows(params: dict[str, Any]) -> dict[str, Any]:
     """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one."""
-    result = call_daemon("list", params)
-    return result if result is not None else _list_locally(params)
+    return gateway().list_rows(params)
 
 
 def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -71,19 +70,6 @@ def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "total": len(rows),
         "counts": counts,
         "summary": f"group {group}: {len(rows)} jobs" + (f": {parts}" if parts else ""),
-    }
-
-
-def _list_locally(params: dict[str, Any]) -> dict[str, Any]:
-    from vq.services.query import ListFilter, list_row, select
-
-    ctx = local_context()
-    flt = ListFilter.from_params(params)
-    scan = ctx.store.scan()
-    now = ctx.now()
-    return {
-        "jobs": [list_row(spec, ctx.caps, now) for spec in select(scan.specs.values(), flt)],
-        "quarantined": [item.as_dict() for item in scan.quarantined.values()],
     }
 
 
@@ -109,30 +95,7 @@ def status(job_id: str | None, group: str | None, as_json: bool) -> None:
         else:
             click.echo(summary["summary"])
         return
-    view = call_daemon("status", {"id": job_id})
-    if view is None:
-        from vq.services.query import status_view
-
-        ctx = local_context()
-
-        def dependency_state(dep: str) -> str | None:
-            from vq.errors import CorruptSpec, NotFound
-
-            try:
-                return ctx.store.read(dep).state
-            except NotFound:
-                return None
-            except CorruptSpec:
-                return "unreadable"
-
-        spec = ctx.store.read(job_id)
-        now = ctx.now()
-        view = status_view(spec, ctx.paths, ctx.caps, now, None, dependency_state)
-        if spec.state.value == "PENDING":
-            from vq.services.reports import queue_eta, report_row
-
-            rows = [report_row(s, ctx.caps, now) for s in ctx.store.scan().specs.values()]
-            view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
+    view = gateway().status(job_id)
     if as_json:
         echo_json(view)
         return

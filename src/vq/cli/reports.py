@@ -15,40 +15,18 @@ The JSON schemas are built by :mod:`vq.services.reports` and documented in
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import client, echo_json, paths, since_moment
+from vq.cli.common import echo_json, gateway, since_moment
 from vq.domain.durations import format_duration
-from vq.errors import DaemonNotRunning, ProtocolError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["overview", "overview_snapshot", "usage", "usage_report"]
-
-#: How long one daemon call may take before ``vq overview`` falls back to the disk.
-CALL_TIMEOUT_SECONDS = 10.0
-
-
-def _ask(method: str, params: dict[str, Any] | None = None) -> Any | None:
-    """The daemon's answer, or None when it does not answer (or dies mid-call)."""
-    try:
-        return client(timeout=CALL_TIMEOUT_SECONDS).call(method, params)
-    except (DaemonNotRunning, ProtocolError, OSError):
-        return None
-
-
-def _disk_rows(now: datetime) -> tuple[list[dict[str, Any]], int]:
-    """Report rows of every readable spec, and the number of unreadable ones."""
-    from vq.services.reports import report_row
-    from vq.store.specs import SpecStore
-
-    scan = SpecStore(paths()).scan()
-    rows = [report_row(spec, None, now) for spec in scan.specs.values()]
-    return rows, len(scan.quarantined)
 
 
 def _console() -> Console:
@@ -62,18 +40,7 @@ def _console() -> Console:
 
 def overview_snapshot() -> dict[str, Any]:
     """Gather the inputs (daemon, else disk) and build one overview snapshot."""
-    from vq.services.reports import build_overview, caps_from_ping
-
-    now = datetime.now(UTC)
-    ping = _ask("ping") if paths().daemon_sock.exists() else None
-    listing = _ask("list", {"states": []}) if isinstance(ping, dict) else None
-    if isinstance(ping, dict) and isinstance(listing, dict):
-        rows: list[dict[str, Any]] = listing["jobs"]
-        return build_overview(
-            rows, caps_from_ping(ping), now, ping, quarantined=len(listing["quarantined"])
-        )
-    rows, quarantined = _disk_rows(now)  # no daemon (or it stopped between the calls)
-    return build_overview(rows, None, now, None, quarantined=quarantined)
+    return gateway().overview()
 
 
 @click.command()
@@ -146,12 +113,7 @@ def _print_overview(snap: dict[str, Any]) -> None:
 
 def usage_report(by: str, since: str | None) -> dict[str, Any]:
     """Read the retained specs and build the usage report."""
-    from vq.services.reports import build_usage
-
-    moment = since_moment(since)
-    now = datetime.now(UTC)
-    rows, _ = _disk_rows(now)
-    return build_usage(rows, by, moment, now)
+    return gateway().usage(by, since_moment(since))
 
 
 @click.command()

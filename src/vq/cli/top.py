@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import client, echo_json, local_context, paths
+from vq.cli.common import echo_json, gateway, local_context, paths
 from vq.domain.admission import Caps
 from vq.domain.durations import format_duration
-from vq.errors import DaemonNotRunning, ProtocolError, UsageError
+from vq.errors import UsageError
 from vq.services.reports import caps_from_ping
 from vq.services.top import build_top, read_latest_sample
 
@@ -72,10 +72,7 @@ def top(watch: bool, interval: float, as_json: bool) -> None:
 
 def _ask(method: str, params: dict[str, Any] | None = None) -> Any | None:
     """The daemon's answer, or None when it does not answer (or dies mid-call)."""
-    try:
-        return client(timeout=CALL_TIMEOUT_SECONDS).call(method, params)
-    except (DaemonNotRunning, ProtocolError, OSError):
-        return None
+    return gateway().ask(method, params, timeout=CALL_TIMEOUT_SECONDS)
 
 
 def _list_from_disk() -> list[dict[str, Any]]:

@@ -1,0 +1,383 @@
+"""The web's single gateway to the queue: the daemon when it answers, else the disk.
+
+Every route (API and pages) reads and changes the queue through one :class:`Backend`
+built from the app's :class:`~vq.web.context.WebConfig`. Each method returns JSON-ready
+data in the same shape as the matching ``vq ... --json`` output, because it runs the
+same code (:class:`vq.gateway.Gateway`, shared with the CLI, and :mod:`vq.services`).
+
+Contracts:
+
+* Job ids are validated (:func:`vq.domain.ids.is_job_id`) before any path is built; a
+  malformed id is :class:`~vq.errors.NotFound` (it names no job), never a file access.
+* Log and sample reads never leave the job's workspace: the resolved file must be inside
+  the resolved workspace (a symlink pointing elsewhere is refused as NotFound).
+* Every :class:`~vq.errors.VqError` leaving this class has server paths (state root,
+  config root, archive directory) replaced by placeholders, so HTTP bodies carry none.
+* Reads are bounded: log tails read at most :data:`MAX_TAIL_BYTES`, samples at most
+  :data:`MAX_SAMPLE_BYTES` from the end of ``samples.jsonl``.
+* Methods block on disk or the daemon socket: call them from ``def`` routes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from vq.domain.ids import is_job_id
+from vq.domain.spec import JobSpec
+from vq.domain.states import ACTIVE, TERMINAL, JobState
+from vq.errors import InvalidInput, NotFound, VqError
+from vq.gateway import Gateway, since_moment
+from vq.services.reports import state_counts
+from vq.web.context import WebConfig
+
+__all__ = ["FAILED_STATES", "MAX_TAIL_BYTES", "MAX_TAIL_LINES", "Backend", "Stream"]
+
+Stream = Literal["stdout", "stderr"]
+T = TypeVar("T")
+
+#: The most lines a log tail returns, and the most bytes it reads from the file's end.
+MAX_TAIL_LINES = 10_000
+MAX_TAIL_BYTES = 2 * 1024 * 1024
+#: How much of the end of ``samples.jsonl`` is read (a record is ~300 bytes).
+MAX_SAMPLE_BYTES = 4 * 1024 * 1024
+MAX_SAMPLES = 5000
+#: What "failed rows" means for the console's cleanup: every terminal state but success.
+FAILED_STATES: frozenset[JobState] = TERMINAL - {JobState.COMPLETED}
+
+
+class Backend:
+    """Queue access for one web process (cheap to build: no I/O in the constructor)."""
+
+    def __init__(self, config: WebConfig) -> None:
+        self.config = config
+        self.paths = config.state
+        env = {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)}
+        self.gateway = Gateway(config.state, env)
+
+    # --- errors -------------------------------------------------------------------------
+    def _scrub(self, text: str | None) -> str | None:
+        if text is None:
+            return None
+        for path, name in (
+            (self.paths.archive_dir, "<archive-dir>"),
+            (self.paths.root, "<state-root>"),
+            (self.config.config_root, "<config-root>"),
+        ):
+            text = text.replace(str(path), name)
+        return text
+
+    @contextmanager
+    def _clean_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except VqError as exc:
+            exc.message = self._scrub(exc.message) or ""
+            exc.hint = self._scrub(exc.hint)
+            exc.args = (exc.message,)
+            raise
+
+    def _run(self, fn: Callable[[], T]) -> T:
+        with self._clean_errors():
+            return fn()
+
+    @staticmethod
+    def check_id(job_id: str) -> str:
+        """``job_id`` when well-formed; NotFound otherwise (it cannot name a job)."""
+        if not is_job_id(job_id):
+            raise NotFound(
+                "no such job: job ids are 12 lowercase hex characters",
+                hint="GET /api/v1/jobs lists the jobs",
+            )
+        return job_id
+
+    def _spec(self, job_id: str) -> JobSpec:
+        job_id = self.check_id(job_id)
+        try:
+            return self.gateway.local_context().store.read(job_id)
+        except NotFound:
+            raise NotFound(f"no job {job_id}", hint="GET /api/v1/jobs lists the jobs") from None
+
+    def spec(self, job_id: str) -> JobSpec:
+        """The job's spec as stored (NotFound for unknown or malformed ids)."""
+        return self._run(lambda: self._spec(job_id))
+
+    # --- listings and views -------------------------------------------------------------
+    def list_jobs(
+        self,
+        states: list[str] | None = None,
+        tags: list[str] | None = None,
+        name: str | None = None,
+        since: str | None = None,
+        group: str | None = None,
+    ) -> dict[str, Any]:
+        """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count."""
+
+        def work() -> dict[str, Any]:
+            moment = since_moment(since) if since else None
+            params: dict[str, Any] = {
+                "states": [s.upper() for s in states or []],
+                "tags": list(tags or []),
+                "name": name,
+                "since": moment.isoformat() if moment else None,
+                "group": group,
+            }
+            result = self.gateway.list_rows(params)
+            if "counts" not in result:  # the disk path counts every job, like the daemon
+                filtered = any(v for v in params.values())
+                rows = self.gateway.list_rows({})["jobs"] if filtered else result["jobs"]
+                result["counts"] = state_counts(rows)
+            result["quarantined"] = [self._quarantined(q) for q in result["quarantined"]]
+            return result
+
+        return self._run(work)
+
+    def _quarantined(self, item: dict[str, Any]) -> dict[str, Any]:
+        job_id = str(item.get("id", ""))
+        return {
+            **item,
+            "path": f"queue/{job_id}.json",
+            "reason": self._scrub(str(item.get("reason", ""))),
+        }
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        """The ``vq status --json`` view."""
+        return self._run(lambda: self.gateway.status(self.check_id(job_id)))
+
+    def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
+        """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
+        from vq.store.events import read_events
+
+        def work() -> list[dict[str, Any]]:
+            spec = self._spec(job_id)
+            records = read_events(self.paths, spec.id)
+            return records[-tail:] if tail else records
+
+        return self._run(work)
+
+    # --- files inside the workspace -----------------------------------------------------
+    def _inside_workspace(self, job_id: str, relative: str) -> Path:
+        workspace = self.paths.workspace(job_id).resolve()
+        target = (workspace / relative).resolve()
+        if not target.is_relative_to(workspace) or target == workspace:
+            raise NotFound(f"job {job_id} has no such file in its workspace")
+        return target
+
+    def log_file(self, job_id: str, stream: Stream) -> Path:
+        """The resolved stdout/stderr file of a job, inside its workspace (NotFound if absent)."""
+
+        def work() -> Path:
+            spec = self._spec(job_id)
+            if stream not in ("stdout", "stderr"):
+                raise InvalidInput("stream must be stdout or stderr")
+            if spec.archive_path and not self.paths.workspace(spec.id).exists():
+                raise NotFound(f"job {spec.id} was archived; its logs are in the archive")
+            relative = spec.stdout_path if stream == "stdout" else spec.stderr_path
+            path = self._inside_workspace(spec.id, relative)
+            if not path.is_file():
+                raise NotFound(f"job {spec.id} has no {stream} yet")
+            return path
+
+        return self._run(work)
+
+    def log_tail(self, job_id: str, stream: Stream, lines: int) -> str:
+        """The last ``lines`` lines of a job's stdout or stderr ("" when none yet)."""
+        if not 0 <= lines <= MAX_TAIL_LINES:
+            raise InvalidInput(f"lines must be between 0 and {MAX_TAIL_LINES}")
+        try:
+            path = self.log_file(job_id, stream)
+        except NotFound:
+            self.spec(job_id)  # an unknown job stays a 404; a missing log is empty
+            return ""
+        if lines == 0:
+            return ""
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - MAX_TAIL_BYTES)
+            handle.seek(start)
+            data = handle.read(MAX_TAIL_BYTES)
+        chunks = data.split(b"\n")
+        if start > 0:
+            chunks = chunks[1:]  # cut by the seek
+        if chunks and chunks[-1] == b"":
+            chunks = chunks[:-1]
+        kept = chunks[-lines:]
+        text = b"\n".join(kept) + (b"\n" if kept and data.endswith(b"\n") else b"")
+        return text.decode("utf-8", errors="replace")
+
+    def samples(self, job_id: str, limit: int = 720) -> list[dict[str, Any]]:
+        """The last ``limit`` well-formed watchdog samples (malformed lines skipped)."""
+        if not 1 <= limit <= MAX_SAMPLES:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SAMPLES}")
+        spec = self.spec(job_id)
+        try:
+            path = self._inside_workspace(spec.id, "_vq/samples.jsonl")
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                start = max(0, size - MAX_SAMPLE_BYTES)
+                handle.seek(start)
+                data = handle.read(MAX_SAMPLE_BYTES)
+        except (OSError, NotFound):
+            return []
+        lines = data.split(b"\n")
+        if start > 0:
+            lines = lines[1:]
+        records = [r for r in (_sample(line) for line in lines) if r is not None]
+        return records[-limit:]
+
+    def receipt(self, job_id: str) -> dict[str, Any] | None:
+        """The terminal ``resource-usage.json`` receipt, or None (absent or malformed)."""
+        spec = self.spec(job_id)
+        try:
+            path = self._inside_workspace(spec.id, "_vq/resource-usage.json")
+            with open(path, "rb") as handle:
+                data = json.loads(handle.read(1024 * 1024))
+        except (OSError, ValueError, NotFound):
+            return None
+        return data if isinstance(data, dict) else None
+
+    # --- snapshots ----------------------------------------------------------------------
+    def queue_summary(self) -> dict[str, Any]:
+        """The §6.3 cockpit: counts, active CPUs and declared memory, caps, daemon, holds."""
+        from vq.services.control import read_drain, read_throttle
+
+        def work() -> dict[str, Any]:
+            ping = self.gateway.ask("ping")
+            listing = self.gateway.list_rows({})
+            rows: list[dict[str, Any]] = listing["jobs"]
+            active = [r for r in rows if r["state"] in _ACTIVE_NAMES]
+            caps = ping.get("caps") if isinstance(ping, dict) else None
+            drain = read_drain(self.paths)
+            throttle = read_throttle(self.paths)
+            now = self.gateway.local_context().now()
+            return {
+                "total": len(rows),
+                "active": len(active),
+                "pending": sum(1 for r in rows if r["state"] == JobState.PENDING.value),
+                "counts": state_counts(rows),
+                "active_cpus": sum(int(r["cpus"] or 0) for r in active),
+                "declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in active),
+                "undeclared_mem_jobs": sum(1 for r in active if r["mem_mb"] is None),
+                "quarantined": len(listing["quarantined"]),
+                "caps": caps,
+                "daemon": {
+                    "running": isinstance(ping, dict),
+                    "pid": ping.get("pid") if isinstance(ping, dict) else None,
+                    "version": ping.get("version") if isinstance(ping, dict) else None,
+                    "uptime_seconds": (
+                        ping.get("uptime_seconds") if isinstance(ping, dict) else None
+                    ),
+                },
+                "drain": {
+                    "mode": drain.mode,
+                    "reject_submits": drain.reject_submits,
+                    "reason": drain.reason,
+                    "set_at": drain.set_at,
+                },
+                "throttle": (
+                    {
+                        "max_jobs": throttle.max_jobs,
+                        "max_cpus": throttle.max_cpus,
+                        "expires_at": throttle.expires_at,
+                    }
+                    if throttle.active(now)
+                    else None
+                ),
+            }
+
+        return self._run(work)
+
+    def overview(self) -> dict[str, Any]:
+        """``vq overview --json``."""
+        return self._run(self.gateway.overview)
+
+    def usage(self, by: str = "tag", since: str | None = None) -> dict[str, Any]:
+        """``vq usage --json`` (``by``: tag, name, day or state)."""
+        if by not in ("tag", "name", "day", "state"):
+            raise InvalidInput("by must be tag, name, day or state")
+        return self._run(lambda: self.gateway.usage(by, since_moment(since)))
+
+    # --- control ------------------------------------------------------------------------
+    def kill(self, job_id: str) -> dict[str, Any]:
+        """``vq kill --json`` item; Conflict when the job already ended otherwise."""
+        return self._run(lambda: self.gateway.kill(self.check_id(job_id)))
+
+    def pause(self, job_id: str) -> dict[str, Any]:
+        return self._run(lambda: self.gateway.pause(self.check_id(job_id)))
+
+    def resume(self, job_id: str) -> dict[str, Any]:
+        return self._run(lambda: self.gateway.resume(self.check_id(job_id)))
+
+    def resubmit(self, job_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The new job's spec (``vq resubmit --json``)."""
+        return self._run(lambda: self.gateway.resubmit(self.check_id(job_id), overrides or {}))
+
+    def drain(
+        self, full: bool = False, reject_submits: bool = False, reason: str | None = None
+    ) -> dict[str, Any]:
+        return self._run(
+            lambda: self.gateway.drain(full=full, reject_submits=reject_submits, reason=reason)
+        )
+
+    def undrain(self) -> dict[str, Any]:
+        return self._run(self.gateway.undrain)
+
+    def cleanup_failed(
+        self,
+        *,
+        older_than: str = "14d",
+        states: list[str] | None = None,
+        archive: bool = True,
+        execute: bool = False,
+    ) -> dict[str, Any]:
+        """``vq cleanup --json`` restricted to failed rows (:data:`FAILED_STATES`).
+
+        A dry run unless ``execute``; ``states`` narrows among the failed states. Archive
+        (default) writes ``.tar.bz2`` archives and removes workspaces; otherwise only
+        workdirs are swept. The specs stay (``archive_path`` records where).
+        """
+        from vq.services.cleanup import CleanupPolicy, run_cleanup
+
+        def work() -> dict[str, Any]:
+            chosen = [s.upper() for s in states] if states else sorted(FAILED_STATES)
+            for state in chosen:
+                if state not in _FAILED_NAMES:
+                    raise InvalidInput(
+                        f"{state} is not a failed state",
+                        hint="failed states are " + ", ".join(sorted(_FAILED_NAMES)),
+                    )
+            policy = CleanupPolicy.parse(older_than, chosen, archive)
+            report = run_cleanup(self.gateway.local_context(), policy, execute=execute)
+            result = report.as_dict()
+            for item in result["jobs"]:
+                item["archive_path"] = self._scrub(item["archive_path"])
+                item["error"] = self._scrub(item["error"])
+            return result
+
+        return self._run(work)
+
+
+_ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
+_FAILED_NAMES = frozenset(state.value for state in FAILED_STATES)
+
+
+def _sample(raw: bytes) -> dict[str, Any] | None:
+    """A well-formed sample: a JSON object whose ``ts`` is an ISO 8601 time."""
+    if not raw.strip():
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("ts"), str):
+        return None
+    try:
+        datetime.fromisoformat(record["ts"])
+    except ValueError:
+        return None
+    return record
