@@ -18,6 +18,7 @@ from vq.web.api import agent, jobs, queue, submit, uploads
 from vq.web.auth import routes as auth_routes
 from vq.web.context import WebConfig
 from vq.web.errors import install_error_handlers
+from vq.web.limits import BodyLimitMiddleware
 from vq.web.pages import actions as page_actions
 from vq.web.pages import routes as page_routes
 
@@ -37,6 +38,7 @@ def create_app(config: WebConfig) -> FastAPI:
     )
     app.state.vq = config
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware)
     app.include_router(health.router)
     for module in (jobs, queue, submit, uploads, agent):
         app.include_router(module.router, prefix="/api/v1")

@@ -28,6 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from fastapi import Request
+
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, TERMINAL, JobState
@@ -36,7 +38,14 @@ from vq.gateway import Gateway, since_moment
 from vq.services.reports import state_counts
 from vq.web.context import WebConfig
 
-__all__ = ["FAILED_STATES", "MAX_TAIL_BYTES", "MAX_TAIL_LINES", "Backend", "Stream"]
+__all__ = [
+    "FAILED_STATES",
+    "MAX_TAIL_BYTES",
+    "MAX_TAIL_LINES",
+    "Backend",
+    "Stream",
+    "backend_of",
+]
 
 Stream = Literal["stdout", "stderr"]
 T = TypeVar("T")
@@ -360,6 +369,15 @@ class Backend:
             return result
 
         return self._run(work)
+
+
+def backend_of(request: Request) -> Backend:
+    """The app's one :class:`Backend` (a FastAPI dependency: ``Depends(backend_of)``)."""
+    backend: Backend | None = getattr(request.app.state, "vq_backend", None)
+    if backend is None:
+        backend = Backend(request.app.state.vq)
+        request.app.state.vq_backend = backend
+    return backend
 
 
 _ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
