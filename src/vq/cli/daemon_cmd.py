@@ -28,6 +28,22 @@ STOP_TIMEOUT_SECONDS = 60.0
 
 def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
+        "--web-allow-remote",
+        is_flag=True,
+        help="Allow a non-loopback --web-host (TLS and ACLs are yours).",
+    )(fn)
+    fn = click.option(
+        "--web-port",
+        type=click.IntRange(1, 65535),
+        help="Port of the web console (default 8477).",
+    )(fn)
+    fn = click.option("--web-host", help="Address of the web console (default 127.0.0.1).")(fn)
+    fn = click.option(
+        "--web",
+        is_flag=True,
+        help="Also serve the web console as a child process (restarted if it dies).",
+    )(fn)
+    fn = click.option(
         "--auto-resume",
         is_flag=True,
         help="After a crash or reboot, rerun jobs whose outcome was lost as new sibling jobs.",
@@ -42,8 +58,34 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _web_argv(caps: dict[str, Any]) -> list[str]:
+    """``--web*`` options for ``python -m vq.daemon`` (popped from ``caps``); checks the host."""
+    web = caps.pop("web", False)
+    host, port = caps.pop("web_host", None), caps.pop("web_port", None)
+    allow_remote = caps.pop("web_allow_remote", False)
+    if not web:
+        if host is not None or port is not None or allow_remote:
+            raise UsageError("--web-host, --web-port and --web-allow-remote need --web")
+        return []
+    from vq.cli.web_cmd import is_loopback
+
+    argv = ["--web"]
+    if host is not None:
+        if not is_loopback(host) and not allow_remote:
+            raise UsageError(
+                f"refusing to bind the console to non-loopback address {host}",
+                hint="pass --web-allow-remote to accept that risk, or use an SSH tunnel",
+            )
+        argv += ["--web-host", host]
+    if port is not None:
+        argv += ["--web-port", str(port)]
+    if allow_remote:
+        argv.append("--web-allow-remote")
+    return argv
+
+
 def _daemon_argv(caps: dict[str, Any]) -> list[str]:
-    argv = [sys.executable, "-m", "vq.daemon"]
+    argv = [sys.executable, "-m", "vq.daemon", *_web_argv(caps)]
     if caps.pop("auto_resume", False):
         argv.append("--auto-resume")
     for key, value in caps.items():

@@ -14,6 +14,7 @@ from vq.errors import VqError
 from vq.paths import StatePaths
 
 from .app import Daemon
+from .sidecar import DEFAULT_WEB_PORT, WebOptions
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -22,16 +23,23 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         parser.add_argument(f"--{flag}", type=int, default=None)
     parser.add_argument("--tick-seconds", type=float, default=None)
     parser.add_argument("--auto-resume", action="store_true")
+    parser.add_argument("--web", action="store_true", help="Also serve the web console.")
+    parser.add_argument("--web-host", default="127.0.0.1")
+    parser.add_argument("--web-port", type=int, default=DEFAULT_WEB_PORT)
+    parser.add_argument("--web-allow-remote", action="store_true")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     auto_resume = bool(args.auto_resume)
+    web = (
+        WebOptions(args.web_host, args.web_port, bool(args.web_allow_remote)) if args.web else None
+    )
     overrides = {
         key: value
         for key, value in vars(args).items()
-        if value is not None and key != "auto_resume"
+        if value is not None and key != "auto_resume" and not key.startswith("web")
     }
     paths = StatePaths.from_env()
     try:
@@ -55,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             paths,
             settings,
             auto_resume=auto_resume,
+            web=web,
             overrides={"daemon": overrides} if overrides else None,
         )
         return daemon.run()

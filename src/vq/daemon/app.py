@@ -50,6 +50,7 @@ from .notify import Notifier
 from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import RpcServer
+from .sidecar import WebOptions, WebSidecar
 from .supervisor import Supervisor
 from .watchdog import Watchdog
 
@@ -89,8 +90,11 @@ class Daemon:
         *,
         auto_resume: bool = False,
         overrides: dict[str, Any] | None = None,
+        web: WebOptions | None = None,
     ) -> None:
         self.paths = paths
+        #: The web console child (``--web``), started once the socket is published.
+        self.web = WebSidecar(paths, web) if web is not None else None
         self.auto_resume = auto_resume
         self.settings = settings
         self.ctx = ServiceContext(
@@ -264,6 +268,8 @@ class Daemon:
             self._server = RpcServer(self.paths.daemon_sock, build_methods(self))
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
+            if self.web is not None:
+                self.web.start()
             self._loop()
             return 0
         finally:
@@ -299,6 +305,8 @@ class Daemon:
             self.wake_event.clear()
 
     def _shutdown(self) -> None:
+        if self.web is not None:
+            self.web.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
