@@ -248,6 +248,30 @@ def _publish(tmp: Path, dest: Path, replace: bool) -> None:
     fsync_dir(dest.parent)
 
 
+def fetch_manifest(
+    job_id: str,
+    kind: SourceKind,
+    source_path: str,
+    skipped: list[dict[str, str]],
+    started: datetime,
+    transport: str = "local",
+) -> dict[str, Any]:
+    """The ``vq.fetch-manifest.v1`` document (also in ``outputs.tar.gz``, §10.3)."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "job_id": job_id,
+        "fetched_at": started.isoformat(),
+        "refresh_attempted_at": started.isoformat(),
+        "source_host": socket.gethostname(),
+        "source_kind": kind,
+        "source_path": source_path,
+        "transport": transport,
+        "stale": False,
+        "refresh_error": None,
+        "skipped": skipped,
+    }
+
+
 def _write_sidecars(tmp: Path, spec: JobSpec, result: FetchResult, started: datetime) -> None:
     meta = tmp / META_DIR
     if os.path.lexists(meta) and (meta.is_symlink() or not meta.is_dir()):
@@ -256,19 +280,9 @@ def _write_sidecars(tmp: Path, spec: JobSpec, result: FetchResult, started: date
     meta.mkdir(exist_ok=True)
     for name in (MANIFEST_NAME, DIAGNOSIS_NAME):
         _clear(meta / name)
-    result.manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "job_id": spec.id,
-        "fetched_at": started.isoformat(),
-        "refresh_attempted_at": started.isoformat(),
-        "source_host": socket.gethostname(),
-        "source_kind": result.source_kind,
-        "source_path": result.source_path,
-        "transport": "local",
-        "stale": False,
-        "refresh_error": None,
-        "skipped": result.skipped,
-    }
+    result.manifest = fetch_manifest(
+        spec.id, result.source_kind, result.source_path, result.skipped, started
+    )
     atomic_write_json(meta / MANIFEST_NAME, result.manifest)
     atomic_write_json(meta / DIAGNOSIS_NAME, terminal_diagnosis(spec))
 
@@ -337,11 +351,11 @@ def fetch_tree(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if kind == "workspace" and spec.is_terminal:
-        result.last_fetched_at = _iso(_stamp_fetched(ctx, spec))
+        result.last_fetched_at = _iso(stamp_fetched(ctx, spec))
     return result
 
 
-def _stamp_fetched(ctx: ServiceContext, initial: JobSpec) -> datetime | None:
+def stamp_fetched(ctx: ServiceContext, initial: JobSpec) -> datetime | None:
     """Record ``last_fetched_at`` if the spec still is the one that was fetched (§6.1)."""
     when = ctx.now()
 

@@ -1,7 +1,125 @@
-"""(to be written)"""
+"""Long-poll and output download for scripts and AI agents (§10.3).
+
+* ``GET /api/v1/jobs/{id}/wait?timeout=60[&since_state=S]`` (0 ≤ timeout ≤ 300) answers
+  at once when the job is terminal or its state differs from ``since_state``; otherwise
+  it blocks until the job's next state change or the timeout, and answers
+  ``{"id", "state", "changed", "timed_out", "job": <vq status --json>}`` either way.
+  With a daemon it is the daemon's ``wait_change`` RPC over an asyncio socket (no worker
+  thread held while waiting; the daemon blocks on its index condition). Without one, the
+  spec file is re-read once a second (slow polling, documented in docs/agents.md). A
+  client that goes away early costs the daemon one blocked thread until the timeout.
+* ``GET /api/v1/jobs/{id}/outputs.tar.gz`` streams the tree ``vq fetch`` produces
+  (:class:`vq.services.outputs.OutputsArchive`) once the job is terminal; 409 before.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import re
+import time
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from vq.domain.states import JobState
+from vq.errors import DaemonNotRunning, InvalidInput, ProtocolError
+from vq.web.auth.principal import Principal
+from vq.web.backend import Backend, backend_of
+from vq.web.deps import need, web_config
+from vq.web.submission import scrubbed
+
+__all__ = ["WAIT_MAX_SECONDS", "router"]
+
+router = APIRouter(tags=["agents"])
+
+WAIT_MAX_SECONDS = 300.0
+#: Poll interval of the no-daemon fallback.
+POLL_SECONDS = 1.0
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _since(value: str | None) -> JobState | None:
+    if value is None:
+        return None
+    if value.upper() not in JobState.__members__:
+        raise InvalidInput(
+            f"since_state {value[:40]!r} is not a job state",
+            hint="use a state name such as PENDING, RUNNING or COMPLETED",
+        )
+    return JobState[value.upper()]
+
+
+async def _poll(backend: Backend, job_id: str, since: JobState | None, timeout: float) -> Any:
+    """The no-daemon wait: re-read the spec every POLL_SECONDS until it changes."""
+    deadline = time.monotonic() + timeout
+    spec = await run_in_threadpool(backend.spec, job_id)
+    baseline = spec.state if since is None else since
+    while not spec.is_terminal and spec.state is baseline:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        await asyncio.sleep(min(POLL_SECONDS, remaining))
+        spec = await run_in_threadpool(backend.spec, job_id)
+    changed = spec.state is not baseline
+    return {
+        "id": job_id,
+        "state": spec.state.value,
+        "changed": changed,
+        "timed_out": not changed and not spec.is_terminal,
+        "job": await run_in_threadpool(backend.status, job_id),
+    }
+
+
+@router.get("/jobs/{job_id}/wait")
+async def wait_job(
+    job_id: str,
+    request: Request,
+    timeout: float = Query(60.0, ge=0, le=WAIT_MAX_SECONDS, description="seconds to block"),
+    since_state: str | None = Query(None, description="answer at once if the state differs"),
+    principal: Principal = Depends(need("read")),  # noqa: B008 - FastAPI dependency
+) -> Any:
+    from vq.web.async_rpc import acall
+
+    config = web_config(request)
+    backend = backend_of(request)
+    Backend.check_id(job_id)
+    since = _since(since_state)
+    started = time.monotonic()
+    params = {"id": job_id, "timeout": timeout, "since_state": since and since.value}
+    with scrubbed(config):
+        if config.state.daemon_sock.exists():
+            try:
+                return await acall(config.state.daemon_sock, "wait_change", params, timeout + 30)
+            except (DaemonNotRunning, ProtocolError):
+                pass  # no daemon, or it went away mid-wait: wait on the disk instead
+        remaining = max(0.0, timeout - (time.monotonic() - started))
+        return await _poll(backend, job_id, since, remaining)
+
+
+@router.get(
+    "/jobs/{job_id}/outputs.tar.gz",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/gzip": {}}}},
+)
+def job_outputs(
+    job_id: str,
+    request: Request,
+    principal: Principal = Depends(need("read")),  # noqa: B008 - FastAPI dependency
+) -> StreamingResponse:
+    from vq.services.outputs import OutputsArchive
+
+    config = web_config(request)
+    backend = backend_of(request)
+    Backend.check_id(job_id)
+    with scrubbed(config):
+        archive = OutputsArchive(backend.gateway.local_context(), job_id)
+    filename = _UNSAFE_FILENAME.sub("_", archive.filename)
+    return StreamingResponse(
+        archive.chunks(),
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        background=BackgroundTask(archive.close),
+    )

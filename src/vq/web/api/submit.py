@@ -1,7 +1,126 @@
-"""(to be written)"""
+"""``POST /api/v1/jobs``: submit one job over HTTP (§10.2), idempotently (§4.8).
+
+Body (JSON; unknown fields are refused with 422 naming them): the submit fields under
+their JobSpec names — ``command`` (argv list, required), ``cpus``, ``mem_mb``,
+``wall_time_seconds``, ``priority``, ``not_before``, ``job_name``, ``tags``,
+``depends_on`` (= ``vq submit --after``), ``depends_on_any`` (= ``--after-any``),
+``retry_max``, ``retry_backoff_seconds``, ``rerun_until_file_exists``, ``rerun_max``,
+``clean_workdir_on_terminal``, ``profile``, ``program`` — plus the required
+``idempotency_key`` and optional ``inputs``: ``{"files": {relpath: base64}}`` or
+``{"upload_token": "..."}``.
+
+Answers the ``vq submit --json`` object (the spec, ``capacity_warnings``, and
+``idempotent_replay: true`` on a repeat): 201 for a new job, 200 when the key and the
+canonical intent match an earlier submit (same id), 409 when the key was used for a
+different intent. Scoped tokens are held to their profiles/programs (403) and their
+daily quota (429 with ``Retry-After``); a repeat of an existing key is not charged.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import UTC, datetime
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vq.web.auth.principal import Principal
+from vq.web.auth.scoped import charge_submission, check_submit_allowed
+from vq.web.deps import need, web_config
+from vq.web.submission import (
+    Submission,
+    claim_exists,
+    load_web_settings,
+    submit_request,
+    to_params,
+)
+from vq.web.uploads_store import UploadStore
+
+__all__ = ["Inputs", "JobRequest", "router"]
+
+router = APIRouter(tags=["submit"])
+
+
+class Inputs(BaseModel):
+    """The job's workspace content: inline files or one earlier upload (not both)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files: dict[str, str] | None = Field(
+        default=None, description="relative path → file content, base64 (standard, padded)"
+    )
+    upload_token: str | None = Field(default=None, description="from POST /api/v1/uploads")
+
+    @model_validator(mode="after")
+    def _one(self) -> Inputs:
+        if self.files is not None and self.upload_token is not None:
+            raise ValueError("give inputs.files or inputs.upload_token, not both")
+        return self
+
+
+class JobRequest(BaseModel):
+    """A submit; ranges are checked by ``SubmitParams``, exactly as for ``vq submit``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1, description="argv, e.g. ['bash', 'run.sh']")
+    idempotency_key: str = Field(min_length=1, max_length=256)
+    inputs: Inputs | None = None
+    cpus: int | None = None
+    mem_mb: int | None = None
+    wall_time_seconds: int | None = None
+    priority: int | None = None
+    not_before: datetime | None = None
+    job_name: str | None = None
+    tags: list[str] | None = None
+    depends_on: list[str] | None = Field(default=None, description="as --after")
+    depends_on_any: list[str] | None = Field(default=None, description="as --after-any")
+    retry_max: int | None = None
+    retry_backoff_seconds: int | None = None
+    rerun_until_file_exists: str | None = None
+    rerun_max: int | None = None
+    clean_workdir_on_terminal: bool | None = None
+    profile: str | None = None
+    program: str | None = None
+
+    def submit_fields(self) -> dict[str, Any]:
+        """The submit fields the caller gave (so a profile fills only the others)."""
+        given = self.model_fields_set - {"idempotency_key", "inputs"}
+        return {name: getattr(self, name) for name in given}
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    responses={200: {"description": "an idempotent repeat: the earlier job"}},
+)
+def submit_job(
+    body: JobRequest,
+    request: Request,
+    principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
+) -> JSONResponse:
+    config = web_config(request)
+    settings = load_web_settings(config)
+    fields = body.submit_fields()
+    key = body.idempotency_key
+    params = to_params(fields, key)  # 422 before any side effect
+    program = params.program
+    if program is None and params.profile in settings.profile:
+        program = settings.profile[params.profile].program
+    check_submit_allowed(principal, params.profile, program)
+    inputs = body.inputs or Inputs()
+    if inputs.upload_token is not None:
+        from vq.services.idempotency import key_hash
+
+        store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+        store.peek(inputs.upload_token, key_hash(key))
+    if not claim_exists(config, key):
+        charge_submission(config.config_root, principal, datetime.now(UTC))
+    payload = submit_request(
+        config,
+        settings,
+        Submission(fields, key, files=inputs.files, upload_token=inputs.upload_token),
+    )
+    status = 200 if payload.get("idempotent_replay") else 201
+    return JSONResponse(payload, status_code=status)

@@ -1,7 +1,107 @@
-"""(to be written)"""
+"""``POST /api/v1/uploads``: stream a tar.gz in, get a single-use upload token (§10.2).
+
+The body is the archive itself (``Content-Type: application/gzip``, ``application/x-tar``
+or ``application/octet-stream``), read in chunks and written to a private file; it is
+never held in memory whole. Over ``[web] upload_max_bytes`` → 413 and nothing kept; an
+archive ``vq submit`` would refuse (traversal, absolute paths, links leaving the tree,
+devices) → 400 naming the member, nothing kept. Success: 201
+``{"upload_token", "size_bytes", "expires_at"}``; submit with
+``inputs.upload_token``. Expired uploads are swept on each upload (see
+:mod:`vq.web.uploads_store`).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import contextlib
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from vq.web.auth.principal import Principal
+from vq.web.deps import need, web_config
+from vq.web.errors import ApiError
+from vq.web.submission import load_web_settings
+from vq.web.uploads_store import UploadStore
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["submit"])
+
+_TYPES = (
+    "application/gzip",
+    "application/x-gzip",
+    "application/x-tar",
+    "application/octet-stream",
+)
+#: Bytes gathered before one write to disk (each write runs off the event loop).
+_FLUSH = 1024 * 1024
+
+
+@router.post(
+    "/uploads",
+    status_code=201,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def upload(
+    request: Request,
+    principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
+) -> JSONResponse:
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media not in _TYPES:
+        raise ApiError(
+            415,
+            "unsupported-media-type",
+            "send the tar.gz as the raw body with Content-Type: application/gzip",
+            hint="curl --data-binary @inputs.tar.gz -H 'Content-Type: application/gzip' ...",
+        )
+    config = web_config(request)
+    settings = await run_in_threadpool(load_web_settings, config)
+    cap = settings.web.upload_max_bytes
+    store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise ApiError(
+            413,
+            "too-large",
+            f"the upload exceeds the {cap}-byte cap (web.upload_max_bytes)",
+            hint="split the inputs or ask the operator to raise web.upload_max_bytes",
+        )
+    part, out = await run_in_threadpool(store.open_incoming)
+    received = 0
+    pending = bytearray()
+    try:
+        try:
+            async for chunk in request.stream():
+                received += len(chunk)
+                if received > cap:
+                    raise store.too_large(part, cap)
+                pending += chunk
+                if len(pending) >= _FLUSH:
+                    await run_in_threadpool(out.write, bytes(pending))
+                    pending.clear()
+            await run_in_threadpool(out.write, bytes(pending))
+        finally:
+            out.close()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            part.unlink()
+        raise
+    if received == 0:
+        await asyncio.to_thread(_discard, part)
+        raise ApiError(400, "invalid-archive", "the upload body is empty")
+    stored = await run_in_threadpool(store.publish, part)
+    body: dict[str, Any] = stored.as_dict()
+    return JSONResponse(body, status_code=201)
+
+
+def _discard(path: Any) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()

@@ -1,0 +1,160 @@
+"""One HTTP submit, exactly as ``vq submit`` does it (§10.2, §4.8).
+
+:func:`submit_request` turns a validated request into
+:class:`~vq.protocol.messages.SubmitParams` — only the fields the caller gave, so a
+``profile`` fills the rest exactly as it does for ``vq submit --profile`` — with the
+inputs as SOURCE: a private staging directory for inline files (a directory source, as
+``vq submit DIR``) or the claimed upload archive (as ``vq submit inputs.tar.gz``). It then
+submits through the daemon's ``submit`` RPC when a daemon answers, else through the same
+service in-process, and returns the ``vq submit --json`` payload. The idempotency intent
+digest covers the inputs' *content*, so the same key, fields and files from the CLI or
+from HTTP name the same job.
+
+Errors leave with server paths replaced (staging and uploads become ``inputs``; the
+state and config roots become placeholders). The staging directory is always removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from vq.config import Settings, load_settings
+from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.errors import UnsafeArchive, VqError
+from vq.gateway import Gateway
+from vq.protocol.messages import SubmitParams
+from vq.services.idempotency import key_hash
+from vq.web.context import WebConfig
+from vq.web.errors import ApiError
+from vq.web.uploads_store import UploadStore, decode_inline
+
+__all__ = [
+    "Submission",
+    "claim_exists",
+    "load_web_settings",
+    "scrubbed",
+    "submit_request",
+    "to_params",
+]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the route hands over: the submit fields (as given) and the inputs."""
+
+    fields: dict[str, Any]
+    idempotency_key: str
+    files: dict[str, str] | None = None
+    upload_token: str | None = None
+
+
+def load_web_settings(config: WebConfig) -> Settings:
+    """The layered settings as this web process's config root resolves them."""
+    return load_settings({**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
+
+
+def to_params(fields: dict[str, Any], key: str, source: str | None = None) -> SubmitParams:
+    """Validate into SubmitParams; a refusal is a 422 naming ``body.<field>``."""
+    from fastapi.exceptions import RequestValidationError
+
+    data = {**fields, "idempotency_key": key}
+    if source is not None:
+        data["source"] = source
+    try:
+        return SubmitParams.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]
+        ) from None
+
+
+def claim_exists(config: WebConfig, key: str) -> bool:
+    """Whether ``key`` already names a job (a replay or a conflict, never a new job)."""
+    return (config.state.root / "idempotency" / f"{key_hash(key)}.json").exists()
+
+
+def _check_names(files: dict[str, str]) -> None:
+    try:
+        check_members(Member(name, MemberKind.FILE) for name in files)
+    except UnsafeArchive as exc:
+        raise ApiError(400, "unsafe-path", f"inputs.files: {exc.message}", hint=exc.hint) from None
+
+
+def _bad_base64(names: list[str]) -> None:
+    from fastapi.exceptions import RequestValidationError
+
+    raise RequestValidationError(
+        [
+            {
+                "loc": ("body", "inputs", "files", name),
+                "msg": "not valid base64 (standard alphabet, padded)",
+                "type": "value_error",
+            }
+            for name in names
+        ]
+    )
+
+
+@contextmanager
+def scrubbed(config: WebConfig, *inputs: Path) -> Iterator[None]:
+    """Re-raise a VqError with server paths replaced (``inputs`` become "inputs")."""
+    try:
+        yield
+    except VqError as exc:
+        replacements = [(str(p), "inputs") for p in inputs]
+        replacements += [
+            (str(config.state.root / "uploads"), "<uploads>"),
+            (str(config.state.root), "<state-root>"),
+            (str(config.config_root), "<config-root>"),
+        ]
+        for attr in ("message", "hint"):
+            text = getattr(exc, attr)
+            if text:
+                for old, new in replacements:
+                    text = text.replace(old, new)
+                setattr(exc, attr, text)
+        exc.args = (exc.message,)
+        raise
+
+
+def _submit(config: WebConfig, params: SubmitParams) -> dict[str, Any]:
+    gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
+    payload = gateway.call("submit", params.model_dump(mode="json", exclude_unset=True))
+    if payload is not None:
+        return dict(payload)
+    from vq.services.submit import result_payload, submit
+
+    return result_payload(submit(gateway.local_context(), params))
+
+
+def submit_request(config: WebConfig, settings: Settings, request: Submission) -> dict[str, Any]:
+    """Stage the inputs, submit, clean up; the ``vq submit --json`` payload."""
+    store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+    key = request.idempotency_key
+    if request.files:
+        _check_names(request.files)
+        decoded, bad = decode_inline(request.files, settings.web.inline_max_bytes)
+        if bad:
+            _bad_base64(bad)
+        to_params(request.fields, key)  # refuse bad fields before writing anything
+        staging = store.stage_inline(decoded)
+        try:
+            with scrubbed(config, staging):
+                return _submit(config, to_params(request.fields, key, str(staging)))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    if request.upload_token is not None:
+        to_params(request.fields, key)
+        archive = store.claim(request.upload_token, key_hash(key))
+        with scrubbed(config, archive):
+            return _submit(config, to_params(request.fields, key, str(archive)))
+    with scrubbed(config):
+        return _submit(config, to_params(request.fields, key))

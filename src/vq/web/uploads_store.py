@@ -1,0 +1,276 @@
+"""Upload tokens and inline inputs of the submission API (§10.2), on disk.
+
+Layout: ``<state root>/uploads/`` (mode 0700), one flat directory:
+
+* ``.incoming-<random>.part`` — a body being received (removed on any failure);
+* ``<token>.tar.gz`` — a validated upload nobody has used yet;
+* ``<token>.<key-hash>.claimed.tar.gz`` — an upload bound to the idempotency key of the
+  first submit that named it (renamed atomically: exactly one key ever wins);
+* ``.inline-<random>/`` — the private staging tree of one inline submit (removed after it).
+
+Contracts:
+
+* A body over ``upload_max_bytes`` is refused with 413 and its partial file removed; a
+  tar whose members break the ``vq submit`` archive rules (:mod:`vq.domain.archive_rules`:
+  absolute paths, ``..``, links leaving the tree, devices, FIFOs, a top-level ``_vq``)
+  or that is not a readable tar is refused with 400 naming the member; nothing is kept.
+* Tokens are 32 random URL-safe characters; a malformed token never reaches the disk.
+* A token expires ``upload_ttl_seconds`` after its upload (410 once expired). Expired
+  files, claimed or not, and stale partial or staging files are swept on every upload.
+* Single use: only submits carrying the idempotency key that first claimed a token may
+  use it again (retries of that same submit); any other key gets 409.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import os
+import re
+import secrets
+import shutil
+import tarfile
+import time
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.errors import UnsafeArchive
+from vq.web.errors import ApiError
+
+__all__ = ["TOKEN_RE", "StoredUpload", "UploadStore", "decode_inline"]
+
+TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32}$")
+_READY = ".tar.gz"
+_CLAIMED = ".claimed.tar.gz"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class StoredUpload:
+    token: str
+    size_bytes: int
+    expires_at: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "upload_token": self.token,
+            "size_bytes": self.size_bytes,
+            "expires_at": self.expires_at,
+        }
+
+
+def _tar_member(info: tarfile.TarInfo) -> Member:
+    if info.isfile():
+        return Member(info.name, MemberKind.FILE)
+    if info.isdir():
+        return Member(info.name, MemberKind.DIR)
+    if info.issym():
+        return Member(info.name, MemberKind.SYMLINK, info.linkname)
+    if info.islnk():
+        return Member(info.name, MemberKind.HARDLINK, info.linkname)
+    if info.ischr() or info.isblk():
+        return Member(info.name, MemberKind.DEVICE)
+    return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
+
+
+def check_tar(path: Path) -> None:
+    """Refuse (400) an archive ``vq submit`` would refuse; reads it once, streaming."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = [_tar_member(info) for info in tar]
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise ApiError(
+            400,
+            "invalid-archive",
+            f"the upload is not a readable tar archive ({type(exc).__name__})",
+            hint="send a complete .tar.gz (e.g. made with `tar -czf inputs.tar.gz -C dir .`)",
+        ) from None
+    try:
+        check_members(members)
+    except UnsafeArchive as exc:
+        raise ApiError(400, "unsafe-archive", exc.message, hint=exc.hint) from None
+
+
+def decode_inline(files: dict[str, str], cap: int) -> tuple[dict[str, bytes], list[str]]:
+    """Decoded inline files and the names whose base64 is invalid; 413 over ``cap``.
+
+    The size is estimated from the base64 text first, so an oversized body is refused
+    before anything is decoded.
+    """
+    estimate = sum(len(text) * 3 // 4 for text in files.values())
+    if estimate > cap + 3 * len(files):
+        raise _too_large_inline(estimate, cap)
+    decoded: dict[str, bytes] = {}
+    bad: list[str] = []
+    for name, text in files.items():
+        try:
+            decoded[name] = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            bad.append(name)
+    total = sum(len(data) for data in decoded.values())
+    if total > cap:
+        raise _too_large_inline(total, cap)
+    return decoded, bad
+
+
+def _too_large_inline(size: int, cap: int) -> ApiError:
+    return ApiError(
+        413,
+        "too-large",
+        f"inline files total about {size} bytes, over the {cap}-byte cap (web.inline_max_bytes)",
+        hint="upload a tar.gz with POST /api/v1/uploads and submit with inputs.upload_token",
+    )
+
+
+class UploadStore:
+    """The uploads directory of one state root (see the module contract)."""
+
+    def __init__(self, root: Path, ttl_seconds: int) -> None:
+        self.dir = root / "uploads"
+        self.ttl = ttl_seconds
+
+    def ensure(self) -> Path:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        return self.dir
+
+    # --- receiving --------------------------------------------------------------------
+    def open_incoming(self) -> tuple[Path, IO[bytes]]:
+        """A new private ``.part`` file to stream a body into."""
+        self.ensure()
+        self.sweep()
+        path = self.dir / f".incoming-{secrets.token_hex(8)}.part"
+        return path, os.fdopen(os.open(path, _CREATE, 0o600), "wb")
+
+    def too_large(self, part: Path, cap: int) -> ApiError:
+        """Remove a partial body and say why (413)."""
+        with contextlib.suppress(OSError):
+            part.unlink()
+        return ApiError(
+            413,
+            "too-large",
+            f"the upload exceeds the {cap}-byte cap (web.upload_max_bytes)",
+            hint="split the inputs or ask the operator to raise web.upload_max_bytes",
+        )
+
+    def publish(self, part: Path) -> StoredUpload:
+        """Validate a received body and give it a token; on refusal nothing is kept."""
+        try:
+            check_tar(part)
+            size = part.stat().st_size
+            token = secrets.token_urlsafe(24)
+            os.rename(part, self.dir / f"{token}{_READY}")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                part.unlink()
+            raise
+        expires = datetime.fromtimestamp(time.time() + self.ttl, UTC)
+        return StoredUpload(token, size, expires.isoformat(timespec="seconds"))
+
+    # --- using ------------------------------------------------------------------------
+    def _expired(self, path: Path) -> bool:
+        try:
+            return path.stat().st_mtime + self.ttl <= time.time()
+        except FileNotFoundError:
+            return True
+
+    def _gone(self) -> ApiError:
+        return ApiError(
+            410,
+            "upload-expired",
+            f"the upload token expired ({self.ttl} s after its upload)",
+            hint="upload the archive again with POST /api/v1/uploads",
+        )
+
+    def _ready(self, token: str) -> Path:
+        if not TOKEN_RE.fullmatch(token):
+            raise ApiError(404, "upload-not-found", "no such upload token")
+        return self.dir / f"{token}{_READY}"
+
+    def _claimed(self, token: str, key_hash: str) -> Path:
+        return self.dir / f"{token}.{key_hash[:32]}{_CLAIMED}"
+
+    def peek(self, token: str, key_hash: str) -> None:
+        """Raise (404/409/410) unless :meth:`claim` would succeed now."""
+        ready = self._ready(token)
+        for path in (ready, self._claimed(token, key_hash)):
+            if path.exists():
+                if self._expired(path):
+                    raise self._gone()
+                return
+        self._refuse_unavailable(token)
+
+    def claim(self, token: str, key_hash: str) -> Path:
+        """Bind the upload to ``key_hash`` (atomic rename) and return the archive's path."""
+        ready, claimed = self._ready(token), self._claimed(token, key_hash)
+        if ready.exists() and self._expired(ready):
+            raise self._gone()
+        try:
+            os.rename(ready, claimed)
+        except FileNotFoundError:
+            if not claimed.exists():
+                self._refuse_unavailable(token)
+            if self._expired(claimed):
+                raise self._gone() from None
+        return claimed
+
+    def _refuse_unavailable(self, token: str) -> None:
+        if any(self.dir.glob(f"{token}.*{_CLAIMED}")):
+            raise ApiError(
+                409,
+                "upload-token-used",
+                "the upload token was already used by a submit with another idempotency key",
+                hint="upload tokens are single-use; upload the archive again",
+            )
+        raise ApiError(
+            404,
+            "upload-not-found",
+            "no such upload token (never issued, or expired and swept)",
+            hint="upload the archive with POST /api/v1/uploads",
+        )
+
+    # --- inline inputs ----------------------------------------------------------------
+    def stage_inline(self, files: dict[str, bytes]) -> Path:
+        """A private directory holding ``files`` (names already checked by the caller)."""
+        self.ensure()
+        staging = self.dir / f".inline-{secrets.token_hex(8)}"
+        staging.mkdir(mode=0o700)
+        try:
+            for name, data in files.items():
+                target = staging / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with os.fdopen(os.open(target, _CREATE, 0o644), "wb") as out:
+                    out.write(data)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return staging
+
+    # --- housekeeping -----------------------------------------------------------------
+    def sweep(self) -> int:
+        """Remove expired uploads and stale partial or staging files; how many."""
+        removed = 0
+        try:
+            entries = list(os.scandir(self.dir))
+        except FileNotFoundError:
+            return 0
+        deadline = time.time() - self.ttl
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if info.st_mtime > deadline:
+                continue
+            if entry.name.startswith(".inline-") and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+            removed += 1
+        return removed
