@@ -1,7 +1,301 @@
-"""(to be written)"""
+"""Console pages (server-rendered HTML) and the htmx fragments that refresh them.
+
+Pages: ``/`` (queue), ``/jobs/{id}`` (detail), ``/overview``, ``/audit`` (admin). Each
+page renders completely without JavaScript; htmx re-fetches only a fragment every few
+seconds (``/fragments/...``), which returns that fragment alone (no layout).
+
+Contracts:
+
+* Every route is a plain ``def`` (Backend blocks on disk or the daemon socket).
+* Reads go through :func:`vq.web.pages.render.reader`: a caller who must sign in is
+  redirected to ``/login?next=...``; all data comes from :class:`vq.web.backend.Backend`.
+* A service error renders an HTML error page (or fragment) with the Backend's already
+  scrubbed message; nothing server-side (paths, tracebacks) reaches the page.
+* ``/jobs/{id}/logs/{stream}`` downloads a whole log as an attachment (text/plain).
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, cast
+from urllib.parse import quote
 
-router = APIRouter()
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, Response
+
+from vq.errors import VqError
+from vq.web.backend import Backend, Stream
+from vq.web.deps import web_config
+from vq.web.errors import status_for
+from vq.web.pages import views
+from vq.web.pages.render import login_redirect, reader, render, render_error
+
+__all__ = ["FLASH_COOKIE", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+FLASH_COOKIE = "vq_flash"
+#: Lines of stdout/stderr shown on the detail page.
+TAIL_LINES = 200
+#: Audit lines shown, and the most bytes read from the end of each audit file.
+AUDIT_LINES = 200
+AUDIT_BYTES = 512 * 1024
+AUDIT_FILES = ("rpc-audit.jsonl", "fleet-audit.jsonl")
+#: States in which a job's page keeps polling.
+LIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED"})
+
+
+def backend(request: Request) -> Backend:
+    return Backend(web_config(request))
+
+
+def guarded(request: Request, build: Callable[[], Response]) -> Response:
+    """Run ``build`` for a caller allowed to read; service errors become error pages."""
+    who = reader(request)
+    if isinstance(who, Response):
+        return who
+    try:
+        return build()
+    except VqError as exc:
+        status = status_for(exc)
+        message = exc.message if status < 500 else "the queue could not be read just now"
+        return render_error(request, status, message)
+
+
+def take_flash(request: Request) -> dict[str, Any]:
+    """The one-shot outcome message a no-JS action left in a cookie."""
+    raw = request.cookies.get(FLASH_COOKIE)
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+        return {"flash": str(data["m"])[:500], "flash_kind": "ok" if data.get("ok") else "error"}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def page(request: Request, template: str, context: dict[str, Any]) -> Response:
+    """A full page: the flash message shown once, then its cookie cleared."""
+    flash = take_flash(request)
+    response = render(request, template, {**context, **flash})
+    if request.cookies.get(FLASH_COOKIE):
+        response.delete_cookie(FLASH_COOKIE, path="/")
+    return response
+
+
+# --- queue -----------------------------------------------------------------------------
+def _table_context(request: Request) -> dict[str, Any]:
+    params = request.query_params
+    query = views.TableQuery.from_params(params, params.getlist("open"))
+    listing = backend(request).list_jobs(
+        states=[query.state] if query.state else None,
+        tags=[query.tag] if query.tag else None,
+        name=query.name or None,
+    )
+    return {
+        "q": query,
+        "entries": views.table_entries(listing["jobs"], query),
+        "shown": len(listing["jobs"]),
+        "quarantined": len(listing["quarantined"]),
+        "states": views.STATES,
+    }
+
+
+def _summary_context(request: Request) -> dict[str, Any]:
+    summary = backend(request).queue_summary()
+    return {"summary": summary, "bars": views.capacity_bars(summary), "states": views.STATES}
+
+
+@router.get("/")
+def queue_page(request: Request) -> Response:
+    return guarded(
+        request,
+        lambda: page(
+            request,
+            "queue.html",
+            {"nav": "queue", **_summary_context(request), **_table_context(request)},
+        ),
+    )
+
+
+@router.get("/fragments/jobs")
+def jobs_fragment(request: Request) -> Response:
+    return guarded(request, lambda: render(request, "_jobs_table.html", _table_context(request)))
+
+
+@router.get("/fragments/summary")
+def summary_fragment(request: Request) -> Response:
+    return guarded(request, lambda: render(request, "_summary.html", _summary_context(request)))
+
+
+# --- job detail --------------------------------------------------------------------------
+def _live_context(request: Request, job_id: str) -> dict[str, Any]:
+    data = backend(request)
+    job = data.status(job_id)
+    job.pop("workspace", None)  # a server path: never rendered
+    return {
+        "job": job,
+        "events": data.events(job_id, tail=200),
+        "live": job["state"] in LIVE_STATES,
+    }
+
+
+def _detail_context(request: Request, job_id: str) -> dict[str, Any]:
+    data = backend(request)
+    context = _live_context(request, job_id)
+    job = context["job"]
+    samples = data.samples(job_id)
+    context.update(
+        nav="queue",
+        logs={s: data.log_tail(job_id, s, TAIL_LINES) for s in ("stdout", "stderr")},
+        receipt=data.receipt(job_id),
+        series=views.sample_series(samples, job.get("mem_mb")),
+        sample_count=len(samples),
+        tail_lines=TAIL_LINES,
+    )
+    return context
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str) -> Response:
+    return guarded(request, lambda: page(request, "job.html", _detail_context(request, job_id)))
+
+
+@router.get("/fragments/jobs/{job_id}/live")
+def job_live_fragment(request: Request, job_id: str, seen: str = "") -> Response:
+    """The live part; ``HX-Trigger: job-changed`` when the state is not the ``seen`` one."""
+
+    def build() -> Response:
+        context = _live_context(request, job_id)
+        changed = bool(seen) and seen != context["job"]["state"]
+        headers = {"HX-Trigger": "job-changed"} if changed else None
+        return render(request, "_job_live.html", context, headers=headers)
+
+    return guarded(request, build)
+
+
+@router.get("/fragments/jobs/{job_id}/actions")
+def job_actions_fragment(request: Request, job_id: str) -> Response:
+    """The action buttons for the job's current state (empty for callers without control)."""
+
+    def build() -> Response:
+        if not request.state.principal.can("control"):
+            return Response(status_code=204)
+        job = backend(request).status(job_id)
+        return render(request, "_job_actions.html", {"job": job})
+
+    return guarded(request, build)
+
+
+@router.get("/fragments/jobs/{job_id}/log")
+def job_log_fragment(request: Request, job_id: str, stream: str = "stdout") -> Response:
+    def build() -> Response:
+        if stream not in ("stdout", "stderr"):
+            return render_error(request, 422, "stream must be stdout or stderr")
+        text = backend(request).log_tail(job_id, cast(Stream, stream), TAIL_LINES)
+        context = {"job_id": job_id, "stream": stream, "text": text, "tail_lines": TAIL_LINES}
+        return render(request, "_log.html", context)
+
+    return guarded(request, build)
+
+
+@router.get("/jobs/{job_id}/logs/{stream}")
+def job_log_download(request: Request, job_id: str, stream: str) -> Response:
+    def build() -> Response:
+        if stream not in ("stdout", "stderr"):
+            return render_error(request, 404, "logs are stdout or stderr")
+        path = backend(request).log_file(job_id, cast(Stream, stream))
+        name = f"{job_id}.{stream}.txt"
+        return FileResponse(
+            path,
+            media_type="text/plain; charset=utf-8",
+            headers={
+                "Content-Disposition": f"attachment; filename=\"{name}\"; filename*=UTF-8''"
+                + quote(name),
+                "X-Content-Type-Options": "nosniff",
+            },
+        )
+
+    return guarded(request, build)
+
+
+# --- overview and audit ----------------------------------------------------------------
+def _overview_context(request: Request) -> dict[str, Any]:
+    data = backend(request)
+    now = datetime.now(UTC)
+    rows = data.list_jobs()["jobs"]
+    return {
+        "nav": "overview",
+        "overview": data.overview(),
+        "usage": data.usage("tag"),
+        "chart": views.usage_by_day_and_tag(rows, now),
+    }
+
+
+@router.get("/overview")
+def overview_page(request: Request) -> Response:
+    return guarded(request, lambda: page(request, "overview.html", _overview_context(request)))
+
+
+def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[dict[str, Any]]:
+    """The last ``lines`` JSON-object lines of a file (bounded read; bad lines skipped)."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - AUDIT_BYTES)
+            handle.seek(start)
+            data = handle.read(AUDIT_BYTES)
+    except OSError:
+        return []
+    raw = data.split(b"\n")[1:] if start else data.split(b"\n")
+    records: list[dict[str, Any]] = []
+    for line in raw[-lines:]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def _audit_row(source: str, record: dict[str, Any]) -> dict[str, Any]:
+    actor = record.get("user") or record.get("actor")
+    if actor is None and record.get("peer_uid") is not None:
+        actor = f"uid {record['peer_uid']}"
+    action = record.get("action") or record.get("method") or ""
+    shown = {"ts", "user", "actor", "role", "action", "method", "outcome", "peer_uid"}
+    detail = {k: v for k, v in record.items() if k not in shown}
+    return {
+        "source": source,
+        "ts": record.get("ts", ""),
+        "actor": actor or "",
+        "role": record.get("role") or "",
+        "action": action,
+        "outcome": record.get("outcome", ""),
+        "detail": json.dumps(detail, separators=(", ", ": "), default=str) if detail else "",
+    }
+
+
+@router.get("/audit")
+def audit_page(request: Request) -> Response:
+    def build() -> Response:
+        principal = request.state.principal
+        if principal.kind == "anonymous":
+            return login_redirect(request)
+        if not principal.can("admin"):
+            return render_error(request, 403, f"{principal.name} may not read the audit log")
+        root = web_config(request).state.root
+        rows = [
+            _audit_row(name, record)
+            for name in AUDIT_FILES
+            for record in _tail_jsonl(root / name, AUDIT_LINES)
+        ]
+        rows.sort(key=lambda r: str(r["ts"]), reverse=True)
+        context = {"nav": "audit", "rows": rows[:AUDIT_LINES], "files": AUDIT_FILES}
+        return page(request, "audit.html", context)
+
+    return guarded(request, build)

@@ -1,0 +1,247 @@
+"""View models of the console pages, built from Backend data (pure: no I/O, no clock).
+
+Contracts:
+
+* :class:`TableQuery` is the queue table's query string (``state``, ``tag``, ``name``,
+  ``sort``, ``dir``, ``open``): unknown sort keys fall back to ``submitted``/``desc``, so
+  a hand-edited URL never errors. ``open`` lists the groups shown expanded.
+* :func:`table_entries` sorts list rows and folds every array/chain (rows sharing an
+  ``array_group_id`` or ``chain_group_id``) into one group entry placed where its first
+  member sorts, members in index order, with per-state counts. Filtering by group shows
+  the members flat.
+* :func:`capacity_bars` gives used/cap/percent for CPUs, memory and jobs from
+  ``Backend.queue_summary()`` (cap None when no daemon reports caps).
+* :func:`sample_series` turns watchdog samples into the chart's columns (epoch seconds,
+  RSS MB, CPU %, the memory limit as a flat series); :func:`usage_by_day_and_tag` the
+  CPU-hours per UTC day and tag of the overview chart (accounting as ``vq usage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from vq.domain.states import JobState
+from vq.services.reports import active_seconds
+
+__all__ = [
+    "SORT_KEYS",
+    "STATES",
+    "TableQuery",
+    "capacity_bars",
+    "sample_series",
+    "table_entries",
+    "usage_by_day_and_tag",
+]
+
+STATES: tuple[str, ...] = tuple(state.value for state in JobState)
+_STATE_ORDER = {name: i for i, name in enumerate(STATES)}
+SORT_KEYS: tuple[str, ...] = ("submitted", "priority", "state", "name")
+#: The overview chart's window and how many tags get their own series.
+USAGE_DAYS = 14
+USAGE_TOP_TAGS = 6
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    state: str = ""
+    tag: str = ""
+    name: str = ""
+    sort: str = "submitted"
+    dir: str = "desc"
+    open: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], opened: Sequence[str] = ()) -> TableQuery:
+        state = params.get("state", "").strip().upper()
+        sort = params.get("sort", "submitted")
+        direction = params.get("dir", "desc")
+        return cls(
+            state=state if state in _STATE_ORDER else "",
+            tag=params.get("tag", "").strip()[:200],
+            name=params.get("name", "").strip()[:200],
+            sort=sort if sort in SORT_KEYS else "submitted",
+            dir=direction if direction in ("asc", "desc") else "desc",
+            open=tuple(dict.fromkeys(g for g in opened if g))[:50],
+        )
+
+    def params(self, **changes: Any) -> dict[str, Any]:
+        """The non-default parameters (``open`` repeated), with ``changes`` applied."""
+        query = replace(self, **changes)
+        values: dict[str, Any] = {}
+        for key in ("state", "tag", "name"):
+            if getattr(query, key):
+                values[key] = getattr(query, key)
+        if query.sort != "submitted" or query.dir != "desc":
+            values["sort"] = query.sort
+            values["dir"] = query.dir
+        if query.open:
+            values["open"] = list(query.open)
+        return values
+
+    def qs(self, **changes: Any) -> str:
+        """The query string (no leading ``?``) of this query with ``changes`` applied."""
+        return urlencode(self.params(**changes), doseq=True)
+
+    def sort_qs(self, key: str) -> str:
+        """Link target of a column header: sort by ``key``, toggling the direction."""
+        if self.sort == key:
+            return self.qs(dir="asc" if self.dir == "desc" else "desc")
+        return self.qs(sort=key, dir="asc" if key == "name" else "desc")
+
+    def toggle_qs(self, group_id: str) -> str:
+        opened = tuple(g for g in self.open if g != group_id)
+        if group_id not in self.open:
+            opened = (*self.open, group_id)
+        return self.qs(open=opened)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.state or self.tag or self.name)
+
+
+def _sort_key(query: TableQuery) -> Any:
+    if query.sort == "priority":
+        return lambda row: (row.get("priority") or 0, row.get("submitted_at") or "")
+    if query.sort == "state":
+        return lambda row: (_STATE_ORDER.get(row["state"], 99), row.get("submitted_at") or "")
+    if query.sort == "name":
+        return lambda row: ((row.get("job_name") or "").lower(), row.get("submitted_at") or "")
+    return lambda row: (row.get("submitted_at") or "", row["id"])
+
+
+def _group_of(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    if row.get("array_group_id"):
+        return "array", str(row["array_group_id"])
+    if row.get("chain_group_id"):
+        return "chain", str(row["chain_group_id"])
+    return None
+
+
+def table_entries(rows: Sequence[Mapping[str, Any]], query: TableQuery) -> list[dict[str, Any]]:
+    """Sorted table entries: ``{"kind": "job", "row"}`` or ``{"kind": "group", ...}``."""
+    ordered = sorted(rows, key=_sort_key(query), reverse=query.dir == "desc")
+    entries: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, Any]] = {}
+    for row in ordered:
+        grouped = _group_of(row)
+        if grouped is None:
+            entries.append({"kind": "job", "row": row})
+            continue
+        kind, group_id = grouped
+        group = groups.get(group_id)
+        if group is None:
+            group = {
+                "kind": "group",
+                "type": kind,
+                "id": group_id,
+                "name": row.get("job_name"),
+                "rows": [],
+                "counts": {},
+                "open": group_id in query.open,
+            }
+            groups[group_id] = group
+            entries.append(group)
+        group["rows"].append(row)
+    for group in groups.values():
+        index = "array_index" if group["type"] == "array" else "chain_index"
+        group["rows"].sort(key=lambda r, i=index: (r.get(i) or 0, r["id"]))
+        counts: dict[str, int] = {}
+        for row in group["rows"]:
+            counts[row["state"]] = counts.get(row["state"], 0) + 1
+        group["counts"] = dict(sorted(counts.items(), key=lambda kv: _STATE_ORDER.get(kv[0], 99)))
+    return entries
+
+
+def _bar(label: str, used: float, cap: float | None, unit: str = "") -> dict[str, Any]:
+    percent = None
+    if cap:
+        percent = max(0.0, min(100.0, 100.0 * used / cap))
+    return {"label": label, "used": used, "cap": cap, "unit": unit, "percent": percent}
+
+
+def capacity_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """CPUs, memory and jobs in use (declared reservations) against the daemon's caps."""
+    caps = summary.get("caps") or {}
+    return [
+        _bar("CPUs", summary.get("active_cpus") or 0, caps.get("max_cpus")),
+        _bar("Memory", summary.get("declared_mem_mb") or 0, caps.get("max_mem_mb"), "MB"),
+        _bar("Jobs", summary.get("active") or 0, caps.get("max_jobs")),
+    ]
+
+
+def _epoch(value: Any) -> float | None:
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> dict[str, Any]:
+    """``{"t", "rss_mb", "cpu_percent", "mem_limit_mb", "mem_mb"}`` columns for uPlot."""
+    times: list[float] = []
+    rss: list[float | None] = []
+    cpu: list[float | None] = []
+    for sample in samples:
+        moment = _epoch(sample.get("ts"))
+        if moment is None:
+            continue
+        times.append(moment)
+        rss.append(_number(sample.get("rss_mb")))
+        cpu.append(_number(sample.get("cpu_percent")))
+    limit = [float(mem_mb)] * len(times) if mem_mb else None
+    return {"t": times, "rss_mb": rss, "cpu_percent": cpu, "mem_limit_mb": limit, "mem_mb": mem_mb}
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def usage_by_day_and_tag(
+    rows: Sequence[Mapping[str, Any]], now: datetime, days: int = USAGE_DAYS
+) -> dict[str, Any]:
+    """CPU-hours per UTC day (of ``started_at``) and tag over the last ``days`` days.
+
+    A job with several tags counts under each (as ``vq usage --by tag``); the
+    :data:`USAGE_TOP_TAGS` largest tags get a series each, the rest are summed as
+    ``other``, untagged jobs as ``(untagged)``. Returns ``{"days": [epoch], "labels":
+    [ISO date], "series": [{"label", "values"}], "total_cpu_hours"}``.
+    """
+    today = now.astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {day: i for i, day in enumerate(day_list)}
+    per_tag: dict[str, list[float]] = {}
+    total = 0.0
+    for row in rows:
+        started = _epoch(row.get("started_at")) if row.get("started_at") else None
+        if started is None:
+            continue
+        day = datetime.fromtimestamp(started, UTC).date()
+        if day not in index:
+            continue
+        wall = active_seconds(row, now)
+        if wall is None:
+            continue
+        hours = wall * int(row.get("cpus") or 1) / 3600
+        total += hours
+        for tag in list(dict.fromkeys(row.get("tags") or [])) or ["(untagged)"]:
+            per_tag.setdefault(tag, [0.0] * days)[index[day]] += hours
+    ranked = sorted(per_tag.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    kept = ranked[:USAGE_TOP_TAGS]
+    rest = ranked[USAGE_TOP_TAGS:]
+    if rest:
+        kept.append(("other", [sum(values[i] for _, values in rest) for i in range(days)]))
+    series = [{"label": tag, "values": [round(v, 4) for v in values]} for tag, values in kept]
+    return {
+        "days": [datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() for d in day_list],
+        "labels": [d.isoformat() for d in day_list],
+        "series": series,
+        "total_cpu_hours": round(total, 4),
+    }
