@@ -6,6 +6,7 @@ import ipaddress
 
 import click
 
+from vq.cli import web_auth_cmd
 from vq.errors import UsageError
 
 __all__ = ["web"]
@@ -49,3 +50,6 @@ def serve(host: str, port: int, allow_remote: bool) -> None:
     from vq.web.serve import serve_forever
 
     serve_forever(host, port)
+
+
+web_auth_cmd.register(web)

@@ -43,6 +43,8 @@ class Principal:
     #: Scoped tokens only: allowed profiles / programs (empty = any).
     profiles: frozenset[str] = field(default_factory=frozenset)
     programs: frozenset[str] = field(default_factory=frozenset)
+    #: Sessions only: the session id (the CSRF token is derived from it).
+    session_id: str | None = None
 
     def grants(self) -> frozenset[str]:
         if self.kind == "scoped_token":
