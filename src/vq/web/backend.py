@@ -260,7 +260,8 @@ class Backend:
             listing = self.gateway.list_rows({})
             rows: list[dict[str, Any]] = listing["jobs"]
             active = [r for r in rows if r["state"] in _ACTIVE_NAMES]
-            caps = ping.get("caps") if isinstance(ping, dict) else None
+            info: dict[str, Any] = ping if isinstance(ping, dict) else {}
+            caps = info.get("caps")
             drain = read_drain(self.paths)
             throttle = read_throttle(self.paths)
             now = self.gateway.local_context().now()
@@ -276,11 +277,7 @@ class Backend:
                 "caps": caps,
                 "daemon": {
                     "running": isinstance(ping, dict),
-                    "pid": ping.get("pid") if isinstance(ping, dict) else None,
-                    "version": ping.get("version") if isinstance(ping, dict) else None,
-                    "uptime_seconds": (
-                        ping.get("uptime_seconds") if isinstance(ping, dict) else None
-                    ),
+                    **{key: info.get(key) for key in ("pid", "version", "uptime_seconds")},
                 },
                 "drain": {
                     "mode": drain.mode,
