@@ -12,8 +12,10 @@ their JobSpec names — ``command`` (argv list, required), ``cpus``, ``mem_mb``,
 Answers the ``vq submit --json`` object (the spec, ``capacity_warnings``, and
 ``idempotent_replay: true`` on a repeat): 201 for a new job, 200 when the key and the
 canonical intent match an earlier submit (same id), 409 when the key was used for a
-different intent. Scoped tokens are held to their profiles/programs (403) and their
-daily quota (429 with ``Retry-After``); a repeat of an existing key is not charged.
+different intent. The body may be at most ``inline_max_bytes`` × 4/3 + 64 KiB (413
+otherwise; the route reads it itself, capped, before parsing). Scoped tokens are held to
+their profiles/programs (403) and their daily quota (429 with ``Retry-After``); a repeat
+of an existing key is not charged.
 """
 
 from __future__ import annotations
@@ -22,12 +24,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from starlette.concurrency import run_in_threadpool
 
+from vq.config import Settings
+from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
 from vq.web.auth.scoped import charge_submission, check_submit_allowed
+from vq.web.context import WebConfig
 from vq.web.deps import need, web_config
+from vq.web.errors import ApiError
 from vq.web.submission import (
     Submission,
     claim_exists,
@@ -37,7 +45,7 @@ from vq.web.submission import (
 )
 from vq.web.uploads_store import UploadStore
 
-__all__ = ["Inputs", "JobRequest", "router"]
+__all__ = ["Inputs", "JobRequest", "body_cap", "router"]
 
 router = APIRouter(tags=["submit"])
 
@@ -90,18 +98,68 @@ class JobRequest(BaseModel):
         return {name: getattr(self, name) for name in given}
 
 
-@router.post(
-    "/jobs",
-    status_code=201,
-    responses={200: {"description": "an idempotent repeat: the earlier job"}},
-)
-def submit_job(
-    body: JobRequest,
-    request: Request,
-    principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its local ``$defs`` inlined (for the hand-declared request body)."""
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(defs[ref.rsplit("/", 1)[-1]])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    result: dict[str, Any] = resolve(schema)
+    return result
+
+
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": _inline_refs(JobRequest.model_json_schema())}},
+    }
+}
+
+
+def body_cap(inline_max_bytes: int) -> int:
+    """The largest accepted body: the inline cap as base64 (4/3) plus 64 KiB of fields."""
+    return inline_max_bytes * 4 // 3 + 4 + 64 * 1024
+
+
+async def _read_capped(request: Request, cap: int, inline_max: int) -> bytes:
+    refusal = ApiError(
+        413,
+        "too-large",
+        f"the request body exceeds {cap} bytes (inline files are capped at {inline_max} "
+        "bytes by web.inline_max_bytes)",
+        hint="upload a tar.gz with POST /api/v1/uploads and submit with inputs.upload_token",
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise refusal
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > cap:
+            raise refusal
+    return bytes(body)
+
+
+def _parse(raw: bytes) -> JobRequest:
+    try:
+        return JobRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]
+        ) from None
+
+
+def _submit(
+    config: WebConfig, settings: Settings, principal: Principal, body: JobRequest
 ) -> JSONResponse:
-    config = web_config(request)
-    settings = load_web_settings(config)
     fields = body.submit_fields()
     key = body.idempotency_key
     params = to_params(fields, key)  # 422 before any side effect
@@ -111,8 +169,6 @@ def submit_job(
     check_submit_allowed(principal, params.profile, program)
     inputs = body.inputs or Inputs()
     if inputs.upload_token is not None:
-        from vq.services.idempotency import key_hash
-
         store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
         store.peek(inputs.upload_token, key_hash(key))
     if not claim_exists(config, key):
@@ -124,3 +180,21 @@ def submit_job(
     )
     status = 200 if payload.get("idempotent_replay") else 201
     return JSONResponse(payload, status_code=status)
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    summary="Submit a job",
+    openapi_extra=_BODY_DOC,
+    responses={200: {"description": "an idempotent repeat: the earlier job"}},
+)
+async def submit_job(
+    request: Request,
+    principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
+) -> JSONResponse:
+    config = web_config(request)
+    settings = await run_in_threadpool(load_web_settings, config)
+    inline_max = settings.web.inline_max_bytes
+    body = _parse(await _read_capped(request, body_cap(inline_max), inline_max))
+    return await run_in_threadpool(_submit, config, settings, principal, body)

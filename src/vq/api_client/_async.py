@@ -1,0 +1,176 @@
+"""The asyncio client (:class:`AsyncClient`): the same methods as :class:`Client`, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from vq.api_client._common import (
+    RETRY_STATUSES,
+    TERMINAL,
+    FileContent,
+    RunResult,
+    SubmitResult,
+    WaitResult,
+    error_of,
+    extract_outputs,
+    pack_directory,
+    submit_body,
+)
+
+__all__ = ["AsyncClient"]
+
+
+class AsyncClient:
+    """``AsyncClient(base_url, token=None, timeout=30.0, retries=4)``; ``async with``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 4,
+        backoff: float = 0.5,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
+        )
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def _send(
+        self, attempt: Callable[[], Awaitable[httpx.Response]], *, retry: bool
+    ) -> httpx.Response:
+        tries = self.retries + 1 if retry else 1
+        for number in range(tries):
+            try:
+                response = await attempt()
+            except httpx.TransportError:
+                if number + 1 >= tries:
+                    raise
+            else:
+                if response.status_code < 400:
+                    return response
+                if response.status_code not in RETRY_STATUSES or number + 1 >= tries:
+                    raise error_of(response)
+            await asyncio.sleep(self.backoff * 2**number)
+        raise AssertionError("unreachable")
+
+    async def upload(self, path: Path) -> str:
+        packed = await asyncio.to_thread(pack_directory, path) if path.is_dir() else None
+        archive = packed or path
+        try:
+
+            async def attempt() -> httpx.Response:
+                data = await asyncio.to_thread(archive.read_bytes)
+                return await self.http.post(
+                    "/api/v1/uploads", content=data, headers={"Content-Type": "application/gzip"}
+                )
+
+            return str((await self._send(attempt, retry=True)).json()["upload_token"])
+        finally:
+            if packed is not None:
+                with contextlib.suppress(OSError):
+                    packed.unlink()
+
+    async def submit(
+        self,
+        command: list[str],
+        *,
+        idempotency_key: str | None = None,
+        files: dict[str, FileContent] | None = None,
+        upload: Path | None = None,
+        **fields: Any,
+    ) -> SubmitResult:
+        token = await self.upload(upload) if upload is not None else None
+        body = submit_body(command, idempotency_key, files, token, fields)
+        response = await self._send(lambda: self.http.post("/api/v1/jobs", json=body), retry=True)
+        spec = response.json()
+        return SubmitResult(spec["id"], spec.get("state"), response.status_code == 201, spec)
+
+    async def status(self, job_id: str) -> dict[str, Any]:
+        response = await self._send(lambda: self.http.get(f"/api/v1/jobs/{job_id}"), retry=True)
+        result: dict[str, Any] = response.json()
+        return result
+
+    async def wait(
+        self, job_id: str, timeout: float = 60.0, since_state: str | None = None
+    ) -> WaitResult:
+        params: dict[str, Any] = {"timeout": timeout}
+        if since_state is not None:
+            params["since_state"] = since_state
+        response = await self._send(
+            lambda: self.http.get(
+                f"/api/v1/jobs/{job_id}/wait", params=params, timeout=timeout + self.timeout
+            ),
+            retry=True,
+        )
+        data = response.json()
+        return WaitResult(
+            data["id"], data["state"], data["changed"], data["timed_out"], data["job"]
+        )
+
+    async def wait_terminal(self, job_id: str, timeout: float | None = None) -> WaitResult:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        state: str | None = None
+        while True:
+            left = 60.0 if deadline is None else max(0.0, min(60.0, deadline - time.monotonic()))
+            result = await self.wait(job_id, left, since_state=state)
+            state = result.state
+            if result.state in TERMINAL or (deadline is not None and time.monotonic() >= deadline):
+                return result
+
+    async def logs(self, job_id: str, stream: str = "stdout", tail: int = 200) -> str:
+        params: dict[str, Any] = {"stream": stream, "tail": tail}
+        response = await self._send(
+            lambda: self.http.get(f"/api/v1/jobs/{job_id}/logs", params=params), retry=True
+        )
+        return response.text
+
+    async def download_outputs(self, job_id: str, dest: Path) -> Path:
+        with tempfile.NamedTemporaryFile(suffix=".tar.gz") as spool:
+            url = f"/api/v1/jobs/{job_id}/outputs.tar.gz"
+            async with self.http.stream("GET", url) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_of(response)
+                async for chunk in response.aiter_bytes():
+                    await asyncio.to_thread(spool.write, chunk)
+            spool.flush()
+            return await asyncio.to_thread(extract_outputs, Path(spool.name), Path(dest))
+
+    async def run(
+        self,
+        command: list[str],
+        *,
+        outputs: Path | None = None,
+        timeout: float | None = None,
+        **submit_args: Any,
+    ) -> RunResult:
+        submitted = await self.submit(command, **submit_args)
+        final = await self.wait_terminal(submitted.id, timeout)
+        if final.state not in TERMINAL:
+            return RunResult(submitted.id, final.state, None, None)
+        target = await self.download_outputs(submitted.id, outputs) if outputs else None
+        exit_code = final.job.get("exit_code")
+        return RunResult(
+            submitted.id, final.state, exit_code if isinstance(exit_code, int) else None, target
+        )

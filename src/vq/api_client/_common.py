@@ -1,0 +1,202 @@
+"""Shared pieces of the HTTP clients: result types, errors, request bodies, extraction.
+
+Stdlib, httpx and vq leaf modules only (no FastAPI, no pydantic models of the server).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import tarfile
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.errors import UnsafeArchive
+
+__all__ = [
+    "TERMINAL",
+    "ApiError",
+    "FileContent",
+    "RunResult",
+    "SubmitResult",
+    "WaitResult",
+    "error_of",
+    "extract_outputs",
+    "pack_directory",
+    "submit_body",
+]
+
+FileContent = bytes | str | Path
+
+#: Terminal state names (§3.3); a wait loop stops at any of them.
+TERMINAL = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "KILLED",
+        "OOM_KILLED",
+        "STARVED",
+        "TIME_EXCEEDED",
+        "ABORTED_BY_QUEUE",
+        "INTERRUPTED",
+    }
+)
+#: Statuses worth retrying (the server or the daemon was briefly unavailable).
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+class ApiError(Exception):
+    """An error answer: HTTP ``status`` and the body's ``code``, ``message``, ``hint``."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        hint: str | None = None,
+        details: list[dict[str, Any]] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.details = details or []
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    id: str
+    state: str | None
+    #: False when the idempotency key named an earlier job (HTTP 200).
+    created: bool
+    #: The whole ``vq submit --json`` object.
+    spec: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    id: str
+    state: str
+    changed: bool
+    timed_out: bool
+    #: The ``vq status --json`` view.
+    job: dict[str, Any] = field(repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+
+@dataclass(frozen=True)
+class RunResult:
+    id: str
+    state: str
+    exit_code: int | None
+    outputs_dir: Path | None
+
+
+def error_of(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+    except ValueError:
+        error = {}
+    retry = response.headers.get("retry-after")
+    return ApiError(
+        response.status_code,
+        str(error.get("code") or f"http-{response.status_code}"),
+        str(error.get("message") or response.reason_phrase),
+        error.get("hint"),
+        error.get("details"),
+        float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
+    )
+
+
+def _content(value: FileContent) -> bytes:
+    if isinstance(value, Path):
+        return value.read_bytes()
+    return value.encode() if isinstance(value, str) else value
+
+
+def submit_body(
+    command: list[str],
+    key: str | None,
+    files: dict[str, FileContent] | None,
+    upload_token: str | None,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    """The JSON of ``POST /api/v1/jobs`` (a fresh uuid4 key when ``key`` is None)."""
+    body: dict[str, Any] = {
+        "command": list(command),
+        "idempotency_key": key or str(uuid.uuid4()),
+        **fields,
+    }
+    if files:
+        body["inputs"] = {
+            "files": {
+                name: base64.b64encode(_content(value)).decode() for name, value in files.items()
+            }
+        }
+    elif upload_token is not None:
+        body["inputs"] = {"upload_token": upload_token}
+    return body
+
+
+def pack_directory(directory: Path) -> Path:
+    """A temporary ``.tar.gz`` of ``directory``'s content (the caller removes it)."""
+    fd, name = tempfile.mkstemp(suffix=".tar.gz", prefix="vq-upload-")
+    os.close(fd)
+    with tarfile.open(name, "w:gz") as tar:
+        for child in sorted(directory.iterdir()):
+            tar.add(child, arcname=child.name)
+    return Path(name)
+
+
+def _member(info: tarfile.TarInfo) -> Member:
+    # vq's own ``_vq/`` is expected in outputs: check it like any other top-level name.
+    head, sep, rest = info.name.partition("/")
+    name = f"x{head}{sep}{rest}" if head == "_vq" else info.name
+    if info.isfile():
+        return Member(name, MemberKind.FILE)
+    if info.isdir():
+        return Member(name, MemberKind.DIR)
+    if info.issym():
+        return Member(name, MemberKind.SYMLINK, info.linkname)
+    if info.islnk():
+        return Member(name, MemberKind.HARDLINK, info.linkname)
+    return Member(name, MemberKind.OTHER)
+
+
+def extract_outputs(data: bytes | Path, dest: Path) -> Path:
+    """Extract an ``outputs.tar.gz`` into ``dest`` (its single top directory stripped).
+
+    Every member is checked with vq's archive rules first (no absolute paths, ``..``,
+    links out or special files), then extracted with tar's ``data`` filter. ``dest``
+    must not exist or be empty.
+    """
+    source = io.BytesIO(data) if isinstance(data, bytes) else open(data, "rb")  # noqa: SIM115
+    with source, tarfile.open(fileobj=source, mode="r:gz") as tar:
+        infos = tar.getmembers()
+        tops = {info.name.split("/", 1)[0] for info in infos}
+        if len(tops) != 1:
+            raise UnsafeArchive("the outputs archive should have exactly one top directory")
+        top = tops.pop()
+        inner = [i for i in infos if i.name != top]
+        for info in inner:
+            info.name = info.name[len(top) + 1 :]
+        check_members(_member(info) for info in inner)
+        dest.mkdir(parents=True, exist_ok=True)
+        if any(dest.iterdir()):
+            raise FileExistsError(f"{dest} is not empty")
+        tar.extractall(dest, members=inner, filter="data")
+    return dest
