@@ -160,6 +160,14 @@ def test_update_unknown_id_is_not_found_and_creates_no_spec(store: SpecStore) ->
         store.update("0123456789ab", lambda s: s)
     assert not store.path("0123456789ab").exists()
     assert store.list_ids() == []
+    assert sorted(os.listdir(store.paths.queue_dir)) == []  # no stray lock file either
+
+
+def test_update_unknown_id_without_a_queue_directory_is_not_found(tmp_path: Path) -> None:
+    store = SpecStore(StatePaths(tmp_path / "never-made"))
+    with pytest.raises(NotFound):
+        store.update("0123456789ab", lambda s: s)
+    assert not (tmp_path / "never-made").exists()
 
 
 def test_read_unknown_id_is_not_found_with_hint(store: SpecStore) -> None:

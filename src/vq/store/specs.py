@@ -172,7 +172,12 @@ class SpecStore:
         None for "no change" (nothing is written). Exceptions from ``mutate`` abort without
         writing. ``durable=False`` is for facts recovery can re-derive (a launched job's
         pid, found again through its ``VQ_JOB_ID`` environment).
+
+        An unknown id raises NotFound before any lock file is created (a probe for a
+        made-up id leaves nothing behind, even in a queue directory not made yet).
         """
+        if not self.path(job_id).exists():
+            self.read(job_id)  # raises the one NotFound message (or reports a dangling link)
         with self.locked(job_id):
             updated = mutate(self.read(job_id))
             if updated is None:
