@@ -67,15 +67,13 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
         if host is not None or port is not None or allow_remote:
             raise UsageError("--web-host, --web-port and --web-allow-remote need --web")
         return []
-    from vq.cli.web_cmd import is_loopback
+    from vq.web.binding import check_bind
 
     argv = ["--web"]
     if host is not None:
-        if not is_loopback(host) and not allow_remote:
-            raise UsageError(
-                f"refusing to bind the console to non-loopback address {host}",
-                hint="pass --web-allow-remote to accept that risk, or use an SSH tunnel",
-            )
+        warning = check_bind(host, port or 8477, allow_remote)
+        if warning:
+            click.echo(warning, err=True)
         argv += ["--web-host", host]
     if port is not None:
         argv += ["--web-port", str(port)]

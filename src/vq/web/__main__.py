@@ -9,25 +9,18 @@ never outlives the daemon that owns it. Exit code 2 for a refused bind address.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import signal
 import sys
 import threading
 import time
 
+from vq.errors import UsageError
+from vq.web.binding import check_bind
+
 __all__ = ["main"]
 
 PARENT_POLL_SECONDS = 1.0
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _watch_parent(parent: int) -> None:
@@ -47,13 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--allow-remote", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if not _loopback(args.host) and not args.allow_remote:
-        print(
-            f"vq: error: refusing to bind the console to non-loopback address {args.host}\n"
-            "hint: pass --allow-remote to accept that risk",
-            file=sys.stderr,
-        )
+    try:
+        warning = check_bind(args.host, args.port, args.allow_remote)
+    except UsageError as exc:
+        print(f"vq: error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
         return 2
+    if warning:
+        print(warning, file=sys.stderr)
     if args.parent_pid is not None:
         if os.getppid() != args.parent_pid:
             return 0  # the parent is already gone
