@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -374,3 +375,33 @@ def test_scopes_profiles_and_quota(web: Web, tmp_path: Path) -> None:
     assert int(over.headers["retry-after"]) > 0
     assert len(queue_ids(web.vq)) == 2
     wait_until(lambda: all(web.vq.state(j) == "COMPLETED" for j in queue_ids(web.vq)))
+
+
+def test_a_hundred_concurrent_waiters_hold_no_worker_threads(
+    web: Web, admin: dict[str, str]
+) -> None:
+    job_id = submit(web, {"command": ["sleep", "30"], "idempotency_key": "crowd"}, admin).json()[
+        "id"
+    ]
+    web.vq.wait_state(job_id, "RUNNING")
+
+    async def crowd() -> tuple[list[dict[str, Any]], float]:
+        limits = httpx.Limits(max_connections=200)
+        async with httpx.AsyncClient(base_url=web.base_url, timeout=60, limits=limits) as client:
+            url = f"/api/v1/jobs/{job_id}/wait"
+            params = {"timeout": 3, "since_state": "RUNNING"}
+            waits = [
+                asyncio.ensure_future(client.get(url, params=params, headers=admin))
+                for _ in range(100)
+            ]
+            await asyncio.sleep(1.0)
+            started = time.monotonic()
+            listing = await client.get("/api/v1/jobs", headers=admin)  # needs a worker thread
+            listed_in = time.monotonic() - started
+            assert listing.status_code == 200
+            return [r.json() for r in await asyncio.gather(*waits)], listed_in
+
+    answers, listed_in = asyncio.run(crowd())
+    assert len(answers) == 100 and all(a["timed_out"] for a in answers)
+    assert listed_in < 2.0
+    assert web.http.post(f"/api/v1/jobs/{job_id}/kill", headers=admin).status_code == 200

@@ -191,7 +191,7 @@ def extract_outputs(data: bytes | Path, dest: Path) -> Path:
         if len(tops) != 1:
             raise UnsafeArchive("the outputs archive should have exactly one top directory")
         top = tops.pop()
-        inner = [i for i in infos if i.name != top]
+        inner = [i for i in infos if i.name.rstrip("/") != top]
         for info in inner:
             info.name = info.name[len(top) + 1 :]
         check_members(_member(info) for info in inner)
