@@ -18,6 +18,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,7 @@ ENV.filters["json_script"] = _json_script
 ENV.filters["when"] = _when
 ENV.filters["duration"] = _duration
 ENV.filters["mem"] = _mem
+ENV.filters["shjoin"] = lambda argv: shlex.join(str(a) for a in argv or [])
 ENV.globals["quote"] = lambda value: quote(str(value), safe="")
 
 

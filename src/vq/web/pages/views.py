@@ -208,6 +208,8 @@ def usage_by_day_and_tag(
 ) -> dict[str, Any]:
     """CPU-hours per UTC day (of ``started_at``) and tag over the last ``days`` days.
 
+    Days are given as the epoch second of their noon, so a bar is centred on its day.
+
     A job with several tags counts under each (as ``vq usage --by tag``); the
     :data:`USAGE_TOP_TAGS` largest tags get a series each, the rest are summed as
     ``other``, untagged jobs as ``(untagged)``. Returns ``{"days": [epoch], "labels":
@@ -240,7 +242,7 @@ def usage_by_day_and_tag(
         kept.append(("other", [sum(values[i] for _, values in rest) for i in range(days)]))
     series = [{"label": tag, "values": [round(v, 4) for v in values]} for tag, values in kept]
     return {
-        "days": [datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() for d in day_list],
+        "days": [datetime(d.year, d.month, d.day, 12, tzinfo=UTC).timestamp() for d in day_list],
         "labels": [d.isoformat() for d in day_list],
         "series": series,
         "total_cpu_hours": round(total, 4),

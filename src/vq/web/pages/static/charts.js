@@ -41,7 +41,7 @@
 
   function samplesChart(el, data) {
     var t = data.t || [];
-    if (t.length === 0) return 0;
+    if (t.length < 2) return 0; // one point makes no line; the page says so instead
     var series = [
       {},
       { label: "RSS", scale: "mb", stroke: PALETTE[0], width: 2, fill: "rgba(36,86,199,0.08)",
@@ -102,7 +102,7 @@
         paths: bars,
         points: { show: false },
         value: function (u, v, si, di) {
-          return di == null ? "—" : (raw[i][di] || 0).toFixed(2) + " h";
+          return di == null ? "—" : (raw[i][di] || 0).toFixed(3) + " h";
         }
       });
       columns.push(stacked[i]);
@@ -111,7 +111,10 @@
       width: width(el),
       height: 260,
       series: series,
-      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(0.01, max) * 1.1]; } } },
+      scales: {
+        x: { time: true, range: function () { return [days[0] - 43200, days[days.length - 1] + 43200]; } },
+        y: { range: function (u, min, max) { return [0, Math.max(0.01, max) * 1.1]; } }
+      },
       axes: [{ space: 60 }, { label: "CPU-hours", size: 60 }],
       legend: { live: true }
     };

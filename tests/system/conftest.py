@@ -1,0 +1,93 @@
+"""Browser fixtures for the console's system tests: Debian's Chromium through Playwright.
+
+The browser is ``/usr/bin/chromium`` (installed by ``scripts/install-test-deps.sh``;
+Playwright's own browser downloads are never used). When it is missing or cannot start,
+the tests are skipped on a developer machine and FAIL under ``CI=true``.
+
+``console`` is a fresh browser context (1280×900) on the ``web`` fixture's server whose
+page records console errors and uncaught exceptions in ``console.errors`` (a CSP
+violation shows up there), with helpers to sign in and take full-page screenshots into
+``build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+
+from tests.web.conftest import Web, web  # noqa: F401 - the fixture, re-exported here
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the browser tests need Chromium: {reason}")
+    pytest.skip(f"Chromium unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    if not os.access(CHROMIUM, os.X_OK):
+        _unavailable(f"{CHROMIUM} is not installed (scripts/install-test-deps.sh)")
+    args = ["--disable-dev-shm-usage", "--disable-gpu"]
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=args, timeout=60_000
+            )
+        except PlaywrightError as exc:
+            _unavailable(f"{CHROMIUM} did not start: {exc.message.splitlines()[0]}")
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Console:
+    web: Web
+    context: BrowserContext
+    page: Page
+    errors: list[str] = field(default_factory=list)
+
+    def url(self, path: str) -> str:
+        return self.web.base_url + path
+
+    def goto(self, path: str) -> None:
+        self.page.goto(self.url(path), wait_until="load")
+
+    def sign_in(self, username: str, password: str, then: str = "/") -> None:
+        self.goto(f"/login?next={then}")
+        form = self.page.locator("form:has(input[name=username])")
+        form.locator("input[name=username]").fill(username)
+        form.locator("input[name=password]").fill(password)
+        form.locator("button[type=submit]").click()
+        self.page.wait_for_url(self.url(then))
+
+    def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture
+def console(chromium: Browser, web: Web) -> Iterator[Console]:  # noqa: F811 - the fixture
+    context = chromium.new_context(viewport=DESKTOP)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    session = Console(web, context, page)
+    page.on("console", lambda msg: msg.type == "error" and session.errors.append(msg.text))
+    page.on("pageerror", lambda exc: session.errors.append(str(exc)))
+    yield session
+    context.close()
