@@ -35,8 +35,13 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"Chromium unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
+    """One Chromium per test module.
+
+    Module scope, not session scope: Playwright's sync API keeps an asyncio loop running
+    in this thread while it is open, which would break ``asyncio.run`` in later tests.
+    """
     if not os.access(CHROMIUM, os.X_OK):
         _unavailable(f"{CHROMIUM} is not installed (scripts/install-test-deps.sh)")
     args = ["--disable-dev-shm-usage", "--disable-gpu"]
