@@ -50,8 +50,8 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(i) array submit via the CLI", bench_workflows.array_submit),
     ("(j) dependency graph drain", bench_workflows.graph_drain),
     ("(k)–(l) web console and /api/v1 over 10k specs", bench_web.listing),
-    ("(m) HTTP submit → result round trip", bench_web.round_trip),
-    ("(n) 100 long-polling agents", bench_web.long_pollers),
+    ("(m) web: HTTP submit → result round trip", bench_web.round_trip),
+    ("(n) web: 100 long-polling agents", bench_web.long_pollers),
 ]
 
 
@@ -133,7 +133,7 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:.3f} s" if value < 10 else f"{value:.2f} s"
     if unit == "%":
         return f"{value:.2f} %"
-    return f"{value:g} {unit}"
+    return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
 
 
 def fmt_figure(figure: Figure | None, *, with_label: bool = False) -> str:
