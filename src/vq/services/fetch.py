@@ -11,8 +11,10 @@ Contracts:
   given ``_vq/fetch-manifest.json`` (``vq.fetch-manifest.v1``) and
   ``_vq/terminal-diagnosis.json`` (``vq.terminal-diagnosis.v1``), then published by one
   rename (first fetch) or an atomic exchange (refetch; two renames where the kernel has
-  no ``RENAME_EXCHANGE``), so DEST always holds one whole snapshot. File modes and times
-  are kept; directories also get owner ``rwx`` so a snapshot can always be replaced.
+  no ``RENAME_EXCHANGE``), so DEST always holds one whole snapshot (the sidecars, the
+  earlier-fetch check and publishing live in :mod:`vq.services.fetch_snapshot`; this
+  module copies the tree and runs the use cases). File modes and times are kept;
+  directories also get owner ``rwx`` so a snapshot can always be replaced.
 * A DEST that exists and is not a previous fetch of the same job *and* source kind is
   refused with :class:`~vq.errors.Conflict`; nothing is written.
 * A refetch that cannot refresh (source gone, copy failure) raises and stamps
@@ -29,28 +31,32 @@ Contracts:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import errno
-import json
 import os
 import secrets
 import shutil
-import socket
 import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
-from vq._fs import atomic_write_json, fsync_dir, read_bytes_limited
+from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
-from vq.domain.diagnosis import terminal_diagnosis
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, NotFound, VqError
 from vq.services.context import ServiceContext
+from vq.services.fetch_snapshot import (
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA,
+    SourceKind,
+    fetch_manifest,
+    previous_fetch,
+    publish,
+    write_sidecars,
+)
 from vq.store.tree import (
     link_stays_inside,
     open_file_below,
@@ -60,12 +66,16 @@ from vq.store.tree import (
     walk_tree,
 )
 
-__all__ = ["MANIFEST_SCHEMA", "FetchResult", "default_dest_name", "fetch_artifact", "fetch_tree"]
+__all__ = [
+    "MANIFEST_SCHEMA",
+    "FetchResult",
+    "default_dest_name",
+    "fetch_artifact",
+    "fetch_manifest",
+    "fetch_tree",
+    "stamp_fetched",
+]
 
-SourceKind = Literal["workspace", "workdir"]
-MANIFEST_SCHEMA = "vq.fetch-manifest.v1"
-MANIFEST_NAME = "fetch-manifest.json"
-DIAGNOSIS_NAME = "terminal-diagnosis.json"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -165,128 +175,6 @@ def _copy_tree(root_fd: int, target: Path, result: FetchResult) -> None:
         os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
-def _clear(path: Path) -> None:
-    """Remove whatever is at ``path``, never following a link."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif os.path.lexists(path):
-        path.unlink()
-
-
-# --- previous snapshots and publishing ----------------------------------------------------
-def _read_manifest(dest: Path) -> dict[str, Any] | None:
-    try:
-        if not stat.S_ISDIR(os.lstat(dest / META_DIR).st_mode):
-            return None
-        raw = json.loads(read_bytes_limited(dest / META_DIR / MANIFEST_NAME, 1 << 22))
-    except (OSError, ValueError):
-        return None
-    return raw if isinstance(raw, dict) and raw.get("schema") == MANIFEST_SCHEMA else None
-
-
-def _previous_fetch(dest: Path, job_id: str, kind: SourceKind) -> dict[str, Any] | None:
-    """The manifest of an earlier fetch of this job and kind at ``dest``; None when
-    ``dest`` does not exist; Conflict when it is anything else."""
-    try:
-        info = os.lstat(dest)
-    except FileNotFoundError:
-        return None
-    manifest = _read_manifest(dest) if stat.S_ISDIR(info.st_mode) else None
-    if manifest is None or manifest.get("job_id") != job_id:
-        raise Conflict(
-            f"{dest} already exists and is not a fetch of job {job_id}",
-            hint="name a DEST that does not exist yet (vq creates it), or remove that one",
-        )
-    if manifest.get("source_kind") != kind:
-        raise Conflict(
-            f"{dest} holds a fetch of job {job_id}'s {manifest.get('source_kind')}, not its {kind}",
-            hint=f"fetch the {kind} into another DEST",
-        )
-    return manifest
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-    ]
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def _publish(tmp: Path, dest: Path, replace: bool) -> None:
-    """Move the finished snapshot ``tmp`` to ``dest``, swapping out an earlier one."""
-    if not replace:
-        try:
-            os.rename(tmp, dest)
-        except OSError as exc:
-            raise Conflict(f"{dest} appeared while the fetch was being built") from exc
-    elif not _exchange(tmp, dest):
-        old = dest.with_name(f".{dest.name}.vq-old-{secrets.token_hex(4)}")
-        os.rename(dest, old)
-        try:
-            os.rename(tmp, dest)
-        except OSError:
-            os.rename(old, dest)
-            raise
-        tmp = old
-    if replace:
-        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old snapshot
-    fsync_dir(dest.parent)
-
-
-def fetch_manifest(
-    job_id: str,
-    kind: SourceKind,
-    source_path: str,
-    skipped: list[dict[str, str]],
-    started: datetime,
-    transport: str = "local",
-) -> dict[str, Any]:
-    """The ``vq.fetch-manifest.v1`` document (also in ``outputs.tar.gz``, §10.3)."""
-    return {
-        "schema": MANIFEST_SCHEMA,
-        "job_id": job_id,
-        "fetched_at": started.isoformat(),
-        "refresh_attempted_at": started.isoformat(),
-        "source_host": socket.gethostname(),
-        "source_kind": kind,
-        "source_path": source_path,
-        "transport": transport,
-        "stale": False,
-        "refresh_error": None,
-        "skipped": skipped,
-    }
-
-
-def _write_sidecars(tmp: Path, spec: JobSpec, result: FetchResult, started: datetime) -> None:
-    meta = tmp / META_DIR
-    if os.path.lexists(meta) and (meta.is_symlink() or not meta.is_dir()):
-        _clear(meta)
-        result.skipped.append({"path": META_DIR, "reason": "not a directory; replaced"})
-    meta.mkdir(exist_ok=True)
-    for name in (MANIFEST_NAME, DIAGNOSIS_NAME):
-        _clear(meta / name)
-    result.manifest = fetch_manifest(
-        spec.id, result.source_kind, result.source_path, result.skipped, started
-    )
-    atomic_write_json(meta / MANIFEST_NAME, result.manifest)
-    atomic_write_json(meta / DIAGNOSIS_NAME, terminal_diagnosis(spec))
-
-
 # --- the use cases ------------------------------------------------------------------------
 @contextlib.contextmanager
 def _reported(what: str) -> Iterator[None]:
@@ -315,7 +203,7 @@ def fetch_tree(
     inner, outer = os.path.realpath(target), os.path.realpath(source)
     if inner == outer or inner.startswith(outer + os.sep):
         raise InvalidInput(f"DEST {target} lies inside the {kind} it would copy")
-    previous = _previous_fetch(target, job_id, kind)
+    previous = previous_fetch(target, job_id, kind)
     result = FetchResult(job_id, kind, str(source), str(target), replaced=previous is not None)
     started = ctx.now()
     tmp: Path | None = None
@@ -343,10 +231,12 @@ def fetch_tree(
         raise error from None
     try:
         with _reported(f"publishing the snapshot at {target}"):
-            _write_sidecars(tmp, spec, result, started)
+            result.manifest = write_sidecars(
+                tmp, spec, kind, result.source_path, result.skipped, started
+            )
             if previous is not None:
-                _previous_fetch(target, job_id, kind)  # still ours, right before the swap
-            _publish(tmp, target, replace=previous is not None)
+                previous_fetch(target, job_id, kind)  # still ours, right before the swap
+            publish(tmp, target, replace=previous is not None)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

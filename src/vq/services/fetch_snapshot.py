@@ -1,0 +1,179 @@
+"""Snapshots of a ``vq fetch`` tree copy (§4.6): sidecars, earlier fetches, publishing.
+
+The tree copy itself is :mod:`vq.services.fetch`; this module holds what surrounds it:
+
+* :func:`fetch_manifest` — the ``vq.fetch-manifest.v1`` document (also written into
+  ``outputs.tar.gz`` by :mod:`vq.services.outputs`); :func:`write_sidecars` writes it and
+  ``_vq/terminal-diagnosis.json`` into a finished snapshot, replacing same-named files.
+* :func:`previous_fetch` — recognises DEST as an earlier fetch of the same job and source
+  kind (its manifest), None when DEST is absent, :class:`~vq.errors.Conflict` otherwise.
+* :func:`publish` — moves a snapshot to DEST by one rename (first fetch) or an atomic
+  exchange (refetch; two renames where the kernel has no ``RENAME_EXCHANGE``), so DEST
+  always holds one whole snapshot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import secrets
+import shutil
+import socket
+import stat
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from vq._fs import atomic_write_json, fsync_dir, read_bytes_limited
+from vq.domain.archive_rules import META_DIR
+from vq.domain.diagnosis import terminal_diagnosis
+from vq.domain.spec import JobSpec
+from vq.errors import Conflict
+
+__all__ = [
+    "DIAGNOSIS_NAME",
+    "MANIFEST_NAME",
+    "MANIFEST_SCHEMA",
+    "SourceKind",
+    "clear",
+    "fetch_manifest",
+    "previous_fetch",
+    "publish",
+    "write_sidecars",
+]
+
+SourceKind = Literal["workspace", "workdir"]
+MANIFEST_SCHEMA = "vq.fetch-manifest.v1"
+MANIFEST_NAME = "fetch-manifest.json"
+DIAGNOSIS_NAME = "terminal-diagnosis.json"
+
+
+def clear(path: Path) -> None:
+    """Remove whatever is at ``path``, never following a link."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
+def read_manifest(dest: Path) -> dict[str, Any] | None:
+    try:
+        if not stat.S_ISDIR(os.lstat(dest / META_DIR).st_mode):
+            return None
+        raw = json.loads(read_bytes_limited(dest / META_DIR / MANIFEST_NAME, 1 << 22))
+    except (OSError, ValueError):
+        return None
+    return raw if isinstance(raw, dict) and raw.get("schema") == MANIFEST_SCHEMA else None
+
+
+def previous_fetch(dest: Path, job_id: str, kind: SourceKind) -> dict[str, Any] | None:
+    """The manifest of an earlier fetch of this job and kind at ``dest``; None when
+    ``dest`` does not exist; Conflict when it is anything else."""
+    try:
+        info = os.lstat(dest)
+    except FileNotFoundError:
+        return None
+    manifest = read_manifest(dest) if stat.S_ISDIR(info.st_mode) else None
+    if manifest is None or manifest.get("job_id") != job_id:
+        raise Conflict(
+            f"{dest} already exists and is not a fetch of job {job_id}",
+            hint="name a DEST that does not exist yet (vq creates it), or remove that one",
+        )
+    if manifest.get("source_kind") != kind:
+        raise Conflict(
+            f"{dest} holds a fetch of job {job_id}'s {manifest.get('source_kind')}, not its {kind}",
+            hint=f"fetch the {kind} into another DEST",
+        )
+    return manifest
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (``renameat2(RENAME_EXCHANGE)``); False if unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def publish(tmp: Path, dest: Path, replace: bool) -> None:
+    """Move the finished snapshot ``tmp`` to ``dest``, swapping out an earlier one."""
+    if not replace:
+        try:
+            os.rename(tmp, dest)
+        except OSError as exc:
+            raise Conflict(f"{dest} appeared while the fetch was being built") from exc
+    elif not exchange(tmp, dest):
+        old = dest.with_name(f".{dest.name}.vq-old-{secrets.token_hex(4)}")
+        os.rename(dest, old)
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            os.rename(old, dest)
+            raise
+        tmp = old
+    if replace:
+        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old snapshot
+    fsync_dir(dest.parent)
+
+
+def fetch_manifest(
+    job_id: str,
+    kind: SourceKind,
+    source_path: str,
+    skipped: list[dict[str, str]],
+    started: datetime,
+    transport: str = "local",
+) -> dict[str, Any]:
+    """The ``vq.fetch-manifest.v1`` document (also in ``outputs.tar.gz``, §10.3)."""
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "job_id": job_id,
+        "fetched_at": started.isoformat(),
+        "refresh_attempted_at": started.isoformat(),
+        "source_host": socket.gethostname(),
+        "source_kind": kind,
+        "source_path": source_path,
+        "transport": transport,
+        "stale": False,
+        "refresh_error": None,
+        "skipped": skipped,
+    }
+
+
+def write_sidecars(
+    tmp: Path,
+    spec: JobSpec,
+    kind: SourceKind,
+    source_path: str,
+    skipped: list[dict[str, str]],
+    started: datetime,
+) -> dict[str, Any]:
+    """Write both sidecars into the snapshot ``tmp`` (replacing same-named workspace files,
+    and a ``_vq`` that is not a directory); the manifest written."""
+    meta = tmp / META_DIR
+    if os.path.lexists(meta) and (meta.is_symlink() or not meta.is_dir()):
+        clear(meta)
+        skipped.append({"path": META_DIR, "reason": "not a directory; replaced"})
+    meta.mkdir(exist_ok=True)
+    for name in (MANIFEST_NAME, DIAGNOSIS_NAME):
+        clear(meta / name)
+    manifest = fetch_manifest(spec.id, kind, source_path, skipped, started)
+    atomic_write_json(meta / MANIFEST_NAME, manifest)
+    atomic_write_json(meta / DIAGNOSIS_NAME, terminal_diagnosis(spec))
+    return manifest
