@@ -14,6 +14,10 @@ Contracts:
 * :func:`sample_series` turns watchdog samples into the chart's columns (epoch seconds,
   RSS MB, CPU %, the memory limit as a flat series); :func:`usage_by_day_and_tag` the
   CPU-hours per UTC day and tag of the overview chart (accounting as ``vq usage``).
+* :func:`queue_over_time` rebuilds, from the specs' ``submitted_at``/``started_at``/
+  ``finished_at`` alone, how many jobs were running and pending over the last 24 h (the
+  peak within each bucket, so a job shorter than a bucket still shows) and how many
+  ended per UTC hour, completed or not.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from vq.domain.states import JobState
+from vq.domain.states import ACTIVE, TERMINAL, JobState
 from vq.services.reports import active_seconds
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "STATES",
     "TableQuery",
     "capacity_bars",
+    "queue_over_time",
     "sample_series",
     "table_entries",
     "usage_by_day_and_tag",
@@ -43,6 +48,12 @@ SORT_KEYS: tuple[str, ...] = ("submitted", "priority", "state", "name")
 #: The overview chart's window and how many tags get their own series.
 USAGE_DAYS = 14
 USAGE_TOP_TAGS = 6
+#: The overview's queue chart: its window and the width of one bucket of its lines.
+QUEUE_HOURS = 24
+QUEUE_STEP_MINUTES = 15
+_INF = float("inf")
+_ACTIVE_NAMES = frozenset(s.value for s in ACTIVE)
+_TERMINAL_NAMES = frozenset(s.value for s in TERMINAL)
 
 
 @dataclass(frozen=True)
@@ -184,8 +195,13 @@ def _epoch(value: Any) -> float | None:
 
 
 def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> dict[str, Any]:
-    """``{"t", "rss_mb", "cpu_percent", "mem_limit_mb", "mem_mb"}`` columns for uPlot."""
+    """``{"t", "elapsed", "rss_mb", "cpu_percent", "mem_limit_mb", "mem_mb"}`` for uPlot.
+
+    ``t`` is epoch seconds, ``elapsed`` the job's active seconds at each sample; charts.js
+    builds the same columns from ``GET /api/v1/jobs/{id}/samples`` while the job runs.
+    """
     times: list[float] = []
+    elapsed: list[float | None] = []
     rss: list[float | None] = []
     cpu: list[float | None] = []
     for sample in samples:
@@ -193,10 +209,18 @@ def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> d
         if moment is None:
             continue
         times.append(moment)
+        elapsed.append(_number(sample.get("elapsed_seconds")))
         rss.append(_number(sample.get("rss_mb")))
         cpu.append(_number(sample.get("cpu_percent")))
     limit = [float(mem_mb)] * len(times) if mem_mb else None
-    return {"t": times, "rss_mb": rss, "cpu_percent": cpu, "mem_limit_mb": limit, "mem_mb": mem_mb}
+    return {
+        "t": times,
+        "elapsed": elapsed,
+        "rss_mb": rss,
+        "cpu_percent": cpu,
+        "mem_limit_mb": limit,
+        "mem_mb": mem_mb,
+    }
 
 
 def _number(value: Any) -> float | None:
@@ -246,4 +270,107 @@ def usage_by_day_and_tag(
         "labels": [d.isoformat() for d in day_list],
         "series": series,
         "total_cpu_hours": round(total, 4),
+    }
+
+
+def _intervals(row: Mapping[str, Any]) -> tuple[tuple[float, float], ...]:
+    """The (pending, running) spans of one job as half-open ``[start, end)`` epochs.
+
+    A nonterminal job's last span is open (``inf``). A PENDING job that has a
+    ``started_at`` waits for a retry: its earlier attempt's end is not on record, so it
+    counts as pending since submission and not as running.
+    """
+    state = str(row.get("state") or "")
+    submitted = _epoch(row.get("submitted_at")) if row.get("submitted_at") else None
+    started = _epoch(row.get("started_at")) if row.get("started_at") else None
+    finished = _epoch(row.get("finished_at")) if row.get("finished_at") else None
+    end = _INF if state not in _TERMINAL_NAMES else finished
+    if submitted is None or end is None:
+        return ((0.0, 0.0), (0.0, 0.0))
+    if state == JobState.PENDING.value or started is None:
+        return ((submitted, end), (0.0, 0.0))
+    if state in _ACTIVE_NAMES:
+        return ((submitted, started), (started, _INF))
+    return ((submitted, started), (started, end))
+
+
+def _peaks(spans: Sequence[tuple[float, float]], edges: Sequence[float]) -> list[int]:
+    """Most spans open at once within each ``[edges[k], edges[k+1])``, and at the last edge."""
+    events: dict[float, int] = {}
+    for start, end in spans:
+        if end > start:
+            events[start] = events.get(start, 0) + 1
+            events[end] = events.get(end, 0) - 1
+    moments = sorted(events)
+    count, i, peaks = 0, 0, list[int]()
+    for k, edge in enumerate(edges):
+        while i < len(moments) and moments[i] <= edge:
+            count += events[moments[i]]
+            i += 1
+        peak = count
+        upper = edges[k + 1] if k + 1 < len(edges) else edge
+        running = count
+        while i < len(moments) and moments[i] < upper:
+            running += events[moments[i]]
+            peak = max(peak, running)
+            i += 1
+        count = running
+        peaks.append(peak)
+    return peaks
+
+
+def queue_over_time(
+    rows: Sequence[Mapping[str, Any]],
+    now: datetime,
+    hours: int = QUEUE_HOURS,
+    step_minutes: int = QUEUE_STEP_MINUTES,
+) -> dict[str, Any]:
+    """Running and pending jobs over the last ``hours``, and jobs ended per UTC hour.
+
+    ``t`` are bucket starts (epoch seconds, aligned to ``step_minutes`` in UTC) and
+    then ``now`` itself; ``running``/``pending`` give the most jobs in that state at
+    any instant of each bucket (the last point: at ``now``). A job counts as pending
+    from ``submitted_at`` to ``started_at`` (or its end, if it never ran) and as
+    running (SUSPENDED included) from ``started_at`` to ``finished_at``.
+
+    ``hours_t`` are the centres of the last ``hours`` UTC hours (the current one last);
+    ``completed``/``failed`` count jobs whose ``finished_at`` falls in each, COMPLETED
+    or any other terminal state. Also ``now_running``, ``now_pending``, ``peak_running``,
+    ``peak_pending`` and ``ended`` (``{"completed", "failed"}`` over the window).
+    """
+    end = now.astimezone(UTC).timestamp()
+    step = step_minutes * 60
+    first = (end - hours * 3600) // step * step
+    edges: list[float] = []
+    while first < end:
+        edges.append(first)
+        first += step
+    edges.append(end)
+    spans = [_intervals(row) for row in rows]
+    pending = _peaks([s[0] for s in spans], edges)
+    running = _peaks([s[1] for s in spans], edges)
+
+    hour0 = end // 3600 * 3600 - (hours - 1) * 3600
+    completed = [0] * hours
+    failed = [0] * hours
+    for row in rows:
+        state = str(row.get("state") or "")
+        finished = _epoch(row.get("finished_at")) if row.get("finished_at") else None
+        if state not in _TERMINAL_NAMES or finished is None or not hour0 <= finished <= end:
+            continue
+        bucket = min(hours - 1, int((finished - hour0) // 3600))
+        (completed if state == JobState.COMPLETED.value else failed)[bucket] += 1
+    return {
+        "t": edges,
+        "running": running,
+        "pending": pending,
+        "hours_t": [hour0 + k * 3600 + 1800 for k in range(hours)],
+        "completed": completed,
+        "failed": failed,
+        "now_running": running[-1],
+        "now_pending": pending[-1],
+        "peak_running": max(running),
+        "peak_pending": max(pending),
+        "ended": {"completed": sum(completed), "failed": sum(failed)},
+        "window_hours": hours,
     }
