@@ -10,7 +10,10 @@ drift apart; the daemon additionally updates its index and wakes its loop.
 differs from ``since_state``, else blocks on the index's ``changed`` condition (never
 holding the index lock while blocked) until the state changes or ``timeout`` seconds
 (0-300, default 60) pass. Every second it re-reads the spec, so writers outside the
-daemon are seen too. It answers ``{id, state, changed, timed_out, job: <status>}``.
+daemon are seen too, and checks its connection (:func:`~vq.daemon.rpc.peer_closed`): a
+caller that hung up frees the thread within a second. It answers
+``{id, state, changed, timed_out, job: <status>}`` (``{id, state, abandoned: true}`` to
+a caller that is gone).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
 from .control_methods import build_control_methods
-from .rpc import Method
+from .rpc import Method, peer_closed
 
 if TYPE_CHECKING:
     from .app import Daemon
@@ -128,6 +131,8 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             if remaining <= 0:
                 break
             daemon.index.wait_for_change(job_id, baseline, min(remaining, 1.0))
+            if peer_closed():  # nobody to answer: free this thread now, not at the timeout
+                return {"id": job_id, "state": spec.state.value, "abandoned": True}
             try:
                 spec = ctx.store.read(job_id)  # the disk decides, not the cache
             except NotFound:

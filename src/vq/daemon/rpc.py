@@ -3,6 +3,10 @@
 Contract: a malformed, oversized or failing request gets a JSON error response; it never
 kills the daemon or the connection loop (an oversized line closes that one connection,
 because its framing is lost). The socket is created mode 0600.
+
+A method that blocks (``wait_change``) calls :func:`peer_closed` between short waits: it
+peeks at the connection being served on this thread without consuming anything, so a
+peer that hung up early frees its thread within one wait slice.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 from vq.errors import ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
 
-__all__ = ["Method", "RpcServer", "current_peer"]
+__all__ = ["Method", "RpcServer", "current_peer", "peer_closed"]
 
 _peer = threading.local()
 
@@ -30,6 +34,23 @@ _peer = threading.local()
 def current_peer() -> dict[str, int | None]:
     """The peer of the request being handled on this thread (pid, uid, gid; best-effort)."""
     return getattr(_peer, "creds", {"pid": None, "uid": None, "gid": None})
+
+
+def peer_closed() -> bool:
+    """Whether the peer of the request being handled on this thread hung up (EOF or reset).
+
+    A non-blocking ``MSG_PEEK``: pending bytes (a pipelined request) mean "still there"
+    and stay unread; False outside a request thread.
+    """
+    sock: socket.socket | None = getattr(_peer, "sock", None)
+    if sock is None:
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
 
 
 log = logging.getLogger(__name__)
@@ -41,6 +62,13 @@ class _Handler(socketserver.StreamRequestHandler):
     server: RpcServer
 
     def handle(self) -> None:
+        _peer.sock = self.request
+        try:
+            self._serve()
+        finally:
+            _peer.sock = None
+
+    def _serve(self) -> None:
         try:
             raw = self.request.getsockopt(
                 socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")

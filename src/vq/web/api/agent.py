@@ -7,7 +7,10 @@
   With a daemon it is the daemon's ``wait_change`` RPC over an asyncio socket (no worker
   thread held while waiting; the daemon blocks on its index condition). Without one, the
   spec file is re-read once a second (slow polling, documented in docs/agents.md). A
-  client that goes away early costs the daemon one blocked thread until the timeout.
+  client that goes away early ends the wait: uvicorn does not cancel the route, it only
+  answers ``http.disconnect`` to ``receive()``, so the route awaits that alongside the
+  wait and cancels the wait (closing its daemon connection) when the client is gone; the
+  daemon notices the closed connection within a second and frees its thread.
 * ``GET /api/v1/jobs/{id}/outputs.tar.gz`` streams the tree ``vq fetch`` produces
   (:class:`vq.services.outputs.OutputsArchive`) once the job is terminal; 409 before.
 """
@@ -17,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -73,20 +77,33 @@ async def _poll(backend: Backend, job_id: str, since: JobState | None, timeout: 
     }
 
 
-@router.get("/jobs/{job_id}/wait")
-async def wait_job(
-    job_id: str,
-    request: Request,
-    timeout: float = Query(60.0, ge=0, le=WAIT_MAX_SECONDS, description="seconds to block"),
-    since_state: str | None = Query(None, description="answer at once if the state differs"),
-    principal: Principal = Depends(need("read")),  # noqa: B008 - FastAPI dependency
-) -> Any:
+async def _client_gone(request: Request) -> None:
+    """Return once the HTTP client disconnected (the request body, if any, is discarded)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Any]) -> Any:
+    """``work``'s result, or an empty answer once the client went away (``work`` cancelled)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})  # its daemon connection is closed when this returns
+    if task.cancelled():
+        return Response(status_code=204)  # nobody reads it: the client is gone
+    return task.result()
+
+
+async def _wait(request: Request, job_id: str, since: JobState | None, timeout: float) -> Any:
     from vq.web.async_rpc import acall
 
     config = web_config(request)
     backend = backend_of(request)
-    Backend.check_id(job_id)
-    since = _since(since_state)
     started = time.monotonic()
     params = {"id": job_id, "timeout": timeout, "since_state": since and since.value}
     with scrubbed(config):
@@ -97,6 +114,19 @@ async def wait_job(
                 pass  # no daemon, or it went away mid-wait: wait on the disk instead
         remaining = max(0.0, timeout - (time.monotonic() - started))
         return await _poll(backend, job_id, since, remaining)
+
+
+@router.get("/jobs/{job_id}/wait")
+async def wait_job(
+    job_id: str,
+    request: Request,
+    timeout: float = Query(60.0, ge=0, le=WAIT_MAX_SECONDS, description="seconds to block"),
+    since_state: str | None = Query(None, description="answer at once if the state differs"),
+    principal: Principal = Depends(need("read")),  # noqa: B008 - FastAPI dependency
+) -> Any:
+    Backend.check_id(job_id)
+    since = _since(since_state)
+    return await _unless_client_leaves(request, _wait(request, job_id, since, timeout))
 
 
 @router.get(

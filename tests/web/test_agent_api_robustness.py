@@ -1,0 +1,108 @@
+"""The agent API under abuse: abandoned long-polls, archive bombs, racing submits, bad bodies.
+
+Real daemon, real `vq web serve`, real sockets; every wait is a poll with a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.conftest import Vq, wait_until
+from tests.web.conftest import Web
+
+
+def daemon_threads(vq: Vq) -> int:
+    pid = vq.daemon_pid()
+    assert pid is not None
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads: line")
+
+
+@pytest.fixture
+def admin(web: Web) -> dict[str, str]:
+    web.vq.start_daemon()
+    return web.admin()
+
+
+def running_sleeper(web: Web, admin: dict[str, str], key: str) -> str:
+    answer = web.http.post(
+        "/api/v1/jobs", json={"command": ["sleep", "60"], "idempotency_key": key}, headers=admin
+    )
+    assert answer.status_code == 201, answer.text
+    job_id: str = answer.json()["id"]
+    web.vq.wait_state(job_id, "RUNNING")
+    return job_id
+
+
+def kill(web: Web, job_id: str, admin: dict[str, str]) -> None:
+    assert web.http.post(f"/api/v1/jobs/{job_id}/kill", headers=admin).status_code == 200
+
+
+def settled_threads(vq: Vq) -> int:
+    """The daemon's thread count once it stopped changing for a moment."""
+    previous = -1
+
+    def stable() -> int | None:
+        nonlocal previous
+        now = daemon_threads(vq)
+        same = now == previous
+        previous = now
+        return now if same else None
+
+    return int(wait_until(stable, timeout=10, interval=0.3))
+
+
+def test_abandoned_rpc_waits_free_their_daemon_threads(web: Web, admin: dict[str, str]) -> None:
+    job_id = running_sleeper(web, admin, "rpc-abandon")
+    baseline = settled_threads(web.vq)
+    request = {
+        "id": 1,
+        "method": "wait_change",
+        "params": {"id": job_id, "timeout": 120, "since_state": "RUNNING"},
+    }
+    peers = []
+    for _ in range(20):
+        peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        peer.connect(str(web.vq.root / "daemon.sock"))
+        peer.sendall(json.dumps(request).encode() + b"\n")
+        peers.append(peer)
+    wait_until(lambda: daemon_threads(web.vq) >= baseline + 20, timeout=10)
+    for peer in peers:
+        peer.close()
+    wait_until(lambda: daemon_threads(web.vq) <= baseline + 2, timeout=5)
+    kill(web, job_id, admin)
+
+
+def test_abandoned_http_waits_free_their_daemon_threads(web: Web, admin: dict[str, str]) -> None:
+    job_id = running_sleeper(web, admin, "http-abandon")
+    baseline = settled_threads(web.vq)
+    url = urlsplit(web.base_url)
+    head = (
+        f"GET /api/v1/jobs/{job_id}/wait?timeout=120&since_state=RUNNING HTTP/1.1\r\n"
+        f"Host: {url.netloc}\r\nAuthorization: {admin['Authorization']}\r\n\r\n"
+    ).encode()
+    clients = []
+    for _ in range(20):
+        client = socket.create_connection((url.hostname or "127.0.0.1", url.port or 80))
+        client.sendall(head)
+        clients.append(client)
+    wait_until(lambda: daemon_threads(web.vq) >= baseline + 20, timeout=10)
+    started = time.monotonic()
+    for client in clients:
+        client.close()
+    wait_until(lambda: daemon_threads(web.vq) <= baseline + 2, timeout=6)
+    assert time.monotonic() - started < 6
+    # the server still answers a wait normally afterwards
+    quick = web.http.get(
+        f"/api/v1/jobs/{job_id}/wait", params={"timeout": 0.2}, headers=admin
+    ).json()
+    assert quick["timed_out"] and quick["state"] == "RUNNING"
+    kill(web, job_id, admin)
