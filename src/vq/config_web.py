@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MIB", "WebSettings"]
+__all__ = ["GIB", "MIB", "WebSettings"]
 
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 
 
 class WebSettings(BaseModel):
@@ -22,5 +23,9 @@ class WebSettings(BaseModel):
     inline_max_bytes: int = Field(default=5 * MIB, ge=1, le=1024 * MIB)
     #: Bytes of one ``POST /api/v1/uploads`` body (a tar.gz).
     upload_max_bytes: int = Field(default=512 * MIB, ge=1)
+    #: Bytes one upload may unpack to (regular files, hard links counted at full size).
+    upload_max_unpacked_bytes: int = Field(default=4 * GIB, ge=1)
+    #: Entries (files, directories, links) one upload may hold.
+    upload_max_members: int = Field(default=100_000, ge=1)
     #: An unused upload token expires (and its file is swept) this long after the upload.
     upload_ttl_seconds: int = Field(default=3600, ge=1, le=7 * 86400)

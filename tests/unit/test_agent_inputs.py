@@ -16,7 +16,9 @@ from vq.api_client._common import submit_body
 from vq.errors import UnsafeArchive
 from vq.web.api.submit import body_cap
 from vq.web.errors import ApiError
-from vq.web.uploads_store import UploadStore, decode_inline
+from vq.web.uploads_store import UnpackLimits, UploadStore, decode_inline
+
+LIMITS = UnpackLimits(max_bytes=1 << 30, max_members=10_000)
 
 
 def tar_gz(path: Path, *entries: tuple[str, bytes | None, str | None]) -> Path:
@@ -47,7 +49,7 @@ def test_upload_tokens_are_single_use_per_key_and_expire(tmp_path: Path) -> None
     part, out = store.open_incoming()
     with out:
         out.write(tar_gz(tmp_path / "x.tar.gz", ("f.txt", b"hi", None)).read_bytes())
-    stored = store.publish(part)
+    stored = store.publish(part, LIMITS)
     claimed = store.claim(stored.token, "a" * 64)
     assert claimed.exists() and store.claim(stored.token, "a" * 64) == claimed
     with pytest.raises(ApiError) as other:
@@ -75,14 +77,14 @@ def test_publish_refuses_hostile_archives_and_keeps_nothing(tmp_path: Path) -> N
         with out:
             out.write(tar_gz(tmp_path / "h.tar.gz", *entries).read_bytes())
         with pytest.raises(ApiError) as refused:
-            store.publish(part)
+            store.publish(part, LIMITS)
         assert refused.value.status == 400 and entries[-1][0] in refused.value.message
         assert list(store.dir.iterdir()) == []
     part, out = store.open_incoming()
     with out:
         out.write(b"definitely not a tar")
     with pytest.raises(ApiError):
-        store.publish(part)
+        store.publish(part, LIMITS)
     assert list(store.dir.iterdir()) == []
 
 

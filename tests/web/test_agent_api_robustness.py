@@ -5,8 +5,10 @@ Real daemon, real `vq web serve`, real sockets; every wait is a poll with a dead
 
 from __future__ import annotations
 
+import io
 import json
 import socket
+import tarfile
 import time
 from urllib.parse import urlsplit
 
@@ -106,3 +108,40 @@ def test_abandoned_http_waits_free_their_daemon_threads(web: Web, admin: dict[st
     ).json()
     assert quick["timed_out"] and quick["state"] == "RUNNING"
     kill(web, job_id, admin)
+
+
+def gz_tar(*files: tuple[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def uploads_left(vq: Vq) -> list[str]:
+    directory = vq.root / "uploads"
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_uploads_are_capped_by_what_they_unpack_to(web: Web) -> None:
+    admin = web.admin()
+    web.config_dir.mkdir(parents=True, exist_ok=True)
+    (web.config_dir / "config.toml").write_text(
+        "[web]\nupload_max_unpacked_bytes = 100000\nupload_max_members = 5\n"
+    )
+    headers = {**admin, "Content-Type": "application/gzip"}
+    bomb = gz_tar(("zeros.bin", b"\0" * 200_000))
+    assert len(bomb) < 2000  # tiny on the wire, under upload_max_bytes by far
+    answer = web.http.post("/api/v1/uploads", content=bomb, headers=headers)
+    assert answer.status_code == 413, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "too-large" and "100000" in error["message"]
+    assert "upload_max_unpacked_bytes" in error["message"]
+    many = gz_tar(*((f"f{i}.txt", b"x") for i in range(6)))
+    crowded = web.http.post("/api/v1/uploads", content=many, headers=headers)
+    assert crowded.status_code == 413 and "upload_max_members" in crowded.text
+    assert uploads_left(web.vq) == []
+    fits = gz_tar(("zeros.bin", b"\0" * 100_000))
+    assert web.http.post("/api/v1/uploads", content=fits, headers=headers).status_code == 201

@@ -14,6 +14,13 @@ Contracts:
   tar whose members break the ``vq submit`` archive rules (:mod:`vq.domain.archive_rules`:
   absolute paths, ``..``, links leaving the tree, devices, FIFOs, a top-level ``_vq``)
   or that is not a readable tar is refused with 400 naming the member; nothing is kept.
+* An archive that would unpack to more than ``upload_max_unpacked_bytes`` or holds more
+  than ``upload_max_members`` entries is refused with 413 naming the cap; nothing is
+  kept. The count is what extraction writes, not what headers claim: regular files by
+  their size as tarfile (the extractor of ``vq submit``) reads them, hard links at their
+  target's full size (a copy of the workspace copies each link), and sparse members are
+  refused (400) because their map can make extraction write more than the size shown.
+  The checked file is private and is not changed before the submit extracts it.
 * Tokens are 32 random URL-safe characters; a malformed token never reaches the disk.
 * A token expires ``upload_ttl_seconds`` after its upload (410 once expired). Expired
   files, claimed or not, and stale partial or staging files are swept on every upload.
@@ -42,7 +49,7 @@ from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.errors import UnsafeArchive
 from vq.web.errors import ApiError
 
-__all__ = ["TOKEN_RE", "StoredUpload", "UploadStore", "decode_inline"]
+__all__ = ["TOKEN_RE", "StoredUpload", "UnpackLimits", "UploadStore", "check_tar", "decode_inline"]
 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32}$")
 _READY = ".tar.gz"
@@ -78,18 +85,68 @@ def _tar_member(info: tarfile.TarInfo) -> Member:
     return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
 
 
-def check_tar(path: Path) -> None:
-    """Refuse (400) an archive ``vq submit`` would refuse; reads it once, streaming."""
+@dataclass(frozen=True)
+class UnpackLimits:
+    """What one upload may unpack to (``[web] upload_max_unpacked_bytes`` and
+    ``upload_max_members``)."""
+
+    max_bytes: int
+    max_members: int
+
+
+def _unreadable(exc: BaseException) -> ApiError:
+    return ApiError(
+        400,
+        "invalid-archive",
+        f"the upload is not a readable tar archive ({type(exc).__name__})",
+        hint="send a complete .tar.gz (e.g. made with `tar -czf inputs.tar.gz -C dir .`)",
+    )
+
+
+def _over(what: str, cap: int, key: str) -> ApiError:
+    return ApiError(
+        413,
+        "too-large",
+        f"the upload {what} {cap} (web.{key})",
+        hint=f"split the inputs or ask the operator to raise web.{key}",
+    )
+
+
+def _measure(tar: tarfile.TarFile, limits: UnpackLimits) -> list[Member]:
+    """The members, with both caps enforced while reading (see the module contract)."""
+    members: list[Member] = []
+    sizes: dict[str, int] = {}
+    total = 0
+    for info in tar:
+        if len(members) >= limits.max_members:
+            raise _over("has more entries than", limits.max_members, "upload_max_members")
+        member = _tar_member(info)
+        members.append(member)
+        if info.sparse is not None:
+            raise ApiError(
+                400,
+                "unsafe-archive",
+                f"archive entry {info.name[:200]!r} is a sparse file",
+                hint="re-create the archive without --sparse (plain `tar -czf`)",
+            )
+        if info.isfile():
+            sizes[info.name.removeprefix("./")] = info.size
+            total += info.size
+        elif info.islnk():
+            total += sizes.get(info.linkname.removeprefix("./"), 0)
+        if total > limits.max_bytes:
+            raise _over("unpacks to more bytes than", limits.max_bytes, "upload_max_unpacked_bytes")
+    return members
+
+
+def check_tar(path: Path, limits: UnpackLimits) -> None:
+    """Refuse an archive ``vq submit`` would refuse (400) or that unpacks beyond ``limits``
+    (413); reads it once, front to back."""
     try:
         with tarfile.open(path, "r:*") as tar:
-            members = [_tar_member(info) for info in tar]
+            members = _measure(tar, limits)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise ApiError(
-            400,
-            "invalid-archive",
-            f"the upload is not a readable tar archive ({type(exc).__name__})",
-            hint="send a complete .tar.gz (e.g. made with `tar -czf inputs.tar.gz -C dir .`)",
-        ) from None
+        raise _unreadable(exc) from None
     try:
         check_members(members)
     except UnsafeArchive as exc:
@@ -158,10 +215,10 @@ class UploadStore:
             hint="split the inputs or ask the operator to raise web.upload_max_bytes",
         )
 
-    def publish(self, part: Path) -> StoredUpload:
+    def publish(self, part: Path, limits: UnpackLimits) -> StoredUpload:
         """Validate a received body and give it a token; on refusal nothing is kept."""
         try:
-            check_tar(part)
+            check_tar(part, limits)
             size = part.stat().st_size
             token = secrets.token_urlsafe(24)
             os.rename(part, self.dir / f"{token}{_READY}")

@@ -2,7 +2,9 @@
 
 The body is the archive itself (``Content-Type: application/gzip``, ``application/x-tar``
 or ``application/octet-stream``), read in chunks and written to a private file; it is
-never held in memory whole. Over ``[web] upload_max_bytes`` → 413 and nothing kept; an
+never held in memory whole. Over ``[web] upload_max_bytes``, or an archive that unpacks
+to more than ``upload_max_unpacked_bytes`` or ``upload_max_members`` entries → 413
+naming the cap, nothing kept; an
 archive ``vq submit`` would refuse (traversal, absolute paths, links leaving the tree,
 devices) → 400 naming the member, nothing kept. Success: 201
 ``{"upload_token", "size_bytes", "expires_at"}``; submit with
@@ -24,7 +26,7 @@ from vq.web.auth.principal import Principal
 from vq.web.deps import need, web_config
 from vq.web.errors import ApiError
 from vq.web.submission import load_web_settings
-from vq.web.uploads_store import UploadStore
+from vq.web.uploads_store import UnpackLimits, UploadStore
 
 __all__ = ["router"]
 
@@ -97,7 +99,8 @@ async def upload(
     if received == 0:
         await asyncio.to_thread(_discard, part)
         raise ApiError(400, "invalid-archive", "the upload body is empty")
-    stored = await run_in_threadpool(store.publish, part)
+    limits = UnpackLimits(settings.web.upload_max_unpacked_bytes, settings.web.upload_max_members)
+    stored = await run_in_threadpool(store.publish, part, limits)
     body: dict[str, Any] = stored.as_dict()
     return JSONResponse(body, status_code=201)
 
