@@ -9,9 +9,11 @@ import io
 import json
 import socket
 import tarfile
+import threading
 import time
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from tests.conftest import Vq, wait_until
@@ -145,3 +147,42 @@ def test_uploads_are_capped_by_what_they_unpack_to(web: Web) -> None:
     assert uploads_left(web.vq) == []
     fits = gz_tar(("zeros.bin", b"\0" * 100_000))
     assert web.http.post("/api/v1/uploads", content=fits, headers=headers).status_code == 201
+
+
+def test_racing_first_submits_of_one_key_are_charged_once(web: Web) -> None:
+    web.vq.start_daemon()
+    made = web.vq.json(
+        "web", "token", "create", "racer", "--scope", "read,submit", "--max-jobs-per-day", "3"
+    )
+    headers = {"Authorization": f"Bearer {made['token']}"}
+    body = {"command": ["true"], "idempotency_key": "one-intent"}
+    answers: list[httpx.Response] = []
+    lock = threading.Lock()
+    gate = threading.Barrier(10)
+
+    def one() -> None:
+        with httpx.Client(base_url=web.base_url, timeout=60) as client:
+            gate.wait(10)
+            answer = client.post("/api/v1/jobs", json=body, headers=headers)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=one) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [200] * 9 + [201], [a.text for a in answers]
+    assert len({a.json()["id"] for a in answers}) == 1
+    usage = json.loads((web.config_dir / "web-token-usage.json").read_text())
+    assert usage["days"][made["id"]]["count"] == 1
+    for key in ("second", "third"):  # the quota still has room for exactly two more
+        assert (
+            web.http.post(
+                "/api/v1/jobs", json={**body, "idempotency_key": key}, headers=headers
+            ).status_code
+            == 201
+        )
+    over = web.http.post("/api/v1/jobs", json={**body, "idempotency_key": "4th"}, headers=headers)
+    assert over.status_code == 429

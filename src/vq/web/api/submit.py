@@ -15,7 +15,8 @@ canonical intent match an earlier submit (same id), 409 when the key was used fo
 different intent. The body may be at most ``inline_max_bytes`` × 4/3 + 64 KiB (413
 otherwise; the route reads it itself, capped, before parsing). Scoped tokens are held to
 their profiles/programs (403) and their daily quota (429 with ``Retry-After``); a repeat
-of an existing key is not charged.
+of an existing key is not charged, and concurrent first submits of one key are charged
+once (the usage file records the charged key hashes).
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def _submit(
     if inputs.upload_token is not None:
         store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
         store.peek(inputs.upload_token, key_hash(key))
-    if not claim_exists(config, key):
-        charge_submission(config.config_root, principal, datetime.now(UTC))
+    if not claim_exists(config, key):  # charged once per key, even when first submits race
+        charge_submission(config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key))
     payload = submit_request(
         config,
         settings,

@@ -303,7 +303,12 @@ def usage_today(config_root: Path, token_id: str, now: datetime) -> int:
 
 
 def charge_submission(
-    config_root: Path, principal: Principal, now: datetime, count: int = 1
+    config_root: Path,
+    principal: Principal,
+    now: datetime,
+    count: int = 1,
+    *,
+    key_hash: str | None = None,
 ) -> None:
     """Count ``count`` new jobs against a scoped token's daily quota, or refuse them.
 
@@ -317,6 +322,10 @@ def charge_submission(
     the next UTC midnight) when the token's ``max_jobs_per_day`` would be exceeded, and
     ``ApiError(401)`` if the token was revoked meanwhile. No-op for any principal that is
     not a scoped token. ``now`` should be timezone-aware (naive means UTC).
+
+    ``key_hash`` (the submit's idempotency key hash) makes the charge once per key and
+    day: the charged keys are recorded with the count under the same lock, so concurrent
+    first submits of one key (which make one job) are charged once.
     """
     if principal.kind != "scoped_token" or principal.token_id is None:
         return
@@ -333,8 +342,14 @@ def charge_submission(
         days = data.get("days") if isinstance(data, dict) else None
         days = days if isinstance(days, dict) else {}
         entry = days.get(token.id)
-        used = entry.get("count", 0) if isinstance(entry, dict) and entry.get("day") == day else 0
+        entry = entry if isinstance(entry, dict) and entry.get("day") == day else {}
+        used = entry.get("count", 0)
         used = used if isinstance(used, int) else 0
+        keys = entry.get("keys", [])
+        keys = [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+        charged = key_hash[:32] if key_hash is not None else None
+        if charged is not None and charged in keys:
+            return  # this key was charged already (a concurrent or repeated first submit)
         limit = token.max_jobs_per_day
         if limit is not None and used + count > limit:
             retry = seconds_to_utc_midnight(now)
@@ -345,7 +360,9 @@ def charge_submission(
                 hint=f"the quota resets at 00:00 UTC (in {retry} s)",
                 headers={"Retry-After": str(retry)},
             )
-        days[token.id] = {"day": day, "count": used + count}
+        if charged is not None:
+            keys.append(charged)
+        days[token.id] = {"day": day, "count": used + count, "keys": keys}
         write_json_private(path, {"version": 1, "days": days})
 
 
