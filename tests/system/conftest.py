@@ -18,15 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    ViewportSize,
+    sync_playwright,
+)
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.web.conftest import Web, web  # noqa: F401 - the fixture, re-exported here
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 def _unavailable(reason: str) -> None:
@@ -92,7 +99,15 @@ def console(chromium: Browser, web: Web) -> Iterator[Console]:  # noqa: F811 - t
     context.set_default_timeout(20_000)
     page = context.new_page()
     session = Console(web, context, page)
-    page.on("console", lambda msg: msg.type == "error" and session.errors.append(msg.text))
-    page.on("pageerror", lambda exc: session.errors.append(str(exc)))
+
+    def console_message(msg: ConsoleMessage) -> None:
+        if msg.type == "error":
+            session.errors.append(msg.text)
+
+    def page_error(exc: PlaywrightError) -> None:
+        session.errors.append(str(exc))
+
+    page.on("console", console_message)
+    page.on("pageerror", page_error)
     yield session
     context.close()

@@ -94,7 +94,8 @@ def test_job_page_draws_memory_and_cpu_chart(vq: Vq, console: Console) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
     console.goto("/overview")
     expect(page.locator("#usage-by-day")).to_have_attribute("data-drawn", "1")
-    console.screenshot("overview-desktop")
+    expect(page.locator("#queue-over-time")).to_have_attribute("data-drawn", "1")
+    console.screenshot("overview-varied-desktop")
     assert console.errors == []
 
 

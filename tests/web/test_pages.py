@@ -205,3 +205,42 @@ def test_audit_page_is_admin_only(vq: Vq, web: Web) -> None:
     undrained = web.http.post("/actions/queue/undrain", headers=admin, follow_redirects=False)
     assert undrained.status_code == 303
     assert "Undrain" not in web.http.get("/", headers=admin).text
+
+
+def json_block(html: str, block_id: str) -> object:
+    found = re.search(rf'<script type="application/json" id="{block_id}">(.*?)</script>', html)
+    assert found is not None, block_id
+    return json.loads(found.group(1))
+
+
+def test_charts_come_with_numbers_and_follow_only_live_jobs(vq: Vq, web: Web) -> None:
+    vq.start_daemon()
+    done = vq.submit("--job-name", "done", "--", "true")
+    running = vq.submit("--job-name", "sleeper", "--mem-mb", "100", "--", "sleep", "30")
+    waiting = vq.submit("--job-name", "too-big", "--cpus", "4096", "--", "true")
+    vq.wait_state(done, "COMPLETED")
+    vq.wait_state(running, "RUNNING")
+
+    overview = web.http.get("/overview").text
+    queue = json_block(overview, "queue-data")
+    assert isinstance(queue, dict)
+    assert (queue["now_running"], queue["now_pending"]) == (1, 1)
+    assert queue["ended"] == {"completed": 1, "failed": 0}
+    assert len(queue["t"]) == len(queue["running"]) == len(queue["pending"]) > 90
+    assert "Now <b>1</b> running, <b>1</b> pending" in overview  # the numbers, without scripts
+    assert 'data-chart="queue"' in overview and 'data-chart="ended"' in overview
+
+    live = web.http.get(f"/jobs/{running}").text
+    assert f'data-live-url="/api/v1/jobs/{running}/samples"' in live
+    assert 'data-mem-mb="100"' in live
+    wait_until(lambda: web.http.get(f"/api/v1/jobs/{running}/samples").json(), timeout=20)
+    samples = web.http.get(f"/api/v1/jobs/{running}/samples").json()
+    assert isinstance(samples, list) and {"ts", "rss_mb", "cpu_percent"} <= set(samples[0])
+    series = json_block(web.http.get(f"/jobs/{running}").text, "samples-data")
+    assert isinstance(series, dict) and len(series["t"]) == len(series["elapsed"]) >= 1
+
+    ended = web.http.get(f"/jobs/{done}").text
+    assert "data-live-url" not in ended  # nothing left to follow
+    pending = web.http.get(f"/jobs/{waiting}").text
+    assert "No samples yet: the job has not started" in pending
+    assert '<b data-stat="count">0</b> samples' in pending

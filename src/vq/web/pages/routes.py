@@ -232,6 +232,7 @@ def _overview_context(request: Request) -> dict[str, Any]:
         "overview": data.overview(),
         "usage": data.usage("tag"),
         "chart": views.usage_by_day_and_tag(rows, now),
+        "queue": views.queue_over_time(rows, now),
     }
 
 
