@@ -5,6 +5,7 @@
   window marker set before proves the page was never reloaded; it stops once the job
   ends. Hovering the plot shows the sample's values and its UTC time in the legend.
 * The overview draws the queue over the last 24 h and the jobs ended per hour.
+* With scripts off, both pages still show their numbers and no empty chart boxes.
 
 Screenshots (desktop 1280 px, phone 390 px) land in build/screenshots/.
 """
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
 from tests.conftest import Vq, wait_until
-from tests.system.conftest import DESKTOP, PHONE, Console
+from tests.system.conftest import DESKTOP, PHONE, SCREENSHOTS, Console
+from tests.web.conftest import Web
 
 MARKER = "window.__vqNoReload"
 # 8 steps of +10 MB, 2 s apart: about 16 s of a growing RSS.
@@ -27,6 +29,14 @@ GROWING = (
     "    block = bytearray(10 * 1024 * 1024); block[::4096] = b'x' * 2560; blocks.append(block)\n"
     "    print(f'holding {10 * (i + 1)} MB', flush=True); time.sleep(2)\n"
 )
+
+
+def samples_recorded(vq: Vq, job: str) -> int:
+    path = vq.root / "jobs" / job / "_vq" / "samples.jsonl"
+    try:
+        return len([line for line in path.read_text().splitlines() if line.strip()])
+    except OSError:
+        return 0
 
 
 def points(console: Console) -> int:
@@ -116,3 +126,26 @@ def test_overview_draws_the_queue_over_time(vq: Vq, console: Console) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     console.screenshot("overview-phone")
     assert console.errors == []
+
+
+def test_pages_keep_their_numbers_with_scripts_off(vq: Vq, chromium: Browser, web: Web) -> None:
+    vq.start_daemon()
+    job = vq.submit("--job-name", "quiet", "--mem-mb", "64", "--", "sleep", "30")
+    vq.wait_state(job, "RUNNING")
+    wait_until(lambda: samples_recorded(vq, job) >= 1, timeout=30)
+    context = chromium.new_context(viewport=PHONE, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(f"{web.base_url}/jobs/{job}")
+        expect(page.locator(".panel.samples .chart-stats")).to_contain_text("Limit 64 MB")
+        expect(page.locator("canvas")).to_have_count(0)
+        chart = page.locator("#usage-chart").bounding_box()
+        assert chart is not None and chart["height"] < 120  # no blank box where a chart was
+        page.goto(f"{web.base_url}/overview")
+        expect(page.locator(".queue-time .chart-stats")).to_contain_text("Now 1 running")
+        expect(page.locator("canvas")).to_have_count(0)
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "overview-nojs-phone.png"), full_page=True)
+    finally:
+        context.close()

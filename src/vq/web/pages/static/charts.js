@@ -6,8 +6,8 @@
 // A samples chart with data-live-url refetches that URL (GET /api/v1/jobs/{id}/samples,
 // a JSON array of watchdog samples) every POLL_MS and redraws in place with setData,
 // while #job-live[data-state] is PENDING, RUNNING or SUSPENDED; after the job ends it
-// fetches once more and stops (data-live="0"). Elements with data-stat="..." inside the
-// chart's panel show the latest numbers and are updated with it.
+// fetches once more and stops (data-live="0"); a hidden tab skips its fetches. Elements
+// with data-stat="..." inside the chart's panel show the latest numbers, kept up to date.
 // Times are UTC, as everywhere else on the console.
 (function () {
   "use strict";
@@ -210,6 +210,10 @@
     }
 
     function tick() {
+      if (document.hidden) { // a background tab waits until it is looked at again
+        window.setTimeout(tick, POLL_MS);
+        return;
+      }
       var last = jobEnded(); // the job ended: this fetch is the final one
       fetch(url, { credentials: "same-origin", cache: "no-store",
         headers: { Accept: "application/json" } })
