@@ -10,6 +10,7 @@ set -euo pipefail
 
 HTMX_VERSION=2.0.11
 UPLOT_VERSION=1.6.32
+SWAGGER_UI_VERSION=5.35.0
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/src/vq/web/pages/static/vendor"
@@ -30,6 +31,7 @@ licence_of() { # <package dir>
 
 htmx="$(unpack htmx.org "$HTMX_VERSION")"
 uplot="$(unpack uplot "$UPLOT_VERSION")"
+swagger="$(unpack swagger-ui-dist "$SWAGGER_UI_VERSION")"
 
 mkdir -p "$dest"
 install -m 0644 "$htmx/dist/htmx.min.js" "$dest/htmx.min.js"
@@ -37,6 +39,9 @@ install -m 0644 "$htmx/LICENSE" "$dest/htmx.LICENSE"
 install -m 0644 "$uplot/dist/uPlot.iife.min.js" "$dest/uPlot.iife.min.js"
 install -m 0644 "$uplot/dist/uPlot.min.css" "$dest/uPlot.min.css"
 install -m 0644 "$uplot/LICENSE" "$dest/uPlot.LICENSE"
+install -m 0644 "$swagger/swagger-ui-bundle.js" "$dest/swagger-ui-bundle.js"
+install -m 0644 "$swagger/swagger-ui.css" "$dest/swagger-ui.css"
+install -m 0644 "$swagger/LICENSE" "$dest/swagger-ui.LICENSE"
 
 sha() { sha256sum "$dest/$1" | cut -d' ' -f1; }
 
@@ -54,7 +59,10 @@ update, then commit the files.
 | uPlot.iife.min.js | uplot (dist/uPlot.iife.min.js) | $UPLOT_VERSION | $(licence_of "$uplot") | $(sha uPlot.iife.min.js) |
 | uPlot.min.css | uplot (dist/uPlot.min.css) | $UPLOT_VERSION | $(licence_of "$uplot") | $(sha uPlot.min.css) |
 | uPlot.LICENSE | uplot (LICENSE) | $UPLOT_VERSION | $(licence_of "$uplot") | $(sha uPlot.LICENSE) |
+| swagger-ui-bundle.js | swagger-ui-dist (the API docs page at /api/v1/docs) | $SWAGGER_UI_VERSION | $(licence_of "$swagger") | $(sha swagger-ui-bundle.js) |
+| swagger-ui.css | swagger-ui-dist | $SWAGGER_UI_VERSION | $(licence_of "$swagger") | $(sha swagger-ui.css) |
+| swagger-ui.LICENSE | swagger-ui-dist (LICENSE) | $SWAGGER_UI_VERSION | $(licence_of "$swagger") | $(sha swagger-ui.LICENSE) |
 
-Check: \`cd src/vq/web/pages/static/vendor && sha256sum htmx.min.js uPlot.iife.min.js uPlot.min.css\`.
+Check: \`cd src/vq/web/pages/static/vendor && sha256sum htmx.min.js uPlot.iife.min.js uPlot.min.css swagger-ui-bundle.js swagger-ui.css\`.
 EOF
-echo "vendored htmx.org@$HTMX_VERSION and uplot@$UPLOT_VERSION into $dest"
+echo "vendored htmx.org@$HTMX_VERSION, uplot@$UPLOT_VERSION and swagger-ui-dist@$SWAGGER_UI_VERSION into $dest"

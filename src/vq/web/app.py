@@ -2,7 +2,9 @@
 
 ``create_app(config)`` is the only constructor; it does no I/O beyond building the
 routers, so tests and ``vq web serve`` build identical apps. OpenAPI is served at
-``/api/v1/openapi.json`` with interactive docs at ``/api/v1/docs``.
+``/api/v1/openapi.json`` with interactive docs at ``/api/v1/docs`` (Swagger UI vendored,
+no CDN). Every POST under ``/api/v1`` and ``/actions`` is recorded in the audit trail
+(:mod:`vq.web.audit`).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from vq import __version__
 from vq.web import health
 from vq.web.api import agent, jobs, queue, submit, uploads
+from vq.web.audit import AuditMiddleware
 from vq.web.auth import routes as auth_routes
 from vq.web.context import WebConfig
 from vq.web.errors import install_error_handlers
@@ -32,13 +37,14 @@ def create_app(config: WebConfig) -> FastAPI:
         title="vq",
         version=__version__,
         summary="The vq job queue: web console and /api/v1",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # served below from the vendored Swagger UI (no CDN)
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
     )
     app.state.vq = config
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(AuditMiddleware, state_root=config.state.root)
     app.include_router(health.router)
     for module in (jobs, queue, submit, uploads, agent):
         app.include_router(module.router, prefix="/api/v1")
@@ -46,4 +52,16 @@ def create_app(config: WebConfig) -> FastAPI:
     app.include_router(page_routes.router)
     app.include_router(page_actions.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/api/v1/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        """Interactive OpenAPI docs, from files this package ships (works offline)."""
+        return get_swagger_ui_html(
+            openapi_url="/api/v1/openapi.json",
+            title="vq API",
+            swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+            swagger_css_url="/static/vendor/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
+
     return app

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import uvicorn
 
 from vq.web.app import create_app
@@ -12,4 +14,10 @@ __all__ = ["serve_forever"]
 
 def serve_forever(host: str, port: int, *, mode: str = "standalone") -> None:
     app = create_app(WebConfig.from_env(mode=mode))
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"vq web console on http://{shown}:{port}/ (API docs at /api/v1/docs); Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,117 @@
+"""The console's audit trail: one line in ``<state-root>/fleet-audit.jsonl`` per mutation.
+
+Every POST to ``/api/v1/...`` or ``/actions/...`` (kill, pause, resume, resubmit, drain,
+undrain, cleanup, submit, upload — through the API or the pages) is recorded after it
+was answered, refused or not, with who asked:
+
+``{"ts", "actor", "kind", "role", "action", "job_id", "status", "outcome", "client"}``
+
+* ``actor``/``kind``/``role`` come from the request's resolved
+  :class:`~vq.web.auth.principal.Principal` (``anonymous`` when none was resolved);
+* ``outcome`` is ``ok`` (2xx/3xx), ``refused`` (401/403/429) or ``error`` (anything else);
+* never a token, password, request body or server path.
+
+Admins read it on ``/audit`` (§7.3). Appends are best-effort (an audit write failure
+never fails the request) and atomic per line (``O_APPEND``), so several web processes
+may share the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from vq._fs import append_line
+
+__all__ = ["AUDIT_FILE", "AuditMiddleware", "describe"]
+
+AUDIT_FILE = "fleet-audit.jsonl"
+
+_JOB_ACTION = re.compile(
+    r"^/(?:api/v1|actions)/jobs/(?P<id>[^/]+)/(?P<action>kill|pause|resume|resubmit)$"
+)
+_OTHER_ACTIONS: dict[str, str] = {
+    "/api/v1/jobs": "submit",
+    "/api/v1/uploads": "upload",
+    "/api/v1/jobs/cleanup": "cleanup",
+    "/actions/queue/cleanup": "cleanup",
+    "/api/v1/queue/drain": "drain",
+    "/actions/queue/drain": "drain",
+    "/api/v1/queue/undrain": "undrain",
+    "/actions/queue/undrain": "undrain",
+}
+_SAFE_ID = re.compile(r"^[0-9a-f]{12}$")
+
+
+def describe(method: str, path: str) -> tuple[str, str | None] | None:
+    """``(action, job_id)`` of an audited request, or None for one that is not audited."""
+    if method != "POST":
+        return None
+    action = _OTHER_ACTIONS.get(path.rstrip("/") or "/")
+    if action is not None:
+        return action, None
+    match = _JOB_ACTION.match(path)
+    if match is None:
+        return None
+    job_id = match.group("id")
+    return match.group("action"), job_id if _SAFE_ID.match(job_id) else "(invalid id)"
+
+
+def _outcome(status: int) -> str:
+    if status < 400:
+        return "ok"
+    if status in (401, 403, 429):
+        return "refused"
+    return "error"
+
+
+class AuditMiddleware:
+    """Pure ASGI middleware (no buffering, so streaming and long-polls are untouched)."""
+
+    def __init__(self, app: ASGIApp, state_root: Path) -> None:
+        self.app = app
+        self.path = state_root / AUDIT_FILE
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        described = describe(scope["method"], scope["path"])
+        if described is None:
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            self._record(scope, described, status)
+
+    def _record(self, scope: Scope, described: tuple[str, str | None], status: int) -> None:
+        action, job_id = described
+        principal = (scope.get("state") or {}).get("principal")
+        client = scope.get("client")
+        record: dict[str, Any] = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "actor": getattr(principal, "name", "anonymous"),
+            "kind": getattr(principal, "kind", "anonymous"),
+            "role": getattr(principal, "role", None),
+            "action": action,
+            "job_id": job_id,
+            "status": status,
+            "outcome": _outcome(status),
+            "client": client[0] if client else None,
+        }
+        if self.path.parent.is_dir():
+            append_line(self.path, json.dumps(record, separators=(",", ":")))
