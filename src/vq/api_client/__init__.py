@@ -6,10 +6,11 @@ FastAPI (httpx, the stdlib and vq's leaf modules only). Contract:
 * ``submit(command, *, idempotency_key=None, files=None, upload=None, **fields)`` →
   :class:`SubmitResult` ``(id, state, created, spec)``. ``files`` maps relative paths to
   ``bytes``, ``str`` (UTF-8 text) or a ``Path`` to read; ``upload`` is a ``.tar.gz`` or a
-  directory (packed first) sent through ``POST /api/v1/uploads``. ``fields`` are JobSpec
-  names (``cpus``, ``mem_mb``, ``wall_time_seconds``, ``job_name``, ``tags``,
-  ``depends_on``, ``profile``, ``program``, ...). Without a key a uuid4 is drawn once and
-  reused for every retry, so retries never create a second job.
+  directory (packed first) sent through ``POST /api/v1/uploads`` (streamed from disk;
+  ``files`` and ``upload`` together raise ``ValueError`` before anything is sent).
+  ``fields`` are JobSpec names (``cpus``, ``mem_mb``, ``wall_time_seconds``,
+  ``job_name``, ``tags``, ``depends_on``, ``profile``, ``program``, ...). Without a key
+  a uuid4 is drawn once and reused for every retry, so retries never create a second job.
 * Connection errors and 5xx answers are retried ``retries`` times with exponential
   backoff (``backoff`` × 2ⁿ seconds); any other error answer raises :class:`ApiError`
   ``(status, code, message, hint, details, retry_after)`` at once.

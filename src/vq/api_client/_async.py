@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from vq.api_client._common import (
     RunResult,
     SubmitResult,
     WaitResult,
+    check_inputs,
     error_of,
     extract_outputs,
     pack_directory,
@@ -26,6 +27,18 @@ from vq.api_client._common import (
 )
 
 __all__ = ["AsyncClient"]
+
+_CHUNK = 1 << 20
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    """``path``'s bytes, read 1 MiB at a time in a worker thread."""
+    handle = await asyncio.to_thread(open, path, "rb")
+    try:
+        while chunk := await asyncio.to_thread(handle.read, _CHUNK):
+            yield chunk
+    finally:
+        await asyncio.to_thread(handle.close)
 
 
 class AsyncClient:
@@ -75,14 +88,16 @@ class AsyncClient:
         raise AssertionError("unreachable")
 
     async def upload(self, path: Path) -> str:
-        packed = await asyncio.to_thread(pack_directory, path) if path.is_dir() else None
+        is_dir = await asyncio.to_thread(path.is_dir)
+        packed = await asyncio.to_thread(pack_directory, path) if is_dir else None
         archive = packed or path
         try:
 
             async def attempt() -> httpx.Response:
-                data = await asyncio.to_thread(archive.read_bytes)
                 return await self.http.post(
-                    "/api/v1/uploads", content=data, headers={"Content-Type": "application/gzip"}
+                    "/api/v1/uploads",
+                    content=_chunks(archive),  # streamed: never the whole archive in memory
+                    headers={"Content-Type": "application/gzip"},
                 )
 
             return str((await self._send(attempt, retry=True)).json()["upload_token"])
@@ -100,8 +115,10 @@ class AsyncClient:
         upload: Path | None = None,
         **fields: Any,
     ) -> SubmitResult:
+        check_inputs(files, upload)
         token = await self.upload(upload) if upload is not None else None
-        body = submit_body(command, idempotency_key, files, token, fields)
+        # Path values in ``files`` are read here: off the event loop
+        body = await asyncio.to_thread(submit_body, command, idempotency_key, files, token, fields)
         response = await self._send(lambda: self.http.post("/api/v1/jobs", json=body), retry=True)
         spec = response.json()
         return SubmitResult(spec["id"], spec.get("state"), response.status_code == 201, spec)
@@ -154,7 +171,7 @@ class AsyncClient:
                     raise error_of(response)
                 async for chunk in response.aiter_bytes():
                     await asyncio.to_thread(spool.write, chunk)
-            spool.flush()
+            await asyncio.to_thread(spool.flush)
             return await asyncio.to_thread(extract_outputs, Path(spool.name), Path(dest))
 
     async def run(

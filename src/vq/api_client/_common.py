@@ -27,6 +27,7 @@ __all__ = [
     "RunResult",
     "SubmitResult",
     "WaitResult",
+    "check_inputs",
     "error_of",
     "extract_outputs",
     "pack_directory",
@@ -106,20 +107,30 @@ class RunResult:
 
 
 def error_of(response: httpx.Response) -> ApiError:
+    """The :class:`ApiError` of an error answer, whatever its body (a proxy's HTML page,
+    truncated JSON, an ``error`` that is not an object)."""
     try:
         body = response.json()
-        error = body.get("error", {}) if isinstance(body, dict) else {}
-    except ValueError:
-        error = {}
+    except ValueError:  # also UnicodeDecodeError
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    error = error if isinstance(error, dict) else {}
+    hint, details = error.get("hint"), error.get("details")
     retry = response.headers.get("retry-after")
     return ApiError(
         response.status_code,
         str(error.get("code") or f"http-{response.status_code}"),
         str(error.get("message") or response.reason_phrase),
-        error.get("hint"),
-        error.get("details"),
+        hint if isinstance(hint, str) else None,
+        [d for d in details if isinstance(d, dict)] if isinstance(details, list) else None,
         float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
     )
+
+
+def check_inputs(files: dict[str, FileContent] | None, upload: Path | None) -> None:
+    """Refuse ``files`` together with ``upload`` before anything is sent."""
+    if files and upload is not None:
+        raise ValueError("give files or upload, not both")
 
 
 def _content(value: FileContent) -> bytes:

@@ -18,6 +18,7 @@ from vq.api_client._common import (
     RunResult,
     SubmitResult,
     WaitResult,
+    check_inputs,
     error_of,
     extract_outputs,
     pack_directory,
@@ -102,6 +103,7 @@ class Client:
         **fields: Any,
     ) -> SubmitResult:
         """Submit one job; retried safely (one idempotency key for every attempt)."""
+        check_inputs(files, upload)
         token = self.upload(upload) if upload is not None else None
         body = submit_body(command, idempotency_key, files, token, fields)
         response = self._send(lambda: self.http.post("/api/v1/jobs", json=body), retry=True)
