@@ -57,8 +57,10 @@ class Submission:
 
 
 def load_web_settings(config: WebConfig) -> Settings:
-    """The layered settings as this web process's config root resolves them."""
-    return load_settings({**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
+    """The layered settings as this web process's config root resolves them (a broken
+    config file is a ConfigError naming ``<config-root>``, never the server path)."""
+    with scrubbed(config):
+        return load_settings({**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
 
 
 def to_params(fields: dict[str, Any], key: str, source: str | None = None) -> SubmitParams:

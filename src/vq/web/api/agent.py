@@ -107,11 +107,10 @@ async def _wait(request: Request, job_id: str, since: JobState | None, timeout: 
     started = time.monotonic()
     params = {"id": job_id, "timeout": timeout, "since_state": since and since.value}
     with scrubbed(config):
-        if config.state.daemon_sock.exists():
-            try:
-                return await acall(config.state.daemon_sock, "wait_change", params, timeout + 30)
-            except (DaemonNotRunning, ProtocolError):
-                pass  # no daemon, or it went away mid-wait: wait on the disk instead
+        try:  # no stat() of the socket first: that would be disk I/O on the event loop
+            return await acall(config.state.daemon_sock, "wait_change", params, timeout + 30)
+        except (DaemonNotRunning, ProtocolError):
+            pass  # no daemon, or it went away mid-wait: wait on the disk instead
         remaining = max(0.0, timeout - (time.monotonic() - started))
         return await _poll(backend, job_id, since, remaining)
 

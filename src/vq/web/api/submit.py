@@ -12,11 +12,13 @@ their JobSpec names — ``command`` (argv list, required), ``cpus``, ``mem_mb``,
 Answers the ``vq submit --json`` object (the spec, ``capacity_warnings``, and
 ``idempotent_replay: true`` on a repeat): 201 for a new job, 200 when the key and the
 canonical intent match an earlier submit (same id), 409 when the key was used for a
-different intent. The body may be at most ``inline_max_bytes`` × 4/3 + 64 KiB (413
-otherwise; the route reads it itself, capped, before parsing). Scoped tokens are held to
-their profiles/programs (403) and their daily quota (429 with ``Retry-After``); a repeat
-of an existing key is not charged, and concurrent first submits of one key are charged
-once (the usage file records the charged key hashes).
+different intent. A body declared as anything but JSON (a form, ``text/plain``) is
+refused with 415 (no Content-Type at all is read as JSON). The body may be at most
+``inline_max_bytes`` × 4/3 + 64 KiB (413 otherwise; the route reads it itself, capped,
+before parsing). Scoped tokens are held to their profiles/programs (403) and their daily
+quota (429 with ``Retry-After``); a repeat of an existing key is not charged, and
+concurrent first submits of one key are charged once (the usage file records the
+charged key hashes).
 """
 
 from __future__ import annotations
@@ -130,6 +132,26 @@ def body_cap(inline_max_bytes: int) -> int:
     return inline_max_bytes * 4 // 3 + 4 + 64 * 1024
 
 
+def _check_media_type(request: Request) -> None:
+    """415 unless the body is declared JSON (``application/json`` or ``*/*+json``) or not
+    declared at all: a form or ``text/plain`` post is refused, so a page elsewhere cannot
+    make a browser submit a job with a "simple" cross-site request."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return
+    media = declared.split(";", 1)[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return
+    raise ApiError(
+        415,
+        "unsupported-media-type",
+        "send the job as a JSON object with Content-Type: application/json",
+        hint="curl -H 'Content-Type: application/json' -d @job.json ...",
+    )
+
+
 async def _read_capped(request: Request, cap: int, inline_max: int) -> bytes:
     refusal = ApiError(
         413,
@@ -194,6 +216,7 @@ async def submit_job(
     request: Request,
     principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
 ) -> JSONResponse:
+    _check_media_type(request)
     config = web_config(request)
     settings = await run_in_threadpool(load_web_settings, config)
     inline_max = settings.web.inline_max_bytes

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -84,20 +85,19 @@ async def upload(
             async for chunk in request.stream():
                 received += len(chunk)
                 if received > cap:
-                    raise store.too_large(part, cap)
+                    raise await run_in_threadpool(store.too_large, part, cap)
                 pending += chunk
                 if len(pending) >= _FLUSH:
                     await run_in_threadpool(out.write, bytes(pending))
                     pending.clear()
             await run_in_threadpool(out.write, bytes(pending))
         finally:
-            out.close()
+            await asyncio.shield(run_in_threadpool(out.close))
     except BaseException:
-        with contextlib.suppress(OSError):
-            part.unlink()
+        await asyncio.shield(run_in_threadpool(_discard, part))
         raise
     if received == 0:
-        await asyncio.to_thread(_discard, part)
+        await run_in_threadpool(_discard, part)
         raise ApiError(400, "invalid-archive", "the upload body is empty")
     limits = UnpackLimits(settings.web.upload_max_unpacked_bytes, settings.web.upload_max_members)
     stored = await run_in_threadpool(store.publish, part, limits)
@@ -105,6 +105,6 @@ async def upload(
     return JSONResponse(body, status_code=201)
 
 
-def _discard(path: Any) -> None:
+def _discard(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.unlink()
