@@ -186,3 +186,18 @@ def test_racing_first_submits_of_one_key_are_charged_once(web: Web) -> None:
         )
     over = web.http.post("/api/v1/jobs", json={**body, "idempotency_key": "4th"}, headers=headers)
     assert over.status_code == 429
+
+
+def test_inline_files_are_capped_by_count_too(web: Web) -> None:
+    admin = web.admin()
+    web.config_dir.mkdir(parents=True, exist_ok=True)
+    (web.config_dir / "config.toml").write_text("[web]\nupload_max_members = 3\n")
+    files = {f"f{i}": "" for i in range(4)}  # empty files: tiny body, four inodes
+    body = {"command": ["true"], "idempotency_key": "many", "inputs": {"files": files}}
+    answer = web.http.post("/api/v1/jobs", json=body, headers=admin)
+    assert answer.status_code == 413, answer.text
+    assert "upload_max_members" in answer.json()["error"]["message"]
+    uploads = web.vq.root / "uploads"
+    assert not uploads.exists() or list(uploads.iterdir()) == []
+    del files["f3"]
+    assert web.http.post("/api/v1/jobs", json=body, headers=admin).status_code == 201

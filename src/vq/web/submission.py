@@ -10,8 +10,10 @@ service in-process, and returns the ``vq submit --json`` payload. The idempotenc
 digest covers the inputs' *content*, so the same key, fields and files from the CLI or
 from HTTP name the same job.
 
-Errors leave with server paths replaced (staging and uploads become ``inputs``; the
-state and config roots become placeholders). The staging directory is always removed.
+More than ``upload_max_members`` inline files is a 413 (each one becomes a file on
+disk, however small). Errors leave with server paths replaced (staging and uploads
+become ``inputs``; the state and config roots become placeholders). The staging
+directory is always removed.
 """
 
 from __future__ import annotations
@@ -142,6 +144,14 @@ def submit_request(config: WebConfig, settings: Settings, request: Submission) -
     store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
     key = request.idempotency_key
     if request.files:
+        if len(request.files) > settings.web.upload_max_members:
+            cap = settings.web.upload_max_members
+            raise ApiError(
+                413,
+                "too-large",
+                f"inputs.files has more than {cap} entries (web.upload_max_members)",
+                hint="upload a tar.gz with POST /api/v1/uploads, or pack the files into fewer",
+            )
         _check_names(request.files)
         decoded, bad = decode_inline(request.files, settings.web.inline_max_bytes)
         if bad:
