@@ -6,6 +6,7 @@ import io
 import os
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,17 @@ def test_publish_keeps_nothing_over_the_caps(tmp_path: Path) -> None:
         store.publish(part, UnpackLimits(max_bytes=200, max_members=10))
     assert refused.value.status == 413
     assert list(store.dir.iterdir()) == []
+
+
+def test_inline_staging_sweeps_stale_leftovers(tmp_path: Path) -> None:
+    store = UploadStore(tmp_path / "root", ttl_seconds=60)
+    store.ensure()
+    stale = [store.dir / ".inline-0123456789abcdef", store.dir / ".incoming-0123.part"]
+    stale[0].mkdir()
+    (stale[0] / "run.sh").write_text("echo left behind by a killed server\n")
+    stale[1].write_bytes(b"partial")
+    old = time.time() - 120
+    for path in stale:
+        os.utime(path, (old, old))
+    fresh = store.stage_inline({"a.txt": b"x"})
+    assert fresh.exists() and not any(path.exists() for path in stale)

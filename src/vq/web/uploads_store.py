@@ -23,7 +23,8 @@ Contracts:
   The checked file is private and is not changed before the submit extracts it.
 * Tokens are 32 random URL-safe characters; a malformed token never reaches the disk.
 * A token expires ``upload_ttl_seconds`` after its upload (410 once expired). Expired
-  files, claimed or not, and stale partial or staging files are swept on every upload.
+  files, claimed or not, and stale partial or staging files are swept on every upload
+  and every inline submit.
 * Single use: only submits carrying the idempotency key that first claimed a token may
   use it again (retries of that same submit); any other key gets 409.
 """
@@ -295,6 +296,7 @@ class UploadStore:
     def stage_inline(self, files: dict[str, bytes]) -> Path:
         """A private directory holding ``files`` (names already checked by the caller)."""
         self.ensure()
+        self.sweep()  # staging left by a killed server goes even when nobody uploads
         staging = self.dir / f".inline-{secrets.token_hex(8)}"
         staging.mkdir(mode=0o700)
         try:
