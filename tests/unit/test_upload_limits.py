@@ -92,14 +92,17 @@ def test_publish_keeps_nothing_over_the_caps(tmp_path: Path) -> None:
 
 
 def test_inline_staging_sweeps_stale_leftovers(tmp_path: Path) -> None:
-    store = UploadStore(tmp_path / "root", ttl_seconds=60)
+    store = UploadStore(tmp_path / "root", ttl_seconds=1)
     store.ensure()
     stale = [store.dir / ".inline-0123456789abcdef", store.dir / ".incoming-0123.part"]
-    stale[0].mkdir()
-    (stale[0] / "run.sh").write_text("echo left behind by a killed server\n")
-    stale[1].write_bytes(b"partial")
-    old = time.time() - 120
-    for path in stale:
-        os.utime(path, (old, old))
+    busy = [store.dir / ".inline-fedcba9876543210", store.dir / ".incoming-4567.part"]
+    for group, age in ((stale, 2 * 3600), (busy, 600)):
+        group[0].mkdir()
+        (group[0] / "run.sh").write_text("echo\n")
+        group[1].write_bytes(b"partial")
+        for path in group:
+            os.utime(path, (time.time() - age, time.time() - age))
     fresh = store.stage_inline({"a.txt": b"x"})
     assert fresh.exists() and not any(path.exists() for path in stale)
+    # a short TTL never removes work in progress (a slow upload, a submit being staged)
+    assert all(path.exists() for path in busy)

@@ -23,8 +23,9 @@ Contracts:
   The checked file is private and is not changed before the submit extracts it.
 * Tokens are 32 random URL-safe characters; a malformed token never reaches the disk.
 * A token expires ``upload_ttl_seconds`` after its upload (410 once expired). Expired
-  files, claimed or not, and stale partial or staging files are swept on every upload
-  and every inline submit.
+  files, claimed or not, and partial or staging files untouched for an hour (or the TTL,
+  if longer: a short TTL never removes work in progress) are swept on every upload and
+  every inline submit.
 * Single use: only submits carrying the idempotency key that first claimed a token may
   use it again (retries of that same submit); any other key gets 409.
 """
@@ -55,6 +56,8 @@ __all__ = ["TOKEN_RE", "StoredUpload", "UnpackLimits", "UploadStore", "check_tar
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32}$")
 _READY = ".tar.gz"
 _CLAIMED = ".claimed.tar.gz"
+#: Partial bodies and staging trees younger than this are never swept (work in progress).
+STALE_WORK_SECONDS = 3600
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -318,13 +321,14 @@ class UploadStore:
             entries = list(os.scandir(self.dir))
         except FileNotFoundError:
             return 0
-        deadline = time.time() - self.ttl
+        now = time.time()
         for entry in entries:
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if info.st_mtime > deadline:
+            in_use = entry.name.startswith((".inline-", ".incoming-"))
+            if info.st_mtime > now - (max(self.ttl, STALE_WORK_SECONDS) if in_use else self.ttl):
                 continue
             if entry.name.startswith(".inline-") and entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
