@@ -78,9 +78,13 @@ async def _poll(backend: Backend, job_id: str, since: JobState | None, timeout: 
 
 
 async def _client_gone(request: Request) -> None:
-    """Return once the HTTP client disconnected (the request body, if any, is discarded)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+    """Return once the HTTP client disconnected (the request body, if any, is discarded);
+    a failing ``receive`` also counts as gone (it can no longer be answered either)."""
+    try:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # any transport failure: nobody is listening any more
+        return
 
 
 async def _unless_client_leaves(request: Request, work: Coroutine[Any, Any, Any]) -> Any:
