@@ -32,7 +32,7 @@ from fastapi import Request
 
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec
-from vq.domain.states import ACTIVE, TERMINAL, JobState
+from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
 from vq.services.reports import state_counts
@@ -252,51 +252,10 @@ class Backend:
 
     # --- snapshots ----------------------------------------------------------------------
     def queue_summary(self) -> dict[str, Any]:
-        """The §6.3 cockpit: counts, active CPUs and declared memory, caps, daemon, holds."""
-        from vq.services.control import read_drain, read_throttle
+        """The §6.3 cockpit (:func:`vq.web.cockpit.queue_summary`)."""
+        from vq.web.cockpit import queue_summary
 
-        def work() -> dict[str, Any]:
-            ping = self.gateway.ask("ping")
-            listing = self.gateway.list_rows({})
-            rows: list[dict[str, Any]] = listing["jobs"]
-            active = [r for r in rows if r["state"] in _ACTIVE_NAMES]
-            info: dict[str, Any] = ping if isinstance(ping, dict) else {}
-            caps = info.get("caps")
-            drain = read_drain(self.paths)
-            throttle = read_throttle(self.paths)
-            now = self.gateway.local_context().now()
-            return {
-                "total": len(rows),
-                "active": len(active),
-                "pending": sum(1 for r in rows if r["state"] == JobState.PENDING.value),
-                "counts": state_counts(rows),
-                "active_cpus": sum(int(r["cpus"] or 0) for r in active),
-                "declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in active),
-                "undeclared_mem_jobs": sum(1 for r in active if r["mem_mb"] is None),
-                "quarantined": len(listing["quarantined"]),
-                "caps": caps,
-                "daemon": {
-                    "running": isinstance(ping, dict),
-                    **{key: info.get(key) for key in ("pid", "version", "uptime_seconds")},
-                },
-                "drain": {
-                    "mode": drain.mode,
-                    "reject_submits": drain.reject_submits,
-                    "reason": drain.reason,
-                    "set_at": drain.set_at,
-                },
-                "throttle": (
-                    {
-                        "max_jobs": throttle.max_jobs,
-                        "max_cpus": throttle.max_cpus,
-                        "expires_at": throttle.expires_at,
-                    }
-                    if throttle.active(now)
-                    else None
-                ),
-            }
-
-        return self._run(work)
+        return self._run(lambda: queue_summary(self.gateway, self.paths))
 
     def overview(self) -> dict[str, Any]:
         """``vq overview --json``."""
@@ -377,7 +336,6 @@ def backend_of(request: Request) -> Backend:
     return backend
 
 
-_ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 _FAILED_NAMES = frozenset(state.value for state in FAILED_STATES)
 
 

@@ -1,0 +1,64 @@
+"""The §6.3 queue cockpit of the console and ``GET /api/v1/queue``.
+
+:func:`queue_summary` counts jobs per state, sums the CPUs and declared memory of the
+RUNNING/SUSPENDED ones, and adds the daemon's caps (None without a daemon), whether the
+daemon answers, and the drain and throttle holds. It blocks on disk and the daemon socket
+and raises :class:`~vq.errors.VqError` unscrubbed: call it through ``Backend``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vq.domain.states import ACTIVE, JobState
+from vq.gateway import Gateway
+from vq.paths import StatePaths
+from vq.services.control import read_drain, read_throttle
+from vq.services.reports import state_counts
+
+__all__ = ["queue_summary"]
+
+_ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
+
+
+def queue_summary(gateway: Gateway, paths: StatePaths) -> dict[str, Any]:
+    """The cockpit summary (the JSON of ``GET /api/v1/queue``)."""
+    ping = gateway.ask("ping")
+    listing = gateway.list_rows({})
+    rows: list[dict[str, Any]] = listing["jobs"]
+    active = [r for r in rows if r["state"] in _ACTIVE_NAMES]
+    info: dict[str, Any] = ping if isinstance(ping, dict) else {}
+    caps = info.get("caps")
+    drain = read_drain(paths)
+    throttle = read_throttle(paths)
+    now = gateway.local_context().now()
+    return {
+        "total": len(rows),
+        "active": len(active),
+        "pending": sum(1 for r in rows if r["state"] == JobState.PENDING.value),
+        "counts": state_counts(rows),
+        "active_cpus": sum(int(r["cpus"] or 0) for r in active),
+        "declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in active),
+        "undeclared_mem_jobs": sum(1 for r in active if r["mem_mb"] is None),
+        "quarantined": len(listing["quarantined"]),
+        "caps": caps,
+        "daemon": {
+            "running": isinstance(ping, dict),
+            **{key: info.get(key) for key in ("pid", "version", "uptime_seconds")},
+        },
+        "drain": {
+            "mode": drain.mode,
+            "reject_submits": drain.reject_submits,
+            "reason": drain.reason,
+            "set_at": drain.set_at,
+        },
+        "throttle": (
+            {
+                "max_jobs": throttle.max_jobs,
+                "max_cpus": throttle.max_cpus,
+                "expires_at": throttle.expires_at,
+            }
+            if throttle.active(now)
+            else None
+        ),
+    }
