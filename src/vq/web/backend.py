@@ -9,6 +9,8 @@ Contracts:
 
 * Job ids are validated (:func:`vq.domain.ids.is_job_id`) before any path is built; a
   malformed id is :class:`~vq.errors.NotFound` (it names no job), never a file access.
+  An unknown job is ``no job <id>`` with the hint :data:`LIST_HINT`, whether the daemon
+  or the disk found it missing (:meth:`Backend.no_job`); every 404 carries a hint.
 * Log and sample reads never leave the job's workspace: the resolved file must be inside
   the resolved workspace (a symlink pointing elsewhere is refused as NotFound).
 * Every :class:`~vq.errors.VqError` leaving this class has server paths (state root,
@@ -56,6 +58,10 @@ MAX_TAIL_BYTES = 2 * 1024 * 1024
 #: How much of the end of ``samples.jsonl`` is read (a record is ~300 bytes).
 MAX_SAMPLE_BYTES = 4 * 1024 * 1024
 MAX_SAMPLES = 5000
+#: The hint of every "no such job" answer.
+LIST_HINT = "GET /api/v1/jobs lists the jobs"
+#: The hint of a missing log or workspace file.
+FILES_HINT = "the file appears once the job writes it; GET /api/v1/jobs/<id> shows its state"
 #: What "failed rows" means for the console's cleanup: every terminal state but success.
 FAILED_STATES: frozenset[JobState] = TERMINAL - {JobState.COMPLETED}
 
@@ -99,18 +105,35 @@ class Backend:
     def check_id(job_id: str) -> str:
         """``job_id`` when well-formed; NotFound otherwise (it cannot name a job)."""
         if not is_job_id(job_id):
-            raise NotFound(
-                "no such job: job ids are 12 lowercase hex characters",
-                hint="GET /api/v1/jobs lists the jobs",
-            )
+            raise NotFound("no such job: job ids are 12 lowercase hex characters", hint=LIST_HINT)
         return job_id
 
-    def _spec(self, job_id: str) -> JobSpec:
+    @staticmethod
+    def no_job(job_id: str) -> NotFound:
+        """The one not-found error of a well-formed id that names no job."""
+        return NotFound(f"no job {job_id}", hint=LIST_HINT)
+
+    @staticmethod
+    def no_route() -> NotFound:
+        """The error of a ``/api/v1/jobs/...`` path no route serves (e.g. ``../..`` ids)."""
+        return NotFound(
+            "no such job or job resource: job ids are 12 lowercase hex characters",
+            hint=LIST_HINT,
+        )
+
+    def _by_id(self, job_id: str, fn: Callable[[str], T]) -> T:
+        """``fn(job_id)`` for a well-formed id, its "no job" error in :meth:`no_job` form."""
         job_id = self.check_id(job_id)
-        try:
-            return self.gateway.local_context().store.read(job_id)
-        except NotFound:
-            raise NotFound(f"no job {job_id}", hint="GET /api/v1/jobs lists the jobs") from None
+        with self._clean_errors():
+            try:
+                return fn(job_id)
+            except NotFound as exc:
+                if exc.message.startswith(f"no job {job_id}"):
+                    raise self.no_job(job_id) from None
+                raise
+
+    def _spec(self, job_id: str) -> JobSpec:
+        return self._by_id(job_id, self.gateway.local_context().store.read)
 
     def spec(self, job_id: str) -> JobSpec:
         """The job's spec as stored (NotFound for unknown or malformed ids)."""
@@ -156,7 +179,7 @@ class Backend:
 
     def status(self, job_id: str) -> dict[str, Any]:
         """The ``vq status --json`` view."""
-        return self._run(lambda: self.gateway.status(self.check_id(job_id)))
+        return self._by_id(job_id, self.gateway.status)
 
     def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
         """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
@@ -174,7 +197,7 @@ class Backend:
         workspace = self.paths.workspace(job_id).resolve()
         target = (workspace / relative).resolve()
         if not target.is_relative_to(workspace) or target == workspace:
-            raise NotFound(f"job {job_id} has no such file in its workspace")
+            raise NotFound(f"job {job_id} has no such file in its workspace", hint=FILES_HINT)
         return target
 
     def log_file(self, job_id: str, stream: Stream) -> Path:
@@ -185,11 +208,14 @@ class Backend:
             if stream not in ("stdout", "stderr"):
                 raise InvalidInput("stream must be stdout or stderr")
             if spec.archive_path and not self.paths.workspace(spec.id).exists():
-                raise NotFound(f"job {spec.id} was archived; its logs are in the archive")
+                raise NotFound(
+                    f"job {spec.id} was archived; its logs are in the archive",
+                    hint="`vq fetch` or the archive's workspace/ folder holds them",
+                )
             relative = spec.stdout_path if stream == "stdout" else spec.stderr_path
             path = self._inside_workspace(spec.id, relative)
             if not path.is_file():
-                raise NotFound(f"job {spec.id} has no {stream} yet")
+                raise NotFound(f"job {spec.id} has no {stream} yet", hint=FILES_HINT)
             return path
 
         return self._run(work)
@@ -270,17 +296,17 @@ class Backend:
     # --- control ------------------------------------------------------------------------
     def kill(self, job_id: str) -> dict[str, Any]:
         """``vq kill --json`` item; Conflict when the job already ended otherwise."""
-        return self._run(lambda: self.gateway.kill(self.check_id(job_id)))
+        return self._by_id(job_id, self.gateway.kill)
 
     def pause(self, job_id: str) -> dict[str, Any]:
-        return self._run(lambda: self.gateway.pause(self.check_id(job_id)))
+        return self._by_id(job_id, self.gateway.pause)
 
     def resume(self, job_id: str) -> dict[str, Any]:
-        return self._run(lambda: self.gateway.resume(self.check_id(job_id)))
+        return self._by_id(job_id, self.gateway.resume)
 
     def resubmit(self, job_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """The new job's spec (``vq resubmit --json``)."""
-        return self._run(lambda: self.gateway.resubmit(self.check_id(job_id), overrides or {}))
+        return self._by_id(job_id, lambda jid: self.gateway.resubmit(jid, overrides or {}))
 
     def drain(
         self, full: bool = False, reject_submits: bool = False, reason: str | None = None

@@ -12,6 +12,8 @@ Contracts:
 * A service error renders an HTML error page (or fragment) with the Backend's already
   scrubbed message; nothing server-side (paths, tracebacks) reaches the page.
 * ``/jobs/{id}/logs/{stream}`` downloads a whole log as an attachment (text/plain).
+* ``/api/v1/jobs/...`` paths no API route serves (a malformed id such as ``../..``)
+  get the API's JSON 404 with its hint here (405 when another method is served).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from vq.errors import VqError
 from vq.web.backend import Backend, Stream
@@ -300,3 +304,23 @@ def audit_page(request: Request) -> Response:
         return page(request, "audit.html", context)
 
     return guarded(request, build)
+
+
+# --- paths no route serves -------------------------------------------------------------
+# Registered after every other page, fragment and API route (this router is included
+# last of them), so only paths nothing else serves land here, e.g. ``/jobs/../../etc``.
+def _other_methods(request: Request) -> bool:
+    """Whether some route serves this path with another method (then 405, not 404)."""
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is Match.PARTIAL:
+            return True
+    return False
+
+
+@router.api_route("/api/v1/jobs/{rest:path}", methods=["GET", "POST"])
+def api_job_unmatched(request: Request, rest: str) -> Response:
+    """A JSON 404 with the API's hint (the id is malformed or the resource unknown)."""
+    if _other_methods(request):
+        raise StarletteHTTPException(405)
+    raise Backend.no_route()
