@@ -14,6 +14,8 @@ Contracts:
 * ``/jobs/{id}/logs/{stream}`` downloads a whole log as an attachment (text/plain).
 * ``/api/v1/jobs/...`` paths no API route serves (a malformed id such as ``../..``)
   get the API's JSON 404 with its hint here (405 when another method is served).
+* ``/jobs/...`` and ``/fragments/jobs/...`` paths no page route serves get the console's
+  HTML 404 page (or fragment), never the API's JSON.
 """
 
 from __future__ import annotations
@@ -324,3 +326,12 @@ def api_job_unmatched(request: Request, rest: str) -> Response:
     if _other_methods(request):
         raise StarletteHTTPException(405)
     raise Backend.no_route()
+
+
+@router.get("/jobs/{rest:path}")
+@router.get("/fragments/jobs/{rest:path}")
+def page_job_unmatched(request: Request, rest: str) -> Response:
+    """The console's HTML 404 page (or fragment) for a malformed job path."""
+    if _other_methods(request):
+        return render_error(request, 405, "this page only accepts form posts")
+    return guarded(request, lambda: render_error(request, 404, Backend.no_route().message))
