@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vq.errors import Conflict, InvalidInput, NotFound
-from vq.web.auth import scoped
+from vq.web.auth import quota, scoped
 from vq.web.auth.principal import Principal
 from vq.web.auth.scoped import TokenRejected, parse_token
 from vq.web.errors import ApiError
@@ -87,34 +87,34 @@ def test_names_and_scopes_are_validated(tmp_path: Path) -> None:
 
 
 def test_seconds_to_utc_midnight() -> None:
-    assert scoped.seconds_to_utc_midnight(NOW) == 60
-    assert scoped.seconds_to_utc_midnight(datetime(2026, 5, 5, tzinfo=UTC)) == 86400
+    assert quota.seconds_to_utc_midnight(NOW) == 60
+    assert quota.seconds_to_utc_midnight(datetime(2026, 5, 5, tzinfo=UTC)) == 86400
     late = datetime(2026, 5, 4, 23, 59, 59, 500000, tzinfo=UTC)
-    assert scoped.seconds_to_utc_midnight(late) == 1
+    assert quota.seconds_to_utc_midnight(late) == 1
 
 
 def test_quota_refuses_with_retry_after_and_resets_at_utc_midnight(tmp_path: Path) -> None:
     token, _ = scoped.create_token(tmp_path, "agent", ["submit"], now=NOW, max_jobs_per_day=2)
     principal = scoped.authenticate_token(tmp_path, token, NOW).principal()
-    scoped.charge_submission(tmp_path, principal, NOW)
-    scoped.charge_submission(tmp_path, principal, NOW)
+    quota.charge_submission(tmp_path, principal, NOW)
+    quota.charge_submission(tmp_path, principal, NOW)
     with pytest.raises(ApiError) as caught:
-        scoped.charge_submission(tmp_path, principal, NOW)
+        quota.charge_submission(tmp_path, principal, NOW)
     assert caught.value.status == 429 and caught.value.code == "rate-limited"
     assert caught.value.headers == {"Retry-After": "60"}
-    assert scoped.usage_today(tmp_path, principal.token_id or "", NOW) == 2
+    assert quota.usage_today(tmp_path, principal.token_id or "", NOW) == 2
     tomorrow = NOW + timedelta(minutes=1)
-    scoped.charge_submission(tmp_path, principal, tomorrow)
-    assert scoped.usage_today(tmp_path, principal.token_id or "", tomorrow) == 1
+    quota.charge_submission(tmp_path, principal, tomorrow)
+    assert quota.usage_today(tmp_path, principal.token_id or "", tomorrow) == 1
 
 
 def test_quota_counts_a_batch_and_other_principals_pass(tmp_path: Path) -> None:
     token, _ = scoped.create_token(tmp_path, "agent", ["submit"], now=NOW, max_jobs_per_day=5)
     principal = scoped.authenticate_token(tmp_path, token, NOW).principal()
     with pytest.raises(ApiError):
-        scoped.charge_submission(tmp_path, principal, NOW, count=6)
-    scoped.charge_submission(tmp_path, principal, NOW, count=5)
-    scoped.charge_submission(tmp_path, Principal("admin_token", "admin-token", role="admin"), NOW)
+        quota.charge_submission(tmp_path, principal, NOW, count=6)
+    quota.charge_submission(tmp_path, principal, NOW, count=5)
+    quota.charge_submission(tmp_path, Principal("admin_token", "admin-token", role="admin"), NOW)
     assert not (tmp_path / "web-token-usage.json").read_text().count("admin")
 
 
@@ -125,7 +125,7 @@ def test_quota_holds_under_concurrent_charges(tmp_path: Path) -> None:
 
     def charge() -> None:
         try:
-            scoped.charge_submission(tmp_path, principal, NOW)
+            quota.charge_submission(tmp_path, principal, NOW)
             outcomes.append(200)
         except ApiError as exc:
             outcomes.append(exc.status)
@@ -143,7 +143,7 @@ def test_revoked_token_cannot_be_charged(tmp_path: Path) -> None:
     principal = scoped.authenticate_token(tmp_path, token, NOW).principal()
     scoped.revoke_token(tmp_path, "agent", now=NOW)
     with pytest.raises(ApiError) as caught:
-        scoped.charge_submission(tmp_path, principal, NOW)
+        quota.charge_submission(tmp_path, principal, NOW)
     assert caught.value.status == 401
 
 
@@ -156,11 +156,25 @@ def test_profile_and_program_limits() -> None:
         profiles=frozenset({"orca", "vibeqc"}),
         programs=frozenset({"orca"}),
     )
-    scoped.check_submit_allowed(limited, "orca", "orca")
+    quota.check_submit_allowed(limited, "orca", "orca")
     for profile, program in (("other", "orca"), (None, "orca"), ("orca", None), ("orca", "x")):
         with pytest.raises(ApiError) as caught:
-            scoped.check_submit_allowed(limited, profile, program)
+            quota.check_submit_allowed(limited, profile, program)
         assert caught.value.status == 403
     open_token = Principal("scoped_token", "any", scopes=frozenset({"submit"}), token_id="x")
-    scoped.check_submit_allowed(open_token, None, None)
-    scoped.check_submit_allowed(Principal("session", "alice", role="operator"), None, None)
+    quota.check_submit_allowed(open_token, None, None)
+    quota.check_submit_allowed(Principal("session", "alice", role="operator"), None, None)
+
+
+def test_a_refund_gives_back_exactly_the_refused_submit(tmp_path: Path) -> None:
+    token, _ = scoped.create_token(tmp_path, "agent", ["submit"], now=NOW, max_jobs_per_day=2)
+    principal = scoped.authenticate_token(tmp_path, token, NOW).principal()
+    assert quota.charge_submission(tmp_path, principal, NOW, key_hash="a" * 64)
+    quota.refund_submission(tmp_path, principal, NOW, key_hash="a" * 64)
+    assert quota.usage_today(tmp_path, principal.token_id or "", NOW) == 0
+    quota.refund_submission(tmp_path, principal, NOW, key_hash="a" * 64)  # twice: no-op
+    assert quota.usage_today(tmp_path, principal.token_id or "", NOW) == 0
+    assert quota.charge_submission(tmp_path, principal, NOW, key_hash="a" * 64)  # again
+    assert quota.charge_submission(tmp_path, principal, NOW, key_hash="b" * 64)
+    quota.refund_submission(tmp_path, principal, NOW, key_hash="c" * 64)  # never charged
+    assert quota.usage_today(tmp_path, principal.token_id or "", NOW) == 2

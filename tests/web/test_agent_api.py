@@ -363,6 +363,12 @@ def test_scopes_profiles_and_quota(web: Web, tmp_path: Path) -> None:
     assert outside.status_code == 403 and "small" in outside.json()["error"]["message"]
     no_profile = submit(web, {"command": ["true"], "idempotency_key": "p0"}, limited)
     assert no_profile.status_code == 403
+    unsafe = {"command": ["true"], "idempotency_key": "bad", "profile": "small"}
+    unsafe["inputs"] = {"files": {"../escape": b64(b"x")}}
+    for _ in range(3):  # refused submits create no job and cost no quota
+        assert submit(web, unsafe, limited).status_code == 400
+    dangling = {"command": ["true"], "idempotency_key": "dep", "profile": "small"}
+    assert submit(web, {**dangling, "depends_on": ["0123456789ab"]}, limited).status_code == 404
     for key in ("q1", "q2"):
         ok = submit(web, {"command": ["true"], "idempotency_key": key, "profile": "small"}, limited)
         assert ok.status_code == 201, ok.text

@@ -175,7 +175,8 @@ def token_create(
 @click.option("--json", "as_json", is_flag=True, help="Print the records (never the secrets).")
 def token_list(as_json: bool) -> None:
     """List agent tokens with their limits and today's use."""
-    from vq.web.auth.scoped import list_tokens, usage_today
+    from vq.web.auth.quota import usage_today
+    from vq.web.auth.scoped import list_tokens
 
     root, now = _root(), datetime.now(UTC)
     rows = [

@@ -33,9 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from vq.config import Settings
+from vq.errors import ProtocolError
 from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
-from vq.web.auth.scoped import charge_submission, check_submit_allowed
+from vq.web.auth.quota import charge_submission, check_submit_allowed, refund_submission
 from vq.web.context import WebConfig
 from vq.web.deps import need, web_config
 from vq.web.errors import ApiError
@@ -194,13 +195,25 @@ def _submit(
     if inputs.upload_token is not None:
         store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
         store.peek(inputs.upload_token, key_hash(key))
+    charged = False
     if not claim_exists(config, key):  # charged once per key, even when first submits race
-        charge_submission(config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key))
-    payload = submit_request(
-        config,
-        settings,
-        Submission(fields, key, files=inputs.files, upload_token=inputs.upload_token),
-    )
+        charged = charge_submission(
+            config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key)
+        )
+    try:
+        payload = submit_request(
+            config,
+            settings,
+            Submission(fields, key, files=inputs.files, upload_token=inputs.upload_token),
+        )
+    except ProtocolError:
+        raise  # the daemon may have written the job: the charge stands
+    except Exception:
+        if charged:  # refused before any job existed: only jobs that exist count
+            refund_submission(
+                config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key)
+            )
+        raise
     status = 200 if payload.get("idempotent_replay") else 201
     return JSONResponse(payload, status_code=status)
 

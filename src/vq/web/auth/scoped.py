@@ -9,20 +9,15 @@ refused (:class:`TokenRejected`, which the guard answers with 401).
 
 Scopes are ``read``, ``submit`` and ``control``; no scoped token ever has ``admin``.
 
-Two functions are for ``POST /api/v1/jobs``: :func:`check_submit_allowed` (profiles and
-programs) and :func:`charge_submission` (the per-day quota, counted per UTC day in
-``web-token-usage.json`` under a flock). Both are no-ops for principals that are not
-scoped tokens.
+What a token may submit and how much per day is :mod:`vq.web.auth.quota`.
 
-The token store is stdlib only (the CLI imports it); the HTTP error class is imported
-inside the two route helpers.
+The token store is stdlib only (the CLI imports it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import math
 import re
 import secrets
 from collections.abc import Iterable
@@ -38,22 +33,16 @@ from vq.web.auth.principal import Principal
 __all__ = [
     "SCOPES",
     "TOKENS_FILE",
-    "USAGE_FILE",
     "ScopedToken",
     "TokenRejected",
     "authenticate_token",
-    "charge_submission",
-    "check_submit_allowed",
     "create_token",
     "list_tokens",
     "parse_token",
     "revoke_token",
-    "seconds_to_utc_midnight",
-    "usage_today",
 ]
 
 TOKENS_FILE = "web-tokens.json"
-USAGE_FILE = "web-token-usage.json"
 PREFIX = "vqt"
 SCOPES: tuple[str, ...] = ("read", "submit", "control")
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -279,116 +268,3 @@ def authenticate_token(config_root: Path, presented: str, now: datetime) -> Scop
 
 
 # --- quotas and limits (called by POST /api/v1/jobs) ----------------------------------
-
-
-def seconds_to_utc_midnight(now: datetime) -> int:
-    """Whole seconds (at least 1) until the next UTC day begins: the Retry-After value."""
-    now = _utc(now)
-    midnight = datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1)
-    return max(1, math.ceil((midnight - now).total_seconds()))
-
-
-def _usage_path(config_root: Path) -> Path:
-    return config_root / USAGE_FILE
-
-
-def usage_today(config_root: Path, token_id: str, now: datetime) -> int:
-    """Jobs charged to ``token_id`` in the current UTC day."""
-    data = read_json_private(_usage_path(config_root), "agent token usage") or {}
-    entry = data.get("days", {}).get(token_id) if isinstance(data, dict) else None
-    if not isinstance(entry, dict) or entry.get("day") != _utc(now).date().isoformat():
-        return 0
-    count = entry.get("count")
-    return count if isinstance(count, int) else 0
-
-
-def charge_submission(
-    config_root: Path,
-    principal: Principal,
-    now: datetime,
-    count: int = 1,
-    *,
-    key_hash: str | None = None,
-) -> None:
-    """Count ``count`` new jobs against a scoped token's daily quota, or refuse them.
-
-    Call it from ``POST /api/v1/jobs`` after the request validated (and after
-    :func:`check_submit_allowed`), just before the job is written; a submission that fails
-    after this call stays counted (conservative). Days are UTC days; the count resets at
-    00:00 UTC. The read-count-write holds the flock of ``web-token-usage.json``, so
-    concurrent submissions (threads or processes) never exceed the quota.
-
-    Raises ``ApiError(429, "rate-limited")`` with a ``Retry-After`` header (seconds until
-    the next UTC midnight) when the token's ``max_jobs_per_day`` would be exceeded, and
-    ``ApiError(401)`` if the token was revoked meanwhile. No-op for any principal that is
-    not a scoped token. ``now`` should be timezone-aware (naive means UTC).
-
-    ``key_hash`` (the submit's idempotency key hash) makes the charge once per key and
-    day: the charged keys are recorded with the count under the same lock, so concurrent
-    first submits of one key (which make one job) are charged once.
-    """
-    if principal.kind != "scoped_token" or principal.token_id is None:
-        return
-    from vq.web.errors import ApiError
-
-    now = _utc(now)
-    token = next((t for t in list_tokens(config_root) if t.id == principal.token_id), None)
-    if token is None or token.state(now) != "active":
-        raise ApiError(401, "unauthorized", "the bearer token is no longer valid")
-    day = now.date().isoformat()
-    path = _usage_path(config_root)
-    with locked(path):
-        data = read_json_private(path, "agent token usage") or {}
-        days = data.get("days") if isinstance(data, dict) else None
-        days = days if isinstance(days, dict) else {}
-        entry = days.get(token.id)
-        entry = entry if isinstance(entry, dict) and entry.get("day") == day else {}
-        used = entry.get("count", 0)
-        used = used if isinstance(used, int) else 0
-        keys = entry.get("keys", [])
-        keys = [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
-        charged = key_hash[:32] if key_hash is not None else None
-        if charged is not None and charged in keys:
-            return  # this key was charged already (a concurrent or repeated first submit)
-        limit = token.max_jobs_per_day
-        if limit is not None and used + count > limit:
-            retry = seconds_to_utc_midnight(now)
-            raise ApiError(
-                429,
-                "rate-limited",
-                f"agent token {token.name!r} reached its quota of {limit} jobs per day",
-                hint=f"the quota resets at 00:00 UTC (in {retry} s)",
-                headers={"Retry-After": str(retry)},
-            )
-        if charged is not None:
-            keys.append(charged)
-        days[token.id] = {"day": day, "count": used + count, "keys": keys}
-        write_json_private(path, {"version": 1, "days": days})
-
-
-def check_submit_allowed(principal: Principal, profile: str | None, program: str | None) -> None:
-    """Refuse (``ApiError(403, "forbidden")``) a submission outside a token's limits.
-
-    A scoped token created with ``--profiles`` must name one of them as the job's profile;
-    one created with ``--programs`` must name one of those programs. Tokens without such
-    limits, sessions and the admin token pass. Call it from ``POST /api/v1/jobs`` with the
-    request's ``profile`` and ``program`` (None when the request has none), before
-    :func:`charge_submission`.
-    """
-    if principal.kind != "scoped_token":
-        return
-    from vq.web.errors import ApiError
-
-    for what, allowed, asked in (
-        ("profile", principal.profiles, profile),
-        ("program", principal.programs, program),
-    ):
-        if allowed and asked not in allowed:
-            named = ", ".join(sorted(allowed))
-            raise ApiError(
-                403,
-                "forbidden",
-                f"token {principal.name!r} may submit only with {what} {named}"
-                + ("" if asked is None else f" (not {asked[:64]!r})"),
-                hint=f"set the job's {what} to one of: {named}",
-            )
