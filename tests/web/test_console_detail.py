@@ -1,12 +1,91 @@
-"""Console job pages: malformed or unknown job paths get the HTML 404 page.
+"""Console job page: every user-meaningful spec field, HTML 404s.
 
-Over a real `vq web serve`.
+Over a real `vq web serve` and real `vq` submissions; :mod:`vq.web.pages.jobview` is also
+checked directly for fields the CLI cannot set without a configured program.
 """
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import Vq
 from tests.web.conftest import Web
+from vq.web.pages import jobview
+
+
+def dl_rows(html: str) -> dict[str, str]:
+    """``<dt>label</dt><dd>text</dd>`` pairs of the page, tags stripped, spaces folded."""
+    pairs = re.findall(r"<dt>(.*?)</dt><dd[^>]*>(.*?)</dd>", html, re.S)
+    clean = {
+        label: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)).strip() for label, text in pairs
+    }
+    return clean
+
+
+def test_detail_page_shows_the_spec_fields(vq: Vq, web: Web) -> None:
+    first = vq.submit("--job-name", "first", "--", "true")
+    other = vq.submit("--job-name", "other", "--", "true")
+    vq.run("kill", other)
+    job = vq.submit(
+        "--job-name", "rich",
+        "--not-before", "2099-01-02T03:04:05+00:00",
+        "--retry", "3", "--retry-backoff", "2m",
+        "--after", first, "--after-any", other,
+        "--rerun-until-file-exists", "done.flag", "--rerun-max", "4",
+        "--clean-workdir",
+        "--idempotency-key", "secret-key-123",
+        "--", "true",
+    )  # fmt: skip
+    html = web.http.get(f"/jobs/{job}").text
+    rows = dl_rows(html)
+    assert rows["Not before"] == "2099-01-02 03:04:05"
+    assert rows["Retries"].startswith("0 of 3 used · backoff 2m")
+    assert f'href="/jobs/{first}"' in html and f'href="/jobs/{other}"' in html
+    assert rows["Depends on (all)"] == f"{first} PENDING"
+    assert rows["Depends on (any)"] == f"{other} KILLED"
+    assert rows["Rerun"] == "until done.flag exists · 0 of 4 reruns"
+    assert "workdir removed when the job ends" in rows["Cleanup and recovery"]
+    assert rows["Idempotency key"].startswith("used")
+    spec = vq.json("status", job)
+    assert spec["idempotency_key_hash"] not in html and "secret-key-123" not in html
+    assert spec["idempotency_intent_digest"] not in html
+
+    plain = web.http.get(f"/jobs/{first}").text
+    for label in ("Retries", "Rerun", "Idempotency key", "Not before", "Depends on (all)"):
+        assert label not in dl_rows(plain), label  # empty fields are skipped
+
+    array = vq.run("submit", "--array", "1-2", "--max-parallel", "1", "--", "true").stdout.split()
+    element = dl_rows(web.http.get(f"/jobs/{array[1]}").text)["Array"]
+    assert "element 2 of 2" in element and "at most 1 at once" in element
+
+
+def test_jobview_program_pin_lineage_and_scheduler() -> None:
+    job = jobview.scrub(
+        {
+            "id": "a" * 12,
+            "program": "vibeqc",
+            "branch": "main",
+            "program_runtime_pin": {
+                "resolved_git_sha": "0123456789abcdef",
+                "enforce_git_sha": True,
+            },
+            "parent_jobid": "b" * 12,
+            "workspace_source": "uploads/xyz",
+            "scheduler_target": "hpc",
+            "scheduler_job_id": "4242",
+            "workspace": "/srv/state/workspaces/aaaa",
+            "idempotency_key_hash": "f" * 64,
+        }
+    )
+    assert "workspace" not in job and "idempotency_key_hash" not in job
+    rows = {row["label"]: row for row in jobview.spec_rows(job, {})}
+    assert rows["Program"]["text"] == "vibeqc · branch main · pinned at 0123456789ab (enforced)"
+    assert rows["Resubmitted from"]["links"][0]["href"] == "/jobs/" + "b" * 12
+    assert rows["Workspace from"]["text"] == "uploads/xyz"
+    assert rows["Scheduler"]["text"] == "hpc · job 4242"
+    assert rows["Idempotency key"]["text"].startswith("used")
+    bad = jobview.spec_rows({"parent_jobid": "../../etc", "depends_on": ["../x"]}, {})
+    assert all(link["href"].startswith("/jobs/") is False for r in bad for link in r["links"])
 
 
 def test_malformed_or_unknown_job_paths_get_the_html_404_page(vq: Vq, web: Web) -> None:

@@ -181,6 +181,16 @@ class Backend:
         """The ``vq status --json`` view."""
         return self._by_id(job_id, self.gateway.status)
 
+    def states_of(self, job_ids: list[str]) -> dict[str, str | None]:
+        """The current state of each job (None for an unknown or unreadable one)."""
+        states: dict[str, str | None] = {}
+        for job_id in job_ids:
+            try:
+                states[job_id] = self._spec(job_id).state.value
+            except VqError:
+                states[job_id] = None
+        return states
+
     def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
         """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
         from vq.store.events import read_events

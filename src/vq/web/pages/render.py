@@ -41,6 +41,7 @@ __all__ = [
     "reader",
     "render",
     "render_error",
+    "when",
 ]
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -109,6 +110,7 @@ ENV = jinja2.Environment(
 )
 ENV.filters["json_script"] = _json_script
 ENV.filters["when"] = _when
+when = _when
 ENV.filters["duration"] = _duration
 ENV.filters["mem"] = _mem
 ENV.filters["shjoin"] = lambda argv: shlex.join(str(a) for a in argv or [])

@@ -36,7 +36,7 @@ from vq.errors import VqError
 from vq.web.backend import Backend, Stream
 from vq.web.deps import web_config
 from vq.web.errors import status_for
-from vq.web.pages import views
+from vq.web.pages import jobview, views
 from vq.web.pages.render import login_redirect, reader, render, render_error
 
 __all__ = ["FLASH_COOKIE", "router"]
@@ -140,10 +140,11 @@ def summary_fragment(request: Request) -> Response:
 # --- job detail --------------------------------------------------------------------------
 def _live_context(request: Request, job_id: str) -> dict[str, Any]:
     data = backend(request)
-    job = data.status(job_id)
-    job.pop("workspace", None)  # a server path: never rendered
+    job = jobview.scrub(data.status(job_id))  # no server path, no idempotency digest
+    dep_states = data.states_of(jobview.dependency_ids(job)[: jobview.MAX_DEP_LINKS * 2])
     return {
         "job": job,
+        "spec_rows": jobview.spec_rows(job, dep_states),
         "events": data.events(job_id, tail=200),
         "live": job["state"] in LIVE_STATES,
     }
