@@ -75,7 +75,7 @@ def test_job_page_draws_memory_and_cpu_chart(vq: Vq, console: Console) -> None:
     console.screenshot("job-desktop")
 
     vq.wait_state(job, "COMPLETED", timeout=30)
-    page.locator("#log-stdout button").click()  # the htmx refresh of the tail
+    page.locator("#log-stdout a.refresh").click()  # the htmx refresh of the tail
     expect(page.locator("pre.log[data-stream=stdout]")).to_contain_text("done")
     expect(page.locator("#job-live .badge").first).to_have_text("COMPLETED", timeout=10_000)
 

@@ -1,4 +1,4 @@
-"""Console job page: every user-meaningful spec field, HTML 404s.
+"""Console job page: every user-meaningful spec field, no-JS log refresh, HTML 404s.
 
 Over a real `vq web serve` and real `vq` submissions; :mod:`vq.web.pages.jobview` is also
 checked directly for fields the CLI cannot set without a configured program.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import Vq
+from tests.conftest import Vq, wait_until
 from tests.web.conftest import Web
 from vq.web.pages import jobview
 
@@ -86,6 +86,24 @@ def test_jobview_program_pin_lineage_and_scheduler() -> None:
     assert rows["Idempotency key"]["text"].startswith("used")
     bad = jobview.spec_rows({"parent_jobid": "../../etc", "depends_on": ["../x"]}, {})
     assert all(link["href"].startswith("/jobs/") is False for r in bad for link in r["links"])
+
+
+def test_log_refresh_works_without_scripts(vq: Vq, web: Web) -> None:
+    job = vq.submit("--", "sh", "-c", "echo hello-out")
+    vq.start_daemon()
+    wait_until(lambda: vq.json("status", job)["state"] == "COMPLETED", timeout=30)
+    html = web.http.get(f"/jobs/{job}").text
+    refresh = re.search(r'<a class="button refresh"[^>]*href="([^"]+)"[^>]*>', html, re.S)
+    assert refresh is not None, "Refresh must be a plain link, not a script-only button"
+    tag = refresh.group(0)
+    assert f'hx-get="/fragments/jobs/{job}/log?stream=stdout"' in tag
+    assert 'hx-target="#log-stdout"' in tag
+    target = refresh.group(1)
+    assert target == f"/jobs/{job}#log-stdout"
+    again = web.http.get(target.split("#")[0])
+    assert again.status_code == 200 and 'id="log-stdout"' in again.text
+    assert "hello-out" in again.text
+    assert '<button type="button" hx-get' not in html
 
 
 def test_malformed_or_unknown_job_paths_get_the_html_404_page(vq: Vq, web: Web) -> None:
