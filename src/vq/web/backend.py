@@ -26,6 +26,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -62,6 +63,8 @@ MAX_SAMPLES = 5000
 LIST_HINT = "GET /api/v1/jobs lists the jobs"
 #: The hint of a missing log or workspace file.
 FILES_HINT = "the file appears once the job writes it; GET /api/v1/jobs/<id> shows its state"
+#: ``older_than`` values that mean "any age" in :meth:`Backend.cleanup_failed`.
+ANY_AGE = frozenset({"", "0", "0s"})
 #: What "failed rows" means for the console's cleanup: every terminal state but success.
 FAILED_STATES: frozenset[JobState] = TERMINAL - {JobState.COMPLETED}
 
@@ -331,14 +334,16 @@ class Backend:
     def cleanup_failed(
         self,
         *,
-        older_than: str = "14d",
+        older_than: str | None = "14d",
         states: list[str] | None = None,
         archive: bool = True,
         execute: bool = False,
     ) -> dict[str, Any]:
         """``vq cleanup --json`` restricted to failed rows (:data:`FAILED_STATES`).
 
-        A dry run unless ``execute``; ``states`` narrows among the failed states. Archive
+        A dry run unless ``execute``; ``states`` narrows among the failed states;
+        ``older_than`` None, ``""``, ``"0"`` or ``"0s"`` means any age (just-failed jobs
+        too). Only terminal jobs are ever candidates (:mod:`vq.services.cleanup`). Archive
         (default) writes ``.tar.bz2`` archives and removes workspaces; otherwise only
         workdirs are swept. The specs stay (``archive_path`` records where).
         """
@@ -352,7 +357,10 @@ class Backend:
                         f"{state} is not a failed state",
                         hint="failed states are " + ", ".join(sorted(_FAILED_NAMES)),
                     )
-            policy = CleanupPolicy.parse(older_than, chosen, archive)
+            any_age = (older_than or "").strip().lower() in ANY_AGE
+            policy = CleanupPolicy.parse("1s" if any_age else str(older_than), chosen, archive)
+            if any_age:
+                policy = replace(policy, older_than_seconds=0)
             report = run_cleanup(self.gateway.local_context(), policy, execute=execute)
             result = report.as_dict()
             for item in result["jobs"]:

@@ -104,8 +104,9 @@ def list_jobs(
     response_model=CleanupResult,
     summary="Clean up failed rows",
     description="Archive (default) or sweep the workdirs of failed jobs that ended at least "
-    "`older_than` ago. A dry run unless `dry_run` is false. Specs stay; never touches "
-    "pending, running or completed jobs.",
+    '`older_than` ago (default 14d; "0", "0s" or null: any age, just-failed jobs too). A dry '
+    "run unless `dry_run` is false. Specs stay; never touches pending, running, suspended or "
+    "completed jobs.",
     dependencies=[Controller],
 )
 def cleanup_failed(backend: Gate, body: CleanupRequest | None = None) -> dict[str, Any]:

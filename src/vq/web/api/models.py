@@ -55,7 +55,11 @@ class DrainRequest(_Body):
 
 class CleanupRequest(_Body):
     dry_run: bool = Field(True, description="List what would be done; change nothing.")
-    older_than: str = Field("14d", max_length=32, description="Only jobs ended this long ago.")
+    older_than: str | None = Field(
+        "14d",
+        max_length=32,
+        description='Only jobs ended this long ago; null, "0" or "0s" means any age.',
+    )
     states: list[str] | None = Field(
         None, max_length=16, description="Narrow to these failed states (default: all)."
     )

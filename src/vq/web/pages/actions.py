@@ -3,7 +3,8 @@
 Routes (all ``POST``, form-encoded): ``/actions/jobs/{id}/kill`` (field ``resubmit=yes``
 resubmits the killed job), ``.../pause``, ``.../resume``, ``.../resubmit``;
 ``/actions/queue/drain`` (``mode`` new|full, ``reason``), ``/actions/queue/undrain``,
-``/actions/queue/cleanup`` (``older_than``: archive failed jobs that ended before then).
+``/actions/queue/cleanup`` (``older_than``: archive failed jobs that ended at least that
+long ago, one of :data:`CLEANUP_AGES`; ``0`` is any age).
 
 Contracts:
 
@@ -41,7 +42,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/actions", include_in_schema=False)
 
 #: Ages the cleanup form offers (anything else is refused).
-CLEANUP_AGES = ("1s", "1d", "7d", "14d", "30d")
+CLEANUP_AGES = ("0", "1h", "1d", "7d", "14d", "30d")  # "0": any age
 _MAX_REASON = 200
 
 
@@ -223,6 +224,8 @@ def cleanup(
         done = sum(1 for item in report["jobs"] if item.get("done"))
         failed = sum(1 for item in report["jobs"] if item.get("error"))
         if not report["jobs"]:
+            if older_than == "0":
+                return Outcome("No failed job to clean up.")
             return Outcome("No failed job is old enough to clean up.")
         message = f"Archived {done} failed job{'s' if done != 1 else ''}."
         if failed:
