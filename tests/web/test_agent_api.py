@@ -119,6 +119,7 @@ def test_inline_submit_wait_and_download(web: Web, admin: dict[str, str]) -> Non
     assert answer.status_code == 201, answer.text
     job = answer.json()
     assert job["state"] == "PENDING" and job["job_name"] == "inline"
+    assert job["workspace_source"] == "api: inline files"  # never the private staging path
     final = wait_terminal(web, job["id"], admin)
     assert final["state"] == "COMPLETED", final
     tar = outputs(web, job["id"], admin)
@@ -150,6 +151,9 @@ def test_upload_then_submit_and_single_use(web: Web, admin: dict[str, str]) -> N
     }
     first = submit(web, body, admin)
     assert first.status_code == 201, first.text
+    shown = web.http.get(f"/api/v1/jobs/{first.json()['id']}", headers=admin).text
+    assert upload["upload_token"] not in shown and "/uploads/" not in shown
+    assert first.json()["workspace_source"] == "api: upload"
     again = submit(web, body, admin)  # a retry of the same submit
     assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
     other = submit(web, {**body, "idempotency_key": "upload-2"}, admin)

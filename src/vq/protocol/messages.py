@@ -28,6 +28,9 @@ class SubmitParams(BaseModel):
 
     command: list[str] = Field(min_length=1)
     source: str | None = None
+    #: What the job records as ``workspace_source`` instead of the ``source`` path, for
+    #: sources that are private staging files (the HTTP API's inline files and uploads).
+    source_label: str | None = Field(default=None, min_length=1, max_length=256)
     cwd: str | None = None
     cpus: int = Field(default=1, ge=1, le=4096)
     mem_mb: int | None = Field(default=None, ge=1)

@@ -77,7 +77,7 @@ def source_digest(source: str | None) -> str | None:
 
 def intent_digest(params: SubmitParams) -> str:
     canonical = params.model_dump(
-        mode="json", exclude={"idempotency_key", "source"}, exclude_none=False
+        mode="json", exclude={"idempotency_key", "source", "source_label"}, exclude_none=False
     )
     canonical["depends_on"] = sorted(set(params.depends_on))
     canonical["depends_on_any"] = sorted(set(params.depends_on_any))

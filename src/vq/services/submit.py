@@ -110,7 +110,7 @@ def _base_fields(params: SubmitParams) -> dict[str, Any]:
     return {
         "job_name": params.job_name,
         "tags": params.tags,
-        "workspace_source": params.source,
+        "workspace_source": params.source_label or params.source,
         "command": params.command,
         "cpus": params.cpus,
         "mem_mb": params.mem_mb,
@@ -218,7 +218,7 @@ def _write(
                 spec.submitted_at,
                 state=spec.state.value,
                 command=spec.command,
-                source=params.source,
+                source=spec.workspace_source,
                 depends_on=spec.depends_on or None,
                 array_group_id=spec.array_group_id,
                 chain_group_id=spec.chain_group_id,

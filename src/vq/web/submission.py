@@ -65,13 +65,25 @@ def load_web_settings(config: WebConfig) -> Settings:
         return load_settings({**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
 
 
-def to_params(fields: dict[str, Any], key: str, source: str | None = None) -> SubmitParams:
-    """Validate into SubmitParams; a refusal is a 422 naming ``body.<field>``."""
+#: ``workspace_source`` of jobs whose inputs came over HTTP (never the staging path).
+INLINE_LABEL = "api: inline files"
+UPLOAD_LABEL = "api: upload"
+
+
+def to_params(
+    fields: dict[str, Any], key: str, source: str | None = None, label: str | None = None
+) -> SubmitParams:
+    """Validate into SubmitParams; a refusal is a 422 naming ``body.<field>``.
+
+    ``source`` is the private staging path the job's workspace is filled from; ``label``
+    is what the job records as its ``workspace_source`` instead (no path, no token).
+    """
     from fastapi.exceptions import RequestValidationError
 
     data = {**fields, "idempotency_key": key}
     if source is not None:
         data["source"] = source
+        data["source_label"] = label
     try:
         return SubmitParams.model_validate(data)
     except ValidationError as exc:
@@ -160,13 +172,13 @@ def submit_request(config: WebConfig, settings: Settings, request: Submission) -
         staging = store.stage_inline(decoded)
         try:
             with scrubbed(config, staging):
-                return _submit(config, to_params(request.fields, key, str(staging)))
+                return _submit(config, to_params(request.fields, key, str(staging), INLINE_LABEL))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     if request.upload_token is not None:
         to_params(request.fields, key)
         archive = store.claim(request.upload_token, key_hash(key))
         with scrubbed(config, archive):
-            return _submit(config, to_params(request.fields, key, str(archive)))
+            return _submit(config, to_params(request.fields, key, str(archive), UPLOAD_LABEL))
     with scrubbed(config):
         return _submit(config, to_params(request.fields, key))
