@@ -36,7 +36,9 @@ def test_run_submits_waits_and_downloads(client: Client, tmp_path: Path) -> None
     assert (result.outputs_dir / "out.txt").read_bytes() == b"text input\n\x00\x01"
     assert (result.outputs_dir / "_vq" / "terminal-diagnosis.json").is_file()
     assert client.logs(result.id) == "to-stdout\n"
-    assert client.status(result.id)["state"] == "COMPLETED"
+    status = client.status(result.id)
+    assert (status.state, status.exit_code, status.terminal) == ("COMPLETED", 0, True)
+    assert status.job["id"] == result.id and status.events[0]["kind"] == "submitted"
 
 
 def test_submit_is_idempotent_and_errors_are_typed(client: Client, tmp_path: Path) -> None:

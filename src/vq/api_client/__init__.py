@@ -16,7 +16,8 @@ FastAPI (httpx, the stdlib and vq's leaf modules only). Contract:
   ``(status, code, message, hint, details, retry_after)`` at once.
 * ``wait(id, timeout=60, since_state=None)`` → :class:`WaitResult` (one long-poll);
   ``wait_terminal(id, timeout=None)`` loops until a terminal state.
-* ``status(id)``, ``logs(id, stream="stdout", tail=200)``.
+* ``status(id)`` → :class:`JobStatus` ``(id, state, exit_code, failure_reason, job_name,
+  events, job)``; ``logs(id, stream="stdout", tail=200)``.
 * ``download_outputs(id, dest)`` streams ``outputs.tar.gz`` to a temporary file and
   extracts it into ``dest`` (must be absent or empty) after checking every member with
   vq's archive rules, stripping the archive's top directory.
@@ -28,6 +29,7 @@ from vq.api_client._async import AsyncClient
 from vq.api_client._common import (
     TERMINAL,
     ApiError,
+    JobStatus,
     RunResult,
     SubmitResult,
     WaitResult,
@@ -40,6 +42,7 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "Client",
+    "JobStatus",
     "RunResult",
     "SubmitResult",
     "WaitResult",

@@ -16,6 +16,7 @@ from vq.api_client._common import (
     RETRY_STATUSES,
     TERMINAL,
     FileContent,
+    JobStatus,
     RunResult,
     SubmitResult,
     WaitResult,
@@ -123,10 +124,9 @@ class AsyncClient:
         spec = response.json()
         return SubmitResult(spec["id"], spec.get("state"), response.status_code == 201, spec)
 
-    async def status(self, job_id: str) -> dict[str, Any]:
+    async def status(self, job_id: str) -> JobStatus:
         response = await self._send(lambda: self.http.get(f"/api/v1/jobs/{job_id}"), retry=True)
-        result: dict[str, Any] = response.json()
-        return result
+        return JobStatus.from_view(response.json())
 
     async def wait(
         self, job_id: str, timeout: float = 60.0, since_state: str | None = None

@@ -99,6 +99,39 @@ class WaitResult:
 
 
 @dataclass(frozen=True)
+class JobStatus:
+    """``GET /api/v1/jobs/{id}``: the main facts typed, the whole view in ``job``."""
+
+    id: str
+    state: str
+    exit_code: int | None
+    failure_reason: str | None
+    job_name: str | None
+    #: The most recent events (``events.jsonl`` records), oldest first.
+    events: list[dict[str, Any]] = field(repr=False)
+    #: The whole ``vq status --json`` view.
+    job: dict[str, Any] = field(repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    @classmethod
+    def from_view(cls, view: dict[str, Any]) -> JobStatus:
+        exit_code, reason, name = (view.get(k) for k in ("exit_code", "failure_reason", "job_name"))
+        events = view.get("events")
+        return cls(
+            id=str(view.get("id")),
+            state=str(view.get("state")),
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            failure_reason=reason if isinstance(reason, str) else None,
+            job_name=name if isinstance(name, str) else None,
+            events=[e for e in events if isinstance(e, dict)] if isinstance(events, list) else [],
+            job=view,
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     id: str
     state: str

@@ -15,6 +15,7 @@ from vq.api_client._common import (
     RETRY_STATUSES,
     TERMINAL,
     FileContent,
+    JobStatus,
     RunResult,
     SubmitResult,
     WaitResult,
@@ -110,12 +111,10 @@ class Client:
         spec = response.json()
         return SubmitResult(spec["id"], spec.get("state"), response.status_code == 201, spec)
 
-    def status(self, job_id: str) -> dict[str, Any]:
+    def status(self, job_id: str) -> JobStatus:
         """``GET /api/v1/jobs/{id}``: the ``vq status --json`` view plus recent events."""
-        result: dict[str, Any] = self._send(
-            lambda: self.http.get(f"/api/v1/jobs/{job_id}"), retry=True
-        ).json()
-        return result
+        view = self._send(lambda: self.http.get(f"/api/v1/jobs/{job_id}"), retry=True).json()
+        return JobStatus.from_view(view)
 
     def wait(
         self, job_id: str, timeout: float = 60.0, since_state: str | None = None
