@@ -35,6 +35,6 @@ def check_bind(host: str, port: int, allow_remote: bool) -> str | None:
         )
     return (
         f"warning: serving the vq console on {host}:{port}, reachable from the network; "
-        "reads are open until a console account exists (`vq web user add`), and TLS and "
+        "reads are open unless console accounts exist (`vq web user add`), and TLS and "
         "access control are yours to add"
     )
