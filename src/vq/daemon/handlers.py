@@ -28,7 +28,7 @@ from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
 from vq.services.pause import pause_job, resume_job
-from vq.services.query import ListFilter, list_row, select, status_view
+from vq.services.query import ListFilter, list_row, select, status_view, wait_answer
 from vq.services.reports import queue_eta, report_row
 from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
@@ -137,14 +137,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
                 spec = ctx.store.read(job_id)  # the disk decides, not the cache
             except NotFound:
                 raise NotFound(f"job {job_id} was deleted while waiting") from None
-        changed = spec.state is not baseline
-        return {
-            "id": job_id,
-            "state": spec.state.value,
-            "changed": changed,
-            "timed_out": not changed and not spec.is_terminal,
-            "job": status({"id": job_id}),
-        }
+        return wait_answer(spec, baseline, status({"id": job_id}))
 
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)

@@ -22,7 +22,7 @@ from vq.domain.states import JobState
 from vq.errors import InvalidInput
 from vq.paths import StatePaths
 
-__all__ = ["ListFilter", "list_row", "request_of", "select", "status_view"]
+__all__ = ["ListFilter", "list_row", "request_of", "select", "status_view", "wait_answer"]
 
 
 def request_of(spec: JobSpec) -> Request:
@@ -169,3 +169,20 @@ def select(specs: Iterable[JobSpec], flt: ListFilter) -> list[JobSpec]:
         (s for s in specs if flt.matches(s)),
         key=lambda s: (s.submitted_at, s.array_index or 0, s.chain_index or 0, s.id),
     )
+
+
+def wait_answer(spec: JobSpec, baseline: JobState, view: dict[str, Any]) -> dict[str, Any]:
+    """The answer of a long-poll (daemon ``wait_change`` and ``GET .../wait`` alike).
+
+    ``changed``: the job left ``baseline``; ``timed_out``: it did not and is not terminal
+    (a terminal job in ``baseline`` answers at once, neither changed nor timed out);
+    ``job``: the ``vq status --json`` view.
+    """
+    changed = spec.state is not baseline
+    return {
+        "id": spec.id,
+        "state": spec.state.value,
+        "changed": changed,
+        "timed_out": not changed and not spec.is_terminal,
+        "job": view,
+    }

@@ -37,7 +37,7 @@ from vq._fs import fsync_dir
 from vq.domain.archive_rules import META_DIR, Member, MemberKind, check_member, check_members
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
 
-__all__ = ["SourceKind", "detect_source_kind", "materialize"]
+__all__ = ["SourceKind", "detect_source_kind", "materialize", "tar_member"]
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,8 @@ def _fill_dir(source: Path, staging: Path) -> None:
 
 
 # --- tar ----------------------------------------------------------------------------------
-def _tar_member(info: tarfile.TarInfo) -> Member:
+def tar_member(info: tarfile.TarInfo) -> Member:
+    """The archive-rules view of one tar entry (its name, kind and link target)."""
     if info.isfile():
         return Member(info.name, MemberKind.FILE)
     if info.isdir():
@@ -253,7 +254,7 @@ def _fill_tar(source: Path, staging: Path) -> None:
     with tar:
         with _reading(source):
             members = tar.getmembers()  # reads the whole archive: truncation shows here
-        check_members(_tar_member(info) for info in members)
+        check_members(tar_member(info) for info in members)
         try:
             tar.extractall(staging, filter="data")
         except tarfile.FilterError as exc:

@@ -47,8 +47,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.domain.archive_rules import Member, check_members
 from vq.errors import UnsafeArchive
+from vq.store.workspace import tar_member
 from vq.web.errors import ApiError
 
 __all__ = ["TOKEN_RE", "StoredUpload", "UnpackLimits", "UploadStore", "check_tar", "decode_inline"]
@@ -73,20 +74,6 @@ class StoredUpload:
             "size_bytes": self.size_bytes,
             "expires_at": self.expires_at,
         }
-
-
-def _tar_member(info: tarfile.TarInfo) -> Member:
-    if info.isfile():
-        return Member(info.name, MemberKind.FILE)
-    if info.isdir():
-        return Member(info.name, MemberKind.DIR)
-    if info.issym():
-        return Member(info.name, MemberKind.SYMLINK, info.linkname)
-    if info.islnk():
-        return Member(info.name, MemberKind.HARDLINK, info.linkname)
-    if info.ischr() or info.isblk():
-        return Member(info.name, MemberKind.DEVICE)
-    return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
 
 
 @dataclass(frozen=True)
@@ -124,7 +111,7 @@ def _measure(tar: tarfile.TarFile, limits: UnpackLimits) -> list[Member]:
     for info in tar:
         if len(members) >= limits.max_members:
             raise _over("has more entries than", limits.max_members, "upload_max_members")
-        member = _tar_member(info)
+        member = tar_member(info)
         members.append(member)
         if info.sparse is not None:
             raise ApiError(

@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 
 from vq.domain.states import JobState
 from vq.errors import DaemonNotRunning, InvalidInput, ProtocolError
+from vq.services.query import wait_answer
 from vq.web.auth.principal import Principal
 from vq.web.backend import Backend, backend_of
 from vq.web.deps import need, web_config
@@ -67,14 +68,7 @@ async def _poll(backend: Backend, job_id: str, since: JobState | None, timeout: 
             break
         await asyncio.sleep(min(POLL_SECONDS, remaining))
         spec = await run_in_threadpool(backend.spec, job_id)
-    changed = spec.state is not baseline
-    return {
-        "id": job_id,
-        "state": spec.state.value,
-        "changed": changed,
-        "timed_out": not changed and not spec.is_terminal,
-        "job": await run_in_threadpool(backend.status, job_id),
-    }
+    return wait_answer(spec, baseline, await run_in_threadpool(backend.status, job_id))
 
 
 async def _client_gone(request: Request) -> None:
