@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from vq import __version__
 from vq.web import health
-from vq.web.api import agent, jobs, queue, submit, uploads
+from vq.web.api import agent, fallback, jobs, queue, submit, uploads
 from vq.web.audit import AuditMiddleware
 from vq.web.auth import routes as auth_routes
 from vq.web.context import WebConfig
@@ -51,6 +51,7 @@ def create_app(config: WebConfig) -> FastAPI:
     app.include_router(auth_routes.router)
     app.include_router(page_routes.router)
     app.include_router(page_actions.router)
+    app.include_router(fallback.router)  # last: only paths nothing else serves
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/api/v1/docs", include_in_schema=False)

@@ -29,10 +29,9 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from vq.errors import VqError
+from vq.web.api.fallback import other_methods
 from vq.web.backend import Backend, Stream
 from vq.web.deps import web_config
 from vq.web.errors import status_for
@@ -312,27 +311,10 @@ def audit_page(request: Request) -> Response:
 # --- paths no route serves -------------------------------------------------------------
 # Registered after every other page, fragment and API route (this router is included
 # last of them), so only paths nothing else serves land here, e.g. ``/jobs/../../etc``.
-def _other_methods(request: Request) -> bool:
-    """Whether some route serves this path with another method (then 405, not 404)."""
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match is Match.PARTIAL:
-            return True
-    return False
-
-
-@router.api_route("/api/v1/jobs/{rest:path}", methods=["GET", "POST"])
-def api_job_unmatched(request: Request, rest: str) -> Response:
-    """A JSON 404 with the API's hint (the id is malformed or the resource unknown)."""
-    if _other_methods(request):
-        raise StarletteHTTPException(405)
-    raise Backend.no_route()
-
-
 @router.get("/jobs/{rest:path}")
 @router.get("/fragments/jobs/{rest:path}")
 def page_job_unmatched(request: Request, rest: str) -> Response:
     """The console's HTML 404 page (or fragment) for a malformed job path."""
-    if _other_methods(request):
+    if other_methods(request):
         return render_error(request, 405, "this page only accepts form posts")
     return guarded(request, lambda: render_error(request, 404, Backend.no_route().message))
