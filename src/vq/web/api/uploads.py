@@ -1,7 +1,8 @@
 """``POST /api/v1/uploads``: stream a tar.gz in, get a single-use upload token (§10.2).
 
 The body is the archive itself (``Content-Type: application/gzip``, ``application/x-tar``
-or ``application/octet-stream``), read in chunks and written to a private file; it is
+or ``application/octet-stream``) or a ``multipart/form-data`` form with one file part
+(``curl -F file=@inputs.tar.gz``), read in chunks and written to a private file; it is
 never held in memory whole. Over ``[web] upload_max_bytes``, or an archive that unpacks
 to more than ``upload_max_unpacked_bytes`` or ``upload_max_members`` entries → 413
 naming the cap, nothing kept; an
@@ -26,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from vq.web.auth.principal import Principal
 from vq.web.deps import need, web_config
 from vq.web.errors import ApiError
+from vq.web.multipart_upload import FilePartStream, is_multipart
 from vq.web.submission import load_web_settings
 from vq.web.uploads_store import UnpackLimits, UploadStore
 
@@ -41,6 +43,8 @@ _TYPES = (
 )
 #: Bytes gathered before one write to disk (each write runs off the event loop).
 _FLUSH = 1024 * 1024
+#: What a form's boundaries, part headers and small fields may add to the file's size.
+_FORM_ENVELOPE = 128 * 1024
 
 
 @router.post(
@@ -49,7 +53,15 @@ _FLUSH = 1024 * 1024
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}},
+            "content": {
+                "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"file": {"type": "string", "format": "binary"}},
+                    }
+                },
+            },
         }
     },
 )
@@ -57,12 +69,15 @@ async def upload(
     request: Request,
     principal: Principal = Depends(need("submit")),  # noqa: B008 - FastAPI dependency
 ) -> JSONResponse:
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media not in _TYPES:
+    content_type = request.headers.get("content-type", "")
+    media = content_type.split(";", 1)[0].strip().lower()
+    form = FilePartStream(content_type) if is_multipart(content_type) else None
+    if form is None and media not in _TYPES:
         raise ApiError(
             415,
             "unsupported-media-type",
-            "send the tar.gz as the raw body with Content-Type: application/gzip",
+            "send the tar.gz as the raw body with Content-Type: application/gzip, "
+            "or as the one file of a multipart/form-data form",
             hint="curl --data-binary @inputs.tar.gz -H 'Content-Type: application/gzip' ...",
         )
     config = web_config(request)
@@ -70,7 +85,8 @@ async def upload(
     cap = settings.web.upload_max_bytes
     store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
+    envelope = _FORM_ENVELOPE if form is not None else 0
+    if declared is not None and declared.isdigit() and int(declared) > cap + envelope:
         raise ApiError(
             413,
             "too-large",
@@ -82,7 +98,8 @@ async def upload(
     pending = bytearray()
     try:
         try:
-            async for chunk in request.stream():
+            async for body_chunk in request.stream():
+                chunk = form.feed(body_chunk) if form is not None else body_chunk
                 received += len(chunk)
                 if received > cap:
                     raise await run_in_threadpool(store.too_large, part, cap)
@@ -90,6 +107,8 @@ async def upload(
                 if len(pending) >= _FLUSH:
                     await run_in_threadpool(out.write, bytes(pending))
                     pending.clear()
+            if form is not None:
+                form.finish()
             await run_in_threadpool(out.write, bytes(pending))
         finally:
             await asyncio.shield(run_in_threadpool(out.close))
