@@ -38,3 +38,5 @@ run "$VQ" events "$slow"
 run "$VQ" daemon stop
 echo
 echo "state root kept for a look around: $VQ_STATE_DIR"
+echo "see the same queue in the web console:"
+echo "  VQ_STATE_DIR=$VQ_STATE_DIR $VQ web serve   # then open http://127.0.0.1:8477/"
