@@ -16,6 +16,7 @@ from vq.services.reports import (
     build_overview,
     build_usage,
     caps_from_ping,
+    eta_basis,
     is_over_capacity,
     queue_eta,
     report_row,
@@ -268,3 +269,30 @@ def test_eta_is_zero_with_a_free_slot_but_respects_not_before() -> None:
     assert queue_eta(delayed, [*rows, delayed], CAPS, NOW)["eta_seconds"] == 3600.0
     unlimited = queue_eta(job, rows, Caps(), NOW)
     assert unlimited["eta_seconds"] == 0.0 and unlimited["slots"] is None
+
+
+def test_a_kept_eta_basis_gives_the_same_eta_as_the_rows() -> None:
+    """The daemon keeps one basis per index generation; it must change no answer."""
+    caps = Caps(max_jobs=3, max_cpus=6, max_mem_mb=4000, default_job_mem_mb=500)
+    start = NOW - 5 * HOUR
+    history = [ran("COMPLETED", start, start + (k % 7 + 1) * MINUTE) for k in range(30)]
+    history += [ran("FAILED", start, start + k * MINUTE) for k in range(3)]
+    history.append(row("KILLED", finished_at=NOW - HOUR))  # never ran: no run time
+    history.append(ran("COMPLETED", start, NOW, scheduler_target="slurm"))  # not local
+    running = [ran("RUNNING", NOW - HOUR, None), ran("SUSPENDED", NOW - HOUR, None)]
+    pending = [
+        row("PENDING", priority=k % 3, submitted_at=NOW - k * MINUTE, cpus=1 + k % 2)
+        for k in range(12)
+    ]
+    pending.append(row("PENDING", cpus=64))  # over capacity: never ahead
+    rows = [*history, *running, *pending]
+    basis = eta_basis(rows, caps)
+    for job in pending:
+        assert queue_eta(job, (), caps, NOW, basis=basis) == queue_eta(job, rows, caps, NOW)
+    # The job re-read with another priority than its indexed row: that row is not ahead.
+    moved = {**pending[0], "priority": 9}
+    assert queue_eta(moved, (), caps, NOW, basis=basis)["jobs_ahead"] == 0
+    moved = {**pending[5], "priority": -9, "submitted_at": NOW.isoformat()}
+    expected = sum(1 for r in pending[:-1] if r["id"] != moved["id"])
+    assert queue_eta(moved, (), caps, NOW, basis=basis)["jobs_ahead"] == expected
+    assert queue_eta(moved, rows, caps, NOW)["jobs_ahead"] == expected

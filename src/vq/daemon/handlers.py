@@ -19,6 +19,7 @@ a caller that is gone).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
 from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view, wait_answer
-from vq.services.reports import queue_eta, report_row
+from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
 from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
@@ -113,9 +114,27 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             daemon.index.dependency_state,
         )
         if spec.state is JobState.PENDING:
-            rows = [report_row(s, ctx.caps, now) for s in daemon.index.all()]
-            view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
+            basis = eta_basis_now()
+            row = report_row(spec, ctx.caps, now)
+            view["queue_eta"] = queue_eta(row, (), ctx.caps, now, basis=basis)
         return view
+
+    eta_lock = threading.Lock()
+    eta_cache: list[tuple[int, EtaBasis]] = []
+
+    def eta_basis_now() -> EtaBasis:
+        """The ETA basis of the index, rebuilt only after an indexed spec changed."""
+        with eta_lock:
+            generation = daemon.index.generation
+            if eta_cache and eta_cache[0][0] == generation:
+                return eta_cache[0][1]
+            specs = daemon.index.all()
+            if daemon.index.generation != generation:  # changed meanwhile: do not keep it
+                generation = -1
+            now = ctx.now()
+            basis = eta_basis([report_row(s, ctx.caps, now) for s in specs], ctx.caps)
+            eta_cache[:] = [(generation, basis)]
+            return basis
 
     def wait_change(params: dict[str, Any]) -> dict[str, Any]:
         job_id = _job_id(params)

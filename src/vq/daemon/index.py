@@ -18,6 +18,7 @@ import threading
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.paths import SPEC_SUFFIX
 from vq.store.specs import Quarantined, ScanResult, SpecStore
 
 __all__ = ["JobIndex"]
@@ -33,6 +34,26 @@ def _signature(store: SpecStore, job_id: str) -> Signature | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _signatures(store: SpecStore, ids: list[str]) -> dict[str, Signature | None]:
+    """:func:`_signature` of many specs at once: one directory fd, no path objects."""
+    try:
+        fd = os.open(store.paths.queue_dir, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return dict.fromkeys(ids)
+    out: dict[str, Signature | None] = {}
+    try:
+        for job_id in ids:
+            try:
+                st = os.stat(job_id + SPEC_SUFFIX, dir_fd=fd)
+            except OSError:
+                out[job_id] = None
+                continue
+            out[job_id] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    finally:
+        os.close(fd)
+    return out
+
+
 class JobIndex:
     """Specs by id, the pending subset, and the quarantine."""
 
@@ -46,6 +67,10 @@ class JobIndex:
         self.pending_generation = 0
         #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
         self.state_generation = 0
+        #: Bumped whenever any indexed spec changes at all, or one leaves the index (so
+        #: values derived from every spec, such as the queue ETA's basis, go stale; an
+        #: upsert of the very object already held counts as a change: it may be mutated).
+        self.generation = 0
         self._state_changes: set[str] = set()
         self.quarantined: dict[str, Quarantined] = {}
         self._listed_mtime: int | None = None
@@ -55,6 +80,7 @@ class JobIndex:
     # --- loading -----------------------------------------------------------------------
     def load(self, scan: ScanResult) -> None:
         with self._lock:
+            self.generation += 1
             self._specs.clear()
             self._signatures.clear()
             self._pending.clear()
@@ -68,6 +94,8 @@ class JobIndex:
         if previous is None or previous.state is not spec.state:
             self.state_generation += 1
             self._state_changes.add(spec.id)
+        if previous is None or previous is spec or previous != spec:
+            self.generation += 1
         self._specs[spec.id] = spec
         self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
@@ -86,6 +114,7 @@ class JobIndex:
 
     def quarantine(self, item: Quarantined) -> None:
         with self._lock:
+            self.generation += 1
             self._specs.pop(item.name, None)
             self._pending.discard(item.name)
             self.quarantined[item.name] = item
@@ -158,6 +187,7 @@ class JobIndex:
             new = on_disk - known
         for job_id in gone:
             with self._lock:
+                self.generation += 1
                 self._specs.pop(job_id, None)
                 self._pending.discard(job_id)
                 self.quarantined.pop(job_id, None)
@@ -169,7 +199,8 @@ class JobIndex:
         self.refresh_names()
         with self._lock:
             candidates = list(self._signatures.items())
-        stale = [job_id for job_id, sig in candidates if _signature(self._store, job_id) != sig]
+        now = _signatures(self._store, [job_id for job_id, _ in candidates])
+        stale = [job_id for job_id, sig in candidates if now[job_id] != sig]
         self._reload(stale)
         return len(stale)
 
@@ -181,6 +212,7 @@ class JobIndex:
             for spec in scan.specs.values():
                 self._put(spec)
             for item in scan.quarantined.values():
+                self.generation += 1
                 self._specs.pop(item.name, None)
                 self._pending.discard(item.name)
                 self.quarantined[item.name] = item

@@ -22,9 +22,11 @@ Contracts:
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,10 +39,12 @@ __all__ = [
     "ETA_HISTORY",
     "RECENT_WINDOW",
     "USAGE_GROUPINGS",
+    "EtaBasis",
     "active_seconds",
     "build_overview",
     "build_usage",
     "caps_from_ping",
+    "eta_basis",
     "is_over_capacity",
     "queue_eta",
     "report_row",
@@ -60,6 +64,8 @@ _ACTIVE = frozenset(state.value for state in ACTIVE)
 _TERMINAL = frozenset(state.value for state in TERMINAL)
 _PENDING = JobState.PENDING.value
 _RUNNING = JobState.RUNNING.value
+#: The ``now`` given where the result provably does not depend on it.
+_NO_CLOCK = datetime.fromtimestamp(0, UTC)
 
 
 def report_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
@@ -273,7 +279,11 @@ def _slots(row: Row, caps: Caps) -> int | None:
 
 
 def queue_eta(
-    pending_row: Row, all_rows: Iterable[Row], caps: Caps | None, now: datetime
+    pending_row: Row,
+    all_rows: Iterable[Row],
+    caps: Caps | None,
+    now: datetime,
+    basis: EtaBasis | None = None,
 ) -> dict[str, Any]:
     """Estimated seconds until ``pending_row`` starts, from dispatch history.
 
@@ -299,6 +309,9 @@ def queue_eta(
     * the job's own ``not_before`` is a lower bound.
 
     ETA = ceil((running + ahead + 1 − slots) / slots) × median, at least 0.
+
+    ``basis``: :func:`eta_basis` of ``all_rows`` and ``caps``, when the caller keeps one
+    (it depends on the rows and caps only, not on ``now``); ``all_rows`` is then unused.
     """
     result: dict[str, Any] = {
         "eta_seconds": None,
@@ -315,26 +328,17 @@ def queue_eta(
         return {**result, "basis": "capacity unknown"}
     if is_over_capacity(pending_row, caps):
         return {**result, "basis": "over configured capacity"}
-    rows = [row for row in all_rows if _local(row)]
-    finished = sorted(
-        (row for row in rows if row["state"] in _TERMINAL and _time(row, "finished_at")),
-        key=lambda row: _time(row, "finished_at") or now,
-        reverse=True,
-    )
-    runs = [s for s in (active_seconds(row, now) for row in finished) if s is not None]
-    if not runs:
+    if basis is None:
+        basis = eta_basis(all_rows, caps)
+    if basis.median is None:
         return {**result, "basis": "no history"}
-    median = float(statistics.median(runs[:ETA_HISTORY]))
+    median = basis.median
     mine = _order_key(pending_row)
-    ahead = sum(
-        1
-        for row in rows
-        if row["state"] == _PENDING
-        and row["id"] != pending_row["id"]
-        and not is_over_capacity(row, caps)
-        and _order_key(row) < mine
-    )
-    running = sum(1 for row in rows if row["state"] in _ACTIVE)
+    ahead = bisect.bisect_left(basis.pending_keys, mine)
+    own = basis.pending_key_of.get(str(pending_row["id"]))
+    if own is not None and own < mine:
+        ahead -= 1  # the job's own (indexed) row is never ahead of it
+    running = basis.running
     slots = _slots(pending_row, caps)
     waves = 0 if slots is None else math.ceil(max(0, running + ahead + 1 - slots) / slots)
     eta = waves * median
@@ -348,3 +352,39 @@ def queue_eta(
         "jobs_ahead": ahead,
         "slots": slots,
     }
+
+
+@dataclass(frozen=True)
+class EtaBasis:
+    """What :func:`queue_eta` takes from every row: independent of ``now`` and the job.
+
+    ``median``: the median active run time of the :data:`ETA_HISTORY` most recently
+    finished local jobs (None: no history); ``running``: local RUNNING/SUSPENDED jobs;
+    ``pending_keys``: admission-order keys of the local PENDING jobs within the caps,
+    sorted; ``pending_key_of``: the same by job id.
+    """
+
+    median: float | None
+    running: int
+    pending_keys: list[tuple[int, datetime, str]]
+    pending_key_of: dict[str, tuple[int, datetime, str]]
+
+
+def eta_basis(all_rows: Iterable[Row], caps: Caps) -> EtaBasis:
+    """The :class:`EtaBasis` of ``all_rows`` (report rows of every job) under ``caps``."""
+    rows = [row for row in all_rows if _local(row)]
+    finished = sorted(
+        (row for row in rows if row["state"] in _TERMINAL and _time(row, "finished_at")),
+        key=lambda row: _time(row, "finished_at") or datetime.max.replace(tzinfo=UTC),
+        reverse=True,
+    )
+    # Terminal rows: their active time ends at finished_at, whatever the clock says.
+    runs = [s for s in (active_seconds(row, _NO_CLOCK) for row in finished) if s is not None]
+    median = float(statistics.median(runs[:ETA_HISTORY])) if runs else None
+    key_of = {
+        str(row["id"]): _order_key(row)
+        for row in rows
+        if row["state"] == _PENDING and not is_over_capacity(row, caps)
+    }
+    running = sum(1 for row in rows if row["state"] in _ACTIVE)
+    return EtaBasis(median, running, sorted(key_of.values()), key_of)
