@@ -110,20 +110,39 @@ class Gateway:
 
     # --- reads --------------------------------------------------------------------------
     def list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``{"jobs", "quarantined"[, "counts"]}``: the ``vq list --json`` payload."""
+        """``{"jobs", "quarantined"[, "counts"]}``: the ``vq list --json`` payload.
+
+        With paging parameters (:mod:`vq.services.listing`) one page, plus ``total``,
+        ``total_jobs`` and ``counts`` (every job by state) from the disk path too.
+        """
         result = self.call("list", params)
         if result is not None:
             return dict(result)
+        return self.disk_list_rows(params)
+
+    def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`list_rows` from the spec files, whether or not a daemon runs."""
+        from vq.domain.states import JobState
+        from vq.services.listing import page_params, paged
         from vq.services.query import ListFilter, list_row, select
 
         ctx = self.local_context()
         flt = ListFilter.from_params(params)
+        paging = page_params(params)
         scan = ctx.store.scan()
         now = ctx.now()
-        return {
-            "jobs": [list_row(spec, ctx.caps, now) for spec in select(scan.specs.values(), flt)],
+        selected = select(scan.specs.values(), flt)
+        page = paged(selected, paging) if paging is not None else None
+        answer: dict[str, Any] = {
+            "jobs": [list_row(s, ctx.caps, now) for s in (page.specs if page else selected)],
             "quarantined": [item.as_dict() for item in scan.quarantined.values()],
         }
+        if page is not None:
+            counts = {state.value: 0 for state in JobState}
+            for spec in scan.specs.values():
+                counts[spec.state.value] += 1
+            answer.update(total=page.total, total_jobs=page.total_jobs, counts=counts)
+        return answer
 
     def status(self, job_id: str) -> dict[str, Any]:
         """The ``vq status --json`` view of one job."""

@@ -110,3 +110,27 @@ def test_usage_groups_wall_and_cpu_hours(vq: Vq) -> None:
 
     vq.stop_daemon()  # usage reads the spec files: no daemon needed
     assert vq.json("usage")["total"] == report["total"]
+
+
+def test_queue_eta_follows_the_queue_between_status_calls(vq: Vq) -> None:
+    """The daemon keeps the ETA's basis between calls; every change must reach it."""
+    vq.start_daemon("--max-jobs", "1")
+    vq.run("wait", vq.submit("--", "true"))  # history: one finished run
+    blocker = vq.submit("--", "sleep", "60")
+    vq.wait_state(blocker, "RUNNING")
+    job = vq.submit("--", "true")
+
+    def ahead() -> int:
+        eta = vq.status(job)["queue_eta"]
+        assert eta["basis"] == "dispatch history"
+        return int(eta["jobs_ahead"])
+
+    assert ahead() == 0
+    assert ahead() == 0  # asked again: the same answer
+    urgent = vq.submit("--priority", "5", "--", "true")
+    assert ahead() == 1
+    vq.run("kill", urgent)
+    assert ahead() == 0
+    vq.run("kill", blocker)
+    vq.wait_state(job, "COMPLETED")
+    assert "queue_eta" not in vq.status(job)

@@ -244,3 +244,69 @@ def test_charts_come_with_numbers_and_follow_only_live_jobs(vq: Vq, web: Web) ->
     pending = web.http.get(f"/jobs/{waiting}").text
     assert "No samples yet: the job has not started" in pending
     assert '<b data-stat="count">0</b> samples' in pending
+
+
+def _write_specs(vq: Vq, count: int, group_every: int) -> list[str]:
+    """``count`` ended jobs written straight to the store (a large queue, quickly)."""
+    from datetime import UTC, datetime, timedelta
+
+    from vq.domain.spec import JobSpec
+    from vq.domain.states import JobState
+    from vq.paths import StatePaths
+    from vq.store.specs import SpecStore
+
+    store = SpecStore(StatePaths.from_env(vq.env))
+    store.paths.ensure()
+    base = datetime.now(UTC) - timedelta(hours=1)
+    ids = [f"{0xA00000000000 + i:012x}" for i in range(count)]
+    for i, job_id in enumerate(ids):
+        spec = JobSpec(
+            id=job_id,
+            submitted_at=base + timedelta(seconds=i),
+            command=["true"],
+            cpus=1,
+            job_name=f"bulk-{i}",
+            state=JobState.COMPLETED,
+            finished_at=base + timedelta(seconds=i, milliseconds=5),
+        )
+        if group_every and i % group_every == 0:
+            spec.array_group_id, spec.array_index = "feedbeef0001", i
+        store.create(spec, sync_dir=False)
+    store.sync()
+    return ids
+
+
+def _pager_links(html: str) -> dict[str, str]:
+    return dict(re.findall(r'rel="(prev|next)" href="/\?([^"]*)"', html))
+
+
+def test_queue_table_pages_count_a_group_as_one_entry(vq: Vq, web: Web) -> None:
+    ids = _write_specs(vq, 260, group_every=10)  # 26 in one array: 234 jobs + 1 group
+    grouped = {job_id for i, job_id in enumerate(ids) if i % 10 == 0}
+    loose = [job_id for job_id in ids if job_id not in grouped]
+    for daemon in (False, True):
+        if daemon:
+            vq.start_daemon()
+        first = web.http.get("/").text
+        # Newest first, 100 entries a page; the array is one entry, placed where its
+        # newest member (index 250) sorts: after the 9 newer loose jobs.
+        assert row_ids(first) == loose[::-1][:99]
+        assert first.count('<tr class="group"') == 1 and "26 jobs" in first
+        assert first.index(loose[-9]) < first.index('<tr class="group"') < first.index(loose[-10])
+        assert "Showing 1–100 of 235 entries (260 jobs)" in first
+        assert "prev" not in _pager_links(first)
+        assert _pager_links(first)["next"] == "page=2"
+        assert 'hx-get="/fragments/jobs"' in first
+        last = web.http.get("/", params={"page": 3}).text
+        assert "Showing 201–235 of 235 entries" in last
+        assert row_ids(last) == loose[::-1][199:] and '<tr class="group"' not in last
+        assert 'hx-get="/fragments/jobs?page=3"' in last  # the refresh keeps the page
+        assert _pager_links(last) == {"prev": "page=2"}
+        beyond = web.http.get("/", params={"page": 99}).text
+        assert "Showing 201–235 of 235 entries" in beyond  # past the end: the last page
+        asc = web.http.get("/fragments/jobs", params={"sort": "submitted", "dir": "asc"}).text
+        assert asc.index('<tr class="group"') < asc.index(loose[0])  # member 0 sorts first
+        assert _pager_links(asc)["next"] == "sort=submitted&amp;dir=asc&amp;page=2"
+        named = web.http.get("/", params={"name": "bulk-37", "page": "x"}).text
+        assert row_ids(named) == [ids[37]] and "Showing 1–1 of 1 entry" in named
+        assert _pager_links(named) == {}

@@ -5,6 +5,10 @@ Methods: ``ping``, ``wake``, ``submit``, ``status``, ``wait_change``, ``list``, 
 goes through the same service the CLI uses when no daemon runs, so the two paths cannot
 drift apart; the daemon additionally updates its index and wakes its loop.
 
+``list`` takes the filters of :class:`~vq.services.query.ListFilter` and the paging
+parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``, ``offset``,
+``limit``, ``count_only``; then ``total`` and ``total_jobs`` are added).
+
 ``wait_change {id, since_state?, timeout?}`` is the long-poll behind
 ``GET /api/v1/jobs/{id}/wait``: it answers at once when the job is terminal or its state
 differs from ``since_state``, else blocks on the index's ``changed`` condition (never
@@ -28,6 +32,7 @@ from vq.domain.states import JobState
 from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
+from vq.services.listing import page_params, paged
 from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view, wait_answer
 from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
@@ -160,11 +165,22 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
 
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)
+        paging = page_params(params)
         daemon.index.revalidate()
         now = ctx.now()
-        rows = [list_row(spec, ctx.caps, now) for spec in select(daemon.index.all(), flt)]
+        selected = select(daemon.index.all(), flt)
+        page = paged(selected, paging) if paging is not None else None
+        specs = page.specs if page is not None else selected
+        rows = [list_row(spec, ctx.caps, now) for spec in specs]
         quarantined = [item.as_dict() for item in daemon.index.quarantined.values()]
-        return {"jobs": rows, "quarantined": quarantined, "counts": daemon.index.counts()}
+        answer: dict[str, Any] = {
+            "jobs": rows,
+            "quarantined": quarantined,
+            "counts": daemon.index.counts(),
+        }
+        if page is not None:
+            answer.update(total=page.total, total_jobs=page.total_jobs)
+        return answer
 
     def kill(params: dict[str, Any]) -> dict[str, Any]:
         job_id = _job_id(params)

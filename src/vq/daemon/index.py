@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -24,6 +25,10 @@ from vq.store.specs import Quarantined, ScanResult, SpecStore
 __all__ = ["JobIndex"]
 
 Signature = tuple[int, int, int]
+
+#: How long after a directory change a listing of it is trusted while its mtime stays
+#: the same (well above any file system's timestamp granularity).
+SETTLE_NS = 1_000_000_000
 
 
 def _signature(store: SpecStore, job_id: str) -> Signature | None:
@@ -74,6 +79,7 @@ class JobIndex:
         self._state_changes: set[str] = set()
         self.quarantined: dict[str, Quarantined] = {}
         self._listed_mtime: int | None = None
+        self._listed_settled = False
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
 
@@ -170,16 +176,23 @@ class JobIndex:
     def refresh_names(self, *, if_changed: bool = False) -> int:
         """Load specs that appeared on disk and drop deleted ones (names only: cheap).
 
-        ``if_changed``: skip the listing when the queue directory's mtime is unchanged
-        since the last one (an idle daemon then costs nothing per rescan).
+        Skips the listing when the queue directory's mtime is unchanged since a listing
+        taken more than :data:`SETTLE_NS` after that mtime (exact). ``if_changed``: skip
+        whenever the mtime is unchanged (an idle daemon then costs nothing per rescan).
         """
+        checked_at = time.time_ns()
         try:
             mtime = os.stat(self._store.paths.queue_dir).st_mtime_ns
         except OSError:
             mtime = None
-        if if_changed and mtime is not None and mtime == self._listed_mtime:
+        unchanged = mtime is not None and mtime == self._listed_mtime
+        if unchanged and (if_changed or self._listed_settled):
             return 0
         self._listed_mtime = mtime
+        # A listing taken well after the directory last changed stays exact while the
+        # mtime stays the same: any later entry change stamps a later mtime. (One taken
+        # within the timestamp granularity of a change may not: that one lists again.)
+        self._listed_settled = mtime is not None and mtime < checked_at - SETTLE_NS
         on_disk = set(self._store.list_ids())
         with self._lock:
             known = set(self._specs) | set(self.quarantined)

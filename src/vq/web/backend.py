@@ -39,6 +39,7 @@ from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
 from vq.services.reports import state_counts
+from vq.store.specs import SpecStore
 from vq.web.context import WebConfig
 
 __all__ = [
@@ -77,6 +78,7 @@ class Backend:
         self.paths = config.state
         env = {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)}
         self.gateway = Gateway(config.state, env)
+        self.store = SpecStore(config.state)  # reads need no configuration
 
     # --- errors -------------------------------------------------------------------------
     def _scrub(self, text: str | None) -> str | None:
@@ -136,7 +138,7 @@ class Backend:
                 raise
 
     def _spec(self, job_id: str) -> JobSpec:
-        return self._by_id(job_id, self.gateway.local_context().store.read)
+        return self._by_id(job_id, self.store.read)
 
     def spec(self, job_id: str) -> JobSpec:
         """The job's spec as stored (NotFound for unknown or malformed ids)."""
@@ -150,8 +152,14 @@ class Backend:
         name: str | None = None,
         since: str | None = None,
         group: str | None = None,
+        **paging: Any,
     ) -> dict[str, Any]:
-        """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count."""
+        """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count.
+
+        ``paging``: the parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``,
+        ``table_dir``, ``offset``, ``limit``, ``count_only``); with any of them only that
+        page is listed and ``total`` and ``total_jobs`` are added.
+        """
 
         def work() -> dict[str, Any]:
             moment = since_moment(since) if since else None
@@ -162,7 +170,10 @@ class Backend:
                 "since": moment.isoformat() if moment else None,
                 "group": group,
             }
-            result = self.gateway.list_rows(params)
+            asked = {key: value for key, value in paging.items() if value is not None}
+            result = self.gateway.list_rows({**params, **asked})
+            if asked and "total" not in result:  # a daemon from before paging: the disk pages
+                result = self.gateway.disk_list_rows({**params, **asked})
             if "counts" not in result:  # the disk path counts every job, like the daemon
                 filtered = any(v for v in params.values())
                 rows = self.gateway.list_rows({})["jobs"] if filtered else result["jobs"]

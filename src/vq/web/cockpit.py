@@ -1,6 +1,7 @@
 """The §6.3 queue cockpit of the console and ``GET /api/v1/queue``.
 
-:func:`queue_summary` counts jobs per state, sums the CPUs and declared memory of the
+:func:`queue_summary` counts jobs per state (from the listing's ``counts``: only the
+RUNNING/SUSPENDED rows are listed), sums the CPUs and declared memory of the
 RUNNING/SUSPENDED ones, and adds the daemon's caps (None without a daemon), whether the
 daemon answers, and the drain and throttle holds. It blocks on disk and the daemon socket
 and raises :class:`~vq.errors.VqError` unscrubbed: call it through ``Backend``.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vq.domain.spec import utcnow
 from vq.domain.states import ACTIVE, JobState
 from vq.gateway import Gateway
 from vq.paths import StatePaths
@@ -24,19 +26,20 @@ _ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 def queue_summary(gateway: Gateway, paths: StatePaths) -> dict[str, Any]:
     """The cockpit summary (the JSON of ``GET /api/v1/queue``)."""
     ping = gateway.ask("ping")
-    listing = gateway.list_rows({})
-    rows: list[dict[str, Any]] = listing["jobs"]
-    active = [r for r in rows if r["state"] in _ACTIVE_NAMES]
+    # Only the RUNNING/SUSPENDED rows: every other state is counted, never listed.
+    listing = gateway.list_rows({"states": sorted(_ACTIVE_NAMES), "offset": 0})
+    active: list[dict[str, Any]] = listing["jobs"]
+    counts = {**state_counts(()), **listing["counts"]}
     info: dict[str, Any] = ping if isinstance(ping, dict) else {}
     caps = info.get("caps")
     drain = read_drain(paths)
     throttle = read_throttle(paths)
-    now = gateway.local_context().now()
+    now = utcnow()
     return {
-        "total": len(rows),
+        "total": sum(counts.values()),
         "active": len(active),
-        "pending": sum(1 for r in rows if r["state"] == JobState.PENDING.value),
-        "counts": state_counts(rows),
+        "pending": counts[JobState.PENDING.value],
+        "counts": counts,
         "active_cpus": sum(int(r["cpus"] or 0) for r in active),
         "declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in active),
         "undeclared_mem_jobs": sum(1 for r in active if r["mem_mb"] is None),

@@ -56,16 +56,6 @@ Sort = Literal[
 DETAIL_EVENTS = 20
 
 
-def _sorted(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
-    key = sort.lstrip("-")
-    if key == "submitted_at" and not sort.startswith("-"):
-        return rows  # the listing's own order: oldest first, group members in index order
-    present = [r for r in rows if r.get(key) is not None]
-    missing = [r for r in rows if r.get(key) is None]
-    present.sort(key=lambda r: r[key], reverse=sort.startswith("-"))
-    return present + missing  # rows without the value last, either direction
-
-
 @router.get(
     "/jobs",
     response_model=JobPage,
@@ -87,11 +77,13 @@ def list_jobs(
     offset: Annotated[int, Query(ge=0)] = 0,
     sort: Sort = "submitted_at",
 ) -> dict[str, Any]:
-    result = backend.list_jobs(state, tag, name, since, group)
-    rows = _sorted(result["jobs"], sort)
+    # The daemon (or the disk path) sorts and pages: only this page's rows are built.
+    result = backend.list_jobs(
+        state, tag, name, since, group, sort=sort, offset=offset, limit=limit
+    )
     return {
-        "jobs": rows[offset : offset + limit],
-        "total": len(rows),
+        "jobs": result["jobs"],
+        "total": result["total"],
         "limit": limit,
         "offset": offset,
         "counts": result["counts"],

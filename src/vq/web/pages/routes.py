@@ -1,7 +1,9 @@
 """Console pages (server-rendered HTML) and the htmx fragments that refresh them.
 
 Pages: ``/`` (queue), ``/jobs/{id}`` (detail), ``/overview``, ``/audit`` (admin). Each
-page renders completely without JavaScript; htmx re-fetches only a fragment every few
+page renders completely without JavaScript; the queue table shows one page of
+:data:`PAGE_ENTRIES` entries (``?page=N``, an array or chain counting as one entry),
+with previous/next links; htmx re-fetches only a fragment every few
 seconds (``/fragments/...``), which returns that fragment alone (no layout).
 
 Contracts:
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 from urllib.parse import quote
@@ -49,6 +52,8 @@ TAIL_LINES = 200
 AUDIT_LINES = 200
 AUDIT_BYTES = 512 * 1024
 AUDIT_FILES = ("rpc-audit.jsonl", "fleet-audit.jsonl")
+#: Entries (a job, or one whole array or chain) on one page of the queue table.
+PAGE_ENTRIES = 100
 #: States in which a job's page keeps polling.
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED"})
 
@@ -92,18 +97,38 @@ def page(request: Request, template: str, context: dict[str, Any]) -> Response:
 
 
 # --- queue -----------------------------------------------------------------------------
-def _table_context(request: Request) -> dict[str, Any]:
-    params = request.query_params
-    query = views.TableQuery.from_params(params, params.getlist("open"))
-    listing = backend(request).list_jobs(
+def _table_page(data: Backend, query: views.TableQuery) -> dict[str, Any]:
+    """One page of table entries (an array or chain is one entry) from the listing."""
+    return data.list_jobs(
         states=[query.state] if query.state else None,
         tags=[query.tag] if query.tag else None,
         name=query.name or None,
+        table_sort=query.sort,
+        table_dir=query.dir,
+        offset=(query.page - 1) * PAGE_ENTRIES,
+        limit=PAGE_ENTRIES,
     )
+
+
+def _table_context(request: Request) -> dict[str, Any]:
+    params = request.query_params
+    query = views.TableQuery.from_params(params, params.getlist("open"))
+    data = backend(request)
+    listing = _table_page(data, query)
+    pages = max(1, -(-int(listing["total"]) // PAGE_ENTRIES))
+    if query.page > pages:  # past the end (jobs went away): the last page instead
+        query = replace(query, page=pages)
+        listing = _table_page(data, query)
+    entries = views.table_entries(listing["jobs"], query)
+    first = (query.page - 1) * PAGE_ENTRIES
     return {
         "q": query,
-        "entries": views.table_entries(listing["jobs"], query),
-        "shown": len(listing["jobs"]),
+        "entries": entries,
+        "total": listing["total"],
+        "total_jobs": listing["total_jobs"],
+        "first": first + 1 if entries else 0,
+        "last": first + len(entries),
+        "pages": pages,
         "quarantined": len(listing["quarantined"]),
         "states": views.STATES,
     }

@@ -3,12 +3,13 @@
 Contracts:
 
 * :class:`TableQuery` is the queue table's query string (``state``, ``tag``, ``name``,
-  ``sort``, ``dir``, ``open``): unknown sort keys fall back to ``submitted``/``desc``, so
-  a hand-edited URL never errors. ``open`` lists the groups shown expanded.
+  ``sort``, ``dir``, ``open``, ``page``): unknown sort keys fall back to
+  ``submitted``/``desc`` and a malformed page to 1, so a hand-edited URL never errors.
+  ``open`` lists the groups shown expanded; a new sort starts again at page 1.
 * :func:`table_entries` sorts list rows and folds every array/chain (rows sharing an
   ``array_group_id`` or ``chain_group_id``) into one group entry placed where its first
-  member sorts, members in index order, with per-state counts. Filtering by group shows
-  the members flat.
+  member sorts, members in index order, with per-state counts (the order of
+  :func:`vq.services.listing.table_row_key`, which pages the same entries).
 * :func:`capacity_bars` gives used/cap/percent for CPUs, memory and jobs from
   ``Backend.queue_summary()`` (cap None when no daemon reports caps).
 * :func:`sample_series` turns watchdog samples into the chart's columns (epoch seconds,
@@ -29,6 +30,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from vq.domain.states import ACTIVE, TERMINAL, JobState
+from vq.services.listing import table_row_key
 from vq.services.reports import active_seconds
 
 __all__ = [
@@ -64,6 +66,7 @@ class TableQuery:
     sort: str = "submitted"
     dir: str = "desc"
     open: tuple[str, ...] = field(default_factory=tuple)
+    page: int = 1
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], opened: Sequence[str] = ()) -> TableQuery:
@@ -77,6 +80,7 @@ class TableQuery:
             sort=sort if sort in SORT_KEYS else "submitted",
             dir=direction if direction in ("asc", "desc") else "desc",
             open=tuple(dict.fromkeys(g for g in opened if g))[:50],
+            page=_page_number(params.get("page", "")),
         )
 
     def params(self, **changes: Any) -> dict[str, Any]:
@@ -91,6 +95,8 @@ class TableQuery:
             values["dir"] = query.dir
         if query.open:
             values["open"] = list(query.open)
+        if query.page != 1:
+            values["page"] = query.page
         return values
 
     def qs(self, **changes: Any) -> str:
@@ -100,8 +106,8 @@ class TableQuery:
     def sort_qs(self, key: str) -> str:
         """Link target of a column header: sort by ``key``, toggling the direction."""
         if self.sort == key:
-            return self.qs(dir="asc" if self.dir == "desc" else "desc")
-        return self.qs(sort=key, dir="asc" if key == "name" else "desc")
+            return self.qs(dir="asc" if self.dir == "desc" else "desc", page=1)
+        return self.qs(sort=key, dir="asc" if key == "name" else "desc", page=1)
 
     def toggle_qs(self, group_id: str) -> str:
         opened = tuple(g for g in self.open if g != group_id)
@@ -114,14 +120,12 @@ class TableQuery:
         return bool(self.state or self.tag or self.name)
 
 
-def _sort_key(query: TableQuery) -> Any:
-    if query.sort == "priority":
-        return lambda row: (row.get("priority") or 0, row.get("submitted_at") or "")
-    if query.sort == "state":
-        return lambda row: (_STATE_ORDER.get(row["state"], 99), row.get("submitted_at") or "")
-    if query.sort == "name":
-        return lambda row: ((row.get("job_name") or "").lower(), row.get("submitted_at") or "")
-    return lambda row: (row.get("submitted_at") or "", row["id"])
+def _page_number(text: str) -> int:
+    """A 1-based page number from the query string (1 when absent or malformed)."""
+    try:
+        return max(1, min(int(text.strip()), 1_000_000))
+    except ValueError:
+        return 1
 
 
 def _group_of(row: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -134,7 +138,7 @@ def _group_of(row: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def table_entries(rows: Sequence[Mapping[str, Any]], query: TableQuery) -> list[dict[str, Any]]:
     """Sorted table entries: ``{"kind": "job", "row"}`` or ``{"kind": "group", ...}``."""
-    ordered = sorted(rows, key=_sort_key(query), reverse=query.dir == "desc")
+    ordered = sorted(rows, key=table_row_key(query.sort), reverse=query.dir == "desc")
     entries: list[dict[str, Any]] = []
     groups: dict[str, dict[str, Any]] = {}
     for row in ordered:

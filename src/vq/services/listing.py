@@ -1,0 +1,190 @@
+"""One page of a ``vq list`` selection: sorting, group folding, offset and limit.
+
+The daemon's ``list`` method and the gateway's disk fallback share :func:`page_params`
+and :func:`paged`, so ``GET /api/v1/jobs`` and the console's queue table ask for just
+one page instead of every row. Without any paging parameter a listing is unchanged
+(``vq list`` sends none). Parameters, beside the :class:`~vq.services.query.ListFilter`
+ones:
+
+* ``sort`` — the API's order (``docs/web.md``): ``submitted_at`` (default: the
+  listing's own order, oldest first, group members in index order), ``priority``,
+  ``state``, ``job_name``, ``id``, ``finished_at``; a ``-`` prefix sorts descending.
+  Jobs without the value come last either way; ties keep the listing's order.
+* ``table_sort`` (``submitted``, ``priority``, ``state``, ``name``) and ``table_dir``
+  (``asc``/``desc``) — the console table's order (:func:`table_row_key`). Array and
+  chain groups then fold into one *entry* each, placed where their first member sorts:
+  ``offset``/``limit`` count entries, and a page holds every member of its groups.
+* ``offset`` (≥ 0, default 0) and ``limit`` (≥ 0, default all).
+* ``count_only`` — no rows at all, only the totals.
+
+With any of them the answer adds ``total`` (matching jobs; with ``table_sort``,
+matching entries) and ``total_jobs`` (matching jobs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import InvalidInput
+
+__all__ = [
+    "API_SORTS",
+    "TABLE_SORTS",
+    "Page",
+    "PageParams",
+    "page_params",
+    "paged",
+    "table_row_key",
+]
+
+API_SORTS: tuple[str, ...] = ("submitted_at", "priority", "state", "job_name", "id", "finished_at")
+TABLE_SORTS: tuple[str, ...] = ("submitted", "priority", "state", "name")
+_STATE_ORDER = {state.value: i for i, state in enumerate(JobState)}
+_ZERO = timedelta(0)
+_PAGING_KEYS = ("sort", "table_sort", "table_dir", "offset", "limit", "count_only")
+
+
+@dataclass(frozen=True)
+class PageParams:
+    sort: str = "submitted_at"
+    table_sort: str | None = None
+    table_desc: bool = True
+    offset: int = 0
+    limit: int | None = None
+    count_only: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    specs: list[JobSpec]
+    total: int
+    total_jobs: int
+
+
+def _count(params: Mapping[str, Any], key: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{key} must be a whole number ≥ 0")
+    return value
+
+
+def page_params(params: Mapping[str, Any]) -> PageParams | None:
+    """The paging parameters of a ``list`` request; None when it has none."""
+    if not any(params.get(key) is not None for key in _PAGING_KEYS):
+        return None
+    sort = params.get("sort") or "submitted_at"
+    if not isinstance(sort, str) or sort.removeprefix("-") not in API_SORTS:
+        raise InvalidInput(
+            f"unknown sort {sort!r}", hint="sort by " + ", ".join(API_SORTS) + " (- descending)"
+        )
+    table_sort = params.get("table_sort")
+    if table_sort is not None and table_sort not in TABLE_SORTS:
+        raise InvalidInput(f"unknown table_sort {table_sort!r}")
+    direction = params.get("table_dir") or "desc"
+    if direction not in ("asc", "desc"):
+        raise InvalidInput("table_dir must be asc or desc")
+    return PageParams(
+        sort=sort,
+        table_sort=table_sort,
+        table_desc=direction == "desc",
+        offset=_count(params, "offset") or 0,
+        limit=_count(params, "limit"),
+        count_only=bool(params.get("count_only")),
+    )
+
+
+# --- the API's sort ----------------------------------------------------------------------
+def _submitted(specs: Sequence[JobSpec]) -> Callable[[JobSpec], Any]:
+    """A sort key ordering specs exactly as their ``submitted_at`` ISO strings do.
+
+    The datetime itself when every one is in UTC (same offset: the strings then order
+    chronologically, and equal strings mean equal times), else the string.
+    """
+    if all(spec.submitted_at.utcoffset() == _ZERO for spec in specs):
+        return lambda spec: spec.submitted_at
+    return lambda spec: spec.submitted_at.isoformat()
+
+
+def _api_value(spec: JobSpec, key: str) -> Any:
+    """The value of ``key`` in the spec's ``list_row`` (what the API sorts rows by)."""
+    if key == "submitted_at":
+        return spec.submitted_at.isoformat()
+    if key == "finished_at":
+        return spec.finished_at.isoformat() if spec.finished_at else None
+    if key == "state":
+        return spec.state.value
+    return getattr(spec, key)
+
+
+def _api_sorted(specs: list[JobSpec], sort: str) -> list[JobSpec]:
+    key = sort.lstrip("-")
+    if sort == "submitted_at":
+        return specs  # the listing's own order
+    if key == "submitted_at":  # never missing
+        return sorted(specs, key=_submitted(specs), reverse=True)
+    values = [(_api_value(spec, key), spec) for spec in specs]
+    present = [pair for pair in values if pair[0] is not None]
+    missing = [spec for value, spec in values if value is None]
+    present.sort(key=lambda pair: pair[0], reverse=sort.startswith("-"))
+    return [spec for _, spec in present] + missing
+
+
+# --- the console table's order ---------------------------------------------------------
+def table_row_key(sort: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The console table's sort key of a ``list_row`` (reversed for ``desc``)."""
+    if sort == "priority":
+        return lambda row: (row.get("priority") or 0, row.get("submitted_at") or "")
+    if sort == "state":
+        return lambda row: (_STATE_ORDER.get(row["state"], 99), row.get("submitted_at") or "")
+    if sort == "name":
+        return lambda row: ((row.get("job_name") or "").lower(), row.get("submitted_at") or "")
+    return lambda row: (row.get("submitted_at") or "", row["id"])
+
+
+def _table_spec_key(sort: str, specs: Sequence[JobSpec]) -> Callable[[JobSpec], Any]:
+    """:func:`table_row_key` over specs (the same order as over their rows)."""
+    at = _submitted(specs)
+    if sort == "priority":
+        return lambda spec: (spec.priority or 0, at(spec))
+    if sort == "state":
+        return lambda spec: (_STATE_ORDER.get(spec.state.value, 99), at(spec))
+    if sort == "name":
+        return lambda spec: ((spec.job_name or "").lower(), at(spec))
+    return lambda spec: (at(spec), spec.id)
+
+
+def _entries(ordered: Sequence[JobSpec]) -> list[list[JobSpec]]:
+    """Jobs, with each array/chain group folded where its first member sorts."""
+    entries: list[list[JobSpec]] = []
+    groups: dict[str, list[JobSpec]] = {}
+    for spec in ordered:
+        group = spec.array_group_id or spec.chain_group_id
+        if not group:
+            entries.append([spec])
+            continue
+        members = groups.get(group)
+        if members is None:
+            members = groups[group] = []
+            entries.append(members)
+        members.append(spec)
+    return entries
+
+
+def paged(selected: list[JobSpec], params: PageParams) -> Page:
+    """One page of ``selected`` (the listing's order, as :func:`~vq.services.query.select`)."""
+    end = None if params.limit is None else params.offset + params.limit
+    if params.table_sort is None:
+        ordered = _api_sorted(selected, params.sort)
+        chosen = [] if params.count_only else ordered[params.offset : end]
+        return Page(chosen, len(ordered), len(selected))
+    key = _table_spec_key(params.table_sort, selected)
+    entries = _entries(sorted(selected, key=key, reverse=params.table_desc))
+    chosen = [] if params.count_only else [s for e in entries[params.offset : end] for s in e]
+    return Page(chosen, len(entries), len(selected))
