@@ -7,7 +7,9 @@ drift apart; the daemon additionally updates its index and wakes its loop.
 
 ``list`` takes the filters of :class:`~vq.services.query.ListFilter` and the paging
 parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``, ``offset``,
-``limit``, ``count_only``; then ``total`` and ``total_jobs`` are added).
+``limit``, ``count_only``; then ``total`` and ``total_jobs`` are added). Every listing
+first re-checks the spec files for other writers' changes, unless ``max_age`` (seconds,
+0-60) is given and a check started at most that long ago.
 
 ``wait_change {id, since_state?, timeout?}`` is the long-poll behind
 ``GET /api/v1/jobs/{id}/wait``: it answers at once when the job is terminal or its state
@@ -70,6 +72,16 @@ def _wait_args(params: dict[str, Any]) -> tuple[float, JobState | None]:
     if not isinstance(since, str) or since.upper() not in JobState.__members__:
         raise InvalidInput(f"since_state {since!r} is not a job state")
     return float(timeout), JobState[since.upper()]
+
+
+def _max_age(params: dict[str, Any]) -> float | None:
+    """``list``'s ``max_age``: how old a check for other writers' changes may be."""
+    value = params.get("max_age")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 60:
+        raise InvalidInput("max_age must be between 0 and 60 seconds")
+    return float(value)
 
 
 def build_methods(daemon: Daemon) -> dict[str, Method]:
@@ -166,7 +178,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
     def list_method(params: dict[str, Any]) -> dict[str, Any]:
         flt = ListFilter.from_params(params)
         paging = page_params(params)
-        daemon.index.revalidate()
+        daemon.index.revalidate(_max_age(params))
         now = ctx.now()
         selected = select(daemon.index.all(), flt)
         page = paged(selected, paging) if paging is not None else None

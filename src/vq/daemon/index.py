@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -80,6 +81,7 @@ class JobIndex:
         self.quarantined: dict[str, Quarantined] = {}
         self._listed_mtime: int | None = None
         self._listed_settled = False
+        self._revalidated_at = -math.inf
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
 
@@ -207,14 +209,22 @@ class JobIndex:
         self._reload(sorted(new))
         return len(new) + len(gone)
 
-    def revalidate(self) -> int:
-        """Re-read every spec whose file signature changed; returns how many."""
+    def revalidate(self, max_age: float | None = None) -> int:
+        """Re-read every spec whose file signature changed; returns how many.
+
+        ``max_age``: skip it when one started at most that many seconds ago (a caller
+        that accepts other writers' changes that late; the daemon's own are never late).
+        """
+        started = time.monotonic()
+        if max_age is not None and started - self._revalidated_at <= max_age:
+            return 0
         self.refresh_names()
         with self._lock:
             candidates = list(self._signatures.items())
         now = _signatures(self._store, [job_id for job_id, _ in candidates])
         stale = [job_id for job_id, sig in candidates if now[job_id] != sig]
         self._reload(stale)
+        self._revalidated_at = max(self._revalidated_at, started)
         return len(stale)
 
     def _reload(self, ids: list[str]) -> None:

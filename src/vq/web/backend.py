@@ -301,11 +301,11 @@ class Backend:
         return data if isinstance(data, dict) else None
 
     # --- snapshots ----------------------------------------------------------------------
-    def queue_summary(self) -> dict[str, Any]:
+    def queue_summary(self, max_age: float | None = None) -> dict[str, Any]:
         """The §6.3 cockpit (:func:`vq.web.cockpit.queue_summary`)."""
         from vq.web.cockpit import queue_summary
 
-        return self._run(lambda: queue_summary(self.gateway, self.paths))
+        return self._run(lambda: queue_summary(self.gateway, self.paths, max_age))
 
     def overview(self) -> dict[str, Any]:
         """``vq overview --json``."""

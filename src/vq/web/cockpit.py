@@ -23,11 +23,20 @@ __all__ = ["queue_summary"]
 _ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 
 
-def queue_summary(gateway: Gateway, paths: StatePaths) -> dict[str, Any]:
-    """The cockpit summary (the JSON of ``GET /api/v1/queue``)."""
+def queue_summary(
+    gateway: Gateway, paths: StatePaths, max_age: float | None = None
+) -> dict[str, Any]:
+    """The cockpit summary (the JSON of ``GET /api/v1/queue``).
+
+    ``max_age``: the daemon may skip re-checking the spec files for other writers'
+    changes when it did so at most that many seconds ago (its ``list`` parameter).
+    """
     ping = gateway.ask("ping")
     # Only the RUNNING/SUSPENDED rows: every other state is counted, never listed.
-    listing = gateway.list_rows({"states": sorted(_ACTIVE_NAMES), "offset": 0})
+    params: dict[str, Any] = {"states": sorted(_ACTIVE_NAMES), "offset": 0}
+    if max_age is not None:
+        params["max_age"] = max_age
+    listing = gateway.list_rows(params)
     active: list[dict[str, Any]] = listing["jobs"]
     counts = {**state_counts(()), **listing["counts"]}
     info: dict[str, Any] = ping if isinstance(ping, dict) else {}

@@ -54,6 +54,8 @@ AUDIT_BYTES = 512 * 1024
 AUDIT_FILES = ("rpc-audit.jsonl", "fleet-audit.jsonl")
 #: Entries (a job, or one whole array or chain) on one page of the queue table.
 PAGE_ENTRIES = 100
+#: The queue page's summary accepts the table's check of the spec files this recent.
+SUMMARY_AFTER_TABLE_SECONDS = 1.0
 #: States in which a job's page keeps polling.
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED"})
 
@@ -134,21 +136,20 @@ def _table_context(request: Request) -> dict[str, Any]:
     }
 
 
-def _summary_context(request: Request) -> dict[str, Any]:
-    summary = backend(request).queue_summary()
+def _summary_context(request: Request, max_age: float | None = None) -> dict[str, Any]:
+    summary = backend(request).queue_summary(max_age)
     return {"summary": summary, "bars": views.capacity_bars(summary), "states": views.STATES}
 
 
 @router.get("/")
 def queue_page(request: Request) -> Response:
-    return guarded(
-        request,
-        lambda: page(
-            request,
-            "queue.html",
-            {"nav": "queue", **_summary_context(request), **_table_context(request)},
-        ),
-    )
+    def build() -> Response:
+        table = _table_context(request)
+        # The table's listing has just re-checked the spec files: the summary reuses that.
+        summary = _summary_context(request, max_age=SUMMARY_AFTER_TABLE_SECONDS)
+        return page(request, "queue.html", {"nav": "queue", **summary, **table})
+
+    return guarded(request, build)
 
 
 @router.get("/fragments/jobs")
