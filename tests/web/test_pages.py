@@ -310,3 +310,7 @@ def test_queue_table_pages_count_a_group_as_one_entry(vq: Vq, web: Web) -> None:
         named = web.http.get("/", params={"name": "bulk-37", "page": "x"}).text
         assert row_ids(named) == [ids[37]] and "Showing 1–1 of 1 entry" in named
         assert _pager_links(named) == {}
+    newest = vq.submit("--job-name", "fresh", "--", "true")  # the daemon's kept order goes stale
+    assert row_ids(web.http.get("/").text)[0] == newest
+    api = web.http.get("/api/v1/jobs", params={"sort": "-submitted_at", "limit": 1}).json()
+    assert [r["id"] for r in api["jobs"]] == [newest] and api["total"] == 261

@@ -9,7 +9,8 @@ drift apart; the daemon additionally updates its index and wakes its loop.
 parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``, ``offset``,
 ``limit``, ``count_only``; then ``total`` and ``total_jobs`` are added). Every listing
 first re-checks the spec files for other writers' changes, unless ``max_age`` (seconds,
-0-60) is given and a check started at most that long ago.
+0-60) is given and a check started at most that long ago. A paged listing keeps its
+sorted selection until an indexed spec changes (``JobIndex.generation``).
 
 ``wait_change {id, since_state?, timeout?}`` is the long-poll behind
 ``GET /api/v1/jobs/{id}/wait``: it answers at once when the job is terminal or its state
@@ -27,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from vq import __version__
@@ -34,7 +36,7 @@ from vq.domain.states import JobState
 from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams, parse_params
 from vq.services.kill import kill_job
-from vq.services.listing import page_params, paged
+from vq.services.listing import Ordering, PageParams, order, order_key, page_of, page_params
 from vq.services.pause import pause_job, resume_job
 from vq.services.query import ListFilter, list_row, select, status_view, wait_answer
 from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
@@ -51,6 +53,8 @@ __all__ = ["WAIT_MAX_SECONDS", "build_methods"]
 
 #: The longest one ``wait_change`` call blocks.
 WAIT_MAX_SECONDS = 300.0
+#: Sorted selections kept for paged listings (one per filter and order, newest used).
+KEPT_ORDERINGS = 8
 
 
 def _job_id(params: dict[str, Any]) -> str:
@@ -180,9 +184,12 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         paging = page_params(params)
         daemon.index.revalidate(_max_age(params))
         now = ctx.now()
-        selected = select(daemon.index.all(), flt)
-        page = paged(selected, paging) if paging is not None else None
-        specs = page.specs if page is not None else selected
+        if paging is None:
+            page = None
+            specs = select(daemon.index.all(), flt)
+        else:
+            page = page_of(ordering_for(flt, paging), paging)
+            specs = page.specs
         rows = [list_row(spec, ctx.caps, now) for spec in specs]
         quarantined = [item.as_dict() for item in daemon.index.quarantined.values()]
         answer: dict[str, Any] = {
@@ -193,6 +200,28 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         if page is not None:
             answer.update(total=page.total, total_jobs=page.total_jobs)
         return answer
+
+    order_lock = threading.Lock()
+    orders: OrderedDict[tuple[Any, ...], tuple[int, Ordering]] = OrderedDict()
+
+    def ordering_for(flt: ListFilter, paging: PageParams) -> Ordering:
+        """The sorted selection, kept per filter and order until an indexed spec changes."""
+        key = (flt, *order_key(paging))
+        generation = daemon.index.generation
+        with order_lock:
+            kept = orders.get(key)
+            if kept is not None and kept[0] == generation:
+                orders.move_to_end(key)
+                return kept[1]
+        specs = daemon.index.all()
+        ordering = order(select(specs, flt), paging)
+        if daemon.index.generation == generation:  # nothing changed meanwhile: keep it
+            with order_lock:
+                orders[key] = (generation, ordering)
+                orders.move_to_end(key)
+                while len(orders) > KEPT_ORDERINGS:
+                    orders.popitem(last=False)
+        return ordering
 
     def kill(params: dict[str, Any]) -> dict[str, Any]:
         job_id = _job_id(params)

@@ -35,8 +35,12 @@ from vq.errors import InvalidInput
 __all__ = [
     "API_SORTS",
     "TABLE_SORTS",
+    "Ordering",
     "Page",
     "PageParams",
+    "order",
+    "order_key",
+    "page_of",
     "page_params",
     "paged",
     "table_row_key",
@@ -177,14 +181,40 @@ def _entries(ordered: Sequence[JobSpec]) -> list[list[JobSpec]]:
     return entries
 
 
+@dataclass(frozen=True)
+class Ordering:
+    """A whole selection in page order: each entry one job, or one folded group."""
+
+    entries: list[list[JobSpec]]
+    total_jobs: int
+
+
+def order(selected: list[JobSpec], params: PageParams) -> Ordering:
+    """Every entry of ``selected`` (the listing's order, as ``select`` returns it), sorted.
+
+    Depends on the specs and on ``sort``/``table_sort``/``table_desc`` only, so a caller
+    may keep it while none of those changed (see :func:`order_key`).
+    """
+    if params.table_sort is None:
+        return Ordering([[spec] for spec in _api_sorted(selected, params.sort)], len(selected))
+    key = _table_spec_key(params.table_sort, selected)
+    return Ordering(_entries(sorted(selected, key=key, reverse=params.table_desc)), len(selected))
+
+
+def order_key(params: PageParams) -> tuple[str, str | None, bool]:
+    """What of ``params`` an :class:`Ordering` depends on."""
+    return (params.sort, params.table_sort, params.table_desc)
+
+
+def page_of(ordering: Ordering, params: PageParams) -> Page:
+    """The page ``params`` asks for (``offset``/``limit`` count entries)."""
+    end = None if params.limit is None else params.offset + params.limit
+    chosen = [] if params.count_only else ordering.entries[params.offset : end]
+    return Page(
+        [spec for entry in chosen for spec in entry], len(ordering.entries), ordering.total_jobs
+    )
+
+
 def paged(selected: list[JobSpec], params: PageParams) -> Page:
     """One page of ``selected`` (the listing's order, as :func:`~vq.services.query.select`)."""
-    end = None if params.limit is None else params.offset + params.limit
-    if params.table_sort is None:
-        ordered = _api_sorted(selected, params.sort)
-        chosen = [] if params.count_only else ordered[params.offset : end]
-        return Page(chosen, len(ordered), len(selected))
-    key = _table_spec_key(params.table_sort, selected)
-    entries = _entries(sorted(selected, key=key, reverse=params.table_desc))
-    chosen = [] if params.count_only else [s for e in entries[params.offset : end] for s in e]
-    return Page(chosen, len(entries), len(selected))
+    return page_of(order(selected, params), params)
