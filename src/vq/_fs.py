@@ -11,6 +11,7 @@ Contracts:
   (process launch, workspace copies, webhooks, archives).
 * :func:`append_line` is best-effort: events are observability, not a journal, so an
   append failure is logged and swallowed.
+* :func:`read_tail_lines` is the one bounded tail read (logs, samples, audit files).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "atomic_write_json",
     "fsync_dir",
     "read_bytes_limited",
+    "read_tail_lines",
     "spec_lock",
     "try_lock_file",
 ]
@@ -146,3 +148,19 @@ def read_bytes_limited(path: Path, limit: int) -> bytes:
         return os.read(fd, limit)
     finally:
         os.close(fd)
+
+
+def read_tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[bytes]:
+    """The lines of the last ``max_bytes`` of ``path``, split on ``b"\\n"``.
+
+    A last element ``b""`` means the file ends with a newline. When the read starts
+    inside the file, its first line (probably cut by the seek) is dropped. Raises
+    OSError when the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        start = max(0, size - max_bytes)
+        handle.seek(start)
+        data = handle.read(max_bytes)
+    lines = data.split(b"\n")
+    return lines[1:] if start > 0 else lines

@@ -52,16 +52,16 @@ Semantics:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from vq._fs import read_tail_lines
 from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.states import ACTIVE, JobState
 
-__all__ = ["STALE_SECONDS", "TAIL_BYTES", "build_top", "read_latest_sample"]
+__all__ = ["STALE_SECONDS", "TAIL_BYTES", "build_top", "parse_sample", "read_latest_sample"]
 
 #: A sample older than this (the watchdog writes one every 5 s) marks the job stale.
 STALE_SECONDS = 30.0
@@ -79,24 +79,18 @@ def read_latest_sample(path: Path) -> dict[str, Any] | None:
     is skipped in favour of the one before it.
     """
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            start = max(0, size - TAIL_BYTES)
-            handle.seek(start)
-            data = handle.read(TAIL_BYTES)
+        lines = read_tail_lines(path, TAIL_BYTES)
     except OSError:
         return None
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first line is probably cut by the seek
     for raw in reversed(lines):
-        record = _parse_sample(raw)
+        record = parse_sample(raw)
         if record is not None:
             return record
     return None
 
 
-def _parse_sample(raw: bytes) -> dict[str, Any] | None:
+def parse_sample(raw: bytes) -> dict[str, Any] | None:
+    """A well-formed sample line: a JSON object whose ``ts`` is an ISO 8601 time."""
     if not raw.strip():
         return None
     try:

@@ -27,18 +27,19 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from fastapi import Request
 
+from vq._fs import read_tail_lines
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
 from vq.services.reports import state_counts
+from vq.services.top import parse_sample
 from vq.store.specs import SpecStore
 from vq.web.context import WebConfig
 
@@ -255,18 +256,12 @@ class Backend:
             return ""
         if lines == 0:
             return ""
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            start = max(0, size - MAX_TAIL_BYTES)
-            handle.seek(start)
-            data = handle.read(MAX_TAIL_BYTES)
-        chunks = data.split(b"\n")
-        if start > 0:
-            chunks = chunks[1:]  # cut by the seek
-        if chunks and chunks[-1] == b"":
+        chunks = read_tail_lines(path, MAX_TAIL_BYTES)
+        ends_with_newline = bool(chunks) and chunks[-1] == b""
+        if ends_with_newline:
             chunks = chunks[:-1]
         kept = chunks[-lines:]
-        text = b"\n".join(kept) + (b"\n" if kept and data.endswith(b"\n") else b"")
+        text = b"\n".join(kept) + (b"\n" if kept and ends_with_newline else b"")
         return text.decode("utf-8", errors="replace")
 
     def samples(self, job_id: str, limit: int = 720) -> list[dict[str, Any]]:
@@ -276,17 +271,10 @@ class Backend:
         spec = self.spec(job_id)
         try:
             path = self._inside_workspace(spec.id, "_vq/samples.jsonl")
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                start = max(0, size - MAX_SAMPLE_BYTES)
-                handle.seek(start)
-                data = handle.read(MAX_SAMPLE_BYTES)
+            lines = read_tail_lines(path, MAX_SAMPLE_BYTES)
         except (OSError, NotFound):
             return []
-        lines = data.split(b"\n")
-        if start > 0:
-            lines = lines[1:]
-        records = [r for r in (_sample(line) for line in lines) if r is not None]
+        records = [r for r in (parse_sample(line) for line in lines) if r is not None]
         return records[-limit:]
 
     def receipt(self, job_id: str) -> dict[str, Any] | None:
@@ -392,20 +380,3 @@ def backend_of(request: Request) -> Backend:
 
 
 _FAILED_NAMES = frozenset(state.value for state in FAILED_STATES)
-
-
-def _sample(raw: bytes) -> dict[str, Any] | None:
-    """A well-formed sample: a JSON object whose ``ts`` is an ISO 8601 time."""
-    if not raw.strip():
-        return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("ts"), str):
-        return None
-    try:
-        datetime.fromisoformat(record["ts"])
-    except ValueError:
-        return None
-    return record

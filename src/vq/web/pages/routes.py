@@ -33,6 +33,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
+from vq._fs import read_tail_lines
 from vq.errors import VqError
 from vq.web.api.fallback import other_methods
 from vq.web.backend import Backend, Stream
@@ -276,14 +277,9 @@ def overview_page(request: Request) -> Response:
 def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[dict[str, Any]]:
     """The last ``lines`` JSON-object lines of a file (bounded read; bad lines skipped)."""
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            start = max(0, size - AUDIT_BYTES)
-            handle.seek(start)
-            data = handle.read(AUDIT_BYTES)
+        raw = read_tail_lines(path, AUDIT_BYTES)
     except OSError:
         return []
-    raw = data.split(b"\n")[1:] if start else data.split(b"\n")
     records: list[dict[str, Any]] = []
     for line in raw[-lines:]:
         try:
