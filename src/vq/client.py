@@ -8,11 +8,10 @@ answer is re-raised as the typed error the daemon sent.
 from __future__ import annotations
 
 import itertools
-import json
 import socket
 
-from vq.errors import DaemonNotRunning, ProtocolError, error_from_payload
-from vq.protocol.framing import encode_message
+from vq.errors import DaemonNotRunning, ProtocolError
+from vq.protocol.framing import encode_message, result_of
 
 # typing is imported for the type checker only: this module is on the Click-free
 # `vq submit` fast path, where importing typing costs milliseconds.
@@ -69,20 +68,7 @@ class Client:
                     "the request may or may not have taken effect",
                     hint="check with `vq list`; `vq submit --idempotency-key` makes retries safe",
                 ) from exc
-        if not line:
-            raise ProtocolError(
-                f"the daemon closed the connection during {method!r}",
-                hint="see daemon.log in the state root",
-            )
-        try:
-            response = json.loads(line)
-        except ValueError as exc:
-            raise ProtocolError(f"malformed response to {method!r}: {exc}") from exc
-        if not isinstance(response, dict):
-            raise ProtocolError(f"malformed response to {method!r}")
-        if "error" in response:
-            raise error_from_payload(response["error"] or {})
-        return response.get("result")
+        return result_of(line, method)
 
     def ping(self, timeout: float = 2.0) -> dict[str, Any] | None:
         """The daemon's ping answer, or None if no daemon answers."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from vq.errors import ProtocolError
+from vq.errors import ProtocolError, error_from_payload
 
 # typing is imported for the type checker only: this module is on the Click-free
 # `vq submit` fast path, where importing typing costs milliseconds.
@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "decode_message", "encode_message", "error_response"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "decode_message",
+    "encode_message",
+    "error_response",
+    "result_of",
+]
 
 #: Large enough for a 10,000-element array submit; small enough to bound a bad peer.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -52,3 +58,25 @@ def decode_message(line: bytes) -> dict[str, Any]:
 def error_response(request_id: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """The response carrying an error payload (see ``VqError.to_payload``)."""
     return {"id": request_id, "error": payload}
+
+
+def result_of(line: bytes, method: str) -> Any:
+    """The ``result`` of one response line to ``method`` (sync and async clients alike).
+
+    An empty line (the daemon closed the connection), malformed JSON or a non-object
+    raises :class:`ProtocolError`; an error answer raises the typed error it carries.
+    """
+    if not line:
+        raise ProtocolError(
+            f"the daemon closed the connection during {method!r}",
+            hint="see daemon.log in the state root",
+        )
+    try:
+        response = json.loads(line)
+    except ValueError as exc:
+        raise ProtocolError(f"malformed response to {method!r}: {exc}") from exc
+    if not isinstance(response, dict):
+        raise ProtocolError(f"malformed response to {method!r}")
+    if "error" in response:
+        raise error_from_payload(response["error"] or {})
+    return response.get("result")

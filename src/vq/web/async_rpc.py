@@ -13,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
-from vq.errors import DaemonNotRunning, ProtocolError, error_from_payload
-from vq.protocol.framing import encode_message
+from vq.errors import DaemonNotRunning, ProtocolError
+from vq.protocol.framing import encode_message, result_of
 
 __all__ = ["acall"]
 
@@ -49,14 +48,4 @@ async def acall(socket_path: Path, method: str, params: dict[str, Any], timeout:
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
-    if not line:
-        raise ProtocolError(f"the daemon closed the connection during {method!r}")
-    try:
-        response = json.loads(line)
-    except ValueError as exc:
-        raise ProtocolError(f"malformed answer to {method!r}") from exc
-    if not isinstance(response, dict):
-        raise ProtocolError(f"malformed answer to {method!r}")
-    if "error" in response:
-        raise error_from_payload(response["error"] or {})
-    return response.get("result")
+    return result_of(line, method)
