@@ -32,6 +32,7 @@ from common import (
     scaled,
     time_process,
 )
+from vq.domain.states import TERMINAL_NAMES
 
 SUBMIT_RUNS = 60
 SUBMIT_WARMUPS = 5
@@ -40,16 +41,7 @@ LATENCY_WARMUPS = 5
 JOB_TIMEOUT_SECONDS = 30.0
 POLL_SECONDS = 0.002
 
-TERMINAL = {
-    "COMPLETED",
-    "FAILED",
-    "KILLED",
-    "OOM_KILLED",
-    "STARVED",
-    "TIME_EXCEEDED",
-    "ABORTED_BY_QUEUE",
-    "INTERRUPTED",
-}
+TERMINAL = TERMINAL_NAMES
 
 
 def submit_cli() -> list[Result]:

@@ -41,6 +41,7 @@ from common import (
     scaled,
     write_specs,
 )
+from vq.domain.states import TERMINAL_NAMES as TERMINAL
 
 SPECS = 10_000
 PAGE_RUNS = 60
@@ -216,18 +217,6 @@ def round_trip() -> list[Result]:
             extra={"runs": runs},
         )
     ]
-
-
-TERMINAL = {
-    "COMPLETED",
-    "FAILED",
-    "KILLED",
-    "OOM_KILLED",
-    "STARVED",
-    "TIME_EXCEEDED",
-    "ABORTED_BY_QUEUE",
-    "INTERRUPTED",
-}
 
 
 def _process_ticks(pids: list[int]) -> int:

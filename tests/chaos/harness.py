@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vq.domain.states import TERMINAL_NAMES
+
 __all__ = [
     "ChaosAborted",
     "ChaosPlan",
@@ -55,18 +57,7 @@ __all__ = [
     "verify",
 ]
 
-TERMINAL = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "KILLED",
-        "OOM_KILLED",
-        "STARVED",
-        "TIME_EXCEEDED",
-        "ABORTED_BY_QUEUE",
-        "INTERRUPTED",
-    }
-)
+TERMINAL = TERMINAL_NAMES
 #: The only endings this harness can cause (it never runs `vq kill`, sets no limits).
 EXPECTED_ENDINGS = frozenset({"COMPLETED", "FAILED", "ABORTED_BY_QUEUE"})
 

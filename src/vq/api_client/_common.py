@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.domain.states import TERMINAL_NAMES
 from vq.errors import UnsafeArchive
 
 __all__ = [
@@ -37,18 +38,7 @@ __all__ = [
 FileContent = bytes | str | Path
 
 #: Terminal state names (§3.3); a wait loop stops at any of them.
-TERMINAL = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "KILLED",
-        "OOM_KILLED",
-        "STARVED",
-        "TIME_EXCEEDED",
-        "ABORTED_BY_QUEUE",
-        "INTERRUPTED",
-    }
-)
+TERMINAL = TERMINAL_NAMES
 #: Statuses worth retrying (the server or the daemon was briefly unavailable).
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 

@@ -17,6 +17,7 @@ __all__ = [
     "ALLOWED",
     "NONTERMINAL",
     "TERMINAL",
+    "TERMINAL_NAMES",
     "WRITABLE_TERMINAL",
     "InvalidTransition",
     "JobState",
@@ -50,6 +51,8 @@ NONTERMINAL: frozenset[JobState] = frozenset(
 ACTIVE: frozenset[JobState] = frozenset({JobState.RUNNING, JobState.SUSPENDED})
 TERMINAL: frozenset[JobState] = frozenset(set(JobState) - NONTERMINAL)
 WRITABLE_TERMINAL: frozenset[JobState] = TERMINAL - {JobState.INTERRUPTED}
+#: The terminal states by name, for code that reads JSON (clients, tests, benchmarks).
+TERMINAL_NAMES: frozenset[str] = frozenset(state.value for state in TERMINAL)
 
 _RUN_ENDINGS = WRITABLE_TERMINAL
 
