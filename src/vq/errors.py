@@ -16,6 +16,18 @@ Tree::
      │    └── UnsupportedSpecVersion  exit 7   a spec written by a newer vq
      ├── ConfigError             exit 9   malformed or invalid configuration
      ├── ProtocolError           exit 10  malformed RPC traffic
+     ├── TransportError          exit 11  an external command or a remote host failed us;
+     │    │                               ``transient`` says whether retrying may help
+     │    ├── CommandNotStarted            the program is missing or cannot be executed
+     │    ├── CommandTimeout               the deadline expired; the command was killed
+     │    ├── OutputTooLarge               a stream exceeded its cap; the command was killed
+     │    ├── CommandFailed                a command exited non-zero where that is an error
+     │    │    └── RemoteCommandFailed     … on a remote host
+     │    ├── SshUnreachable               no SSH connection (refused, timed out, dropped)
+     │    ├── HostKeyUnknown               the host's key is not in known_hosts
+     │    ├── HostKeyChanged               the host's key differs from known_hosts
+     │    ├── AuthFailed                   the host refused our credentials
+     │    └── RemoteProtocolError          the remote output lacks vq's framing: outcome unknown
      └── WaitTimeout             exit 124 ``vq wait --timeout`` expired (as timeout(1) does)
 
 Every error renders on the CLI as one ``vq: error: <message>`` line plus a ``hint: <hint>``
@@ -34,13 +46,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_CODES",
+    "AuthFailed",
+    "CommandFailed",
+    "CommandNotStarted",
+    "CommandTimeout",
     "ConfigError",
     "Conflict",
     "CorruptSpec",
     "DaemonNotRunning",
+    "HostKeyChanged",
+    "HostKeyUnknown",
     "InvalidInput",
     "NotFound",
+    "OutputTooLarge",
     "ProtocolError",
+    "RemoteCommandFailed",
+    "RemoteProtocolError",
+    "SshUnreachable",
+    "TransportError",
     "UnsafeArchive",
     "UnsupportedSpecVersion",
     "UsageError",
@@ -125,6 +148,80 @@ class ProtocolError(VqError):
     default_reference = "protocol-error"
 
 
+class TransportError(VqError):
+    """Running an external command, locally or over SSH, failed.
+
+    ``transient`` is True when the same call may succeed later unchanged (a timeout, an
+    unreachable host, a dropped connection) and False when something must be fixed first
+    (a missing program, an unknown host key, refused credentials). ``detail`` keeps the
+    underlying tool's own words (for example ssh's last stderr line) for logs.
+    """
+
+    exit_code = 11
+    default_reference = "transport-error"
+    transient: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        reference: str | None = None,
+        transient: bool | None = None,
+        detail: str = "",
+    ):
+        super().__init__(message, hint=hint, reference=reference)
+        if transient is not None:
+            self.transient = transient
+        self.detail = detail
+
+    def to_payload(self) -> dict[str, Any]:
+        return {**super().to_payload(), "transient": self.transient}
+
+
+class CommandNotStarted(TransportError):
+    default_reference = "command-not-started"
+
+
+class CommandTimeout(TransportError):
+    default_reference = "command-timeout"
+    transient = True
+
+
+class OutputTooLarge(TransportError):
+    default_reference = "output-too-large"
+
+
+class CommandFailed(TransportError):
+    default_reference = "command-failed"
+
+
+class RemoteCommandFailed(CommandFailed):
+    default_reference = "remote-command-failed"
+
+
+class SshUnreachable(TransportError):
+    default_reference = "ssh-unreachable"
+    transient = True
+
+
+class HostKeyUnknown(TransportError):
+    default_reference = "host-key-unknown"
+
+
+class HostKeyChanged(TransportError):
+    default_reference = "host-key-changed"
+
+
+class AuthFailed(TransportError):
+    default_reference = "ssh-auth-failed"
+
+
+class RemoteProtocolError(TransportError):
+    default_reference = "remote-protocol-error"
+    transient = True
+
+
 class WaitTimeout(VqError):
     exit_code = 124
     default_reference = "wait-timeout"
@@ -142,6 +239,17 @@ _ALL: tuple[type[VqError], ...] = (
     UnsupportedSpecVersion,
     ConfigError,
     ProtocolError,
+    TransportError,
+    CommandNotStarted,
+    CommandTimeout,
+    OutputTooLarge,
+    CommandFailed,
+    RemoteCommandFailed,
+    SshUnreachable,
+    HostKeyUnknown,
+    HostKeyChanged,
+    AuthFailed,
+    RemoteProtocolError,
     WaitTimeout,
 )
 
