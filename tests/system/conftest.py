@@ -28,6 +28,7 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import Error as PlaywrightError
 
+from tests.testbed import ssh_runner_factory, testbed  # noqa: F401 - fixtures, re-exported
 from tests.web.conftest import Web, web  # noqa: F401 - the fixture, re-exported here
 
 CHROMIUM = "/usr/bin/chromium"

@@ -120,15 +120,16 @@ class SshRunner:
                 f"unknown host_key_policy {host_key_policy!r}", hint="use strict or accept-new"
             )
         self.destination = destination
-        self.control_dir = ensure_control_dir(control_dir or default_control_dir())
-        socket_len = len(os.fsencode(self.control_dir)) + len("/cm-") + 40
+        control_dir = control_dir or default_control_dir()
+        socket_len = len(os.fsencode(control_dir)) + len("/cm-") + 40
         if socket_len > MAX_CONTROL_PATH:
             raise TransportError(
-                f"SSH control socket path in {self.control_dir} would be {socket_len} bytes "
+                f"SSH control socket path in {control_dir} would be {socket_len} bytes "
                 f"(at most {MAX_CONTROL_PATH} fit a unix socket with ssh's temporary suffix)",
                 hint="set XDG_RUNTIME_DIR or TMPDIR to a shorter directory",
                 reference="ssh-control-dir",
             )
+        self.control_dir = ensure_control_dir(control_dir)
         strict = "yes" if host_key_policy == "strict" else "accept-new"
         self._ssh = [ssh_program, "-T"]
         self._options = [
