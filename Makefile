@@ -14,7 +14,8 @@ unexport PYTHONDONTWRITEBYTECODE
 
 help:
 	@echo "make demo    create the venv, start a daemon on a temp state root, run real jobs"
-	@echo "make test    lint + types + import contracts + the whole test suite (bounded chaos)"
+	@echo "make test    lint + types + import contracts + the whole test suite (bounded chaos),"
+	@echo "             with the SSH/Slurm testbed up as root (docs/testbed.md)"
 	@echo "make soak    the long chaos/soak runs"
 	@echo "make bench   benchmarks against task-spooler and the physical floor"
 	@echo "make check   ruff, mypy --strict, import-linter"
@@ -45,7 +46,7 @@ check: lint types contracts
 
 test: check
 	@scripts/install-test-deps.sh
-	@scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
+	@scripts/testbed/with-testbed.sh scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
 
 soak: $(STAMP)
 	@scripts/install-test-deps.sh

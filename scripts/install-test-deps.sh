@@ -7,6 +7,20 @@ set -euo pipefail
 need=()
 command -v strace >/dev/null || need+=(strace)
 command -v chromium >/dev/null || need+=(chromium)
+# The SSH/Slurm testbed (scripts/testbed/up.sh, docs/testbed.md) runs as root only; its
+# packages are not needed otherwise.
+if [ "$(id -u)" = 0 ]; then
+  [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+  command -v ssh >/dev/null || need+=(openssh-client)
+  command -v ip >/dev/null || need+=(iproute2)
+  /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+  [ -x /usr/sbin/slurmctld ] || need+=(slurm-wlm slurmctld)
+  [ -x /usr/sbin/slurmd ] || need+=(slurmd)
+  command -v sbatch >/dev/null || need+=(slurm-client)
+  [ -x /usr/sbin/munged ] || need+=(munge)
+  [ -x /usr/sbin/slurmdbd ] || need+=(slurmdbd)
+  [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "error: the tests need: ${need[*]} (install them, or run as root on Debian)" >&2
