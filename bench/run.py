@@ -30,6 +30,7 @@ import bench_drain
 import bench_floors
 import bench_idle
 import bench_list
+import bench_ssh
 import bench_submit
 import bench_supervision
 import bench_web
@@ -52,6 +53,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(k)–(l) web console and /api/v1 over 10k specs", bench_web.listing),
     ("(m) web: HTTP submit → result round trip", bench_web.round_trip),
     ("(n) web: 100 long-polling agents", bench_web.long_pollers),
+    ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
 ]
 
 
