@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -139,16 +140,17 @@ def test_killed_master_mid_call_then_next_call_succeeds(
     assert runner.run(["true"]).rc == 0
     master = _master_pid(runner)
     failure: list[BaseException] = []
+    marker = f"5.{secrets.randbelow(10**6):06d}"
 
     def long_call() -> None:
         try:
-            runner.run(["sleep", "5"], deadline_s=10.0)
+            runner.run(["sleep", marker], deadline_s=10.0)
         except BaseException as exc:
             failure.append(exc)
 
     call = threading.Thread(target=long_call)
     call.start()
-    time.sleep(0.5)  # the call is in flight on the master
+    wait_until(lambda: _running(marker), timeout=5.0)  # the call is in flight on the master
     os.kill(master, signal.SIGKILL)
     call.join(timeout=15)
     assert failure and isinstance(failure[0], RemoteProtocolError | SshUnreachable)
@@ -164,6 +166,18 @@ def test_stale_master_socket_is_replaced(ssh_runner_factory: SshRunnerFactory) -
     wait_until(lambda: not Path(f"/proc/{master}").exists() or _zombie(master), 5.0)
     assert list(runner.control_dir.iterdir())  # the dead master's socket is still there
     assert runner.run(["echo", "fresh"]).stdout == b"fresh\n"
+
+
+def _running(marker: str) -> bool:
+    """A `sleep MARKER` process exists (the remote command itself, not the ssh client)."""
+    for pid in os.listdir("/proc"):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if pid.isdigit() else []
+            if argv[:2] == [b"sleep", marker.encode()]:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _zombie(pid: int) -> bool:
