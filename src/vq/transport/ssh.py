@@ -32,7 +32,6 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,44 +51,19 @@ from vq.errors import (
 from vq.transport.framing import MarkerStripper, new_nonce, unframe, wrap_command
 from vq.transport.process import Captured, capture, describe_os_error
 from vq.transport.runner import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT_BYTES, Argv, RunResult
+from vq.transport.ssh_control import check_socket_room, default_control_dir, ensure_control_dir
 from vq.transport.ssh_diagnose import Failure, classify, last_line
 from vq.transport.stream import ProcessStream
 
-__all__ = ["HostKeyPolicy", "SshRunner", "SshStream", "default_control_dir"]
+__all__ = ["HostKeyPolicy", "SshRunner", "SshStream"]
 
 HostKeyPolicy = Literal["strict", "accept-new"]
 
-#: sun_path holds 107 bytes; ssh binds ``<ControlPath>.<17 random chars>`` first.
-MAX_CONTROL_PATH = 107 - 18
 #: Allowance for shell start-up noise on top of the payload cap, per stream.
 _NOISE_SLACK = 64 << 10
 _KILL_DEADLINE_S = 5.0
 _CHECK_DEADLINE_S = 5.0
 _NO_STRICT = re.compile(r"stricthostkeychecking\s*[= ]\s*(no|off|false)", re.I)
-
-
-def default_control_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/vq`` when that directory exists, else a per-uid temp dir."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / "vq"
-    return Path(tempfile.gettempdir()) / f"vq-ssh-{os.geteuid()}"
-
-
-def ensure_control_dir(path: Path) -> Path:
-    """Create ``path`` 0700, or accept it when it is a real directory owned by us."""
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700, parents=False)
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        raise TransportError(
-            f"SSH control directory {path} is not a directory owned by uid {os.geteuid()}",
-            hint="remove it, or point XDG_RUNTIME_DIR at a private directory",
-            reference="ssh-control-dir",
-        )
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
-    return path
 
 
 class SshRunner:
@@ -121,14 +95,7 @@ class SshRunner:
             )
         self.destination = destination
         control_dir = control_dir or default_control_dir()
-        socket_len = len(os.fsencode(control_dir)) + len("/cm-") + 40
-        if socket_len > MAX_CONTROL_PATH:
-            raise TransportError(
-                f"SSH control socket path in {control_dir} would be {socket_len} bytes "
-                f"(at most {MAX_CONTROL_PATH} fit a unix socket with ssh's temporary suffix)",
-                hint="set XDG_RUNTIME_DIR or TMPDIR to a shorter directory",
-                reference="ssh-control-dir",
-            )
+        check_socket_room(control_dir)
         self.control_dir = ensure_control_dir(control_dir)
         strict = "yes" if host_key_policy == "strict" else "accept-new"
         self._ssh = [ssh_program, "-T"]
