@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Check a running testbed end to end (root): every host answers over SSH as the test user
-# with its own VQ_STATE_DIR and a working `vq`; with Slurm, a job submitted over SSH ends
-# COMPLETED (and one exiting 3 ends FAILED) in sacct. Exit non-zero on the first failure.
+# with its own VQ_STATE_DIR and a working `vq`; with Slurm, jobs submitted over SSH end in
+# sacct as COMPLETED (true), FAILED 3 (exit 3), OUT_OF_MEMORY (cgroup mode; FAILED 0:9 in
+# linuxproc mode) and CANCELLED (scancel). Exit non-zero on the first failure.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ -r "$TB/env.sh" ] || die "no $TB/env.sh: run scripts/testbed/up.sh first"
@@ -26,16 +27,33 @@ if [ "${VQ_TESTBED_SLURM:-0}" = 1 ]; then
     "${S[@]}" vq-local "sacct -n -X -j $1 --parsable2 -o State,ExitCode" 2>/dev/null |
       grep -E '^(COMPLETED|FAILED|CANCELLED|TIMEOUT|OUT_OF_MEMORY)' || true
   }
-  ok=$("${S[@]}" vq-local 'cd /tmp && sbatch --parsable --wrap true')
-  bad=$("${S[@]}" vq-local 'cd /tmp && sbatch --parsable --wrap "exit 3"')
+  submit() { "${S[@]}" vq-local "cd /tmp && sbatch --parsable $1"; }
+  ok=$(submit "--wrap true")
+  bad=$(submit "--wrap 'exit 3'")
+  oom=$(submit "--mem=100M --wrap '/usr/bin/python3 -c \"b = bytearray(400 << 20); import time; time.sleep(5)\"'")
+  long=$(submit "--wrap 'sleep 600'")
+  for _ in $(seq 1 100); do
+    [ "$("${S[@]}" vq-local "squeue -h -j $long -o %T")" = RUNNING ] && break
+    sleep 0.1
+  done
+  "${S[@]}" vq-local "scancel $long"
+  if grep -q '^ProctrackType=proctrack/cgroup' /etc/slurm/slurm.conf; then
+    want_oom='OUT_OF_MEMORY|0:125'
+  else
+    want_oom='FAILED|0:9'
+  fi
   for _ in $(seq 1 300); do
     a=$(sacct_state "$ok")
     b=$(sacct_state "$bad")
-    [ -n "$a" ] && [ -n "$b" ] && break
+    c=$(sacct_state "$oom")
+    d=$(sacct_state "$long")
+    [ -n "$a" ] && [ -n "$b" ] && [ -n "$c" ] && [ -n "$d" ] && break
     sleep 0.1
   done
   [ "$a" = "COMPLETED|0:0" ] || die "job $ok: sacct says '$a', want COMPLETED|0:0; see /var/log/slurm/"
   [ "$b" = "FAILED|3:0" ] || die "job $bad: sacct says '$b', want FAILED|3:0; see /var/log/slurm/"
-  log "ok: slurm jobs $ok ($a) and $bad ($b) over ssh"
+  [ "$c" = "$want_oom" ] || die "job $oom: sacct says '$c', want $want_oom; see /var/log/slurm/"
+  [[ $d == CANCELLED* ]] || die "job $long: sacct says '$d', want CANCELLED; see /var/log/slurm/"
+  log "ok: slurm jobs over ssh: $ok $a, $bad $b, $oom $c, $long $d"
 fi
 log "smoke passed"
