@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.testbed import SshTestbed
-from vq.errors import CommandFailed, CommandTimeout, OutputTooLarge
+from vq.errors import CommandFailed, CommandNotStarted, CommandTimeout, OutputTooLarge
 from vq.transport.local import LocalRunner
 from vq.transport.runner import Runner
 from vq.transport.ssh import SshRunner
@@ -105,6 +105,16 @@ def test_nonzero_status_is_an_error_only_when_checked(runner: Runner) -> None:
     result = runner.run(["sh", "-c", "echo broken >&2; exit 3"])
     with pytest.raises(CommandFailed, match="status 3: broken"):
         result.check("the probe")
+
+
+def test_missing_program_is_refused_or_status_127(runner: Runner) -> None:
+    if isinstance(runner, LocalRunner):
+        with pytest.raises(CommandNotStarted, match="vq-no-such-program: command not found"):
+            runner.run(["vq-no-such-program"])
+    else:
+        result = runner.run(["vq-no-such-program"])
+        assert result.rc == 127 and b"vq-no-such-program" in result.stderr
+        assert b"not found" in result.stderr
 
 
 def test_stdin_bytes_arrive_whole(runner: Runner) -> None:

@@ -17,7 +17,9 @@ Every implementation (:class:`~vq.transport.local.LocalRunner`,
   error; :meth:`RunResult.check` turns a non-zero status into
   :class:`~vq.errors.CommandFailed` where the caller wants that.
 - Failing to run the command at all raises a :class:`~vq.errors.TransportError`
-  subclass whose ``transient`` flag says whether retrying may help.
+  subclass whose ``transient`` flag says whether retrying may help. One difference is
+  inherent: a missing program is :class:`~vq.errors.CommandNotStarted` locally, while
+  over SSH the remote shell reports it as status 127 ("command not found" on stderr).
 
 ``open_stream`` is the streaming form for large or endless output (tar streams,
 ``logs -f``): the caller reads stdout incrementally from a :class:`Stream`, then calls
