@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PURE = ("domain", "protocol")
+PURE = ("domain", "protocol", "campaign")
 SRC = Path(__file__).parent.parent.parent / "src" / "vq"
 FORBIDDEN_CALLS = {"open", "input", "print", "exec", "eval"}
 FORBIDDEN_OS = {

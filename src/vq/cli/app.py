@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "programs": "vq.cli.programs:programs",
     "config": "vq.cli.config_cmd:config",
     "web": "vq.cli.web_cmd:web",
+    "campaign": "vq.cli.campaign:campaign",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -66,6 +67,7 @@ SHORT_HELP: dict[str, str] = {
     "programs": "Probe the registered programs ([programs.NAME]).",
     "config": "Show the effective configuration, or check a file.",
     "web": "Serve the web console and /api/v1; manage its credentials.",
+    "campaign": "Campaigns: pinned job DAGs with verified artifacts.",
 }
 
 

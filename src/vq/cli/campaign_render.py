@@ -1,0 +1,140 @@
+"""Human output of ``vq campaign`` (tables via rich) and the ``status --json`` document."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vq.campaign.checks import Edge
+    from vq.campaign.journal import Journal
+    from vq.campaign.planner import CampaignPlan
+    from vq.services.campaign_cleanup import CleanupReport
+    from vq.services.campaign_files import LoadedCampaign, SourcesCheck
+
+__all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def print_validation(
+    loaded: LoadedCampaign, order: list[str], graph: list[Edge], sources: list[SourcesCheck]
+) -> None:
+    console = _console()
+    console.print(f"campaign        {loaded.campaign.campaign_id}")
+    console.print(f"campaign_sha256 {loaded.digest}")
+    console.print(f"order           {' -> '.join(order)}")
+    console.print("edges")
+    if not graph:
+        console.print("  (none)")
+    for edge in graph:
+        console.print(f"  {edge.before} -> {edge.node}  {edge.on} ({edge.via})")
+    if sources:
+        console.print("sources")
+    for check in sources:
+        if check.ok:
+            verdict = "[green]matches its pin[/]"
+        elif check.actual is None:
+            verdict = "[red]unreadable[/]"
+        else:
+            verdict = f"[red]does NOT match its pin[/]; actual sha256 {check.actual}"
+        console.print(f"  {check.node}  {check.path}/  {check.entries} entries  {verdict}")
+        for problem in check.problems:
+            console.print(f"    [red]{problem.field}: {problem.message}[/]")
+    if all(check.ok for check in sources):
+        console.print("[green]valid[/]")
+
+
+_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "blocked": "red",
+    "uncertain": "yellow",
+    "running": "cyan",
+    "ready": "blue",
+    "waiting": "dim",
+}
+
+
+def status_json(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan) -> dict[str, Any]:
+    """The ``vq campaign status --json`` document (additive schema)."""
+    document = current.as_dict()
+    document["campaign_id"] = loaded.campaign.campaign_id
+    document["campaign_sha256"] = loaded.digest
+    document["attempts"] = [
+        attempt.model_dump(mode="json", exclude_none=True) for attempt in journal.attempts
+    ]
+    return document
+
+
+def print_status(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan) -> None:
+    from rich.table import Table
+
+    console = _console()
+    console.print(
+        f"campaign {loaded.campaign.campaign_id} ({loaded.digest[:12]}): "
+        f"[{_STYLE.get(current.status, 'bold')}]{current.status}[/]"
+    )
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("NODE", "STATUS", "ATTEMPT", "JOB", "NEXT", "REASONS"):
+        table.add_column(column, overflow="fold")
+    for node in current.nodes:
+        latest = node.attempt
+        job = "-" if latest is None or not latest.job_id else f"{latest.host}:{latest.job_id}"
+        action = node.action["action"] if node.action else "-"
+        table.add_row(
+            node.node,
+            f"[{_STYLE[node.status]}]{node.status}[/]",
+            "-" if latest is None else f"{latest.attempt} ({latest.state})",
+            job,
+            action,
+            "; ".join(node.reasons),
+        )
+    console.print(table)
+    ran = [a for a in journal.attempts if a.runtime]
+    if ran:
+        console.print("Ran with")
+        for attempt in ran:
+            assert attempt.runtime is not None
+            fields = ", ".join(f"{k}={v}" for k, v in attempt.runtime.items() if v is not None)
+            console.print(f"  {attempt.node} attempt {attempt.attempt}: {fields}")
+    if current.retention:
+        console.print("Retained (a consumer still needs them)")
+        for item in current.retention:
+            console.print(f"  {item.node} attempt {item.attempt} for {', '.join(item.consumers)}")
+    attention = [n for n in current.nodes if n.status in ("failed", "blocked", "uncertain")]
+    if attention:
+        console.print("Needs attention")
+        for node in attention:
+            console.print(f"  {node.node}: {'; '.join(node.reasons)}")
+
+
+def print_cleanup(report: CleanupReport) -> None:
+    console = _console()
+    if not report.items:
+        console.print("nothing to clean up")
+        return
+    for item in report.items:
+        mark = ""
+        if report.applied:
+            mark = "removed  " if item.removed else f"[red]failed ({item.error})[/]  "
+        console.print(f"{mark}{item.path}  {_bytes(item.size)}  {item.reason}")
+    if report.applied:
+        console.print(f"freed {_bytes(report.bytes_freed)} of {_bytes(report.bytes_listed)}")
+    else:
+        console.print(
+            f"{_bytes(report.bytes_listed)} listed; nothing removed (add --apply to remove it)",
+            style="dim",
+        )
+
+
+def _bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"

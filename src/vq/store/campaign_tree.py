@@ -1,0 +1,189 @@
+"""Hashing a file tree for campaigns, descriptor-relative and without following any link.
+
+Contracts:
+
+* Every path component below the given root is opened with ``O_NOFOLLOW`` relative to
+  its parent's descriptor, so a symbolic link is never followed, not even as a component
+  of the path to the tree (``out`` → ``elsewhere`` is refused before anything is read).
+* :func:`hash_strict` is for publishing and pinning: a symbolic link or special file
+  anywhere raises :class:`~vq.errors.UnsafeArchive`; the result is every entry's path,
+  type, size and SHA-256, parents first, names sorted.
+* :func:`observe` is for verification: it never raises for what it finds, reporting links
+  and special files as entries of type ``symlink`` / ``special`` so the caller can name
+  them. It returns None when the tree itself is absent.
+* File contents are read in 1 MiB blocks into one reused buffer (hashlib releases the
+  GIL), close to ``sha256sum``'s speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from vq.campaign.artifact import ArtifactEntry, Observed
+from vq.errors import NotFound, UnsafeArchive
+
+__all__ = ["descend", "hash_fd", "hash_strict", "observe"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_BLOCK = 1 << 20
+MAX_DEPTH = 128
+
+
+def hash_fd(fd: int) -> tuple[int, str]:
+    """(bytes read, SHA-256 hex) of an open file, read from its current offset."""
+    digest = hashlib.sha256()
+    buffer = bytearray(_BLOCK)
+    view = memoryview(buffer)
+    total = 0
+    while True:
+        count = os.readv(fd, [buffer])
+        if not count:
+            break
+        digest.update(view[:count])
+        total += count
+    return total, digest.hexdigest()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "special"
+
+
+def descend(root: Path, rel: str, what: str) -> tuple[int, os.stat_result] | None:
+    """Open ``root/rel`` component by component without following links.
+
+    Returns (descriptor, lstat) of the final entry (a directory, or a regular file opened
+    for reading), or None when an entry is missing. UnsafeArchive for a link or special
+    file on the way; ``what`` names the tree in messages. The caller closes the fd.
+    """
+    try:
+        info = os.lstat(root)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(f"the {what} {root} does not exist") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeArchive(f"the {what} {root} is not a real directory")
+    fd = os.open(root, _DIR_FLAGS)
+    parts = [part for part in rel.split("/") if part] if rel not in ("", ".") else []
+    for index, part in enumerate(parts):
+        here = "/".join(parts[: index + 1])
+        try:
+            info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            os.close(fd)
+            return None
+        kind = _kind(info.st_mode)
+        last = index == len(parts) - 1
+        if kind in ("symlink", "special") or (not last and kind != "directory"):
+            os.close(fd)
+            label = {"symlink": "a symbolic link", "special": "a special file"}.get(kind, "a file")
+            raise UnsafeArchive(
+                f"{here!r} in the {what} is {label}; refusing it",
+                hint="outputs and sources must be real files and directories, without links",
+            )
+        try:
+            child = os.open(part, _DIR_FLAGS if kind == "directory" else _FILE_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = child
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (info.st_dev, info.st_ino):
+            os.close(fd)
+            raise UnsafeArchive(f"{here!r} in the {what} changed while being opened")
+    return fd, os.fstat(fd)
+
+
+def hash_strict(fd: int, info: os.stat_result, what: str) -> list[ArtifactEntry]:
+    """The entries of an open file (``[".", file]``) or directory (everything below it)."""
+    if stat.S_ISREG(info.st_mode):
+        size, digest = hash_fd(fd)
+        return [ArtifactEntry(path=".", type="file", size=size, sha256=digest)]
+    entries: list[ArtifactEntry] = []
+    _walk_strict(fd, "", 0, entries, what)
+    return entries
+
+
+def _walk_strict(fd: int, prefix: str, depth: int, out: list[ArtifactEntry], what: str) -> None:
+    for name in sorted(os.listdir(fd)):
+        rel = prefix + name
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        kind = _kind(info.st_mode)
+        if kind in ("symlink", "special"):
+            label = "a symbolic link" if kind == "symlink" else "a special file"
+            raise UnsafeArchive(
+                f"{rel!r} in the {what} is {label}; refusing it",
+                hint="outputs and sources must be real files and directories, without links",
+            )
+        if depth + 1 >= MAX_DEPTH:
+            raise UnsafeArchive(f"{rel!r} in the {what} is nested deeper than {MAX_DEPTH} levels")
+        child = os.open(name, _DIR_FLAGS if kind == "directory" else _FILE_FLAGS, dir_fd=fd)
+        try:
+            if (os.fstat(child).st_dev, os.fstat(child).st_ino) != (info.st_dev, info.st_ino):
+                raise UnsafeArchive(f"{rel!r} in the {what} changed while being read")
+            if kind == "directory":
+                out.append(ArtifactEntry(path=rel, type="directory", size=0, sha256=None))
+                _walk_strict(child, rel + "/", depth + 1, out, what)
+            else:
+                size, digest = hash_fd(child)
+                out.append(ArtifactEntry(path=rel, type="file", size=size, sha256=digest))
+        finally:
+            os.close(child)
+
+
+def observe(path: Path) -> list[Observed] | None:
+    """What lies at ``path`` (itself as ``"."``) and below it; None when absent."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    kind = _kind(info.st_mode)
+    if kind in ("symlink", "special"):
+        return [Observed(".", kind, info.st_size)]
+    flags = _DIR_FLAGS if kind == "directory" else _FILE_FLAGS
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return [Observed(".", "special", info.st_size)]  # swapped for a link meanwhile
+    try:
+        if kind == "file":
+            size, digest = hash_fd(fd)
+            return [Observed(".", "file", size, digest)]
+        out = [Observed(".", "directory", 0)]
+        _walk_observe(fd, "", 0, out)
+        return out
+    finally:
+        os.close(fd)
+
+
+def _walk_observe(fd: int, prefix: str, depth: int, out: list[Observed]) -> None:
+    for name in sorted(os.listdir(fd)):
+        rel = prefix + name
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        kind = _kind(info.st_mode)
+        if kind in ("symlink", "special") or depth + 1 >= MAX_DEPTH:
+            out.append(Observed(rel, kind if depth + 1 < MAX_DEPTH else "special", info.st_size))
+            continue
+        try:
+            child = os.open(name, _DIR_FLAGS if kind == "directory" else _FILE_FLAGS, dir_fd=fd)
+        except OSError:
+            out.append(Observed(rel, "special", info.st_size))
+            continue
+        try:
+            if kind == "directory":
+                out.append(Observed(rel, "directory", 0))
+                _walk_observe(child, rel + "/", depth + 1, out)
+            else:
+                size, digest = hash_fd(child)
+                out.append(Observed(rel, "file", size, digest))
+        finally:
+            os.close(child)
