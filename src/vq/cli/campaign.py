@@ -10,7 +10,6 @@ that the journal's state refuses or a run directory held by another process.
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def validate(file: Path, as_json: bool) -> int:
             echo_json({"valid": False, "problems": [p.as_dict() for p in exc.problems]})
         else:
             for problem in exc.problems:
-                sys.stderr.write(f"  {problem.text()}\n")
+                click.echo(f"refused: {problem.text()}")
         raise
     sources = check_sources(loaded)
     order = campaign_order(loaded.campaign)

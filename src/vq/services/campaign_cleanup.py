@@ -103,7 +103,7 @@ def _leftovers(run_dir: RunDir) -> list[Path]:
     out: list[Path] = []
     incoming = run_dir.root / "incoming"
     for node_dir in _children(incoming):
-        out.extend(_children(node_dir) or [node_dir])
+        out.extend(_children(node_dir))
     for top in ("payloads", "artifacts"):
         for node_dir in _children(run_dir.root / top):
             for attempt_dir in _children(node_dir):
