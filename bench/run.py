@@ -26,6 +26,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children inherit bytecode cac
 from rich.console import Console
 from rich.table import Table
 
+import bench_campaign
 import bench_drain
 import bench_floors
 import bench_idle
@@ -54,6 +55,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(m) web: HTTP submit → result round trip", bench_web.round_trip),
     ("(n) web: 100 long-polling agents", bench_web.long_pollers),
     ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
+    ("(p) campaign artifact hashing", bench_campaign.run),
 ]
 
 
