@@ -27,6 +27,7 @@ __all__ = [
     "Observed",
     "VerifyProblem",
     "compare",
+    "compare_entries",
     "entries_sha256",
     "manifest_sha256",
     "parse_manifest",
@@ -138,7 +139,16 @@ def _parents(path: str) -> list[str]:
 
 
 def compare(manifest: ArtifactManifest, observed: list[Observed] | None) -> list[VerifyProblem]:
-    """Every difference between ``manifest`` and the walk of a copy, worst first.
+    """Every difference between ``manifest`` and the walk of a copy (see
+    :func:`compare_entries`)."""
+    return compare_entries(manifest.kind, manifest.entries, observed)
+
+
+def compare_entries(
+    kind: str, entries: list[ArtifactEntry], observed: list[Observed] | None
+) -> list[VerifyProblem]:
+    """Every difference between the listed ``entries`` of a ``kind`` tree and the walk of
+    a copy, worst first.
 
     ``observed`` is None when the copy itself is absent; otherwise it holds the copy
     itself as ``"."`` and, for a directory, every entry below it. An unsafe or missing
@@ -150,13 +160,13 @@ def compare(manifest: ArtifactManifest, observed: list[Observed] | None) -> list
     root = found.get(".")
     if root is None:
         return [VerifyProblem("missing", ".", "the copy is absent")]
-    if root.type != manifest.kind:
+    if root.type != kind:
         what = _what(root.type) if root.type in ("symlink", "special") else root.type
-        return [VerifyProblem("unsafe", ".", f"the copy is a {what}; expected a {manifest.kind}")]
-    listed = {entry.path: entry for entry in manifest.entries}
+        return [VerifyProblem("unsafe", ".", f"the copy is a {what}; expected a {kind}")]
+    listed = {entry.path: entry for entry in entries}
     problems: list[VerifyProblem] = []
     hidden: set[str] = set()  # listed paths whose own problem covers everything below
-    for entry in manifest.entries:
+    for entry in entries:
         if any(parent in hidden for parent in _parents(entry.path)):
             hidden.add(entry.path)
             continue

@@ -29,6 +29,7 @@ __all__ = [
     "OUTPUT_STATUSES",
     "TERMINAL",
     "Attempt",
+    "AttemptState",
     "InputBinding",
     "Journal",
     "JournalRefused",

@@ -141,6 +141,68 @@ def artifact_verify(manifest: Path, copy: Path, as_json: bool) -> int:
 
 @campaign.command()
 @click.argument("file", type=_FILE)
+@click.argument("run_dir", type=_ANY)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds between passes while jobs run.",
+)
+@click.option("--once", is_flag=True, help="Make one pass, then stop.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
+def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -> int:
+    """Run the campaign in RUN_DIR: submit ready nodes, publish their verified outputs,
+    and advance until it succeeds or nothing more can run. Safe to stop and rerun.
+
+    Exits 0 only when the campaign succeeded (with --once: while it still progresses
+    without a problem); 1 otherwise. Nodes run on localhost only in this version.
+    """
+    import time
+
+    from vq.cli.campaign_render import print_status, status_json
+    from vq.cli.common import gateway
+    from vq.services.campaign_files import read_campaign
+    from vq.services.campaign_hosts import host_for
+    from vq.services.campaign_run import run_campaign
+    from vq.services.campaign_rundir import RunDir
+
+    loaded = read_campaign(file)
+    access = gateway()
+    directory = RunDir(run_dir)
+
+    def now() -> str:
+        return datetime.now(UTC).isoformat(timespec="seconds")
+
+    def log(line: str) -> None:
+        click.echo(f"{now()} {line}", err=True)
+
+    report = run_campaign(
+        loaded,
+        directory,
+        hosts=lambda name: host_for(name, access),
+        state_root=access.paths.root,
+        interval=interval,
+        once=once,
+        sleep=time.sleep,
+        now=now,
+        log=log,
+    )
+    from vq.services.campaign_rundir import read_journal
+
+    journal = read_journal(directory.journal, loaded)
+    if as_json:
+        document = status_json(loaded, journal, report.plan)
+        document["needs_attention"] = report.problems
+        document["passes"] = report.passes
+        echo_json(document)
+    else:
+        print_status(loaded, journal, report.plan, report.problems)
+    return report.exit_code
+
+
+@campaign.command()
+@click.argument("file", type=_FILE)
 @click.argument("journal", type=_FILE)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def status(file: Path, journal: Path, as_json: bool) -> int:

@@ -70,7 +70,12 @@ def status_json(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan)
     return document
 
 
-def print_status(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan) -> None:
+def print_status(
+    loaded: LoadedCampaign,
+    journal: Journal,
+    current: CampaignPlan,
+    problems: list[str] | None = None,
+) -> None:
     from rich.table import Table
 
     console = _console()
@@ -106,10 +111,12 @@ def print_status(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan
         for item in current.retention:
             console.print(f"  {item.node} attempt {item.attempt} for {', '.join(item.consumers)}")
     attention = [n for n in current.nodes if n.status in ("failed", "blocked", "uncertain")]
-    if attention:
+    if attention or problems:
         console.print("Needs attention")
         for node in attention:
             console.print(f"  {node.node}: {'; '.join(node.reasons)}")
+        for problem in problems or []:
+            console.print(f"  {problem}")
 
 
 def print_cleanup(report: CleanupReport) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.campaign.artifact import (
+    ArtifactEntry,
     ArtifactManifest,
     VerifyProblem,
     compare,
@@ -33,7 +34,14 @@ from vq.campaign.artifact import (
     verdict,
 )
 from vq.campaign.checks import check_campaign, check_source_placement
-from vq.campaign.model import Campaign, CampaignRefused, Node, campaign_sha256, parse_campaign
+from vq.campaign.model import (
+    Campaign,
+    CampaignRefused,
+    Node,
+    Output,
+    campaign_sha256,
+    parse_campaign,
+)
 from vq.campaign.problems import Problem
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
 from vq.store.campaign_tree import descend, hash_strict, observe
@@ -41,7 +49,9 @@ from vq.store.campaign_tree import descend, hash_strict, observe
 __all__ = [
     "LoadedCampaign",
     "SourcesCheck",
+    "build_manifest",
     "check_sources",
+    "hash_output",
     "publish",
     "read_campaign",
     "read_json_file",
@@ -191,23 +201,42 @@ def publish(
         )
     if attempt < 1:
         raise InvalidInput(f"--attempt must be 1 or more, not {attempt}")
+    entries = hash_output(workspace, output)
+    return build_manifest(loaded, node, attempt, output, entries, executed_runtime)
+
+
+def hash_output(workspace: Path, output: Output) -> list[ArtifactEntry]:
+    """The entries of ``output`` in ``workspace``: NotFound when the job did not leave it,
+    UnsafeArchive for a link or special file, InvalidInput for the wrong kind."""
     opened = descend(workspace, output.path, f"workspace {workspace}")
     if opened is None:
         raise NotFound(
-            f"output {output_name!r} ({output.path}) is not in the workspace {workspace}",
+            f"output {output.name!r} ({output.path}) is not in the workspace {workspace}",
             hint="an output the job did not leave cannot be published",
         )
     fd, info = opened
     try:
-        entries = hash_strict(fd, info, f"output {output_name!r}")
+        entries = hash_strict(fd, info, f"output {output.name!r}")
     finally:
         os.close(fd)
     found = "file" if entries and entries[0].path == "." else "directory"
     if found != output.kind:
         raise InvalidInput(
-            f"output {output_name!r} ({output.path}) is a {found}; the campaign declares a "
+            f"output {output.name!r} ({output.path}) is a {found}; the campaign declares a "
             f"{output.kind}"
         )
+    return entries
+
+
+def build_manifest(
+    loaded: LoadedCampaign,
+    node: Node,
+    attempt: int,
+    output: Output,
+    entries: list[ArtifactEntry],
+    executed_runtime: dict[str, Any] | None,
+) -> ArtifactManifest:
+    """The manifest of ``output`` of ``node``'s attempt ``attempt`` with these entries."""
     return ArtifactManifest(
         schema_name="vq.campaign-artifact/1",
         campaign_sha256=loaded.digest,

@@ -1,0 +1,117 @@
+"""Publishing the outputs of a succeeded attempt into ``artifacts/`` (controller relay).
+
+For each output not yet verified: hash it in the fetched copy under
+``incoming/<node>/<attempt>/`` (links and special files refused), copy it to
+``artifacts/<node>/<attempt>/<output>.copy``, verify that copy against the manifest, and
+only then rename it into place and write ``<output>.manifest.json`` beside it. The
+journal record says what happened: ``verified`` with the manifest's digest, or the worst
+problem. The fetched copy is removed once every output was handled.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from vq._fs import atomic_write_json
+from vq.campaign.artifact import compare, manifest_sha256, verdict
+from vq.campaign.journal import Attempt, OutputRecord
+from vq.campaign.model import Node, Output
+from vq.errors import InvalidInput, NotFound, UnsafeArchive
+from vq.services.campaign_files import LoadedCampaign, build_manifest, hash_output
+from vq.services.campaign_rundir import RunDir
+from vq.store.campaign_tree import observe
+
+__all__ = ["RETRY_STATUSES", "pending_outputs", "publish_outputs"]
+
+#: Statuses from a copy that went wrong: the next pass publishes again. ``missing`` and
+#: ``unsafe`` describe what the job left, so they stay until someone acts.
+RETRY_STATUSES = frozenset({"partial", "digest_mismatch", "unexpected"})
+
+
+def pending_outputs(node: Node, attempt: Attempt) -> list[Output]:
+    """The outputs of a succeeded attempt that a publish should (re)try."""
+    out = []
+    for output in node.outputs:
+        record = attempt.output(output.name)
+        if record is None or record.status in RETRY_STATUSES:
+            out.append(output)
+    return out
+
+
+def publish_outputs(
+    loaded: LoadedCampaign,
+    run_dir: RunDir,
+    node: Node,
+    attempt: Attempt,
+    fetched: Path,
+    skipped: list[dict[str, str]],
+) -> list[OutputRecord]:
+    """Publish every pending output of ``attempt`` from the fetched workspace ``fetched``;
+    the new records (the caller stores them in the journal)."""
+    records = []
+    for output in pending_outputs(node, attempt):
+        records.append(_publish_one(loaded, run_dir, node, attempt, output, fetched, skipped))
+    shutil.rmtree(fetched, ignore_errors=True)
+    return records
+
+
+def _publish_one(
+    loaded: LoadedCampaign,
+    run_dir: RunDir,
+    node: Node,
+    attempt: Attempt,
+    output: Output,
+    fetched: Path,
+    skipped: list[dict[str, str]],
+) -> OutputRecord:
+    name = output.name
+    left_out = [
+        item
+        for item in skipped
+        if item["path"] == output.path or item["path"].startswith(output.path + "/")
+    ]
+    if left_out:
+        return OutputRecord(
+            name=name,
+            status="unsafe",
+            message=f"{left_out[0]['path']} is a link or special file ({left_out[0]['reason']})",
+        )
+    try:
+        entries = hash_output(fetched, output)
+    except NotFound:
+        return OutputRecord(name=name, status="missing", message="the job did not leave it")
+    except (UnsafeArchive, InvalidInput) as exc:
+        return OutputRecord(name=name, status="unsafe", message=exc.message)
+    manifest = build_manifest(loaded, node, attempt.attempt, output, entries, attempt.runtime)
+    final = run_dir.artifact(node.id, attempt.attempt, name)
+    copy = final.with_name(final.name + ".copy")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove(copy)
+    source = fetched / output.path
+    if output.kind == "directory":
+        shutil.copytree(source, copy, symlinks=True)
+    else:
+        shutil.copyfile(source, copy, follow_symlinks=False)
+    problems = compare(manifest, observe(copy))
+    if problems:
+        _remove(copy)
+        first = problems[0]
+        return OutputRecord.model_validate(
+            {"name": name, "status": verdict(problems), "message": f"{first.path}: {first.message}"}
+        )
+    _remove(final)
+    os.rename(copy, final)
+    atomic_write_json(
+        run_dir.manifest(node.id, attempt.attempt, name),
+        manifest.model_dump(mode="json", exclude_none=True),
+    )
+    return OutputRecord(name=name, status="verified", manifest_sha256=manifest_sha256(manifest))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()

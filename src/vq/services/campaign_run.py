@@ -1,0 +1,135 @@
+"""``vq campaign run``: the controller's loop, its preflight and its registration.
+
+Contracts:
+
+* Preflight, before anything is submitted: every node's host must be one this controller
+  reaches (:func:`vq.services.campaign_hosts.host_problem`), a node may not declare a
+  runtime generation (this queue's ``vq submit`` cannot bind one yet), and every sources
+  pin must match (exit 1 otherwise, as ``vq campaign validate``).
+* The loop holds ``controller.lock`` throughout (a second controller is refused), passes
+  until the campaign succeeds or nothing more can run (no job in flight, no queue call to
+  retry, and a pass that changed nothing), and sleeps ``interval`` seconds between passes
+  while jobs run. ``once`` stops after one pass.
+* The run directory is registered in ``<state-root>/campaigns.json`` so the console can
+  find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vq._fs import atomic_write_json, spec_lock
+from vq.campaign.planner import CampaignPlan
+from vq.errors import InvalidInput, VqError
+from vq.services.campaign_controller import Controller, PassResult
+from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
+from vq.services.campaign_hosts import CampaignHost, host_problem
+from vq.services.campaign_rundir import RunDir, hold_lock, write_journal
+
+__all__ = ["REGISTRY_SCHEMA", "RunReport", "preflight", "register", "run_campaign"]
+
+REGISTRY_SCHEMA = "vq.campaign-registry/1"
+
+
+@dataclass
+class RunReport:
+    plan: CampaignPlan
+    problems: list[str] = field(default_factory=list)
+    passes: int = 0
+    once: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 only when the campaign succeeded, or with ``once`` while it still progresses
+        without a problem; else 1."""
+        if self.plan.status == "succeeded":
+            return 0
+        return 0 if self.once and self.plan.status == "running" and not self.problems else 1
+
+
+def preflight(loaded: LoadedCampaign) -> None:
+    """Refuse a campaign this controller cannot run, before anything is submitted."""
+    for node in loaded.campaign.nodes:
+        problem = host_problem(node.host)
+        if problem is not None:
+            raise InvalidInput(
+                f"node {node.id!r}: {problem}", hint="nothing was submitted; see docs/campaigns.md"
+            )
+        if node.runtime_digest is not None:
+            raise InvalidInput(
+                f"node {node.id!r}: runtime_digest needs `vq submit --runtime-root`, which "
+                "this queue does not support yet",
+                hint="nothing was submitted; remove the runtime pin or run the node elsewhere",
+            )
+    for check in check_sources(loaded):
+        if check.problems:
+            raise VqError(
+                f"{loaded.path}: {check.problems[0].text()}",
+                hint="every pin is checked before anything is submitted; "
+                "`vq campaign validate` prints the actual digest",
+                reference="campaign-sources-mismatch",
+            )
+
+
+def register(state_root: Path, run_dir: RunDir, loaded: LoadedCampaign, now: str) -> None:
+    """Add or refresh this run directory in ``<state-root>/campaigns.json``."""
+    state_root.mkdir(parents=True, exist_ok=True)
+    path = state_root / "campaigns.json"
+    with spec_lock(path):
+        try:
+            data: Any = read_json_file(path, "campaign registry")
+        except VqError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("campaigns"), list):
+            data = {"schema_name": REGISTRY_SCHEMA, "campaigns": []}
+        run = str(run_dir.root.resolve())
+        kept = [c for c in data["campaigns"] if isinstance(c, dict) and c.get("run_dir") != run]
+        kept.append(
+            {
+                "run_dir": run,
+                "campaign_file": str(loaded.path.resolve()),
+                "campaign_id": loaded.campaign.campaign_id,
+                "campaign_sha256": loaded.digest,
+                "registered_at": now,
+            }
+        )
+        data["campaigns"] = kept
+        atomic_write_json(path, data)
+
+
+def run_campaign(
+    loaded: LoadedCampaign,
+    run_dir: RunDir,
+    *,
+    hosts: Callable[[str | None], CampaignHost],
+    state_root: Path,
+    interval: float,
+    once: bool,
+    sleep: Callable[[float], None],
+    now: Callable[[], str],
+    log: Callable[[str], None],
+) -> RunReport:
+    """Run the campaign in ``run_dir`` until it is done (module contract)."""
+    preflight(loaded)
+    run_dir.root.mkdir(parents=True, exist_ok=True)
+    with hold_lock(run_dir):
+        controller = Controller(loaded, run_dir, hosts, now, log)
+        if not run_dir.journal.exists():
+            write_journal(run_dir, controller.journal)
+        register(state_root, run_dir, loaded, now())
+        report = RunReport(controller.plan(), once=once)
+        while True:
+            result: PassResult = controller.run_pass()
+            report.passes += 1
+            report.problems = result.problems
+            report.plan = controller.plan()
+            if once or report.plan.status == "succeeded":
+                break
+            if not (result.in_flight or result.retry_later or result.changed):
+                break
+            if result.in_flight or not result.changed:
+                sleep(interval)
+        return report
