@@ -18,7 +18,7 @@ from tests.campaign_support import (
 )
 from vq.campaign.journal import attempt_key, check_journal, parse_journal
 from vq.campaign.model import campaign_sha256, parse_campaign
-from vq.campaign.planner import CampaignPlan, plan
+from vq.campaign.planner import CampaignPlan, attention, plan
 
 
 def planned(*attempts: dict[str, Any]) -> CampaignPlan:
@@ -205,3 +205,18 @@ def test_retention_lists_producers_an_unfinished_consumer_needs() -> None:
 def test_planning_is_idempotent() -> None:
     attempts = (calculate_succeeded(DIGEST), validate_bound(DIGEST, "running"))
     assert planned(*attempts).as_dict() == planned(*attempts).as_dict()
+
+
+def test_an_output_the_job_did_not_leave_needs_attention_not_a_republish() -> None:
+    missing = {"name": "result", "status": "missing", "message": "the job did not leave it"}
+    result = planned(
+        record(DIGEST, "calculate", 1, "succeeded", outputs=[missing]),
+        record(DIGEST, "cleanup", 1, "succeeded"),
+    )
+    calculate = result.node("calculate")
+    assert calculate.status == "succeeded"
+    assert calculate.action is None
+    assert not calculate.verified
+    assert result.status == "blocked"
+    assert "calculate: output result missing: the job did not leave it" in attention(result)
+    assert any(line.startswith("validate: ") for line in attention(result))

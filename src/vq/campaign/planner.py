@@ -30,7 +30,19 @@ from vq.campaign.checks import campaign_order, consumers_of, split_source
 from vq.campaign.journal import Attempt, InputBinding, Journal, attempt_key
 from vq.campaign.model import Campaign, Node
 
-__all__ = ["CampaignPlan", "NodePlan", "Retained", "plan", "stage_bindings"]
+__all__ = [
+    "REPUBLISH_STATUSES",
+    "CampaignPlan",
+    "NodePlan",
+    "Retained",
+    "attention",
+    "plan",
+    "stage_bindings",
+]
+
+#: Output statuses that come from a copy gone wrong: publishing again may fix them.
+#: ``missing`` and ``unsafe`` describe what the job left, so they wait for someone to act.
+REPUBLISH_STATUSES = frozenset({"partial", "digest_mismatch", "unexpected"})
 
 NODE_STATUSES = ("ready", "waiting", "blocked", "uncertain", "running", "succeeded", "failed")
 
@@ -42,6 +54,8 @@ class NodePlan:
     reasons: list[str] = field(default_factory=list)
     action: dict[str, Any] | None = None
     attempt: Attempt | None = None
+    #: a succeeded node whose every output is verified
+    verified: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         latest = self.attempt
@@ -54,6 +68,7 @@ class NodePlan:
             "state": None if latest is None else latest.state,
             "host": None if latest is None else latest.host,
             "job_id": None if latest is None else latest.job_id,
+            "outputs_verified": self.verified,
         }
 
 
@@ -197,26 +212,44 @@ def _from_attempt(node: Node, latest: Attempt) -> NodePlan:
     if latest.state in ("failed", "cancelled"):
         reason = f"attempt {n} {latest.state}; `vq campaign retry` authorizes attempt {n + 1}"
         return NodePlan(node.id, "failed", [reason], None, latest)
-    pending = [
+    unverified = [
         out.name
         for out in node.outputs
         if (record := latest.output(out.name)) is None or record.status != "verified"
     ]
-    if not pending:
-        return NodePlan(node.id, "succeeded", [f"attempt {n} succeeded"], None, latest)
+    if not unverified:
+        return NodePlan(node.id, "succeeded", [f"attempt {n} succeeded"], None, latest, True)
     reasons = []
-    for name in pending:
+    for name in unverified:
         record = latest.output(name)
         state = "not published yet" if record is None else f"{record.status}"
         if record is not None and record.message:
             state += f": {record.message}"
         reasons.append(f"output {name} {state}")
-    action = {"action": "publish", "attempt": n, "outputs": pending}
-    return NodePlan(node.id, "succeeded", reasons, action, latest)
+    retry = [
+        name
+        for name in unverified
+        if (record := latest.output(name)) is None or record.status in REPUBLISH_STATUSES
+    ]
+    publish: dict[str, Any] | None = None
+    if retry:
+        publish = {"action": "publish", "attempt": n, "outputs": retry}
+    return NodePlan(node.id, "succeeded", reasons, publish, latest)
+
+
+def attention(result: CampaignPlan) -> list[str]:
+    """What needs someone to act: failed, blocked and uncertain nodes, and succeeded
+    nodes with an output that publishing again will not fix."""
+    out = []
+    for node in result.nodes:
+        stuck = node.status == "succeeded" and not node.verified and node.action is None
+        if node.status in ("failed", "blocked", "uncertain") or stuck:
+            out.append(f"{node.node}: {'; '.join(node.reasons)}")
+    return out
 
 
 def _campaign_status(nodes: list[NodePlan]) -> str:
-    if all(p.status == "succeeded" and p.action is None for p in nodes):
+    if all(p.status == "succeeded" and p.verified for p in nodes):
         return "succeeded"
     if any(p.status == "failed" for p in nodes):
         return "failed"

@@ -193,7 +193,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     journal = read_journal(directory.journal, loaded)
     if as_json:
         document = status_json(loaded, journal, report.plan)
-        document["needs_attention"] = report.problems
+        document["needs_attention"] = report.needs_attention
         document["passes"] = report.passes
         echo_json(document)
     else:

@@ -110,13 +110,13 @@ def print_status(
         console.print("Retained (a consumer still needs them)")
         for item in current.retention:
             console.print(f"  {item.node} attempt {item.attempt} for {', '.join(item.consumers)}")
-    attention = [n for n in current.nodes if n.status in ("failed", "blocked", "uncertain")]
-    if attention or problems:
+    from vq.campaign.planner import attention
+
+    lines = [*(problems or []), *attention(current)]
+    if lines:
         console.print("Needs attention")
-        for node in attention:
-            console.print(f"  {node.node}: {'; '.join(node.reasons)}")
-        for problem in problems or []:
-            console.print(f"  {problem}")
+        for line in lines:
+            console.print(f"  {line}")
 
 
 def print_cleanup(report: CleanupReport) -> None:

@@ -18,16 +18,13 @@ from vq._fs import atomic_write_json
 from vq.campaign.artifact import compare, manifest_sha256, verdict
 from vq.campaign.journal import Attempt, OutputRecord
 from vq.campaign.model import Node, Output
+from vq.campaign.planner import REPUBLISH_STATUSES
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
 from vq.services.campaign_files import LoadedCampaign, build_manifest, hash_output
 from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import observe
 
-__all__ = ["RETRY_STATUSES", "pending_outputs", "publish_outputs"]
-
-#: Statuses from a copy that went wrong: the next pass publishes again. ``missing`` and
-#: ``unsafe`` describe what the job left, so they stay until someone acts.
-RETRY_STATUSES = frozenset({"partial", "digest_mismatch", "unexpected"})
+__all__ = ["pending_outputs", "publish_outputs"]
 
 
 def pending_outputs(node: Node, attempt: Attempt) -> list[Output]:
@@ -35,7 +32,7 @@ def pending_outputs(node: Node, attempt: Attempt) -> list[Output]:
     out = []
     for output in node.outputs:
         record = attempt.output(output.name)
-        if record is None or record.status in RETRY_STATUSES:
+        if record is None or record.status in REPUBLISH_STATUSES:
             out.append(output)
     return out
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vq._fs import atomic_write_json, spec_lock
-from vq.campaign.planner import CampaignPlan
+from vq.campaign.planner import CampaignPlan, attention
 from vq.errors import InvalidInput, VqError
 from vq.services.campaign_controller import Controller, PassResult
 from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
@@ -40,6 +40,11 @@ class RunReport:
     problems: list[str] = field(default_factory=list)
     passes: int = 0
     once: bool = False
+
+    @property
+    def needs_attention(self) -> list[str]:
+        """The last pass's problems, then every node that needs someone to act."""
+        return [*self.problems, *attention(self.plan)]
 
     @property
     def exit_code(self) -> int:
