@@ -165,7 +165,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     from vq.services.campaign_files import read_campaign
     from vq.services.campaign_hosts import host_for
     from vq.services.campaign_run import run_campaign
-    from vq.services.campaign_rundir import RunDir
+    from vq.services.campaign_rundir import RunDir, read_journal
 
     loaded = read_campaign(file)
     access = gateway()
@@ -188,8 +188,6 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
         now=now,
         log=log,
     )
-    from vq.services.campaign_rundir import read_journal
-
     journal = read_journal(directory.journal, loaded)
     if as_json:
         document = status_json(loaded, journal, report.plan)
