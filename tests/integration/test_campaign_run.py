@@ -20,7 +20,9 @@ raise SystemExit(0 if energy.startswith("-76") else 3)
 """
 
 
-def make_campaign(tmp_path: Path, vq: Vq, calculate: str = "echo -76.02") -> Path:
+def make_campaign(
+    tmp_path: Path, vq: Vq, calculate: str = "echo -76.02", render: str = "true"
+) -> Path:
     (tmp_path / "check").mkdir(exist_ok=True)
     (tmp_path / "check" / "check.py").write_text(CHECK)
     data: dict[str, Any] = {
@@ -45,7 +47,7 @@ def make_campaign(tmp_path: Path, vq: Vq, calculate: str = "echo -76.02") -> Pat
                 "id": "render",
                 "kind": "render",
                 "host": "localhost",
-                "command": ["sh", "-c", "cat in/energy.txt > figure.png"],
+                "command": ["sh", "-c", f"{render}; cat in/energy.txt > figure.png"],
                 "inputs": [{"name": "result", "source": "calculate.result", "path": "in"}],
                 "after": [{"node": "validate", "on": "success"}],
                 "outputs": [{"name": "figure", "path": "figure.png", "kind": "file"}],
@@ -215,3 +217,51 @@ def test_attempt_states_never_move_backwards(state: str) -> None:
     assert attempt_state("COMPLETED", True, "running") == "succeeded"
     assert attempt_state("KILLED", True, "accepted") == "cancelled"
     assert attempt_state("OOM_KILLED", True, "running") == "failed"
+
+
+def test_a_controller_killed_at_random_points_never_submits_twice(vq: Vq, tmp_path: Path) -> None:
+    """SIGKILL the controller at random moments, rerun it each time: the campaign ends
+    succeeded with exactly one job per node."""
+    import random
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import VQ_BIN
+
+    vq.start_daemon()
+    path = make_campaign(tmp_path, vq, calculate="sleep 0.3; echo -76.02", render="sleep 0.3")
+    run_dir = tmp_path / "run"
+    rng = random.Random(1650)
+    kills = 0
+    progress: list[str] = []
+    for round_ in range(12):
+        proc = subprocess.Popen(
+            [VQ_BIN, "campaign", "run", str(path), str(run_dir), "--interval", "0.05"],
+            env=vq.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        # fault injection (not a wait for a condition): later and later, with jitter
+        time.sleep(0.3 + 0.08 * round_ + rng.uniform(0.0, 0.1))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+        journal = run_dir / "journal.json"
+        if journal.exists():
+            attempts = json.loads(journal.read_text())["attempts"]
+            progress.append(" ".join(f"{a['node']}:{a['state']}" for a in attempts))
+            if all(a["state"] == "succeeded" for a in attempts) and len(attempts) == 4:
+                break
+    assert kills >= 2
+    assert len(set(progress)) >= 2, progress  # the kills landed at different stages
+    final = run(vq, path, run_dir)
+    assert final["status"] == "succeeded"
+    names = [job["job_name"] for job in vq.json("list")["jobs"]]
+    assert sorted(names) == [
+        "h2o.calculate.a1",
+        "h2o.cleanup.a1",
+        "h2o.render.a1",
+        "h2o.validate.a1",
+    ]
