@@ -192,3 +192,13 @@ def test_an_edited_manifest_is_refused(loaded: LoadedCampaign, workspace: Path) 
     data["origin"] = "somewhere"
     with pytest.raises(InvalidInput, match="origin"):
         parse_manifest(data)
+
+
+def test_the_named_workspace_may_be_reached_through_a_link(
+    loaded: LoadedCampaign, workspace: Path, tmp_path: Path
+) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(workspace)
+    assert publish(loaded, alias, "calculate", 1, "result") == publish(
+        loaded, workspace, "calculate", 1, "result"
+    )

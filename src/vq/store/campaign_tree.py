@@ -59,19 +59,17 @@ def _kind(mode: int) -> str:
 
 
 def descend(root: Path, rel: str, what: str) -> tuple[int, os.stat_result] | None:
-    """Open ``root/rel`` component by component without following links.
+    """Open ``root/rel`` component by component without following links below ``root``
+    (``root`` itself is the directory the user named and may be reached through one).
 
     Returns (descriptor, lstat) of the final entry (a directory, or a regular file opened
     for reading), or None when an entry is missing. UnsafeArchive for a link or special
     file on the way; ``what`` names the tree in messages. The caller closes the fd.
     """
     try:
-        info = os.lstat(root)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
-        raise NotFound(f"the {what} {root} does not exist") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnsafeArchive(f"the {what} {root} is not a real directory")
-    fd = os.open(root, _DIR_FLAGS)
+        raise NotFound(f"the {what} {root} does not exist or is not a directory") from None
     parts = [part for part in rel.split("/") if part] if rel not in ("", ".") else []
     for index, part in enumerate(parts):
         here = "/".join(parts[: index + 1])
