@@ -13,6 +13,8 @@ recomputed from the journal, :mod:`vq.campaign.planner`):
    still submitting: verify its payload again (stage it when a retry authorized it) and
    resend it under the same key, which returns the job already accepted.
 
+A queue call that fails is retried on the next pass, except when the queue no longer
+knows the job or its workspace (NotFound): that is reported and left for someone to act.
 A refused submission is reported and left submitting (never marked failed: that would
 invite a retry under a new key). The journal is rewritten atomically after every change,
 so stopping at any point and running again picks up where it left off. Hosts are reached
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from vq.campaign.journal import Attempt, AttemptState, InputBinding, Journal
 from vq.campaign.model import Node
 from vq.campaign.planner import CampaignPlan, plan
-from vq.errors import VqError
+from vq.errors import NotFound, VqError
 from vq.services.campaign_files import LoadedCampaign
 from vq.services.campaign_hosts import CampaignHost, SubmitRequest
 from vq.services.campaign_publish import pending_outputs, publish_outputs
@@ -112,6 +114,9 @@ class Controller:
             label = f"{attempt.node}: attempt {attempt.attempt}"
             try:
                 seen = self.hosts(self._node(attempt.node).host).observe(attempt.job_id)
+            except NotFound as exc:  # the queue lost the job: someone has to look
+                result.problems.append(f"{label}: job {attempt.job_id}: {exc}")
+                continue
             except (VqError, OSError) as exc:
                 result.retry_later = True
                 result.problems.append(f"{label}: cannot observe job {attempt.job_id}: {exc}")
@@ -144,6 +149,9 @@ class Controller:
                 records = publish_outputs(
                     self.loaded, self.run_dir, node, attempt, incoming, skipped
                 )
+            except NotFound as exc:  # the workspace is gone: retrying will not bring it back
+                result.problems.append(f"{label}: cannot publish: {exc}")
+                continue
             except (VqError, OSError) as exc:
                 result.retry_later = True
                 result.problems.append(f"{label}: publishing failed, retried next pass: {exc}")
