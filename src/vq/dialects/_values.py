@@ -130,7 +130,9 @@ def ceil_minutes(seconds: int) -> int:
     return -(-seconds // 60)
 
 
-_SLURM_DURATION = re.compile(r"(?:(?P<days>\d+)-)?(?:(?P<a>\d+):)?(?P<b>\d+):(?P<c>\d+(?:\.\d+)?)")
+_SLURM_DURATION = re.compile(
+    r"(?:(?P<days>[0-9]+)-)?(?:(?P<a>[0-9]+):)?(?P<b>[0-9]+):(?P<c>[0-9]+(?:\.[0-9]+)?)"
+)
 
 
 def slurm_duration_seconds(text: str) -> float | None:
@@ -146,13 +148,13 @@ def slurm_duration_seconds(text: str) -> float | None:
         else:
             hours, minutes = 0, int(match["b"])
         return days * 86400 + hours * 3600 + minutes * 60 + float(match["c"])
-    short = re.fullmatch(r"(\d+)-(\d+)(?::(\d+))?", value)
+    short = re.fullmatch(r"([0-9]+)-([0-9]+)(?::([0-9]+))?", value)
     if short:
         return int(short[1]) * 86400 + int(short[2]) * 3600 + int(short[3] or 0) * 60
     return None
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)")
 _SIZE_KIB = {"": 1 / 1024, "K": 1, "M": 1024, "G": 1024**2, "T": 1024**3, "P": 1024**4}
 
 

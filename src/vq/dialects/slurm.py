@@ -35,7 +35,7 @@ __all__ = ["ACCOUNTING_MARGIN", "SLURM", "SlurmDialect", "directives", "format_t
 ACCOUNTING_MARGIN = timedelta(hours=1)
 
 _QUERY_ENV = ("env", "LC_ALL=C", "TZ=UTC")
-_SLURM_ID = re.compile(r"\d+(?:_\d+)?")
+_SLURM_ID = re.compile(r"[0-9]+(?:_[0-9]+)?")
 
 
 def format_time_limit(seconds: int) -> str:

@@ -113,10 +113,10 @@ SACCT_FIELDS = (
     "TotalCPU",
     "Comment",
 )
-_JOB_ID = re.compile(r"\d+(?:_\d+|_\[[0-9,\-%]+\])?(?:\+\d+)?")
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|_\[[0-9,\-%]+\])?(?:\+[0-9]+)?")
 _STEP_ID = re.compile(rf"(?P<job>{_JOB_ID.pattern})\.(?P<step>[A-Za-z0-9_+]+)")
-_STATE = re.compile(r"(?P<code>[A-Z_]+)(?: by (?P<uid>\d+))?\+?")
-_EXIT = re.compile(r"(\d+):(\d+)")
+_STATE = re.compile(r"(?P<code>[A-Z_]+)(?: by (?P<uid>[0-9]+))?\+?")
+_EXIT = re.compile(r"([0-9]+):([0-9]+)")
 _NOT_REPORTED = frozenset({"", "None", "(null)", "n/a"})
 
 
@@ -143,7 +143,7 @@ def _phase(code: str, warnings: list[str], job_id: str) -> SchedulerPhase:
 # --------------------------------------------------------------------------------------
 # sbatch
 # --------------------------------------------------------------------------------------
-_PARSABLE = re.compile(r"(?P<id>\d+)(?:;(?P<cluster>[A-Za-z0-9_.-]+))?")
+_PARSABLE = re.compile(r"(?P<id>[0-9]+)(?:;(?P<cluster>[A-Za-z0-9_.-]+))?")
 
 
 def parse_submit(result: CommandResult) -> SubmitAccepted | ParseFailure:
@@ -195,7 +195,7 @@ def parse_status(
     for line in lines_of(result.stdout):
         fields = line.split("|")
         if len(fields) != 6:
-            kind: ParseFailureKind = "partial" if len(fields) < 6 else "garbage"
+            kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
             return failure("squeue", kind, f"expected 6 fields: {line}")
         job_id, state, reason, nodes, used, limit = (field.strip() for field in fields)
         if not _JOB_ID.fullmatch(job_id) or not re.fullmatch(r"[A-Z_]+", state):
@@ -254,7 +254,8 @@ def parse_accounting(ids: Sequence[str], result: CommandResult) -> AccountingRep
     for line in lines_of(result.stdout):
         fields = line.split("|", width - 1)
         if len(fields) != width:
-            return failure("sacct", "partial", f"expected {width} fields: {line}")
+            kind: ParseFailureKind = "partial" if len(fields) > 1 else "garbage"
+            return failure("sacct", kind, f"expected {width} fields: {line}")
         raw_id, raw_state = fields[0].strip(), fields[2]
         state = _state(raw_state)
         if state is None:

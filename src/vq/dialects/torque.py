@@ -40,7 +40,7 @@ from vq.dialects.script import check_request, render_body
 __all__ = ["TORQUE", "TorqueDialect", "directives", "format_walltime"]
 
 _QUERY_ENV = ("env", "LC_ALL=C", "TZ=UTC")
-_TORQUE_ID = re.compile(r"\d+(?:\[\d*\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]*)?")
+_TORQUE_ID = re.compile(r"[0-9]+(?:\[[0-9]*\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]*)?")
 _COMMANDS: dict[str, str] = {"cancel": "qdel", "hold": "qhold", "release": "qrls"}
 
 

@@ -60,7 +60,7 @@ PHASES: dict[str, SchedulerPhase] = {
 #: exit status"); every other negative code is a start failure → ABORTED_BY_QUEUE.
 _MOM_CODES = {-10: JobState.OOM_KILLED, -11: JobState.TIME_EXCEEDED}
 
-_TORQUE_ID = re.compile(r"\d+(?:\[\d*\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]*)?")
+_TORQUE_ID = re.compile(r"[0-9]+(?:\[[0-9]*\])?(?:\.[A-Za-z0-9][A-Za-z0-9.-]*)?")
 _ATTRIBUTE = re.compile(r"[ \t]+(?P<name>[A-Za-z_][A-Za-z0-9_.]*) = ?(?P<value>.*)")
 _UNKNOWN = re.compile(r"qstat: Unknown Job Id(?: Error)? (?P<id>\S+)")
 
@@ -162,7 +162,9 @@ def _observe(job_id: str, attrs: dict[str, str], warnings: list[str]) -> JobObse
     limit_text = attrs.get("Resource_List.walltime") or None
     used, limit = _seconds(used_text), _seconds(limit_text)
     status_text = attrs.get("exit_status", attrs.get("Exit_status"))
-    exit_status = int(status_text) if status_text and re.fullmatch(r"-?\d+", status_text) else None
+    exit_status = (
+        int(status_text) if status_text and re.fullmatch(r"-?[0-9]+", status_text) else None
+    )
     code, signal, abnormal = exit_evidence(exit_status if phase is P.ENDED else None, used, limit)
     waiting = phase in (P.QUEUED, P.HELD)
     return JobObservation(
