@@ -3,10 +3,12 @@
 # strace: the chaos tests use it to stop a process at an exact system call.
 # chromium: the web console's browser tests drive Debian's Chromium through Playwright
 # (never `playwright install`).
+# time: the scheduler script tests run the batch script body under GNU time (/usr/bin/time).
 set -euo pipefail
 need=()
 command -v strace >/dev/null || need+=(strace)
 command -v chromium >/dev/null || need+=(chromium)
+[ -x /usr/bin/time ] || need+=(time)
 # The SSH/Slurm testbed (scripts/testbed/up.sh, docs/testbed.md) runs as root only; its
 # packages are not needed otherwise.
 if [ "$(id -u)" = 0 ]; then

@@ -43,6 +43,10 @@ RECEIPT_FORMAT = "vq-gnu-time %e %U %S %M"
 _UNSET = (*PROGRAM_VARIABLES, "VQ_WORKDIR", "VQ_MEM_MB")
 
 _VARIABLES_SET_HERE = frozenset({"VQ_JOB_ID", "VQ_CPUS", "VQ_MEM_MB", "VQ_PROGRAM"})
+#: Variables that hold paths on the driver: a scheduler job must never receive them.
+_DRIVER_PATHS = frozenset(
+    {"VQ_WORKDIR", "VQ_PROGRAM_EXE", "VQ_PROGRAM_BIN", "VQ_PROGRAM_PYTHON", "VQ_PROGRAM_GIT_DIR"}
+)
 
 # The receipt formatter: awk reads GNU time's raw output (its "Command terminated by
 # signal N" line and our RECEIPT_FORMAT line) and prints the same JSON receipt as the
@@ -165,6 +169,8 @@ def check_request(request: ScriptRequest) -> None:
         values.check_variable_name("environment", name)
         if name in _VARIABLES_SET_HERE:
             raise UnsafeSchedulerValue("environment", f"{name} is set by the script itself")
+        if name in _DRIVER_PATHS:
+            raise UnsafeSchedulerValue("environment", f"{name} is a path on the driver")
         values.check_text_argv(f"environment.{name}", (value,))
 
 
