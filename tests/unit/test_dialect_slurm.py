@@ -229,7 +229,7 @@ def test_unknown_state_is_unknown_with_a_warning_and_never_terminal() -> None:
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("squeue_controller_down", "command_failed"),
+        ("live_squeue_controller_down", "command_failed"),
         ("squeue_partial", "partial"),
         ("squeue_garbage", "garbage"),
     ],
@@ -416,6 +416,21 @@ def test_control_outcomes(name: str, kind: str) -> None:
     assert isinstance(outcome, ControlOutcome) and outcome.kind == kind
     if kind == "failed":
         assert "permission denied" in outcome.detail
+
+
+def test_live_answers_without_a_controller_are_failures_not_evidence() -> None:
+    """Recorded from the 22.05.8 clients on this machine with no slurmctld/slurmdbd."""
+    submit = SLURM.submit("/tmp/x.sh").parse(transcript("slurm/live_sbatch_controller_down"))
+    assert (
+        isinstance(submit, ParseFailure) and "Unable to contact slurm controller" in submit.detail
+    )
+    status = SLURM.status(["12", "13"]).parse(transcript("slurm/live_squeue_controller_down"))
+    assert isinstance(status, ParseFailure) and status.kind == "command_failed"
+    accounting = SLURM.accounting(["12"], SINCE).parse(transcript("slurm/live_sacct_no_database"))
+    assert isinstance(accounting, ParseFailure) and accounting.kind == "command_failed"
+    for name in ("live_scancel_controller_down", "live_scontrol_hold_controller_down"):
+        outcome = SLURM.control("hold", "12").parse(transcript(f"slurm/{name}"))
+        assert outcome.kind == "failed" and outcome.detail
 
 
 def test_every_slurm_transcript_parses_without_raising() -> None:
