@@ -38,6 +38,8 @@ GOLDEN = Path(__file__).parent.parent / "fixtures" / "dialects" / "golden"
 J = "0123456789ab"
 DASH = shutil.which("dash") or "/bin/sh"
 GNU_TIME = "/usr/bin/time"
+#: dash is the reference; a compute node's /bin/sh may be bash, in POSIX mode.
+SHELLS = [DASH, *([bash] if (bash := shutil.which("bash")) else [])]
 
 if not os.access(GNU_TIME, os.X_OK):  # pragma: no cover - the test deps install it
     raise RuntimeError("GNU time is missing: run scripts/install-test-deps.sh")
@@ -87,8 +89,9 @@ def test_golden_script(dialect: str, case: str) -> None:
     if os.environ.get("VQ_UPDATE_GOLDEN") == "1":
         path.write_text(rendered, encoding="utf-8")
     assert rendered == path.read_text(encoding="utf-8")
-    checked = subprocess.run([DASH, "-n", str(path)], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stderr
+    for shell in SHELLS:
+        checked = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, (shell, checked.stderr)
 
 
 def test_directive_details() -> None:
@@ -195,8 +198,11 @@ def test_a_torque_queue_is_one_name() -> None:
 class Run:
     """One rendered script in a fresh temporary workspace."""
 
-    def __init__(self, root: Path, dialect: SchedulerDialect, **changes: object) -> None:
+    def __init__(
+        self, root: Path, dialect: SchedulerDialect, *, shell: str = DASH, **changes: object
+    ) -> None:
         self.root = root
+        self.shell = shell
         self.ws = root / "ws"
         self.ws.mkdir()
         self.tmp = root / "tmp"
@@ -220,7 +226,7 @@ class Run:
 
     def start(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [DASH, str(self.script)],
+            [self.shell, str(self.script)],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -316,8 +322,9 @@ def test_any_argv_arrives_byte_exact_and_the_marker_holds_its_rc(
         assert run.receipt()["exit_code"] == code
 
 
+@pytest.mark.parametrize("shell", SHELLS)
 @pytest.mark.parametrize("dialect", [SLURM, TORQUE])
-def test_markers_receipt_and_environment(root: Path, dialect: SchedulerDialect) -> None:
+def test_markers_receipt_and_environment(root: Path, dialect: SchedulerDialect, shell: str) -> None:
     payload = (
         "cat _vq/scheduler-job-id; [ -e _vq/exit-code ] && echo early || echo no-marker; "
         'echo "$VQ_JOB_ID $VQ_CPUS ${VQ_MEM_MB-unset} ${VQ_PROGRAM-unset} $VQ_JOB_NAME"; '
@@ -326,6 +333,7 @@ def test_markers_receipt_and_environment(root: Path, dialect: SchedulerDialect) 
     run = Run(
         root,
         dialect,
+        shell=shell,
         command=("/bin/sh", "-c", payload),
         environment={"VQ_JOB_NAME": "dimer"},
     )
@@ -394,6 +402,13 @@ def test_command_not_found_and_not_executable(root: Path) -> None:
     denied = Run(root / "b", SLURM, command=(str(plain),))
     assert denied.run().returncode == 126
     assert denied.marker("exit-code") == "126\n"
+
+
+def test_a_command_starting_with_a_dash_is_not_an_option_of_gnu_time(root: Path) -> None:
+    run = Run(root, SLURM, command=("-o", str(root / "hijacked"), "true"))
+    assert run.run().returncode == 127  # "-o" is the program, and there is none
+    assert run.marker("exit-code") == "127\n"
+    assert not (root / "hijacked").exists()
 
 
 @pytest.mark.parametrize("kind", ["missing", "incompatible"])
@@ -486,11 +501,17 @@ def test_node_scratch_that_cannot_be_created_exits_125(root: Path) -> None:
     assert "node scratch" in run.stderr()
 
 
-@pytest.mark.parametrize("scratch", [None, "$TMPDIR/nodes"])
-def test_term_to_the_job_writes_143_and_skips_copy_back(root: Path, scratch: str | None) -> None:
+@pytest.mark.parametrize(
+    ("shell", "scratch"), [(DASH, None), (DASH, "$TMPDIR/nodes"), (SHELLS[-1], "$TMPDIR/nodes")]
+)
+def test_term_to_the_job_writes_143_and_skips_copy_back(
+    root: Path, shell: str, scratch: str | None
+) -> None:
     payload = 'echo partial > out.txt; touch "$FLAG_PATH"; exec sleep 60'
     flag = root / "started"
-    run = Run(root, SLURM, node_scratch_dir=scratch, command=("/bin/sh", "-c", payload))
+    run = Run(
+        root, SLURM, shell=shell, node_scratch_dir=scratch, command=("/bin/sh", "-c", payload)
+    )
     run.env["FLAG_PATH"] = str(flag)
     process = run.start()
     try:

@@ -206,6 +206,22 @@ def test_invalid_job_id_for_a_batch_asks_for_a_split() -> None:
     assert alone_99.absent == ("99",) and alone_99.observed == {}
 
 
+def test_a_split_resolves_into_one_report() -> None:
+    split = SLURM.status(["12", "99", "13"]).parse(transcript("slurm/squeue_invalid_batch"))
+    assert isinstance(split, SplitRequired)
+    answers = {
+        "12": SLURM.status(["12"]).parse(transcript("slurm/squeue_one_unknown_of_many")),
+        "99": SLURM.status(["99"]).parse(transcript("slurm/squeue_invalid_single")),
+        "13": SLURM.status(["13"]).parse(transcript("slurm/live_squeue_controller_down")),
+    }
+    report = split.resolve(answers)
+    assert set(report.observed) == {"12"} and report.observed["12"].phase is P.RUNNING
+    assert report.absent == ("99",)
+    assert report.unanswered == ("13",)  # its own query failed: unknown, not absent
+    assert report.unlisted == ()
+    assert split.resolve({}).unanswered == ("12", "99", "13")
+
+
 def test_the_diagnostic_must_be_exact_to_count() -> None:
     near = CommandResult(1, "", "squeue: error: Invalid job id specified, and more\n")
     answer = parse.parse_status(["12", "99"], near)

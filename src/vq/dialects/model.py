@@ -195,21 +195,57 @@ class StatusReport:
     ``observed`` maps an id to what the scheduler said about it. ``unlisted`` ids were
     simply not in the answer: that is never evidence that a job is gone. ``absent`` ids
     were each rejected by the scheduler by name (an exact unknown-job diagnostic for
-    that one id), the only evidence of absence. ``warnings`` name unknown state codes
-    and lines for ids nobody asked about."""
+    that one id), the only evidence of absence. ``unanswered`` ids are those whose own
+    query of a split failed: unknown, like a failed query. ``warnings`` name unknown
+    state codes and lines for ids nobody asked about."""
 
     observed: Mapping[str, JobObservation]
     unlisted: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    unanswered: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class SplitRequired:
     """A query of several ids failed with the scheduler's exact invalid-job-id
-    diagnostic: query each of ``ids`` alone to learn which one is gone (§8.2)."""
+    diagnostic: query each of ``ids`` alone to learn which one is gone (§8.2), then
+    combine the answers with :meth:`resolve`."""
 
     ids: tuple[str, ...]
+
+    def resolve(
+        self, answers: Mapping[str, StatusReport | SplitRequired | ParseFailure]
+    ) -> StatusReport:
+        """One report from the single-id answers (``answers[id]`` is the parsed answer
+        of ``status([id])``). An id whose answer is missing or failed is ``unanswered``:
+        it keeps its prior state, and its siblings keep what they showed."""
+        observed: dict[str, JobObservation] = {}
+        unlisted: list[str] = []
+        absent: list[str] = []
+        unanswered: list[str] = []
+        warnings: list[str] = []
+        for job_id in self.ids:
+            answer = answers.get(job_id)
+            if not isinstance(answer, StatusReport):
+                unanswered.append(job_id)
+                continue
+            warnings += answer.warnings
+            if job_id in answer.observed:
+                observed[job_id] = answer.observed[job_id]
+            elif job_id in answer.absent:
+                absent.append(job_id)
+            elif job_id in answer.unanswered:
+                unanswered.append(job_id)
+            else:
+                unlisted.append(job_id)
+        return StatusReport(
+            observed=observed,
+            unlisted=tuple(unlisted),
+            absent=tuple(absent),
+            warnings=tuple(warnings),
+            unanswered=tuple(unanswered),
+        )
 
 
 @dataclass(frozen=True, slots=True)
