@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -183,6 +184,36 @@ def test_other_refusals(changes: dict[str, object], field: str) -> None:
     with pytest.raises(UnsafeSchedulerValue) as caught:
         SLURM.render_script(_request(**changes))
     assert caught.value.field == field
+
+
+DIRECTIVE_LINE = re.compile(r"#(SBATCH|PBS) [A-Za-z0-9._+,=:/@ -]+")
+FREE_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=24
+) | st.sampled_from(["debug", "/scratch/ok", "logs/out.log", "a\n#SBATCH --uid=0", "%j"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    dialect=st.sampled_from(sorted(DIALECTS)),
+    field=st.sampled_from(["partition", "account", "qos", "workspace", "stdout_path"]),
+    value=FREE_TEXT,
+)
+def test_any_value_is_refused_or_stays_one_plain_directive(
+    dialect: str, field: str, value: str
+) -> None:
+    baseline = _directive_lines(DIALECTS[dialect].render_script(CASES["basic"]))
+    try:
+        script = DIALECTS[dialect].render_script(replace(CASES["basic"], **{field: value}))
+    except UnsafeSchedulerValue as refused:
+        assert refused.field == field
+        return
+    lines = _directive_lines(script)
+    assert len(lines) == len(baseline)
+    assert all(DIRECTIVE_LINE.fullmatch(line) for line in lines), lines
+
+
+def _directive_lines(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith(("#SBATCH", "#PBS"))]
 
 
 def test_a_torque_queue_is_one_name() -> None:

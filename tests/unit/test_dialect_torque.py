@@ -125,6 +125,30 @@ def test_completed_jobs_exit_evidence(
     assert (seen.exit_code, seen.exit_signal, seen.abnormal_end_state) == (code, signal, verdict)
 
 
+@pytest.mark.parametrize(
+    ("status", "used", "limit", "expected"),
+    [
+        (255, None, None, (255, None, None)),
+        (256, None, None, (None, None, None)),
+        (271, 10, None, (None, 15, None)),
+        (265, 100, 100, (None, 9, JobState.TIME_EXCEEDED)),
+        (265, 99, 100, (None, 9, None)),
+        (-12, None, None, (None, None, JobState.ABORTED_BY_QUEUE)),
+        (None, 100, 100, (None, None, None)),
+    ],
+)
+def test_exit_status_decoding(
+    status: int | None, used: int | None, limit: int | None, expected: tuple[object, ...]
+) -> None:
+    assert parse.exit_evidence(status, used, limit) == expected
+
+
+def test_exit_status_of_a_job_not_ended_is_ignored() -> None:
+    text = f"Job Id: 11.{H}\n    job_state = R\n    exit_status = 0\n"
+    report = parse.parse_status(["11"], CommandResult(0, text))
+    assert isinstance(report, StatusReport) and report.observed["11"].exit_code is None
+
+
 def test_unknown_id_among_several_is_absent_and_the_other_observed() -> None:
     ids = [f"11.{H}", f"19.{H}"]
     report = TORQUE.status(ids).parse(transcript("torque/qstat_one_unknown"))

@@ -53,7 +53,7 @@ _DRIVER_PATHS = frozenset(
 # local collector (schema vq.resource-usage.v1). It exits 1, printing nothing, when the
 # raw receipt has no complete line.
 _FORMATTER = r"""vq_receipt() {
-	awk -v rc="$1" -v started="$2" -v finished="$3" '
+	LC_ALL=C awk -v rc="$1" -v started="$2" -v finished="$3" '
 	function str(s) { return s == "" ? "null" : "\"" s "\"" }
 	/^Command terminated by signal [0-9]+$/ { sig = $5 }
 	$1 == "vq-gnu-time" && NF == 5 { wall = $2; user = $3; sys = $4; rss = $5; seen = 1 }

@@ -136,11 +136,13 @@ def exit_evidence(
         return None, None, None
     if exit_status < 0:
         return None, None, _MOM_CODES.get(exit_status, JobState.ABORTED_BY_QUEUE)
-    if exit_status > 256:
-        signal = exit_status - 256
-        overran = used is not None and limit is not None and used >= limit
-        return None, signal, JobState.TIME_EXCEEDED if overran else None
-    return exit_status, None, None
+    if exit_status <= 255:
+        return exit_status, None, None
+    if exit_status == 256:  # no signal 0: nothing can be read from it
+        return None, None, None
+    signal = exit_status - 256
+    overran = used is not None and limit is not None and used >= limit
+    return None, signal, JobState.TIME_EXCEEDED if overran else None
 
 
 def _seconds(text: str | None) -> int | None:
