@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vq.dialects import (
+    INVERSE,
     SLURM,
     AccountingReport,
     CommandResult,
@@ -86,6 +87,11 @@ def test_accounting_refuses_a_naive_time() -> None:
 )
 def test_control_argv(action: str, argv: tuple[str, ...]) -> None:
     assert SLURM.control(action, "12").argv == argv  # type: ignore[arg-type]
+
+
+def test_hold_and_release_undo_each_other() -> None:
+    assert INVERSE == {"hold": "release", "release": "hold"}
+    assert SLURM.control(INVERSE["hold"], "12").argv == ("scontrol", "release", "12")
 
 
 def test_find_by_tag_asks_squeue_then_sacct_by_name() -> None:

@@ -25,13 +25,14 @@ from vq.dialects.model import (
     TagMatch,
     UnsafeSchedulerValue,
 )
-from vq.dialects.protocol import ControlAction, SchedulerDialect
+from vq.dialects.protocol import INVERSE, ControlAction, SchedulerDialect
 from vq.dialects.slurm import SLURM, SlurmDialect
 from vq.dialects.torque import TORQUE, TorqueDialect
 from vq.errors import ConfigError
 
 __all__ = [
     "DIALECTS",
+    "INVERSE",
     "UNIMPLEMENTED",
     "AccountingRecord",
     "AccountingReport",

@@ -23,9 +23,13 @@ from vq.dialects.model import (
     TagMatch,
 )
 
-__all__ = ["ControlAction", "SchedulerDialect"]
+__all__ = ["INVERSE", "ControlAction", "SchedulerDialect"]
 
 ControlAction = Literal["cancel", "hold", "release"]
+
+#: The exact inverse a failed pause or resume attempts after its hold or release
+#: reached the scheduler (§7.3). A cancel has none.
+INVERSE: dict[ControlAction, ControlAction] = {"hold": "release", "release": "hold"}
 
 
 class SchedulerDialect(Protocol):
