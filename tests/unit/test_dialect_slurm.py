@@ -196,7 +196,7 @@ def test_a_missing_id_in_a_batch_is_unlisted_never_absent() -> None:
 
 
 def test_invalid_job_id_for_one_id_is_absence() -> None:
-    report = SLURM.status(["99"]).parse(transcript("slurm/squeue_invalid_single"))
+    report = SLURM.status(["99"]).parse(transcript("slurm/live_squeue_invalid_single"))
     assert report == StatusReport(observed={}, absent=("99",))
 
 
@@ -206,7 +206,7 @@ def test_invalid_job_id_for_a_batch_asks_for_a_split() -> None:
     batch = SLURM.status(["12", "99"])
     assert batch.parse(transcript("slurm/squeue_invalid_batch")) == SplitRequired(("12", "99"))
     alone_12 = SLURM.status(["12"]).parse(transcript("slurm/squeue_one_unknown_of_many"))
-    alone_99 = SLURM.status(["99"]).parse(transcript("slurm/squeue_invalid_single"))
+    alone_99 = SLURM.status(["99"]).parse(transcript("slurm/live_squeue_invalid_single"))
     assert isinstance(alone_12, StatusReport) and isinstance(alone_99, StatusReport)
     assert alone_12.observed["12"].phase is P.RUNNING and alone_12.absent == ()
     assert alone_99.absent == ("99",) and alone_99.observed == {}
@@ -217,7 +217,7 @@ def test_a_split_resolves_into_one_report() -> None:
     assert isinstance(split, SplitRequired)
     answers = {
         "12": SLURM.status(["12"]).parse(transcript("slurm/squeue_one_unknown_of_many")),
-        "99": SLURM.status(["99"]).parse(transcript("slurm/squeue_invalid_single")),
+        "99": SLURM.status(["99"]).parse(transcript("slurm/live_squeue_invalid_single")),
         "13": SLURM.status(["13"]).parse(transcript("slurm/live_squeue_controller_down")),
     }
     report = split.resolve(answers)
@@ -427,7 +427,7 @@ def test_find_by_tag_reads_the_nonce_from_the_comment() -> None:
     [
         ("scancel_ok", "done"),
         ("scontrol_hold_running", "not_pending"),
-        ("scontrol_hold_unknown", "unknown_job"),
+        ("live_scontrol_hold_unknown", "unknown_job"),
         ("scontrol_release_finished", "already_ended"),
         ("scancel_verbose_done", "already_ended"),
         ("scancel_denied", "failed"),
@@ -453,6 +453,113 @@ def test_live_answers_without_a_controller_are_failures_not_evidence() -> None:
     for name in ("live_scancel_controller_down", "live_scontrol_hold_controller_down"):
         outcome = SLURM.control("hold", "12").parse(transcript(f"slurm/{name}"))
         assert outcome.kind == "failed" and outcome.detail
+
+
+# --------------------------------------------------------------------------------------
+# recorded from a live Slurm 22.05.8 (the testbed's smoke jobs)
+# --------------------------------------------------------------------------------------
+LIVE_IDS = [str(n) for n in range(1, 11)]
+
+
+def test_live_squeue_of_ended_jobs() -> None:
+    report = SLURM.status(LIVE_IDS).parse(transcript("slurm/live_squeue_all"))
+    assert isinstance(report, StatusReport)
+    assert set(report.observed) == set(LIVE_IDS) and report.warnings == ()
+    assert all(obs.phase is P.ENDED for obs in report.observed.values())
+    assert all(obs.queued_reason is None for obs in report.observed.values())
+    assert report.observed["5"].abnormal_end_state is JobState.OOM_KILLED
+    assert report.observed["6"].abnormal_end_state is JobState.ABORTED_BY_QUEUE
+    assert report.observed["2"].raw_state == "FAILED"
+    assert report.observed["2"].abnormal_end_state is None
+    assert report.observed["1"].exec_host == "vm"
+    assert report.observed["1"].walltime_limit == "UNLIMITED"
+
+
+def test_live_batch_with_an_unknown_id_leaves_it_unlisted() -> None:
+    ids = ["6", "10", "1", "3", "7", "2", "999999"]
+    report = SLURM.status(ids).parse(transcript("slurm/live_squeue_batch_with_unknown"))
+    assert isinstance(report, StatusReport)
+    assert set(report.observed) == set(ids[:-1])
+    assert report.unlisted == ("999999",) and report.absent == ()
+
+
+def test_live_sacct_of_ended_jobs() -> None:
+    ids = [str(n) for n in range(3, 11)]
+    report = SLURM.accounting(ids, SINCE).parse(transcript("slurm/live_sacct_jobs"))
+    assert isinstance(report, AccountingReport)
+    assert set(report.records) == set(ids) and report.unlisted == ()
+    oom = report.records["5"]
+    assert (oom.state_code, oom.exit_code, oom.exit_signal) == ("OUT_OF_MEMORY", 0, 125)
+    assert oom.abnormal_end_state is JobState.OOM_KILLED and oom.max_rss_kb == 3380
+    killed = report.records["9"]  # memory kill without cgroups: FAILED, batch CANCELLED by 0
+    assert (killed.state_code, killed.exit_signal, killed.abnormal_end_state) == ("FAILED", 9, None)
+    assert killed.steps[0].raw_state == "CANCELLED by 0" and killed.max_rss_kb == 419116
+    cancelled = report.records["6"]
+    assert cancelled.raw_state == "CANCELLED" and cancelled.cancelled_by_uid is None
+    assert cancelled.abnormal_end_state is JobState.ABORTED_BY_QUEUE
+    assert report.records["7"].max_rss_kb is None  # the batch step reported no MaxRSS
+    assert (report.records["4"].exit_code, report.records["4"].phase) == (3, P.ENDED)
+    assert report.records["3"].total_cpu_seconds == pytest.approx(0.001)
+
+
+def test_live_sacct_of_an_unknown_id_is_unlisted() -> None:
+    report = parse.parse_accounting(["999999"], transcript("slurm/live_sacct_unknown_id"))
+    assert report == AccountingReport(records={}, unlisted=("999999",))
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("live_scontrol_hold_unknown", "unknown_job"),
+        ("live_scontrol_release_unknown", "unknown_job"),
+        ("live_scancel_unknown", "done"),
+        ("live_scancel_verbose_unknown", "done"),  # scancel exits 0 for a gone job
+    ],
+)
+def test_live_control_answers(name: str, kind: str) -> None:
+    assert parse.parse_control(transcript(f"slurm/{name}")).kind == kind
+
+
+def test_live_vq_job_from_submit_to_accounting() -> None:
+    """Job 11 ran a script rendered by this dialect on the live testbed."""
+    assert SLURM.submit("/s/j.sh").parse(transcript("slurm/live_sbatch_parsable")) == (
+        SubmitAccepted("11")
+    )
+    phases = []
+    for state in ("pending", "running", "failed"):
+        report = SLURM.status(["11"]).parse(transcript(f"slurm/live_squeue_vq_job_{state}"))
+        assert isinstance(report, StatusReport)
+        phases.append(report.observed["11"].phase)
+    assert phases == [P.QUEUED, P.RUNNING, P.ENDED]
+    pending = SLURM.status(["11"]).parse(transcript("slurm/live_squeue_vq_job_pending"))
+    assert isinstance(pending, StatusReport)
+    assert pending.observed["11"].queued_reason is None  # Slurm said "None"
+    assert pending.observed["11"].walltime_limit_seconds == 60
+    settled = SLURM.accounting(["11"], SINCE).parse(transcript("slurm/live_sacct_vq_job"))
+    assert isinstance(settled, AccountingReport)
+    record = settled.records["11"]
+    assert (record.job_name, record.state_code, record.exit_code) == (f"vq-{J}", "FAILED", 3)
+    assert record.max_rss_kb == 6108 and record.walltime_limit_seconds == 60
+    assert record.comment is None  # this cluster does not store job comments
+
+
+def test_live_accounting_right_after_the_end_is_incomplete_but_readable() -> None:
+    early = SLURM.accounting(["11"], SINCE).parse(transcript("slurm/live_sacct_vq_job_early"))
+    assert isinstance(early, AccountingReport)
+    record = early.records["11"]
+    assert record.job_name == "allocation" and record.walltime_limit is None
+    assert (record.state_code, record.exit_code) == ("FAILED", 3)
+
+
+def test_live_find_by_tag() -> None:
+    live, history = SLURM.find_by_tag(J, SINCE)
+    found = live.parse(transcript("slurm/live_squeue_vq_by_name"))
+    assert isinstance(found, tuple)
+    assert [(m.scheduler_job_id, m.phase, m.nonce) for m in found] == [("11", P.ENDED, "live1")]
+    assert history.parse(transcript("slurm/live_sacct_vq_by_name_early")) == ()
+    settled = history.parse(transcript("slurm/live_sacct_vq_by_name"))
+    assert isinstance(settled, tuple)
+    assert [(m.scheduler_job_id, m.nonce) for m in settled] == [("11", None)]
 
 
 def test_every_slurm_transcript_parses_without_raising() -> None:
