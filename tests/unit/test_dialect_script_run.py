@@ -7,6 +7,7 @@ process group gets the signals. GNU time must be at /usr/bin/time
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -372,3 +373,27 @@ def test_term_to_the_job_writes_143_and_skips_copy_back(
         assert not (run.ws / "out.txt").exists()  # the trap bypasses copy-back...
         (left,) = os.listdir(run.tmp / "nodes")  # ...and scratch cleanup
         assert (run.tmp / "nodes" / left / "out.txt").exists()
+
+
+def test_term_to_the_shell_alone_is_passed_on_and_written_at_once(root: Path) -> None:
+    """Slurm's proctrack/cgroup sends the cancel's SIGTERM to the batch shell only (its
+    direct child): the script must not wait for the command to notice, and the command
+    must hear of it."""
+    payload = (
+        'trap "echo got TERM > \\"$FLAG_PATH.term\\"; exit 0" TERM; '
+        'touch "$FLAG_PATH"; sleep 60 & wait'
+    )
+    flag = root / "started"
+    run = Run(root, SLURM, command=("/bin/sh", "-c", payload))
+    run.env["FLAG_PATH"] = str(flag)
+    process = run.start()
+    try:
+        _wait_for(flag)
+        os.kill(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=20) == 143
+        assert run.marker("exit-code") == "143\n"
+        _wait_for(Path(f"{flag}.term"))  # the command's own TERM trap ran
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the payload's sleep, if still there
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -543,6 +543,23 @@ def test_live_vq_job_from_submit_to_accounting() -> None:
     assert record.comment is None  # this cluster does not store job comments
 
 
+def test_live_cancel_of_a_running_vq_job() -> None:
+    before = SLURM.status(["14"]).parse(transcript("slurm/live_squeue_vq_cancel_running"))
+    assert isinstance(before, StatusReport) and before.observed["14"].phase is P.RUNNING
+    assert SLURM.control("cancel", "14").parse(transcript("slurm/live_scancel_vq_job")).kind == (
+        "done"
+    )
+    after = SLURM.status(["14"]).parse(transcript("slurm/live_squeue_vq_cancelled"))
+    assert isinstance(after, StatusReport)
+    assert after.observed["14"].abnormal_end_state is JobState.ABORTED_BY_QUEUE
+    report = SLURM.accounting(["14"], SINCE).parse(transcript("slurm/live_sacct_vq_cancelled"))
+    assert isinstance(report, AccountingReport)
+    record = report.records["14"]
+    assert (record.state_code, record.cancelled_by_uid) == ("CANCELLED", 0)
+    assert record.abnormal_end_state is JobState.ABORTED_BY_QUEUE
+    assert record.steps[0].raw_state == "FAILED"
+
+
 def test_live_accounting_right_after_the_end_is_incomplete_but_readable() -> None:
     early = SLURM.accounting(["11"], SINCE).parse(transcript("slurm/live_sacct_vq_job_early"))
     assert isinstance(early, AccountingReport)

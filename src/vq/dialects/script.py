@@ -5,8 +5,10 @@ The body's contract (docs/dialects.md, "The script contract"):
 1. ``_vq/scheduler-job-id`` is written first (the scheduler's id, from the dialect's
    environment variable), so a driver that lost the id after ``sbatch``/``qsub`` can
    recover it from the workspace.
-2. TERM, INT and HUP traps write ``_vq/exit-code`` = 128 + signal and exit with it,
-   skipping copy-back and scratch cleanup.
+2. TERM, INT and HUP traps pass the signal on to the script's process group (Slurm's
+   proctrack/cgroup signals only the batch shell), write ``_vq/exit-code`` = 128 +
+   signal and exit with it, skipping copy-back and scratch cleanup. The command runs in
+   the background and is waited for, so a trap runs at once, not after the command.
 3. ``VQ_JOB_ID``, ``VQ_CPUS``, ``VQ_MEM_MB``, ``VQ_PROGRAM`` and the request's extra
    ``VQ_*`` variables are exported; driver-local program paths are unset.
 4. GNU time and the receipt formatter (awk) are tried once on ``true``; if either is
@@ -102,9 +104,12 @@ vq_finish() {
 	vq_put exit-code "$1"
 	exit "$1"
 }
+# vq_trap SIGNAL CODE: pass SIGNAL on to everything the script started (its process
+# group; a scheduler may signal only this shell), then the exit marker CODE.
 vq_trap() {
-	trap '' TERM INT HUP
-	vq_finish "$1"
+	trap '' HUP INT TERM
+	kill -s "$1" -- "-$$" 2>/dev/null || kill -s "$1" $vq_child 2>/dev/null
+	vq_finish "$2"
 }
 vq_now() {
 	date -u '+%Y-%m-%dT%H:%M:%S+00:00' 2>/dev/null
@@ -225,9 +230,10 @@ def render_body(request: ScriptRequest, *, scheduler_id_variable: str) -> str:
         "",
         'mkdir -p "$vq_marks" || exit 125',
         f'vq_put scheduler-job-id "${{{scheduler_id_variable}-}}"',
-        "trap 'vq_trap 129' HUP",
-        "trap 'vq_trap 130' INT",
-        "trap 'vq_trap 143' TERM",
+        "vq_child=",
+        "trap 'vq_trap HUP 129' HUP",
+        "trap 'vq_trap INT 130' INT",
+        "trap 'vq_trap TERM 143' TERM",
         *_log_directories(workspace, request),
         f"command exec >>{_q(workspace + '/' + request.stdout_path)} "
         f"2>>{_q(workspace + '/' + request.stderr_path)} || vq_finish 125",
@@ -281,8 +287,12 @@ def render_body(request: ScriptRequest, *, scheduler_id_variable: str) -> str:
     out += _block("program prologue", hooks.prologue if hooks else ())
     out += [
         "vq_started=$(vq_now)",
-        f'"$vq_time" -o "$vq_raw" -f "$vq_fmt" -- {argv} </dev/null',
+        "# In the background and waited for, so that a signal is handled at once.",
+        f'"$vq_time" -o "$vq_raw" -f "$vq_fmt" -- {argv} </dev/null &',
+        "vq_child=$!",
+        'wait "$vq_child"',
         "vq_rc=$?",
+        "vq_child=",
         "vq_finished=$(vq_now)",
         'if vq_receipt "$vq_rc" "$vq_started" "$vq_finished" "$vq_raw" '
         '>"$vq_marks/.resource-usage.json.$$" 2>/dev/null; then',
