@@ -560,6 +560,19 @@ def test_live_cancel_of_a_running_vq_job() -> None:
     assert record.steps[0].raw_state == "FAILED"
 
 
+def test_live_out_of_memory_vq_job() -> None:
+    status = SLURM.status(["15"]).parse(transcript("slurm/live_squeue_vq_oom"))
+    assert isinstance(status, StatusReport)
+    seen = status.observed["15"]
+    assert (seen.phase, seen.abnormal_end_state) == (P.ENDED, JobState.OOM_KILLED)
+    assert seen.queued_reason is None  # "OutOfMemory" is not a waiting reason
+    report = SLURM.accounting(["15"], SINCE).parse(transcript("slurm/live_sacct_vq_oom"))
+    assert isinstance(report, AccountingReport)
+    record = report.records["15"]
+    assert (record.exit_code, record.exit_signal) == (0, 125)
+    assert record.abnormal_end_state is JobState.OOM_KILLED
+
+
 def test_live_accounting_right_after_the_end_is_incomplete_but_readable() -> None:
     early = SLURM.accounting(["11"], SINCE).parse(transcript("slurm/live_sacct_vq_job_early"))
     assert isinstance(early, AccountingReport)
