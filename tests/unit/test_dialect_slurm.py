@@ -426,7 +426,7 @@ def test_find_by_tag_reads_the_nonce_from_the_comment() -> None:
     ("name", "kind"),
     [
         ("scancel_ok", "done"),
-        ("scontrol_hold_running", "not_pending"),
+        ("scontrol_hold_not_pending", "not_pending"),
         ("live_scontrol_hold_unknown", "unknown_job"),
         ("scontrol_release_finished", "already_ended"),
         ("scancel_verbose_done", "already_ended"),
@@ -571,6 +571,30 @@ def test_live_out_of_memory_vq_job() -> None:
     record = report.records["15"]
     assert (record.exit_code, record.exit_signal) == (0, 125)
     assert record.abnormal_end_state is JobState.OOM_KILLED
+
+
+def test_live_hold_and_release() -> None:
+    """Job 16: submitted held, released, held again while pending, released, then held
+    while running, which Slurm accepts (exit 0) without stopping the job."""
+    phases = {}
+    for name in (
+        "held_user",
+        "held_admin",
+        "released_running",
+        "completed_after_hold",
+    ):
+        report = SLURM.status(["16"]).parse(transcript(f"slurm/live_squeue_vq_{name}"))
+        assert isinstance(report, StatusReport)
+        phases[name] = report.observed["16"]
+    assert phases["held_user"].phase is P.HELD
+    assert phases["held_user"].queued_reason == "JobHeldUser"
+    assert phases["held_admin"].phase is P.HELD
+    assert phases["held_admin"].queued_reason == "JobHeldAdmin"
+    assert phases["released_running"].phase is P.RUNNING
+    done = phases["completed_after_hold"]
+    assert (done.phase, done.queued_reason) == (P.ENDED, None)
+    for name in ("live_scontrol_release", "live_scontrol_hold_running"):
+        assert parse.parse_control(transcript(f"slurm/{name}")).kind == "done"
 
 
 def test_live_accounting_right_after_the_end_is_incomplete_but_readable() -> None:
