@@ -205,6 +205,14 @@ def test_markers_receipt_and_environment(root: Path, dialect: SchedulerDialect, 
     ]
 
 
+def test_torque_falls_back_to_slurms_job_id_under_the_wrappers(root: Path) -> None:
+    """slurm-wlm-torque runs the script under Slurm, which sets no PBS_JOBID."""
+    run = Run(root, TORQUE)
+    del run.env["PBS_JOBID"]
+    assert run.run().returncode == 0
+    assert run.marker("scheduler-job-id") == "4242\n"
+
+
 def test_receipt_has_the_local_collectors_field_names(root: Path) -> None:
     local_usage = root / "local.json"
     _record(

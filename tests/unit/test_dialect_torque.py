@@ -232,6 +232,56 @@ def test_control_outcomes(name: str, kind: str) -> None:
     assert isinstance(outcome, ControlOutcome) and outcome.kind == kind
 
 
+# --------------------------------------------------------------------------------------
+# recorded from slurm-wlm-torque over the live Slurm testbed (job 18: a rendered script)
+# --------------------------------------------------------------------------------------
+def test_live_wrapper_submit_and_status() -> None:
+    assert TORQUE.submit("/s/j.sh").parse(transcript("torque/live_qsub_wrapper")) == (
+        SubmitAccepted("18")
+    )
+    running = TORQUE.status(["18"]).parse(transcript("torque/live_qstat_wrapper_running"))
+    assert isinstance(running, StatusReport)
+    seen = running.observed["18"]
+    assert (seen.phase, seen.exec_host, seen.job_name) == (P.RUNNING, "vm", "vq-eeeeeeeeeeee")
+    assert seen.walltime_limit_seconds == 120  # 90 s, rounded up to minutes by Slurm
+    done = TORQUE.status(["18"]).parse(transcript("torque/live_qstat_wrapper_completed"))
+    assert isinstance(done, StatusReport)
+    assert done.observed["18"].phase is P.ENDED
+    assert done.observed["18"].exit_code is None  # the wrappers print no exit_status
+
+
+def test_live_wrapper_unknown_ids_are_never_evidence() -> None:
+    batch = TORQUE.status(["18", "999999"]).parse(
+        transcript("torque/live_qstat_wrapper_with_unknown")
+    )
+    assert isinstance(batch, StatusReport)
+    assert set(batch.observed) == {"18"} and batch.unlisted == ("999999",)
+    alone = TORQUE.status(["999999"]).parse(transcript("torque/live_qstat_wrapper_unknown_single"))
+    assert isinstance(alone, ParseFailure) and alone.kind == "command_failed"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("live_qdel_wrapper_unknown", "failed"),
+        ("live_qdel_wrapper_completed", "failed"),
+        ("live_qhold_wrapper_unknown", "unknown_job"),
+    ],
+)
+def test_live_wrapper_control(name: str, kind: str) -> None:
+    assert parse.parse_control(transcript(f"torque/{name}")).kind == kind
+
+
+def test_live_wrapper_find_by_tag_sees_both_submissions() -> None:
+    (query,) = TORQUE.find_by_tag("eeeeeeeeeeee", SINCE)
+    found = query.parse(transcript("torque/live_qstat_wrapper_all"))
+    assert isinstance(found, tuple)
+    assert [(m.scheduler_job_id, m.phase, m.nonce) for m in found] == [
+        ("17", P.ENDED, None),
+        ("18", P.ENDED, None),
+    ]
+
+
 @given(st.text(max_size=400), st.text(max_size=100), st.integers(-1, 255))
 def test_status_parser_is_total(stdout: str, stderr: str, code: int) -> None:
     answer = parse.parse_status(["11", "12"], CommandResult(code, stdout, stderr))

@@ -37,8 +37,9 @@ class SchedulerDialect(Protocol):
 
     #: ``"slurm"`` or ``"torque"`` (the ``scheduler_dialect`` configuration value).
     name: str
-    #: The environment variable holding the scheduler's job id inside the job.
-    job_id_variable: str
+    #: The environment variables that may hold the scheduler's job id inside the job;
+    #: the first one set wins.
+    job_id_variables: tuple[str, ...]
 
     def render_script(self, request: ScriptRequest) -> str:
         """The whole batch script: directives, then the shared body. Raises

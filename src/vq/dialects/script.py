@@ -203,9 +203,18 @@ def _log_directories(workspace: str, request: ScriptRequest) -> list[str]:
     return [f"mkdir -p {_q(workspace + '/' + parent)}" for parent in parents]
 
 
-def render_body(request: ScriptRequest, *, scheduler_id_variable: str) -> str:
+def _first_set(names: tuple[str, ...]) -> str:
+    """``${A:-${B-}}``: the first of the variables that is set and not empty."""
+    expansion = f"${{{names[-1]}-}}"
+    for name in reversed(names[:-1]):
+        expansion = f"${{{name}:-{expansion}}}"
+    return expansion
+
+
+def render_body(request: ScriptRequest, *, scheduler_id_variables: tuple[str, ...]) -> str:
     """The script after the directives. ``request`` must have passed
-    :func:`check_request`; ``scheduler_id_variable`` is e.g. ``SLURM_JOB_ID``."""
+    :func:`check_request`; ``scheduler_id_variables`` name where the job finds its
+    scheduler id, e.g. ``("SLURM_JOB_ID",)``."""
     workspace = request.workspace.rstrip("/")
     hooks = request.hooks
     wrapper = hooks.command_wrapper if hooks else ()
@@ -229,7 +238,7 @@ def render_body(request: ScriptRequest, *, scheduler_id_variable: str) -> str:
         _ERROR_RECEIPT,
         "",
         'mkdir -p "$vq_marks" || exit 125',
-        f'vq_put scheduler-job-id "${{{scheduler_id_variable}-}}"',
+        f'vq_put scheduler-job-id "{_first_set(scheduler_id_variables)}"',
         "vq_child=",
         "trap 'vq_trap HUP 129' HUP",
         "trap 'vq_trap INT 130' INT",

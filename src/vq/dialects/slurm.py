@@ -102,7 +102,7 @@ class SlurmDialect:
     """Slurm 22.05 and later (see the module docstring for the command shapes)."""
 
     name = "slurm"
-    job_id_variable = "SLURM_JOB_ID"
+    job_id_variables: tuple[str, ...] = ("SLURM_JOB_ID",)
 
     def render_script(self, request: ScriptRequest) -> str:
         check_request(request)
@@ -110,7 +110,7 @@ class SlurmDialect:
         return (
             "\n".join(head)
             + "\n"
-            + render_body(request, scheduler_id_variable=self.job_id_variable)
+            + render_body(request, scheduler_id_variables=self.job_id_variables)
         )
 
     def submit(self, script_path: str) -> Query[SubmitAccepted]:

@@ -82,7 +82,8 @@ class TorqueDialect:
     """Torque (PBS) as real servers and Slurm's ``slurm-wlm-torque`` wrappers speak it."""
 
     name = "torque"
-    job_id_variable = "PBS_JOBID"
+    #: Slurm's Torque wrappers set no PBS_JOBID, only Slurm's own variable.
+    job_id_variables: tuple[str, ...] = ("PBS_JOBID", "SLURM_JOB_ID")
 
     def render_script(self, request: ScriptRequest) -> str:
         check_request(request)
@@ -92,7 +93,7 @@ class TorqueDialect:
         return (
             "\n".join(head)
             + "\n"
-            + render_body(request, scheduler_id_variable=self.job_id_variable)
+            + render_body(request, scheduler_id_variables=self.job_id_variables)
         )
 
     def submit(self, script_path: str) -> Query[SubmitAccepted]:

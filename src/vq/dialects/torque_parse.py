@@ -251,7 +251,7 @@ def parse_control(result: CommandResult) -> ControlOutcome:
     said = " ".join(lines_of(result.stderr) + lines_of(result.stdout))
     if result.returncode == 0:
         return ControlOutcome("done")
-    if "Unknown Job Id" in said:
+    if "Unknown Job Id" in said or "Invalid job id specified" in said:
         return ControlOutcome("unknown_job", bounded(said))
     if "invalid state for job - COMPLETE" in said or "Job has finished" in said:
         return ControlOutcome("already_ended", bounded(said))
