@@ -23,6 +23,7 @@ from vq.dialects import (
     dialect_for,
 )
 from vq.dialects import slurm_parse as parse
+from vq.dialects._values import kib_from_slurm_size, slurm_duration_seconds
 from vq.domain.states import JobState
 from vq.errors import ConfigError
 
@@ -129,6 +130,35 @@ def test_dialect_lookup_fails_closed_for_unimplemented_and_unknown_names() -> No
         with pytest.raises(ConfigError) as caught:
             dialect_for(name)
         assert caught.value.reference == reference
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0:42", 42),
+        ("2:00", 120),
+        ("1:02:03", 3723),
+        ("00:00.010", 0.01),
+        ("1-00:00:00", 86400),
+        ("2-03:04:05", 2 * 86400 + 3 * 3600 + 4 * 60 + 5),
+        ("1-02:03", 86400 + 2 * 3600 + 3 * 60),
+        ("1-02", 86400 + 2 * 3600),
+        ("UNLIMITED", None),
+        ("INVALID", None),
+        ("", None),
+        ("１:00", None),
+    ],
+)
+def test_slurm_durations(text: str, seconds: float | None) -> None:
+    assert slurm_duration_seconds(text) == (pytest.approx(seconds) if seconds is not None else None)
+
+
+@pytest.mark.parametrize(
+    ("text", "kib"),
+    [("3424K", 3424), ("1.50M", 1536), ("2G", 2 * 1024 * 1024), ("0", 0), ("", None), ("x", None)],
+)
+def test_sacct_sizes(text: str, kib: int | None) -> None:
+    assert kib_from_slurm_size(text) == kib
 
 
 # --------------------------------------------------------------------------------------

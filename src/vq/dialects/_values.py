@@ -130,27 +130,23 @@ def ceil_minutes(seconds: int) -> int:
     return -(-seconds // 60)
 
 
-_SLURM_DURATION = re.compile(
-    r"(?:(?P<days>[0-9]+)-)?(?:(?P<a>[0-9]+):)?(?P<b>[0-9]+):(?P<c>[0-9]+(?:\.[0-9]+)?)"
-)
+_CLOCK = re.compile(r"(?:([0-9]+):)?([0-9]+):([0-9]+(?:\.[0-9]+)?)")
+_DAYS = re.compile(r"([0-9]+)-([0-9]+)(?::([0-9]+)(?::([0-9]+))?)?")
 
 
 def slurm_duration_seconds(text: str) -> float | None:
-    """Seconds of a Slurm duration: ``M:SS``, ``MM:SS.mmm``, ``H:MM:SS``, ``D-HH:MM:SS``
-    (and ``D-HH``/``D-HH:MM`` of sacct). None for ``UNLIMITED``, ``INVALID``, empty and
-    anything unreadable."""
+    """Seconds of a Slurm duration: ``M:SS``, ``MM:SS.mmm``, ``H:MM:SS``, and with days
+    ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``. None for ``UNLIMITED``, ``INVALID``, empty
+    and anything unreadable."""
     value = text.strip()
-    match = _SLURM_DURATION.fullmatch(value)
-    if match:
-        days = int(match["days"] or 0)
-        if match["a"] is not None:
-            hours, minutes = int(match["a"]), int(match["b"])
-        else:
-            hours, minutes = 0, int(match["b"])
-        return days * 86400 + hours * 3600 + minutes * 60 + float(match["c"])
-    short = re.fullmatch(r"([0-9]+)-([0-9]+)(?::([0-9]+))?", value)
-    if short:
-        return int(short[1]) * 86400 + int(short[2]) * 3600 + int(short[3] or 0) * 60
+    days = _DAYS.fullmatch(value)
+    if days:
+        day, hours, minutes, seconds = (int(part or 0) for part in days.groups())
+        return day * 86400 + hours * 3600 + minutes * 60 + seconds
+    clock = _CLOCK.fullmatch(value)
+    if clock:
+        hours = int(clock[1] or 0)
+        return hours * 3600 + int(clock[2]) * 60 + float(clock[3])
     return None
 
 
