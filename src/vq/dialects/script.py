@@ -2,8 +2,8 @@
 
 The body's contract (docs/dialects.md, "The script contract"):
 
-1. ``_vq/scheduler-job-id`` is written first (the scheduler's id, from the dialect's
-   environment variable), so a driver that lost the id after ``sbatch``/``qsub`` can
+1. ``_vq/scheduler-job-id`` is written first (the scheduler's id, from the first set of
+   the dialect's environment variables), so a driver that lost the id after ``sbatch``/``qsub`` can
    recover it from the workspace.
 2. TERM, INT and HUP traps pass the signal on to the script's process group (Slurm's
    proctrack/cgroup signals only the batch shell), write ``_vq/exit-code`` = 128 +
