@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Vq
 
 
@@ -104,3 +106,134 @@ def test_a_damaged_pack_file_is_refused_on_read(vq: Vq, tmp_path: Path) -> None:
     pack_file.write_text(json.dumps(data))
     proc = vq.run("pack", "show", "sweep", check=False)
     assert proc.returncode == 7 and "not a valid pack file" in proc.stderr
+
+
+PROFILE = """\
+default_packing = "cpu"
+
+[packing.cpu.target]
+host = "cluster-a"
+work_root = "/cluster/work/sweep"
+log_root = "/cluster/logs/sweep"
+partitions = ["normal"]
+max_tasks_per_allocation = 4
+max_cpus_per_allocation = 8
+max_memory_mib_per_allocation = 8192
+max_gpus_per_allocation = 0
+max_time_limit = "04:00:00"
+max_allocations_per_submit = 8
+max_script_bytes = 65536
+
+[packing.cpu.resources]
+cpus_per_task = 1
+memory_mib_per_task = 512
+gpus_per_task = 0
+time_limit = "00:10:30"
+"""
+
+
+def _configure(vq: Vq, text: str = PROFILE) -> None:
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(text)
+
+
+def test_plan_writes_an_owner_only_plan_that_reloads_byte_identical(vq: Vq, tmp_path: Path) -> None:
+    from vq.paths import StatePaths
+    from vq.services.pack_plan import load_plan
+
+    _configure(vq)
+    vq.run("pack", "open", "sweep", str(_tasks(tmp_path, [f"t{n}" for n in range(10)])))
+    plan_path = tmp_path / "plan.json"
+    shown = vq.json("pack", "plan", "sweep", "--output", str(plan_path))
+    assert stat.S_IMODE(plan_path.stat().st_mode) == 0o600
+    assert [a["tasks"] for a in shown["allocations"]] == [4, 3, 3]
+    data = plan_path.read_bytes()
+    assert b'"run"' not in data and b"payload" not in data  # no args, no stdin
+    assert json.loads(data)["plan_sha256"] == shown["plan_sha256"]
+
+    paths = StatePaths(vq.root)
+    assert load_plan(paths, plan_path).data == data
+    again = tmp_path / "again.json"
+    vq.run("pack", "plan", "sweep", "--output", str(again))
+    assert again.read_bytes() == data  # two plans of one view are byte-identical
+
+    proc = vq.run("pack", "plan", "sweep", "--output", str(plan_path), check=False)
+    assert proc.returncode == 6 and plan_path.read_bytes() == data  # never over a path
+
+    altered = tmp_path / "altered.json"
+    altered.write_bytes(data.replace(b'"cpus": 4', b'"cpus": 3', 1))
+    from vq.errors import Conflict, InvalidInput
+
+    with pytest.raises(InvalidInput):
+        load_plan(paths, altered)
+
+    vq.run("pack", "seal", "sweep")
+    with pytest.raises(Conflict, match="stale"):
+        load_plan(paths, plan_path)
+
+
+def test_plan_options_and_refusals(vq: Vq, tmp_path: Path) -> None:
+    _configure(vq)
+    vq.run("pack", "open", "sweep", str(_tasks(tmp_path, [f"t{n}" for n in range(6)])))
+    small = vq.json(
+        "pack",
+        "plan",
+        "sweep",
+        "--output",
+        str(tmp_path / "p2.json"),
+        "--tasks-per-allocation",
+        "2",
+    )
+    assert [a["tasks"] for a in small["allocations"]] == [2, 2, 2]
+    proc = vq.run(
+        "pack",
+        "plan",
+        "sweep",
+        "--output",
+        str(tmp_path / "p5.json"),
+        "--tasks-per-allocation",
+        "5",
+        check=False,
+    )
+    assert proc.returncode == 4 and "above what one allocation" in proc.stderr
+    assert not (tmp_path / "p5.json").exists()
+    proc = vq.run(
+        "pack",
+        "plan",
+        "sweep",
+        "--output",
+        str(tmp_path / "px.json"),
+        "--profile",
+        "gpu",
+        check=False,
+    )
+    assert proc.returncode == 9 and "no such profile" in proc.stderr
+    proc = vq.run(
+        "pack",
+        "plan",
+        "sweep",
+        "--output",
+        str(tmp_path / "pr.json"),
+        "--retry",
+        "nope",
+        check=False,
+    )
+    assert proc.returncode == 4
+    scripts = vq.run(
+        "pack", "plan", "sweep", "--output", str(tmp_path / "ps.json"), "--show-scripts"
+    )
+    assert "srun --exclusive --exact" in scripts.stdout and "'run' t0" not in scripts.stdout
+    assert "run t0" in scripts.stdout
+    assert "arguments and stdin" in scripts.stderr
+
+
+def test_a_bad_profile_in_config_is_refused_with_its_line(vq: Vq, tmp_path: Path) -> None:
+    _configure(
+        vq, PROFILE.replace("max_tasks_per_allocation = 4", "max_tasks_per_allocation = true")
+    )
+    vq.run("pack", "open", "sweep", str(_tasks(tmp_path, ["t0"])))
+    proc = vq.run("pack", "plan", "sweep", "--output", str(tmp_path / "p.json"), check=False)
+    assert proc.returncode == 9
+    assert "config.toml:8: packing.cpu.target.max_tasks_per_allocation" in proc.stderr
+    assert "boolean" in proc.stderr

@@ -97,3 +97,98 @@ def show(name: str, as_json: bool) -> None:
     )
     for task in document.tasks:
         click.echo(f"  {task.key}")
+
+
+@pack.command()
+@click.argument("name")
+@click.option(
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Where to write PLAN.json (owner-only; an existing path is refused).",
+)
+@click.option("--profile", "profile_name", help="The packing profile (default: default_packing).")
+@click.option(
+    "--tasks-per-allocation",
+    type=click.IntRange(min=1),
+    help="Pack at most this many tasks per allocation (above the profile's capacity: refused).",
+)
+@click.option("--retry", "retry", multiple=True, metavar="KEY", help="Run an accepted task again.")
+@click.option(
+    "--allow-duplicate-risk",
+    "allow_duplicate_risk",
+    multiple=True,
+    metavar="KEY",
+    help="With --retry KEY: accept that an earlier attempt of unknown outcome may still run.",
+)
+@click.option(
+    "--show-scripts",
+    is_flag=True,
+    help="Also print every complete batch script (task arguments and stdin included).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(
+    name: str,
+    output: Path,
+    profile_name: str | None,
+    tasks_per_allocation: int | None,
+    retry: tuple[str, ...],
+    allow_duplicate_risk: tuple[str, ...],
+    show_scripts: bool,
+    as_json: bool,
+) -> None:
+    """Plan pack NAME into allocations and write PLAN.json (no task arguments or stdin).
+
+    The plan holds task keys, requested resources, totals, the target, the exact sbatch
+    directives, allocation ids and digests. It is bound to the pack's revision: after an
+    append or a seal, make a new one.
+    """
+    from vq.cli.common import paths
+    from vq.cli.output import warn
+    from vq.config import load_settings, packing_profiles
+    from vq.errors import ConfigError
+    from vq.packing.profiles import ProfileError, select_profile
+    from vq.services.pack_plan import make_plan, write_plan
+
+    settings = load_settings()
+    try:
+        profile = select_profile(packing_profiles(settings), settings.default_packing, profile_name)
+    except ProfileError as exc:
+        raise ConfigError(
+            f"{'.'.join(exc.loc)}: {exc.reason}",
+            hint="define [packing.NAME.target] and [packing.NAME.resources] (docs/packing.md)",
+        ) from None
+    made = make_plan(
+        paths(),
+        name,
+        profile,
+        tasks_per_allocation=tasks_per_allocation,
+        retry=frozenset(retry),
+        allow_duplicate_risk=frozenset(allow_duplicate_risk),
+    )
+    written = write_plan(output, made)
+    document = made.document
+    if show_scripts:
+        warn("the scripts below hold every task's arguments and stdin")
+        for allocation, script in made.scripts.items():
+            click.echo(f"### allocation {allocation}")
+            click.echo(script.decode("utf-8", errors="replace"), nl=False)
+    if as_json:
+        echo_json({"path": str(written), **document})
+        return
+    totals = document["totals"]
+    click.echo(
+        f"plan {written}: {totals['tasks']} tasks in {totals['allocations']} allocations "
+        f"(profile {profile.name}, revision {document['revision']})"
+    )
+    for allocation in document["allocations"]:
+        click.echo(
+            f"  {allocation['allocation_id']}  {allocation['tasks']} tasks  "
+            f"{allocation['cpus']} CPUs  {allocation['memory_mib']} MiB  "
+            f"{allocation['gpus']} GPUs  {allocation['time']}"
+        )
+    for item in document["selection"]["withheld"]:
+        click.echo(f"  withheld {item['key']}: {item['reason']}")
+    for key in document["selection"]["skipped"]:
+        click.echo(f"  skipped {key}: valid result")
