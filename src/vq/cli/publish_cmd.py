@@ -7,7 +7,6 @@ and nothing is written.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import click
@@ -30,7 +29,7 @@ __all__ = ["publish"]
 @click.option("--json", "as_json", is_flag=True, help="Print the publication as JSON.")
 def publish(dest: Path, source: Path, as_json: bool) -> None:
     """Publish a copy of DIR at DEST: DEST ends absent or complete, never partial."""
-    from vq.publish import Draft
+    from vq.publish import Draft, copy_tree
     from vq.publish import publish as publish_tree
 
     if not source.exists():
@@ -40,11 +39,7 @@ def publish(dest: Path, source: Path, as_json: bool) -> None:
     counted = {"files": 0}
 
     def copy(draft: Draft) -> None:
-        def count(src: str, dst: str) -> object:
-            counted["files"] += 1
-            return shutil.copy2(src, dst)
-
-        shutil.copytree(source, draft.path, symlinks=True, dirs_exist_ok=True, copy_function=count)
+        counted["files"] = copy_tree(source, draft.path)
 
     done = publish_tree(dest, copy)
     if as_json:

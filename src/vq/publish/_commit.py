@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = [
     "AlreadyExists",
+    "SpecialFile",
     "commit_no_replace",
     "fsync_dir",
     "fsync_path",
@@ -147,25 +148,34 @@ def _syncfs(path: Path) -> bool:
     return True
 
 
+class SpecialFile(Exception):
+    """The tree holds something other than files, directories and symlinks."""
+
+
+def _entries(directory: str, out: list[tuple[str, bool]]) -> None:
+    out.append((directory, True))
+    with os.scandir(directory) as scan:
+        for entry in scan:
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                _entries(entry.path, out)
+            elif stat.S_ISREG(mode):
+                out.append((entry.path, False))
+            elif not stat.S_ISLNK(mode):
+                raise SpecialFile(entry.path)
+
+
 def sync_tree(root: Path) -> None:
     """Make every file and directory under ``root`` (itself included) durable.
 
     Links are never followed; a symlink's name is made durable by its directory's sync.
+    A special file (FIFO, socket, device) raises :class:`SpecialFile` before any sync.
     A large tree is synced with one ``syncfs`` of its filesystem (what ``sync`` does, for
     one filesystem) instead of thousands of fsyncs.
     """
-    entries: list[tuple[Path, bool]] = []
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(directory)
-        entries.append((base, True))
-        for name in filenames:
-            entries.append((base / name, False))
-        for name in dirnames:
-            if os.path.islink(base / name):
-                entries.append((base / name, False))
+    entries: list[tuple[str, bool]] = []
+    _entries(os.fspath(root), entries)
     if len(entries) > SYNCFS_THRESHOLD and _syncfs(root):
         return
     for path, is_dir in reversed(entries):
-        mode = os.lstat(path).st_mode
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            fsync_path(path, directory=is_dir)
+        fsync_path(Path(path), directory=is_dir)

@@ -25,9 +25,23 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vq.errors import Conflict, InvalidInput, NotFound
-from vq.publish._commit import AlreadyExists, commit_no_replace, fsync_dir, sync_tree
+from vq.publish._commit import (
+    AlreadyExists,
+    SpecialFile,
+    commit_no_replace,
+    fsync_dir,
+    sync_tree,
+)
 
-__all__ = ["Draft", "Publication", "publish", "publish_file", "remove_pinned", "safe_relpath"]
+__all__ = [
+    "Draft",
+    "Publication",
+    "copy_tree",
+    "publish",
+    "publish_file",
+    "remove_pinned",
+    "safe_relpath",
+]
 
 STAGE_MARK = ".vqstage-"
 
@@ -94,6 +108,55 @@ class Draft:
         return target
 
 
+def _copy_file(source: str, target: str, mode: int, size: int) -> None:
+    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        try:
+            left = size
+            try:
+                while left > 0:
+                    copied = os.copy_file_range(src, dst, left)
+                    if copied == 0:
+                        break
+                    left -= copied
+            except OSError:  # no copy_file_range here: a plain read/write loop
+                while chunk := os.read(src, 1 << 20):
+                    os.write(dst, chunk)
+            else:
+                while chunk := os.read(src, 1 << 20):  # the file grew since its stat
+                    os.write(dst, chunk)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> int:
+    """Copy the files, directories and symlinks of ``source`` into the existing directory
+    ``target`` (a draft); modes are kept, links are copied as links, never followed.
+    A special file is refused. Returns the number of regular files copied."""
+    files = 0
+    for entry in os.scandir(source):
+        src, dst = os.path.join(source, entry.name), os.path.join(target, entry.name)
+        info = entry.stat(follow_symlinks=False)
+        mode = stat.S_IMODE(info.st_mode)
+        if stat.S_ISDIR(info.st_mode):
+            os.mkdir(dst, 0o700)
+            files += copy_tree(src, dst)
+            os.chmod(dst, mode)
+        elif stat.S_ISLNK(info.st_mode):
+            os.symlink(os.readlink(src), dst)
+        elif stat.S_ISREG(info.st_mode):
+            _copy_file(src, dst, mode, info.st_size)
+            files += 1
+        else:
+            raise InvalidInput(
+                f"{src} is a special file", hint="publish files, directories and symlinks only"
+            )
+    return files
+
+
 def _check_destination(dest: Path) -> Path:
     dest = Path(os.path.abspath(dest))
     if not dest.name or dest.name in (".", ".."):
@@ -132,18 +195,6 @@ def _discard(path: Path) -> None:
             os.unlink(path)
         except FileNotFoundError:
             pass
-
-
-def _check_stage_tree(stage: Path) -> None:
-    for directory, dirnames, filenames in os.walk(stage, followlinks=False):
-        for name in (*dirnames, *filenames):
-            mode = os.lstat(Path(directory) / name).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                raise InvalidInput(
-                    f"the draft holds a special file: {name!r}",
-                    hint="a publication holds only files, directories and symlinks",
-                    reference="publish-special-file",
-                )
 
 
 def _pin(path: Path, what: str) -> tuple[int, int]:
@@ -219,12 +270,18 @@ def publish(
             raise InvalidInput(
                 "the builder replaced its draft directory", reference="publish-draft-replaced"
             )
-        _check_stage_tree(stage)
         sync_tree(stage)
         commit_no_replace(stage, target)
     except AlreadyExists as exc:
         _discard(stage)
         raise _exists(target) from exc
+    except SpecialFile as exc:
+        _discard(stage)
+        raise InvalidInput(
+            f"the draft holds a special file: {os.path.basename(str(exc))!r}",
+            hint="a publication holds only files, directories and symlinks",
+            reference="publish-special-file",
+        ) from None
     except BaseException:
         _discard(stage)
         raise
