@@ -303,3 +303,23 @@ def test_sync_tree_handles_large_and_small_trees(tmp_path: Path) -> None:
         (root / "link").symlink_to("f0")
         _commit.sync_tree(root)  # no error on links; every file opened without following
         assert len(os.listdir(root)) == count + 1
+
+
+def test_copy_tree_keeps_modes_and_links_and_refuses_special_files(tmp_path: Path) -> None:
+    from vq.publish import copy_tree
+
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "run.sh").write_text("#!/bin/sh\n")
+    (source / "sub" / "run.sh").chmod(0o750)
+    (source / "big").write_bytes(b"\x01" * (3 << 20))
+    (source / "link").symlink_to("sub/run.sh")
+    done = publish(tmp_path / "out", lambda draft: copy_tree(source, draft.path))
+    assert (done.path / "sub" / "run.sh").stat().st_mode & 0o777 == 0o750
+    assert (done.path / "big").read_bytes() == b"\x01" * (3 << 20)
+    assert os.readlink(done.path / "link") == "sub/run.sh"
+    os.mkfifo(source / "pipe")
+    with pytest.raises(InvalidInput):
+        publish(tmp_path / "out2", lambda draft: copy_tree(source, draft.path))
+    assert not (tmp_path / "out2").exists()
+    assert [e for e in os.listdir(tmp_path) if ".vqstage-" in e] == []

@@ -132,7 +132,7 @@ def _select(inputs: PlanInputs) -> tuple[list[Task], list[dict[str, str]], list[
     withheld: list[dict[str, str]] = []
     skipped: list[str] = []
     for task in inputs.roster:
-        view = inputs.view.tasks.get(task.key, TaskView(task.key))
+        view = inputs.view.tasks.get(task.key) or TaskView(task.key)
         attempts = by_task.get(task.key, [])
         accepted = [a for a in attempts if a.outcome == "accepted"]
         states = [view.scheduler.get(a.allocation_id) or "UNKNOWN" for a in accepted]

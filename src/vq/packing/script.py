@@ -71,6 +71,20 @@ def sbatch_args(allocation_id: str, tasks: int, profile: PackingProfile) -> list
 
 def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile) -> list[str]:
     """The ``srun`` argument vector of one slot (without the stdin redirection)."""
+    head, launcher = _step_parts(profile)
+    return [*head, *_slot_options(allocation_id, slot, profile), *launcher, *task.args]
+
+
+def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
+    target = profile.target
+    return [
+        f"--chdir={target.work_root}/{allocation_id}/{slot}",
+        f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
+    ]
+
+
+def _step_parts(profile: PackingProfile) -> tuple[list[str], list[str]]:
+    """The slot-independent parts of a step: srun's options, and the image launcher."""
     target, res = profile.target, profile.resources
     argv = [
         "srun",
@@ -83,17 +97,13 @@ def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile
     ]
     if res.gpus_per_task:
         argv.append(f"--gres={target.gpu_gres}:{res.gpus_per_task}")
-    argv += [
-        f"--chdir={target.work_root}/{allocation_id}/{slot}",
-        f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
-    ]
+    launcher: list[str] = []
     if target.apptainer is not None and target.image is not None:
-        argv += [target.apptainer, "exec"]
+        launcher += [target.apptainer, "exec"]
         if res.gpus_per_task:
-            argv.append("--nv")
-        argv.append(target.image)
-    argv += list(task.args)
-    return argv
+            launcher.append("--nv")
+        launcher.append(target.image)
+    return argv, launcher
 
 
 def _stdin_block(path: str, data: bytes) -> list[str]:
@@ -118,13 +128,17 @@ def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingPro
     for slot, task in enumerate(tasks):
         lines.append(f"# slot {slot}: {task.key}")
         lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
+    head, launcher = _step_parts(profile)
+    quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
+        words = [quoted_head, shlex.join(_slot_options(allocation_id, slot, profile))]
+        if launcher:
+            words.append(quoted_launcher)
+        words.append(shlex.join(task.args))
         lines += [
             "(",
-            "  "
-            + shlex.join(step_argv(allocation_id, slot, task, profile))
-            + f' <"$W/{slot}/_vq/stdin"',
+            "  " + " ".join(words) + f' <"$W/{slot}/_vq/stdin"',
             f'  echo $? >{marker}.tmp" && mv -f {marker}.tmp" {marker}"',
             ") &",
         ]

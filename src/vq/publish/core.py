@@ -137,7 +137,9 @@ def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) ->
     ``target`` (a draft); modes are kept, links are copied as links, never followed.
     A special file is refused. Returns the number of regular files copied."""
     files = 0
-    for entry in os.scandir(source):
+    with os.scandir(source) as scan:
+        entries = list(scan)
+    for entry in entries:
         src, dst = os.path.join(source, entry.name), os.path.join(target, entry.name)
         info = entry.stat(follow_symlinks=False)
         mode = stat.S_IMODE(info.st_mode)
