@@ -31,6 +31,7 @@ import bench_drain
 import bench_floors
 import bench_idle
 import bench_list
+import bench_publish
 import bench_ssh
 import bench_submit
 import bench_supervision
@@ -56,6 +57,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(n) web: 100 long-polling agents", bench_web.long_pollers),
     ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
     ("(p) campaign artifact hashing", bench_campaign.run),
+    ("(q) publish", bench_publish.run),
 ]
 
 

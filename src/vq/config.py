@@ -13,7 +13,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -30,6 +30,9 @@ from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError
 from vq.paths import resolve_config_root
 
+if TYPE_CHECKING:
+    from vq.packing.profiles import PackingProfile
+
 __all__ = [
     "DaemonSettings",
     "NotificationSettings",
@@ -41,6 +44,7 @@ __all__ = [
     "host_logical_cpus",
     "host_memory_mb",
     "load_settings",
+    "packing_profiles",
 ]
 
 SITE_CONFIG = Path("/etc/vq/config.toml")
@@ -255,6 +259,9 @@ class Settings(BaseModel):
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
+    packing: dict[str, Any] = Field(default_factory=dict)
+    default_packing: str | None = None
 
     @field_validator("programs")
     @classmethod
@@ -325,7 +332,7 @@ _MESSAGES = {
 
 def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Settings:
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first["loc"])
@@ -339,6 +346,35 @@ def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Set
             f"{where}: {key}: {message}",
             hint="see docs/config.md for every key and its default",
         ) from exc
+    _check_packing(data, origin, text)
+    return settings
+
+
+def _check_packing(data: dict[str, Any], origin: str, text: str | None) -> None:
+    """Validate every packing profile of ``data`` (one layer, or the merged whole)."""
+    from vq.packing.profiles import ProfileError, check_default, parse_profiles
+
+    try:
+        profiles = parse_profiles(data)
+        if text is None:  # the merged configuration: the default must name a profile
+            check_default(data.get("default_packing"), set(profiles))
+    except ProfileError as exc:
+        line = None
+        for depth in range(len(exc.loc), 0, -1):  # a missing key: its table's header
+            if text is not None and line is None:
+                line = line_of(text, exc.loc[:depth])
+        where = f"{origin}:{line}" if line is not None else origin
+        raise ConfigError(
+            f"{where}: {'.'.join(exc.loc)}: {exc.reason}",
+            hint="see docs/packing.md for the profile keys",
+        ) from exc
+
+
+def packing_profiles(settings: Settings) -> dict[str, PackingProfile]:
+    """The validated packing profiles of loaded ``settings`` (by name)."""
+    from vq.packing.profiles import parse_profiles
+
+    return parse_profiles({"packing": settings.packing})
 
 
 def check_file(path: Path) -> Settings:
@@ -374,6 +410,13 @@ def load_settings(
         layer = _read_layer(path)
         if layer:
             _validate(layer, str(path), path.read_text(errors="replace"))
+            twice = set(layer.get("packing", {})) & set(merged.get("packing", {}))
+            if twice:  # a profile lives whole in one layer: never merged key by key
+                name = sorted(twice)[0]
+                raise ConfigError(
+                    f"{path}: packing.{name}: the profile is also defined in {site_config}",
+                    hint="define each packing profile whole in one file",
+                )
             merged = _merge(merged, layer)
     if overrides:
         merged = _merge(merged, overrides)

@@ -14,6 +14,7 @@ Layout (single user)::
       jobs/<jobid>/                 workspace: stdout.log, stderr.log, _vq/…, payload
       workdirs/<jobid>/             VQ_WORKDIR scratch
       archive/                      cleanup archives (VQ_ARCHIVE_DIR moves it)
+      packs/<name>/pack.json        a packed sweep's roster and attempts (0600)
       daemon.pid  daemon.log  daemon.sock
 """
 
@@ -69,6 +70,14 @@ class StatePaths:
     @cached_property
     def workdirs_dir(self) -> Path:
         return self.root / "workdirs"
+
+    @cached_property
+    def packs_dir(self) -> Path:
+        return self.root / "packs"
+
+    def pack_file(self, name: str) -> Path:
+        """``packs/<name>/pack.json``; ``name`` must already be validated."""
+        return self.packs_dir / name / "pack.json"
 
     @property
     def archive_dir(self) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PURE = ("domain", "protocol", "campaign", "dialects")
+PURE = ("domain", "protocol", "campaign", "dialects", "packing")
 SRC = Path(__file__).parent.parent.parent / "src" / "vq"
 FORBIDDEN_CALLS = {"open", "input", "print", "exec", "eval"}
 FORBIDDEN_OS = {

@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "config": "vq.cli.config_cmd:config",
     "web": "vq.cli.web_cmd:web",
     "campaign": "vq.cli.campaign:campaign",
+    "pack": "vq.cli.pack:pack",
+    "publish": "vq.cli.publish_cmd:publish",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -68,6 +70,8 @@ SHORT_HELP: dict[str, str] = {
     "config": "Show the effective configuration, or check a file.",
     "web": "Serve the web console and /api/v1; manage its credentials.",
     "campaign": "Campaigns: pinned job DAGs with verified artifacts.",
+    "pack": "Packed Slurm sweeps: profiles, rosters and plans.",
+    "publish": "Publish a directory atomically (absent or complete).",
 }
 
 

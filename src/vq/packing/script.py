@@ -1,0 +1,153 @@
+"""The batch script of one packed allocation (pure rendering).
+
+Job level: ``--nodes=1 --ntasks=n --cpus-per-task=C --mem=<n·M>M`` (``--gres=<gres>:<n·G>``
+only when the tasks use GPUs), the effective ``--time``, the target's partitions, account,
+qos and constraint, ``--job-name=vqp-<alloc> --comment=vq-pack:<alloc>`` and
+``--output=<log_root>/<alloc>-%j.out``.
+
+Per task (slot 0..n-1) one background step::
+
+    srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=C --mem=<M>M
+         [--gres=<gres>:<G>] --chdir=<work_root>/<alloc>/<slot>
+         --output=<log_root>/<alloc>-%j-<slot>.out  ARGS...  < <slot>/_vq/stdin
+
+whose exit status becomes the marker ``<work_root>/<alloc>/<slot>/_vq/exit-code`` (written
+to a temp name and renamed); then ``wait``. The script exits 0 only when every marker is 0.
+Stdin is embedded base64 and decoded byte-exact before any step starts. Never emitted:
+job-level ``--exclusive``, ``--overlap``, ``--mem=0``, CUDA device indices, raw flags; a
+CPU-only task gets no GRES and no ``--nv``.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from collections.abc import Sequence
+
+from vq.packing.profiles import PackingProfile
+from vq.packing.roster import Task
+from vq.packing.timelimit import format_minutes
+
+__all__ = ["job_name", "render_script", "sbatch_args", "step_argv"]
+
+_STDIN_END = "VQ_STDIN_END"
+
+
+def job_name(allocation_id: str) -> str:
+    return f"vqp-{allocation_id}"
+
+
+def comment(allocation_id: str) -> str:
+    return f"vq-pack:{allocation_id}"
+
+
+def sbatch_args(allocation_id: str, tasks: int, profile: PackingProfile) -> list[str]:
+    """The allocation's directives, exactly as ``#SBATCH`` lines and the plan show them."""
+    target, res = profile.target, profile.resources
+    args = [
+        "--nodes=1",
+        f"--ntasks={tasks}",
+        f"--cpus-per-task={res.cpus_per_task}",
+        f"--mem={tasks * res.memory_mib_per_task}M",
+    ]
+    if res.gpus_per_task:
+        args.append(f"--gres={target.gpu_gres}:{tasks * res.gpus_per_task}")
+    args.append(f"--time={format_minutes(res.time_minutes)}")
+    args.append(f"--partition={','.join(target.partitions)}")
+    for flag, value in (
+        ("account", target.account),
+        ("qos", target.qos),
+        ("constraint", target.constraint),
+    ):
+        if value is not None:
+            args.append(f"--{flag}={value}")
+    args += [
+        f"--job-name={job_name(allocation_id)}",
+        f"--comment={comment(allocation_id)}",
+        f"--output={target.log_root}/{allocation_id}-%j.out",
+    ]
+    return args
+
+
+def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile) -> list[str]:
+    """The ``srun`` argument vector of one slot (without the stdin redirection)."""
+    head, launcher = _step_parts(profile)
+    return [*head, *_slot_options(allocation_id, slot, profile), *launcher, *task.args]
+
+
+def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
+    target = profile.target
+    return [
+        f"--chdir={target.work_root}/{allocation_id}/{slot}",
+        f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
+    ]
+
+
+def _step_parts(profile: PackingProfile) -> tuple[list[str], list[str]]:
+    """The slot-independent parts of a step: srun's options, and the image launcher."""
+    target, res = profile.target, profile.resources
+    argv = [
+        "srun",
+        "--exclusive",
+        "--exact",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--cpus-per-task={res.cpus_per_task}",
+        f"--mem={res.memory_mib_per_task}M",
+    ]
+    if res.gpus_per_task:
+        argv.append(f"--gres={target.gpu_gres}:{res.gpus_per_task}")
+    launcher: list[str] = []
+    if target.apptainer is not None and target.image is not None:
+        launcher += [target.apptainer, "exec"]
+        if res.gpus_per_task:
+            launcher.append("--nv")
+        launcher.append(target.image)
+    return argv, launcher
+
+
+def _stdin_block(path: str, data: bytes) -> list[str]:
+    if not data:
+        return [f": >{path}"]
+    encoded = base64.encodebytes(data).decode().rstrip("\n")
+    return [f"base64 -d >{path} <<'{_STDIN_END}'", encoded, _STDIN_END]
+
+
+def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingProfile) -> bytes:
+    """The complete batch script (it embeds task arguments and stdin: not for plans)."""
+    work = f"{profile.target.work_root}/{allocation_id}"
+    lines = ["#!/bin/bash"]
+    lines += [f"#SBATCH {arg}" for arg in sbatch_args(allocation_id, len(tasks), profile)]
+    lines += [
+        f"# vq packed allocation {allocation_id}: {len(tasks)} tasks. Generated; do not edit.",
+        "set -u",
+        "umask 077",
+        f"W={work}",
+    ]
+    lines.append("mkdir -p " + " ".join(f'"$W/{slot}/_vq"' for slot in range(len(tasks))))
+    for slot, task in enumerate(tasks):
+        lines.append(f"# slot {slot}: {task.key}")
+        lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
+    head, launcher = _step_parts(profile)
+    quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
+    for slot, task in enumerate(tasks):
+        marker = f'"$W/{slot}/_vq/exit-code'
+        words = [quoted_head, shlex.join(_slot_options(allocation_id, slot, profile))]
+        if launcher:
+            words.append(quoted_launcher)
+        words.append(shlex.join(task.args))
+        lines += [
+            "(",
+            "  " + " ".join(words) + f' <"$W/{slot}/_vq/stdin"',
+            f'  echo $? >{marker}.tmp" && mv -f {marker}.tmp" {marker}"',
+            ") &",
+        ]
+    lines += [
+        "wait",
+        "status=0",
+        f"for slot in {' '.join(str(slot) for slot in range(len(tasks)))}; do",
+        '  [ "$(cat "$W/$slot/_vq/exit-code" 2>/dev/null)" = 0 ] || status=1',
+        "done",
+        'exit "$status"',
+    ]
+    return ("\n".join(lines) + "\n").encode()

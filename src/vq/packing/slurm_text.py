@@ -1,0 +1,283 @@
+"""Slurm commands of packed allocations: argument vectors and bounded parsers (pure).
+
+The seam for submission and inspection: these functions build the exact ``sbatch``,
+``squeue`` and ``sacct`` argument vectors and parse their recorded output; running them
+(over SSH, with a 30 s deadline and 1 MiB per stream) belongs to the caller.
+
+Bounds (any breach raises :class:`ObservationError` and aborts the whole view): at most
+16 arguments and 16 KiB of command text; at most 128 output lines and 4 KiB per field.
+Every command runs under ``env LC_ALL=C TZ=UTC`` so dates and messages have one form.
+
+Identity: an allocation ``<alloc>`` is job name ``vqp-<alloc>`` with comment
+``vq-pack:<alloc>``. Queue rows must repeat that exact comment; accounting rows may repeat
+it or leave it empty (sites that do not store comments); a different comment is another
+job and is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from vq.packing.script import comment, job_name
+
+__all__ = [
+    "COMMAND_DEADLINE_S",
+    "MAX_STREAM_BYTES",
+    "AccountingRecord",
+    "ObservationError",
+    "QueueRow",
+    "Receipt",
+    "SbatchTestOnlyAnswer",
+    "bounded",
+    "normalize_state",
+    "parse_parsable",
+    "parse_sacct",
+    "parse_sbatch_test_only",
+    "parse_squeue",
+    "sacct_argv",
+    "sbatch_test_only_argv",
+    "squeue_argv",
+    "submit_argv",
+]
+
+COMMAND_DEADLINE_S = 30.0
+MAX_ARGS = 16
+MAX_COMMAND_TEXT = 16 * 1024
+MAX_STREAM_BYTES = 1 << 20
+MAX_LINES = 128
+MAX_FIELD_BYTES = 4096
+ENV = ("env", "LC_ALL=C", "TZ=UTC")
+
+State = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]
+_STATES: dict[str, State] = {
+    "PENDING": "QUEUED",
+    "REQUEUED": "QUEUED",
+    "REQUEUE_HOLD": "QUEUED",
+    "REQUEUE_FED": "QUEUED",
+    "RESV_DEL_HOLD": "QUEUED",
+    "CONFIGURING": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETING": "RUNNING",
+    "SUSPENDED": "RUNNING",
+    "STAGE_OUT": "RUNNING",
+    "SIGNALING": "RUNNING",
+    "RESIZING": "RUNNING",
+    "COMPLETED": "SUCCEEDED",
+    "FAILED": "FAILED",
+    "TIMEOUT": "FAILED",
+    "OUT_OF_MEMORY": "FAILED",
+    "NODE_FAIL": "FAILED",
+    "BOOT_FAIL": "FAILED",
+    "DEADLINE": "FAILED",
+    "PREEMPTED": "FAILED",
+    "CANCELLED": "CANCELLED",
+    "REVOKED": "CANCELLED",
+}
+_JOB_ID = re.compile(r"[0-9]{1,12}")
+_CLUSTER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|Unknown|None")
+_TEST_ONLY = re.compile(
+    r"sbatch: Job (\d+) to start at (\S+) using (\d+) processors on nodes (\S+) "
+    r"in partition (\S+)"
+)
+_SACCT_FIELDS = ("JobIDRaw", "JobName", "Comment", "State", "ExitCode", "Submit", "Start", "End")
+_SQUEUE_FORMAT = "%i|%j|%k|%T"
+
+
+class ObservationError(ValueError):
+    """Output vq cannot trust: a failed command, an overflow, a malformed row."""
+
+
+def bounded(argv: Sequence[str]) -> list[str]:
+    """``argv`` under ``env LC_ALL=C TZ=UTC``, refused beyond the argument bounds."""
+    full = [*ENV, *argv]
+    if len(full) > MAX_ARGS:
+        raise ObservationError(f"{argv[0]}: more than {MAX_ARGS} arguments")
+    if sum(len(arg.encode()) + 1 for arg in full) > MAX_COMMAND_TEXT:
+        raise ObservationError(f"{argv[0]}: the command is over {MAX_COMMAND_TEXT} bytes")
+    if any("\x00" in arg or "\n" in arg for arg in full):
+        raise ObservationError(f"{argv[0]}: an argument holds a NUL or a newline")
+    return full
+
+
+def _lines(text: str, what: str) -> list[str]:
+    if len(text.encode()) > MAX_STREAM_BYTES:
+        raise ObservationError(f"{what}: output over {MAX_STREAM_BYTES} bytes")
+    lines = [line for line in text.split("\n") if line]
+    if len(lines) > MAX_LINES:
+        raise ObservationError(f"{what}: more than {MAX_LINES} lines")
+    for line in lines:
+        if any(len(part.encode()) > MAX_FIELD_BYTES for part in line.split("|")):
+            raise ObservationError(f"{what}: a field over {MAX_FIELD_BYTES} bytes")
+    return lines
+
+
+def normalize_state(raw: str) -> State:
+    """Slurm's state (``CANCELLED by 0`` included) as one of the six vq pack states."""
+    word = raw.split(" ", 1)[0].rstrip("+")
+    return _STATES.get(word, "UNKNOWN")
+
+
+# --- sbatch --------------------------------------------------------------------------
+def sbatch_test_only_argv() -> list[str]:
+    """``sbatch --test-only`` (the script goes on stdin): changes nothing."""
+    return bounded(["sbatch", "--test-only"])
+
+
+def submit_argv() -> list[str]:
+    """``sbatch --parsable`` (the script goes on stdin)."""
+    return bounded(["sbatch", "--parsable"])
+
+
+@dataclass(frozen=True)
+class SbatchTestOnlyAnswer:
+    """The controller's time-specific answer to ``--test-only``."""
+
+    job_id: str
+    start: str
+    processors: int
+    nodes: str
+    partition: str
+
+
+def parse_sbatch_test_only(rc: int, stderr: str) -> SbatchTestOnlyAnswer:
+    """Parse ``sbatch --test-only``'s answer (it is written to stderr)."""
+    lines = _lines(stderr, "sbatch --test-only")
+    if rc == 0:
+        for line in lines:
+            match = _TEST_ONLY.fullmatch(line.strip())
+            if match is not None:
+                job, start, procs, nodes, part = match.groups()
+                return SbatchTestOnlyAnswer(job, start, int(procs), nodes, part)
+        raise ObservationError("sbatch --test-only: no answer line in its output")
+    why = lines[-1].strip() if lines else f"exit status {rc}"
+    raise ObservationError(f"sbatch --test-only refused the allocation: {why}")
+
+
+@dataclass(frozen=True)
+class Receipt:
+    job_id: str
+    cluster: str | None
+
+
+def parse_parsable(stdout: str) -> Receipt:
+    """``sbatch --parsable``: ``JOBID`` or ``JOBID;CLUSTER`` on one line."""
+    lines = _lines(stdout, "sbatch --parsable")
+    if len(lines) != 1:
+        raise ObservationError("sbatch --parsable: expected one line")
+    job, _, cluster = lines[0].strip().partition(";")
+    if not _JOB_ID.fullmatch(job) or (cluster and not _CLUSTER.fullmatch(cluster)):
+        raise ObservationError(f"sbatch --parsable: {lines[0][:80]!r} is not a receipt")
+    return Receipt(job, cluster or None)
+
+
+# --- squeue --------------------------------------------------------------------------
+def squeue_argv(job_id: str) -> list[str]:
+    if not _JOB_ID.fullmatch(job_id):
+        raise ObservationError(f"{job_id!r} is not a job id")
+    return bounded(["squeue", "--noheader", f"--jobs={job_id}", f"--format={_SQUEUE_FORMAT}"])
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    job_id: str
+    state: State
+    raw_state: str
+
+
+def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> QueueRow | None:
+    """The job's active row, or None when Slurm has none (an ended or purged job).
+
+    A row with another name or comment is not this allocation: the view is aborted.
+    """
+    if rc != 0:
+        if "Invalid job id specified" in stderr:
+            return None  # the single-job form's "no such active job"
+        raise ObservationError(f"squeue failed (exit status {rc})")
+    lines = _lines(stdout, "squeue")
+    if not lines:
+        return None
+    if len(lines) != 1:
+        raise ObservationError("squeue: more than one row for one job id")
+    parts = lines[0].split("|")
+    if len(parts) != 4 or not _JOB_ID.fullmatch(parts[0]):
+        raise ObservationError("squeue: a malformed row")
+    job, name, found_comment, raw = parts
+    if name != job_name(allocation_id) or found_comment != comment(allocation_id):
+        raise ObservationError(f"squeue: job {job} is not allocation {allocation_id}")
+    return QueueRow(job, normalize_state(raw), raw)
+
+
+# --- sacct ---------------------------------------------------------------------------
+def sacct_argv(allocation_id: str, since: str) -> list[str]:
+    """Every accounting record (requeues too) named ``vqp-<alloc>`` since ``since``."""
+    if not _TIME.fullmatch(since) or since in ("Unknown", "None"):
+        raise ObservationError(f"{since!r} is not a YYYY-MM-DDTHH:MM:SS time")
+    return bounded(
+        [
+            "sacct",
+            "--duplicates",
+            "--noheader",
+            "--parsable2",
+            f"--name={job_name(allocation_id)}",
+            f"--starttime={since}",
+            f"--format={','.join(_SACCT_FIELDS)}",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class AccountingRecord:
+    """One job record with its step rows (``steps``: step id → (state, exit code))."""
+
+    job_id: str
+    state: State
+    raw_state: str
+    exit_code: str
+    submit: str
+    start: str
+    end: str
+    steps: dict[str, tuple[State, str]] = field(default_factory=dict)
+
+
+def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
+    """The records of this allocation in submission order; other jobs are ignored.
+
+    With ``--duplicates`` a requeued job appears once per incarnation (same id, later
+    submit time); step rows belong to the job row printed before them. Choosing the
+    anchor and the latest incarnation is the inspection's business.
+    """
+    records: list[AccountingRecord] = []
+    current: dict[str, AccountingRecord] = {}
+    foreign: set[str] = set()
+    for line in _lines(stdout, "sacct"):
+        parts = line.split("|")
+        if len(parts) != len(_SACCT_FIELDS):
+            raise ObservationError("sacct: a malformed row")
+        raw_id, name, found_comment, raw_state, exit_code, submit, start, end = parts
+        job, _, step = raw_id.partition(".")
+        if not _JOB_ID.fullmatch(job) or not all(
+            _TIME.fullmatch(value) for value in (submit, start, end)
+        ):
+            raise ObservationError("sacct: a malformed row")
+        if step:
+            if job in foreign:
+                continue
+            if job not in current:
+                raise ObservationError(f"sacct: step {raw_id} before its job row")
+            current[job].steps[step] = (normalize_state(raw_state), exit_code)
+            continue
+        if name != job_name(allocation_id) or found_comment not in ("", comment(allocation_id)):
+            foreign.add(job)  # the same name under another comment: someone else's job
+            current.pop(job, None)
+            continue
+        foreign.discard(job)
+        record = AccountingRecord(
+            job, normalize_state(raw_state), raw_state, exit_code, submit, start, end
+        )
+        current[job] = record
+        records.append(record)
+    return sorted(records, key=lambda record: record.submit)

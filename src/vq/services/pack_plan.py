@@ -1,0 +1,170 @@
+"""``vq pack plan``: plan a pack against a profile, publish PLAN.json, reload it exactly.
+
+The plan is a pure function (:func:`vq.packing.planner.plan_document`) of the pack's
+current revision, a view of it, the profile's resolved values and the caller's choices.
+PLAN.json is published owner-only with :func:`vq.publish.publish_file` (never over an
+existing path). :func:`load_plan` regenerates the plan from the pack file and the plan's
+own frozen inputs and requires identical bytes; a pack that moved to another revision
+makes the plan stale.
+
+Until scheduler inspection exists, every view is scheduler-unobserved and result-unobserved:
+tasks never accepted are selected; accepted ones follow the planner's retry rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vq.errors import Conflict, InvalidInput, NotFound
+from vq.packing.planner import PlanInputs, PlanRefused, TaskView, View, plan_bytes, plan_document
+from vq.packing.profiles import PackingProfile
+from vq.packing.roster import PackDocument
+from vq.paths import StatePaths
+from vq.publish import publish_file
+from vq.services.pack_roster import load_pack
+
+__all__ = ["LoadedPlan", "load_plan", "make_plan", "unobserved_view", "write_plan"]
+
+MAX_PLAN_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    document: dict[str, Any]
+    scripts: dict[str, bytes]
+    data: bytes
+
+
+def unobserved_view(pack: PackDocument) -> View:
+    """A view with no result probe and no scheduler evidence."""
+    return View(
+        revision=pack.revision,
+        observed_at=None,
+        tasks={task.key: TaskView(task.key) for task in pack.tasks},
+    )
+
+
+def _inputs(
+    pack: PackDocument,
+    view: View,
+    profile: PackingProfile,
+    tasks_per_allocation: int | None,
+    retry: frozenset[str],
+    allow_duplicate_risk: frozenset[str],
+) -> PlanInputs:
+    return PlanInputs(
+        pack=pack.name,
+        pack_id=pack.pack_id,
+        revision=pack.revision,
+        sealed=pack.sealed,
+        roster=pack.roster(),
+        attempts=pack.attempts,
+        view=view,
+        profile=profile,
+        tasks_per_allocation=tasks_per_allocation,
+        retry=retry,
+        allow_duplicate_risk=allow_duplicate_risk,
+    )
+
+
+def _plan(inputs: PlanInputs) -> LoadedPlan:
+    try:
+        document, scripts = plan_document(inputs)
+    except PlanRefused as exc:
+        raise InvalidInput(
+            f"cannot plan pack {inputs.pack!r}: {exc}",
+            hint="see docs/packing.md (Plans) for the selection and capacity rules",
+            reference="pack-plan-refused",
+        ) from None
+    return LoadedPlan(document, scripts, plan_bytes(document))
+
+
+def make_plan(
+    paths: StatePaths,
+    name: str,
+    profile: PackingProfile,
+    *,
+    tasks_per_allocation: int | None = None,
+    retry: frozenset[str] = frozenset(),
+    allow_duplicate_risk: frozenset[str] = frozenset(),
+) -> LoadedPlan:
+    pack = load_pack(paths, name)
+    view = unobserved_view(pack)
+    return _plan(_inputs(pack, view, profile, tasks_per_allocation, retry, allow_duplicate_risk))
+
+
+def write_plan(output: Path, plan: LoadedPlan) -> Path:
+    """Publish PLAN.json (0600); an existing path is refused (exit 6) and left alone."""
+
+    def write(stage: Path) -> None:
+        os.chmod(stage, 0o600)
+        with open(stage, "wb") as handle:
+            handle.write(plan.data)
+
+    return publish_file(output, write).path
+
+
+def _view_from(document: Mapping[str, Any]) -> View:
+    raw = document["view"]
+    return View(
+        revision=int(raw["revision"]),
+        observed_at=raw["observed_at"],
+        tasks={
+            item["key"]: TaskView(item["key"], item["result"], dict(item["scheduler"]))
+            for item in raw["tasks"]
+        },
+    )
+
+
+def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
+    """Reload PLAN.json: regenerate it from its frozen inputs and require identical bytes."""
+    try:
+        with open(plan_path, "rb") as handle:
+            data = handle.read(MAX_PLAN_BYTES + 1)
+    except FileNotFoundError:
+        raise NotFound(f"{plan_path} does not exist") from None
+    refused = InvalidInput(
+        f"{plan_path} is not a plan vq made, or it was edited",
+        hint="make a new plan with `vq pack plan NAME --output NEW.json`",
+        reference="pack-plan-altered",
+    )
+    try:
+        document = json.loads(data)
+        pack = load_pack(paths, str(document["pack"]))
+        profile = PackingProfile.model_validate(
+            {
+                "name": document["profile"]["label"],
+                "target": document["profile"]["target"],
+                "resources": document["profile"]["resources"],
+            }
+        )
+        selection = document["selection"]
+        view = _view_from(document)
+        stored_revision = int(document["revision"])
+        stored_pack_id = document["pack_id"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise refused from exc
+    if stored_pack_id != pack.pack_id or stored_revision != pack.revision:
+        raise Conflict(
+            f"{plan_path} is stale: it was made for revision {stored_revision} of pack "
+            f"{pack.name!r}, which is now at revision {pack.revision}",
+            hint="make a new plan",
+            reference="pack-plan-stale",
+        )
+    inputs = _inputs(
+        pack,
+        view,
+        profile,
+        selection["tasks_per_allocation"],
+        frozenset(selection["retry"]),
+        frozenset(selection["allow_duplicate_risk"]),
+    )
+    regenerated = _plan(inputs)
+    if regenerated.data != data:
+        raise refused
+    return regenerated

@@ -1,0 +1,213 @@
+"""Pack rosters on disk: ``vq pack open`` and ``vq pack seal``.
+
+``<state-root>/packs/<name>/pack.json`` (mode 0600, directory 0700) is written atomically
+and synced (:func:`vq._fs.atomic_write_bytes`) under the ``pack.json.lock`` flock, and
+validated completely on every read. Open with the same tasks is a no-op; with the exact
+registered tasks plus new ones it appends them (revision + 1); anything else is refused and
+changes nothing. Seal is atomic, idempotent and final (revision + 1 the first time).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from vq._fs import atomic_write_bytes, fsync_dir, spec_lock
+from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
+from vq.packing.roster import (
+    MAX_STDIN_BYTES,
+    PACK_SCHEMA,
+    PackDocument,
+    RosterRefused,
+    StoredTask,
+    Task,
+    compare_rosters,
+    parse_task_lines,
+    validate_pack_name,
+)
+from vq.paths import StatePaths
+
+__all__ = ["OpenResult", "load_pack", "open_pack", "read_tasks_file", "seal_pack"]
+
+MAX_TASK_FILE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    name: str
+    action: Literal["created", "unchanged", "appended"]
+    revision: int
+    tasks: int
+    added: int
+    sealed: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "action": self.action,
+            "revision": self.revision,
+            "tasks": self.tasks,
+            "added": self.added,
+            "sealed": self.sealed,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _name(name: str) -> str:
+    try:
+        return validate_pack_name(name)
+    except RosterRefused as exc:
+        raise InvalidInput(str(exc), hint="name packs like files: letters, digits, ._-") from None
+
+
+def read_tasks_file(path: Path) -> list[Task]:
+    """Tasks from a TASKS.jsonl file; every ``stdin_file`` is read relative to it."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TASK_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise NotFound(f"{path} does not exist", hint="give the path of a TASKS.jsonl") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_TASK_FILE_BYTES:
+        raise InvalidInput(f"{path} is larger than {MAX_TASK_FILE_BYTES} bytes")
+    try:
+        lines = parse_task_lines(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8") from None
+    except RosterRefused as exc:
+        raise InvalidInput(
+            f"{path}: {exc}",
+            hint='each line: {"key": "k", "args": ["prog", "arg"], "stdin_file": null}',
+        ) from None
+    base = path.parent
+    tasks = []
+    for line in lines:
+        stdin = b""
+        if line.stdin_file is not None:
+            stdin = _read_stdin(base / line.stdin_file, path, line.line)
+        tasks.append(Task(line.key, line.args, stdin))
+    return tasks
+
+
+def _read_stdin(stdin_path: Path, tasks_path: Path, line: int) -> bytes:
+    try:
+        fd = os.open(stdin_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise NotFound(f"{tasks_path}: line {line}: {stdin_path} does not exist") from None
+    except OSError as exc:
+        raise InvalidInput(
+            f"{tasks_path}: line {line}: cannot read {stdin_path}: {exc.strerror}",
+            hint="stdin_file must be a regular file (links are not followed)",
+        ) from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_STDIN_BYTES + 1)
+    except IsADirectoryError:
+        raise InvalidInput(f"{tasks_path}: line {line}: {stdin_path} is a directory") from None
+    if len(data) > MAX_STDIN_BYTES:
+        raise InvalidInput(f"{tasks_path}: line {line}: stdin over {MAX_STDIN_BYTES} bytes")
+    return data
+
+
+def load_pack(paths: StatePaths, name: str) -> PackDocument:
+    """Read and validate ``pack.json`` completely."""
+    path = paths.pack_file(_name(name))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise NotFound(
+            f"no pack named {name!r}", hint=f"create it with `vq pack open {name} TASKS.jsonl`"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+    try:
+        document = PackDocument.from_bytes(data)
+    except ValueError as exc:
+        raise CorruptSpec(
+            f"{path} is not a valid pack file: {exc}",
+            hint="restore it from a backup; vq never writes a partial pack file",
+        ) from None
+    if document.name != name:
+        raise CorruptSpec(f"{path} belongs to pack {document.name!r}, not {name!r}")
+    return document
+
+
+def _write(paths: StatePaths, document: PackDocument) -> None:
+    atomic_write_bytes(paths.pack_file(document.name), document.to_bytes(), mode=0o600)
+
+
+def _pack_dir(paths: StatePaths, name: str) -> Path:
+    paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    paths.packs_dir.mkdir(exist_ok=True, mode=0o700)
+    directory = paths.packs_dir / name
+    if not directory.exists():
+        directory.mkdir(mode=0o700)
+        fsync_dir(paths.packs_dir)
+    return directory
+
+
+def open_pack(paths: StatePaths, name: str, tasks: list[Task]) -> OpenResult:
+    """Create the pack, or confirm/append its roster (see the module contract)."""
+    _name(name)
+    _pack_dir(paths, name)
+    with spec_lock(paths.pack_file(name)):
+        if not paths.pack_file(name).exists():
+            now = _now()
+            document = PackDocument(
+                schema=PACK_SCHEMA,
+                name=name,
+                pack_id=secrets.token_hex(16),
+                revision=1,
+                sealed=False,
+                created_at=now,
+                updated_at=now,
+                tasks=[StoredTask.of(task) for task in tasks],
+            )
+            _write(paths, document)
+            return OpenResult(name, "created", 1, len(tasks), len(tasks), False)
+        document = load_pack(paths, name)
+        registered = document.roster()
+        try:
+            action = compare_rosters(registered, tasks, sealed=document.sealed)
+        except RosterRefused as exc:
+            raise Conflict(
+                f"pack {name!r}: {exc}",
+                hint="pass the complete registered task file, with new tasks only at its end",
+                reference="pack-roster-changed",
+            ) from None
+        if action == "same":
+            return OpenResult(name, "unchanged", document.revision, len(tasks), 0, document.sealed)
+        added = tasks[len(registered) :]
+        updated = document.model_copy(
+            update={
+                "revision": document.revision + 1,
+                "updated_at": _now(),
+                "tasks": [*document.tasks, *(StoredTask.of(task) for task in added)],
+            }
+        )
+        _write(paths, updated)
+        return OpenResult(name, "appended", updated.revision, len(tasks), len(added), False)
+
+
+def seal_pack(paths: StatePaths, name: str) -> tuple[PackDocument, bool]:
+    """Seal the roster; returns the document and whether this call sealed it."""
+    _name(name)
+    if not paths.pack_file(name).parent.is_dir():
+        load_pack(paths, name)  # raises NotFound with the hint
+    with spec_lock(paths.pack_file(name)):
+        document = load_pack(paths, name)
+        if document.sealed:
+            return document, False
+        sealed = document.model_copy(
+            update={"sealed": True, "revision": document.revision + 1, "updated_at": _now()}
+        )
+        _write(paths, sealed)
+        return sealed, True

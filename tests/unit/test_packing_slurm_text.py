@@ -1,0 +1,126 @@
+"""Slurm argv builders and parsers of packed allocations, on output recorded from the
+testbed's Slurm 22.05 (tests/golden/packing/slurm/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vq.packing.slurm_text import (
+    MAX_FIELD_BYTES,
+    MAX_LINES,
+    ObservationError,
+    bounded,
+    normalize_state,
+    parse_parsable,
+    parse_sacct,
+    parse_sbatch_test_only,
+    parse_squeue,
+    sacct_argv,
+    sbatch_test_only_argv,
+    squeue_argv,
+    submit_argv,
+)
+
+RECORDED = Path(__file__).resolve().parents[1] / "golden" / "packing" / "slurm"
+
+
+def _read(name: str) -> str:
+    return (RECORDED / name).read_text()
+
+
+def test_argv_are_bounded_and_run_in_the_c_locale() -> None:
+    assert submit_argv() == ["env", "LC_ALL=C", "TZ=UTC", "sbatch", "--parsable"]
+    assert sbatch_test_only_argv()[-2:] == ["sbatch", "--test-only"]
+    assert squeue_argv("30")[3:] == ["squeue", "--noheader", "--jobs=30", "--format=%i|%j|%k|%T"]
+    argv = sacct_argv("00000000000000aa", "2026-12-03T00:00:00")
+    assert "--duplicates" in argv and "--name=vqp-00000000000000aa" in argv
+    assert len(argv) <= 16
+    with pytest.raises(ObservationError):
+        squeue_argv("30; rm -rf /")
+    with pytest.raises(ObservationError):
+        sacct_argv("00000000000000aa", "now-1day")
+    with pytest.raises(ObservationError):
+        bounded(["x"] * 14)
+    with pytest.raises(ObservationError):
+        bounded(["x", "y" * 16384])
+
+
+def test_parsable_receipts() -> None:
+    assert parse_parsable("28\n").job_id == "28"
+    receipt = parse_parsable("28;alpha\n")
+    assert (receipt.job_id, receipt.cluster) == ("28", "alpha")
+    for bad in ("", "x\n", "28\n29\n", "28;bad cluster\n"):
+        with pytest.raises(ObservationError):
+            parse_parsable(bad)
+
+
+def test_test_only_answers() -> None:
+    answer = parse_sbatch_test_only(0, _read("test-only-ok.stderr"))
+    assert (answer.job_id, answer.processors, answer.nodes, answer.partition) == (
+        "28",
+        2,
+        "vm",
+        "debug",
+    )
+    with pytest.raises(ObservationError, match="Requested node configuration"):
+        parse_sbatch_test_only(1, _read("test-only-refused.stderr"))
+
+
+def test_squeue_rows_must_repeat_the_exact_identity() -> None:
+    row = parse_squeue(0, _read("squeue-running.txt"), "", "00000000000000aa")
+    assert row is not None and (row.job_id, row.state) == ("30", "RUNNING")
+    assert parse_squeue(1, "", _read("squeue-invalid.stderr"), "00000000000000aa") is None
+    assert parse_squeue(0, "", "", "00000000000000aa") is None  # ended and purged
+    with pytest.raises(ObservationError, match="not allocation"):
+        parse_squeue(0, _read("squeue-running.txt"), "", "00000000000000bb")
+    other = _read("squeue-running.txt").replace("vq-pack:00000000000000aa", "someone")
+    with pytest.raises(ObservationError):
+        parse_squeue(0, other, "", "00000000000000aa")
+    with pytest.raises(ObservationError):
+        parse_squeue(1, "", "slurm_load_jobs error: Unable to contact slurm controller", "a")
+    with pytest.raises(ObservationError):
+        parse_squeue(0, "30|vqp-x\n", "", "00000000000000aa")
+
+
+def test_sacct_records_steps_and_foreign_jobs() -> None:
+    (record,) = parse_sacct(_read("sacct-packed.txt"), "ed392e7690a2c0c2")
+    assert (record.job_id, record.state, record.exit_code) == ("27", "FAILED", "1:0")
+    assert record.steps == {
+        "batch": ("FAILED", "1:0"),
+        "0": ("FAILED", "3:0"),
+        "1": ("SUCCEEDED", "0:0"),
+    }
+    (cancelled,) = parse_sacct(_read("sacct-cancelled.txt"), "00000000000000aa")
+    assert (cancelled.state, cancelled.raw_state) == ("CANCELLED", "CANCELLED by 0")
+    # the same name under another comment is someone else's job: ignored with its steps
+    foreign = _read("sacct-packed.txt").replace(
+        "vqp-ed392e7690a2c0c2||", "vqp-ed392e7690a2c0c2|vq-pack:other|", 1
+    )
+    assert parse_sacct(foreign, "ed392e7690a2c0c2") == []
+    exact = _read("sacct-packed.txt").replace(
+        "vqp-ed392e7690a2c0c2||", "vqp-ed392e7690a2c0c2|vq-pack:ed392e7690a2c0c2|", 1
+    )
+    assert len(parse_sacct(exact, "ed392e7690a2c0c2")) == 1
+
+
+def test_sacct_bounds_and_malformed_rows_abort() -> None:
+    row = _read("sacct-packed.txt").splitlines()[0]
+    with pytest.raises(ObservationError, match="lines"):
+        parse_sacct("\n".join([row] * (MAX_LINES + 1)), "ed392e7690a2c0c2")
+    with pytest.raises(ObservationError, match="field"):
+        parse_sacct(row.replace("FAILED", "F" * (MAX_FIELD_BYTES + 1)), "ed392e7690a2c0c2")
+    with pytest.raises(ObservationError, match="malformed"):
+        parse_sacct(row + "|extra", "ed392e7690a2c0c2")
+    with pytest.raises(ObservationError, match="before its job row"):
+        parse_sacct(_read("sacct-packed.txt").splitlines()[2], "ed392e7690a2c0c2")
+
+
+def test_state_normalization() -> None:
+    assert normalize_state("PENDING") == "QUEUED"
+    assert normalize_state("COMPLETING") == "RUNNING"
+    assert normalize_state("COMPLETED") == "SUCCEEDED"
+    assert normalize_state("OUT_OF_MEMORY") == "FAILED"
+    assert normalize_state("CANCELLED by 1000") == "CANCELLED"
+    assert normalize_state("SOMETHING_NEW") == "UNKNOWN"
