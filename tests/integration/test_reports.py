@@ -104,6 +104,9 @@ def test_usage_groups_wall_and_cpu_hours(vq: Vq) -> None:
     bad = vq.run("usage", "--since", "yesterday-ish", check=False)
     assert bad.returncode == 4 and "invalid duration" in bad.stderr
     assert vq.run("usage", "--by", "host", check=False).returncode == 2
+    total = vq.json("usage", "--by", "total")
+    assert total["groups"] == [{"key": "total", **total["total"]}]
+    assert total["total"]["jobs"] == 3
 
     text = vq.run("usage").stdout
     assert "TAG" in text and "total" in text and "(none)" in text

@@ -61,7 +61,7 @@ SHORT_HELP: dict[str, str] = {
     "daemon": "Start, stop and inspect the daemon.",
     "top": "Live view of running jobs and capacity.",
     "overview": "Queue counts, capacity and daemon health.",
-    "usage": "Wall- and CPU-hours per tag, name, day or state.",
+    "usage": "Wall- and CPU-hours per tag, name, day, state or in total.",
     "doctor": "Check the installation and explain problems.",
     "profiles": "List the submit presets ([profile.NAME]).",
     "programs": "Probe the registered programs ([programs.NAME]).",
