@@ -46,6 +46,10 @@ def test_submit_runs_and_reports_everything(vq: Vq) -> None:
     # Events are appended just after the spec writes they describe: poll briefly.
     expected = ["submitted", "state_transition", "dispatched", "state_transition"]
     wait_until(lambda: [e["kind"] for e in vq.json("events", job)] == expected, timeout=5)
+    lines = (workspace / "_vq" / "events.jsonl").read_text().splitlines()
+    on_disk = [json.loads(line) for line in lines]
+    moves = [(e["from"], e["to"]) for e in on_disk if e["kind"] == "state_transition"]
+    assert moves == [("pending", "running"), ("running", "completed")]  # §6.1 spelling
     rows = vq.json("list")["jobs"]
     assert [r["id"] for r in rows] == [job]
     assert vq.json("list", "--state", "failed")["jobs"] == []

@@ -149,8 +149,8 @@ def test_flaky_job_succeeds_on_second_retry(vq: Vq, tmp_path: Path) -> None:
         return [(e["from"], e["to"]) for e in events if e["kind"] == "state_transition"]
 
     # The last event is appended just after the spec write that ended the job.
-    final = wait_until(lambda: transitions()[-1] == ("RUNNING", "COMPLETED") and transitions())
-    assert final.count(("RUNNING", "PENDING")) == 2
+    final = wait_until(lambda: transitions()[-1] == ("running", "completed") and transitions())
+    assert final.count(("running", "pending")) == 2
 
 
 def test_retry_budget_exhausted_fails(vq: Vq) -> None:
