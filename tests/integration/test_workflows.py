@@ -236,6 +236,25 @@ def test_idempotent_submit_concurrently_gives_one_job(vq: Vq) -> None:
     assert conflict.returncode == 6 and "different submission" in conflict.stderr
 
 
+def test_idempotent_repeat_with_a_relative_not_before_returns_the_original(vq: Vq) -> None:
+    def keyed(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [VQ_BIN, "submit", "--idempotency-key", "later", *options, "--", "true"],
+            env=vq.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    first = keyed("--not-before", "1h")
+    assert first.returncode == 0, first.stderr
+    repeat = keyed("--not-before", "1h")  # resolves to a later instant, same request
+    assert repeat.returncode == 0, repeat.stderr
+    assert repeat.stdout.strip() == first.stdout.strip()
+    other = keyed("--not-before", "2h")
+    assert other.returncode == 6 and "different submission" in other.stderr
+
+
 def test_idempotency_claim_repaired_and_survives_deletion(vq: Vq) -> None:
     first = _submit_keyed(vq, "k1", "true").stdout.strip()  # no daemon: the CLI writes
     claims = list((vq.root / "idempotency").glob("*.json"))

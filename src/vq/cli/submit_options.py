@@ -188,6 +188,19 @@ def _not_before(text: str | None) -> str | None:
     return moment.astimezone(UTC).isoformat()
 
 
+def _delay_text(text: str | None) -> str | None:
+    """``--not-before`` as given when it is a delay (``1h``), not an absolute time."""
+    if text is None:
+        return None
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return text.strip()
+    return None
+
+
 def _source(positional: list[str]) -> str | None:
     if not positional:
         return None
@@ -236,6 +249,7 @@ def build_params(
         "wall_time_seconds": parse_duration(wall_time) if wall_time else None,
         "priority": values["priority"],
         "not_before": _not_before(values.get("not_before")),
+        "not_before_requested": _delay_text(values.get("not_before")),
         "job_name": values.get("job_name"),
         "tags": list(values["tags"]),
         "retry_max": values["retry_max"],

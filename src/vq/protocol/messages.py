@@ -37,6 +37,9 @@ class SubmitParams(BaseModel):
     wall_time_seconds: int | None = Field(default=None, ge=1)
     priority: int = Field(default=0, ge=-1000, le=1000)
     not_before: datetime | None = None
+    #: The ``--not-before`` text as the user gave it when it was a delay (``1h``): the
+    #: idempotency intent (§4.8) holds this rather than the time it resolved to.
+    not_before_requested: str | None = Field(default=None, min_length=1, max_length=64)
     job_name: str | None = Field(default=None, min_length=1, max_length=128)
     tags: list[str] = Field(default_factory=list, max_length=32)
     retry_max: int = Field(default=0, ge=0, le=100)
