@@ -48,10 +48,14 @@ def test_overview_with_and_without_the_daemon(vq: Vq) -> None:
     vq.stop_daemon()
     offline = vq.json("overview")
     assert offline["daemon"]["running"] is False and offline["daemon"]["pid"] is None
-    assert offline["capacity"] is None
-    assert offline["over_capacity_pending_jobs"] is None
+    assert offline["capacity"] == snap["capacity"]  # the last advertised snapshot
+    assert offline["over_capacity_pending_jobs"] == 1
     assert offline["counts"] == snap["counts"]
     assert offline["pending_cpus"] == 9
+    (vq.root / "daemon_capacity.json").unlink()  # no snapshot: capacity unknown
+    offline = vq.json("overview")
+    assert offline["capacity"] is None
+    assert offline["over_capacity_pending_jobs"] is None
     text = vq.run("overview").stdout
     assert "daemon: not running" in text and "exceed the configured" not in text
 

@@ -216,6 +216,12 @@ def status(as_json: bool) -> None:
         f"caps: max_jobs={caps['max_jobs'] or 'unlimited'} max_cpus={caps['max_cpus']} "
         f"max_mem_mb={caps['max_mem_mb']}"
     )
+    effective = answer.get("effective_caps")
+    if effective and effective != caps:
+        click.echo(
+            f"throttled to: max_jobs={effective['max_jobs'] or 'unlimited'} "
+            f"max_cpus={effective['max_cpus']}"
+        )
 
 
 def _control(method: str, params: dict[str, Any], offline: Callable[[], Any] | None) -> Any:

@@ -39,14 +39,17 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.paths import StatePaths
     from vq.protocol.messages import SubmitParams, parse_params
     from vq.services.context import ServiceContext
+    from vq.services.control import read_capacity
     from vq.services.submit import result_payload, submit
 
     settings = load_settings()
+    state = StatePaths.from_env()
     ctx = ServiceContext(
-        StatePaths.from_env(),
+        state,
         settings.daemon.caps(),
         profiles=settings.profile,
         programs=settings.programs,
+        base_caps=read_capacity(state),  # the last advertised snapshot (§4.3)
     )
     return result_payload(submit(ctx, parse_params(SubmitParams, params)))
 

@@ -65,9 +65,9 @@ class Holds:
     def apply_caps(self) -> Caps:
         """Recompute the effective caps (configured, lowered by a live throttle)."""
         caps = effective_caps(self.configured, self.throttle, utcnow())
-        if caps != self.ctx.caps:
-            self.ctx.caps = caps
-            write_capacity(self.ctx.paths, caps, os.getpid(), utcnow())
+        if caps != self.ctx.caps or self.configured != self.ctx.base_caps:
+            self.ctx.caps, self.ctx.base_caps = caps, self.configured
+            write_capacity(self.ctx.paths, caps, os.getpid(), utcnow(), base=self.configured)
         return caps
 
     def tick(self) -> None:

@@ -76,10 +76,15 @@ def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]
 
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
+    """Overages of the advertised base caps (none when they are unknown)."""
     return [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
         "the job stays PENDING until the caps change"
-        for o in capacity_overages(params.cpus, params.mem_mb, ctx.caps)
+        for o in (
+            capacity_overages(params.cpus, params.mem_mb, ctx.base_caps)
+            if ctx.base_caps is not None
+            else ()
+        )
     ]
 
 
