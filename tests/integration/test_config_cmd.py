@@ -49,3 +49,23 @@ def test_daemon_refuses_to_start_on_an_invalid_config_naming_the_line(vq: Vq) ->
     result = vq.run("daemon", "start", check=False)
     assert result.returncode == 9
     assert f"{path}:2: daemon.max_jobs" in result.stderr
+
+
+def test_daemon_logs_its_effective_config_at_start_and_reload(vq: Vq) -> None:
+    path = _write(
+        vq,
+        f'[daemon]\nmax_jobs = 3\n\n[notifications]\nwebhook_url = "https://hooks.example.invalid/{TOKEN}"\n',
+    )
+    vq.start_daemon("--max-cpus", "2")
+    log = vq.root / "daemon.log"
+    text = log.read_text()
+    assert "effective configuration (start), secrets redacted:" in text
+    assert f"daemon.max_jobs = 3  (user:{path})" in text
+    assert "daemon.max_cpus = 2  (option)" in text
+    assert "notifications.webhook_url = 'https://hooks.example.invalid/…(redacted)'" in text
+    path.write_text(path.read_text().replace("max_jobs = 3", "max_jobs = 5"))
+    vq.run("daemon", "reload")
+    reloaded = log.read_text()
+    assert "effective configuration (reload), secrets redacted:" in reloaded
+    assert f"daemon.max_jobs = 5  (user:{path})" in reloaded
+    assert TOKEN not in reloaded

@@ -42,6 +42,7 @@ from vq.services.context import ServiceContext
 from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
 
+from .config_log import log_effective_config
 from .dispatch import Dispatcher
 from .handlers import build_methods
 from .holds import Holds
@@ -237,6 +238,7 @@ class Daemon:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
+        log_effective_config(self.settings, self.holds.overrides, "start")
         try:
             self.forkserver.start()
             self.cgroup = probe(self.runner)

@@ -31,6 +31,8 @@ from vq.services.control import (
 )
 from vq.services.pause import pause_job, resume_job
 
+from .config_log import log_effective_config
+
 __all__ = ["PAUSED_BY_DRAIN", "Holds"]
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,11 @@ class Holds:
         self.config_error: str | None = None
         self._config_stamp = self._stamp()
         self.apply_caps()
+
+    @property
+    def overrides(self) -> Mapping[str, Any] | None:
+        """The ``vq daemon start`` options layered over the files."""
+        return self._overrides
 
     # --- what dispatch sees ------------------------------------------------------------
     @property
@@ -125,6 +132,7 @@ class Holds:
         )
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
+        log_effective_config(settings, self._overrides, "reload")
         self.ctx.profiles = settings.profile
         self.ctx.programs = settings.programs
         self.configured = settings.daemon.caps()
