@@ -65,7 +65,7 @@ SHORT_HELP: dict[str, str] = {
     "doctor": "Check the installation and explain problems.",
     "profiles": "List the submit presets ([profile.NAME]).",
     "programs": "Probe the registered programs ([programs.NAME]).",
-    "config": "Show the effective configuration, or check a file.",
+    "config": "Show the effective configuration, check a file, or audit its secrets.",
     "web": "Serve the web console and /api/v1; manage its credentials.",
     "campaign": "Campaigns: pinned job DAGs with verified artifacts.",
 }

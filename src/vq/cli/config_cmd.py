@@ -1,10 +1,11 @@
-"""``vq config show [--json]`` and ``vq config check FILE``.
+"""``vq config show [--json]``, ``vq config check FILE`` and ``vq config audit [--json]``.
 
 ``show`` prints the effective merged configuration with the layer each value comes from
 (``default``, ``site:/etc/vq/config.toml`` or ``user:<config-root>/config.toml``).
 Secrets are never printed: a literal webhook URL is reduced to its scheme and host;
 ``env:``/``file:``/``credential:`` references are shown as the references they are, never
-resolved (:mod:`vq.config_report`).
+resolved (:mod:`vq.config_report`). ``audit`` checks every secret reference (exists, safe
+permissions, resolves) and exits 1 when one fails; values are never printed.
 """
 
 from __future__ import annotations
@@ -47,3 +48,31 @@ def check(path: Path) -> None:
 
     check_file(path)
     click.echo(f"{path}: valid")
+
+
+@config.command()
+@click.option("--json", "as_json", is_flag=True, help='{"ok": bool, "secrets": [...]}.')
+def audit(as_json: bool) -> None:
+    """Check that every secret reference exists, is private and resolves (exit 1 if not)."""
+    import os
+
+    from vq.config import load_settings
+    from vq.config_audit import audit_report, audit_settings
+
+    findings = audit_settings(load_settings(), os.environ)
+    report = audit_report(findings)
+    if as_json:
+        echo_json(report)
+    elif not findings:
+        click.echo("no secrets are configured")
+    else:
+        for finding in findings:
+            where = finding.reference or "(inline value)"
+            if finding.ok:
+                click.echo(f"ok    {finding.key} = {where}")
+            else:
+                click.echo(f"FAIL  {finding.key} = {where}: {finding.problem}")
+                if finding.hint:
+                    click.echo(f"      hint: {finding.hint}")
+    if not report["ok"]:
+        raise SystemExit(1)
