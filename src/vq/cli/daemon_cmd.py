@@ -340,3 +340,8 @@ def admin_status(as_json: bool) -> None:
     if answer["config_error"]:
         click.echo(f"config error: {answer['config_error']}")
     click.echo(f"effective caps: {answer['effective_caps']}")
+
+
+from vq.cli.install_service import install_service  # noqa: E402
+
+daemon.add_command(install_service)
