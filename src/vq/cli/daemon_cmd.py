@@ -345,3 +345,7 @@ def admin_status(as_json: bool) -> None:
 from vq.cli.install_service import install_service  # noqa: E402
 
 daemon.add_command(install_service)
+
+from vq.cli.health_cmd import health  # noqa: E402
+
+daemon.add_command(health)

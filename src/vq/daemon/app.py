@@ -115,6 +115,8 @@ class Daemon:
         self.stop_requested = threading.Event()
         self.wake_event = threading.Event()
         self.started_monotonic = time.monotonic()
+        #: ``time.monotonic()`` of the main loop's latest pass (``health``), None before it.
+        self.loop_progress_at: float | None = None
         self.started_at = self.ctx.now()
         self.runner = LocalRunner()
         self.cgroup = CgroupMode("direct", "not probed yet")
@@ -281,6 +283,7 @@ class Daemon:
         tick = self.settings.daemon.tick_seconds
         last_rescan = time.monotonic()
         while not self.stop_requested.is_set():
+            self.loop_progress_at = time.monotonic()
             self._run_calls()
             if not self.forkserver.alive():
                 log.error("the fork server died; restarting it (running jobs become orphans)")

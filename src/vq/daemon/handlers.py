@@ -45,6 +45,7 @@ from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
 from .control_methods import build_control_methods
+from .health import build_health_method
 from .rpc import Method, peer_closed
 
 if TYPE_CHECKING:
@@ -262,5 +263,6 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "resume": resume,
         "resubmit": resubmit_method,
         **build_control_methods(daemon),
+        **build_health_method(daemon),
     }
     return methods
