@@ -55,6 +55,10 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def emit(payload: dict[str, Any], as_json: bool) -> None:
+    from vq.cli.client_log import note_jobs
+
+    created = [job.get("id") for job in payload.get("jobs", [])] or [payload.get("id")]
+    note_jobs([str(job_id) for job_id in created if job_id])
     for message in payload.get("capacity_warnings", []):
         warn(message)
     if as_json:
