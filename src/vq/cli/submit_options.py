@@ -96,6 +96,12 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
     ),
     Option("--profile", "profile", "str", "Presets from [profile.NAME]; flags given win."),
     Option("--program", "program", "str", "A registered [programs.NAME]; pins checked."),
+    Option(
+        "--expected-sha",
+        "expected_sha",
+        "str",
+        "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
+    ),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
@@ -266,6 +272,7 @@ def build_params(
         "idempotency_key": values.get("idempotency_key"),
         "profile": values.get("profile"),
         "program": values.get("program"),
+        "expected_sha": values.get("expected_sha"),
     }
     given = values.get(GIVEN)
     if given is not None:

@@ -61,6 +61,9 @@ class SubmitParams(BaseModel):
     profile: str | None = Field(default=None, min_length=1, max_length=128)
     #: ``--program NAME``: a ``[programs.NAME]`` entry, checked at submit and dispatch
     program: str | None = Field(default=None, min_length=1, max_length=128)
+    #: ``--expected-sha SHA``: an explicit git pin for a venv ``program`` (§3.4), beside
+    #: the configured ones; enforced at submit and again before dispatch
+    expected_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{4,64}$")
 
     @field_validator("command")
     @classmethod
@@ -108,6 +111,8 @@ class SubmitParams(BaseModel):
             raise ValueError("array indices repeat")
         if self.rerun_max is not None and self.rerun_until_file_exists is None:
             raise ValueError("--rerun-max needs --rerun-until-file-exists")
+        if self.expected_sha is not None and self.program is None:
+            raise ValueError("--expected-sha needs --program (a venv program)")
         return self
 
     @field_validator("source", "cwd")

@@ -82,6 +82,10 @@ def intent_digest(params: SubmitParams) -> str:
         exclude={"idempotency_key", "source", "source_label", "not_before_requested"},
         exclude_none=False,
     )
+    if params.expected_sha is None:  # absent: keeps the digests of older claims
+        canonical.pop("expected_sha", None)
+    else:
+        canonical["expected_sha"] = params.expected_sha.lower()
     if params.not_before_requested is not None:  # what the user asked for: the delay
         canonical["not_before"] = {"delay": params.not_before_requested}
     canonical["depends_on"] = sorted(set(params.depends_on))

@@ -71,7 +71,7 @@ def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]
         return {}
     from vq.services.programs import submit_pin  # runs git/python: only when asked
 
-    pin = submit_pin(ctx.programs, params.program)
+    pin = submit_pin(ctx.programs, params.program, expected_sha=params.expected_sha)
     return {"program": params.program, "program_runtime_pin": pin.model_dump()}
 
 
