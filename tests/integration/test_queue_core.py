@@ -363,3 +363,15 @@ def test_kill_without_daemon_escalates_itself(vq: Vq) -> None:
     assert "RUNNING → KILLED" in result.stdout
     assert vq.state(job) == "KILLED"
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=15)
+
+
+def test_submit_auto_resume_sets_recover_on_reboot(vq: Vq) -> None:
+    marked = vq.submit("--auto-resume", "--not-before", "1h", "--", "true")
+    plain = vq.submit("--not-before", "1h", "--", "true")
+    assert vq.spec(marked)["recover_on_reboot"] is True
+    assert vq.spec(plain)["recover_on_reboot"] is False
+    vq.run("kill", marked)
+    clone = vq.run("resubmit", marked).stdout.strip()  # the policy is kept
+    assert vq.spec(clone)["recover_on_reboot"] is True
+    slow = vq.run("submit", "--auto-resume", "--cpus", "1", "--json", "--", "true")
+    assert json.loads(slow.stdout)["recover_on_reboot"] is True

@@ -89,6 +89,13 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "--clean-workdir", "clean_workdir", "flag", "Delete $VQ_WORKDIR when the job ends.", False
     ),
     Option(
+        "--auto-resume",
+        "auto_resume",
+        "flag",
+        "After a reboot or daemon crash lost it, rerun the job as a sibling.",
+        False,
+    ),
+    Option(
         "--idempotency-key",
         "idempotency_key",
         "str",
@@ -269,6 +276,7 @@ def build_params(
         "rerun_until_file_exists": values.get("rerun_until"),
         "rerun_max": values.get("rerun_max"),
         "clean_workdir_on_terminal": bool(values.get("clean_workdir")),
+        "recover_on_reboot": bool(values.get("auto_resume")),
         "idempotency_key": values.get("idempotency_key"),
         "profile": values.get("profile"),
         "program": values.get("program"),

@@ -49,6 +49,8 @@ class SubmitParams(BaseModel):
     rerun_until_file_exists: str | None = Field(default=None, min_length=1, max_length=1024)
     rerun_max: int | None = Field(default=None, ge=1, le=1000)
     clean_workdir_on_terminal: bool = False
+    #: ``--auto-resume``: ``JobSpec.recover_on_reboot`` (§4.7)
+    recover_on_reboot: bool = False
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
     #: array element indices (``--array 0-99``); each becomes its own job
     array: list[int] | None = Field(default=None, min_length=1, max_length=100000)

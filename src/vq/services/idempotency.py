@@ -82,6 +82,8 @@ def intent_digest(params: SubmitParams) -> str:
         exclude={"idempotency_key", "source", "source_label", "not_before_requested"},
         exclude_none=False,
     )
+    if not params.recover_on_reboot:  # the default: keeps the digests of older claims
+        canonical.pop("recover_on_reboot", None)
     if params.expected_sha is None:  # absent: keeps the digests of older claims
         canonical.pop("expected_sha", None)
     else:

@@ -129,6 +129,7 @@ def _base_fields(params: SubmitParams) -> dict[str, Any]:
             params.rerun_max or 10 if params.rerun_until_file_exists is not None else None
         ),
         "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
+        "recover_on_reboot": params.recover_on_reboot,
     }
 
 
