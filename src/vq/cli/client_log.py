@@ -43,6 +43,10 @@ MUTATING = frozenset(
         "web init-token",
         "web token",
         "programs update",
+        "campaign run",
+        "campaign retry",
+        "campaign cleanup",
+        "campaign artifact-publish",
     }
 )
 _GROUPS = frozenset({"daemon", "web", "config", "programs", "campaign"})
