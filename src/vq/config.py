@@ -108,7 +108,6 @@ class WatchdogSettings(BaseModel):
 _NOTIFY_STATES: tuple[str, ...] = tuple(
     state.value.lower() for state in JobState if state in WRITABLE_TERMINAL
 )
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL = re.compile(r"https?://[^/?#\s]+\S*", re.IGNORECASE)
 
 
@@ -116,7 +115,8 @@ class NotificationSettings(BaseModel):
     """``[notifications]``: the daemon-wide terminal webhook (§6.2), copied at daemon start.
 
     ``webhook_url`` is empty (disabled), an ``http(s)://`` URL, or a secret reference
-    (§7.4): ``env:NAME`` or ``file:/absolute/path``. Only the *form* is checked here; the
+    (§7.4, :mod:`vq.secrets`): ``env:NAME``, ``file:/absolute/path`` or ``credential:NAME``
+    (systemd ``LoadCredential=``). Only the *form* is checked here; the
     daemon resolves a reference when it starts (``vq.daemon.notify.resolve_webhook_url``)
     so reading the configuration never reads a secret. Error messages never echo the value.
     ``notify_on_states`` is normalized to lower case and deduplicated; an empty list means
@@ -135,14 +135,16 @@ class NotificationSettings(BaseModel):
         value = value.strip()
         if not value:
             return ""
-        if value.startswith("env:"):
-            if not _ENV_NAME.fullmatch(value[4:]):
-                raise ValueError("env: must be followed by an environment variable name")
-        elif value.startswith("file:"):
-            if not value[5:].startswith("/"):
-                raise ValueError("file: must be followed by an absolute path")
-        elif not _URL.fullmatch(value):
-            raise ValueError("must be an http(s):// URL, env:NAME or file:/absolute/path")
+        from vq.secrets import parse_reference
+
+        try:
+            reference = parse_reference(value)
+        except ConfigError as exc:
+            raise ValueError(exc.message) from None
+        if reference is None and not _URL.fullmatch(value):
+            raise ValueError(
+                "must be an http(s):// URL, env:NAME, file:/absolute/path or credential:NAME"
+            )
         return value
 
     @field_validator("notify_on_states")

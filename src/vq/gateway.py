@@ -96,9 +96,12 @@ class Gateway:
             return None
 
     def local_context(self) -> ServiceContext:
-        """A service context over the disk with the configured caps (no daemon needed)."""
+        """A service context over the disk (no daemon needed): the configured caps as the
+        budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
+        caps the capacity classification uses; None, so null, when none is readable."""
         from vq.config import load_settings
         from vq.services.context import ServiceContext
+        from vq.services.control import read_capacity
 
         settings = load_settings(self.env)
         return ServiceContext(
@@ -106,6 +109,7 @@ class Gateway:
             settings.daemon.caps(),
             profiles=settings.profile,
             programs=settings.programs,
+            base_caps=read_capacity(self.paths),
         )
 
     # --- reads --------------------------------------------------------------------------
@@ -134,7 +138,7 @@ class Gateway:
         selected = select(scan.specs.values(), flt)
         page = paged(selected, paging) if paging is not None else None
         answer: dict[str, Any] = {
-            "jobs": [list_row(s, ctx.caps, now) for s in (page.specs if page else selected)],
+            "jobs": [list_row(s, ctx.base_caps, now) for s in (page.specs if page else selected)],
             "quarantined": [item.as_dict() for item in scan.quarantined.values()],
         }
         if page is not None:
@@ -165,14 +169,16 @@ class Gateway:
 
         spec = ctx.store.read(job_id)
         now = ctx.now()
-        view = status_view(spec, ctx.paths, ctx.caps, now, None, dependency_state)
+        base = ctx.base_caps  # the last advertised snapshot; None: unknown
+        view = status_view(spec, ctx.paths, base, now, None, dependency_state)
         if spec.state.value == "PENDING":
-            rows = [report_row(s, ctx.caps, now) for s in ctx.store.scan().specs.values()]
-            view["queue_eta"] = queue_eta(report_row(spec, ctx.caps, now), rows, ctx.caps, now)
+            rows = [report_row(s, base, now) for s in ctx.store.scan().specs.values()]
+            view["queue_eta"] = queue_eta(report_row(spec, base, now), rows, base, now)
         return view
 
     def overview(self) -> dict[str, Any]:
-        """The ``vq overview --json`` snapshot (caps unknown without a daemon)."""
+        """The ``vq overview --json`` snapshot (without a daemon: the last advertised caps,
+        unknown when none is readable)."""
         from vq.services.reports import build_overview, caps_from_ping
 
         now = datetime.now(UTC)
@@ -186,8 +192,11 @@ class Gateway:
                 ping,
                 quarantined=len(listing["quarantined"]),
             )
+        from vq.services.control import read_capacity
+
         rows, quarantined = self.disk_report_rows(now)
-        return build_overview(rows, None, now, None, quarantined=quarantined)
+        snapshot = read_capacity(self.paths)  # the last advertised caps, or None
+        return build_overview(rows, snapshot, now, None, quarantined=quarantined)
 
     def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
         """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""

@@ -284,6 +284,37 @@ def test_pins_are_enforced_at_submit(vq: Vq, world: World) -> None:
     vq.wait_state(payload["id"], "COMPLETED")
 
 
+def test_an_explicit_expected_sha_is_enforced_at_submit_and_dispatch(vq: Vq, world: World) -> None:
+    first = world.head()
+    _config(vq, _venv(world, "code") + _binary("tool", world.tool))
+    vq.start_daemon()
+    vq.run("daemon", "drain")
+    wrong = vq.run(
+        "submit", "--program", "code", "--expected-sha", "0000000", "--", "true", check=False
+    )
+    assert wrong.returncode == 4
+    assert f"git SHA is {first}, --expected-sha is 0000000" in wrong.stderr
+    binary = vq.run(
+        "submit", "--program", "tool", "--expected-sha", first[:8], "--", "true", check=False
+    )
+    assert binary.returncode == 4 and "venv programs only" in binary.stderr
+    alone = vq.run("submit", "--expected-sha", first[:8], "--", "true", check=False)
+    assert alone.returncode == 4 and "--expected-sha needs --program" in alone.stderr
+    assert _spec_files(vq) == []  # nothing refused was written
+
+    pinned = vq.submit("--program", "code", "--expected-sha", first[:12].upper(), "--", "true")
+    unpinned = vq.submit("--program", "code", "--", "true")
+    pin = vq.spec(pinned)["program_runtime_pin"]
+    assert (pin["git_sha"], pin["enforce_git_sha"]) == (first, True)
+    assert vq.spec(unpinned)["program_runtime_pin"]["enforce_git_sha"] is False
+    second = world.commit("moved")
+    vq.run("daemon", "undrain")
+    assert vq.wait_state(pinned, "COMPLETED", "FAILED") == "FAILED"
+    reason = vq.spec(pinned)["failure_reason"]
+    assert "runtime pin no longer holds" in reason and second in reason
+    assert vq.wait_state(unpinned, "COMPLETED", "FAILED") == "COMPLETED"
+
+
 def test_checkout_moving_before_dispatch(vq: Vq, world: World) -> None:
     first = world.head()
     _config(vq, _venv(world, "pinned", expected_git_sha=first) + _venv(world, "follow"))

@@ -46,6 +46,10 @@ def test_submit_runs_and_reports_everything(vq: Vq) -> None:
     # Events are appended just after the spec writes they describe: poll briefly.
     expected = ["submitted", "state_transition", "dispatched", "state_transition"]
     wait_until(lambda: [e["kind"] for e in vq.json("events", job)] == expected, timeout=5)
+    lines = (workspace / "_vq" / "events.jsonl").read_text().splitlines()
+    on_disk = [json.loads(line) for line in lines]
+    moves = [(e["from"], e["to"]) for e in on_disk if e["kind"] == "state_transition"]
+    assert moves == [("pending", "running"), ("running", "completed")]  # §6.1 spelling
     rows = vq.json("list")["jobs"]
     assert [r["id"] for r in rows] == [job]
     assert vq.json("list", "--state", "failed")["jobs"] == []
@@ -359,3 +363,15 @@ def test_kill_without_daemon_escalates_itself(vq: Vq) -> None:
     assert "RUNNING → KILLED" in result.stdout
     assert vq.state(job) == "KILLED"
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=15)
+
+
+def test_submit_auto_resume_sets_recover_on_reboot(vq: Vq) -> None:
+    marked = vq.submit("--auto-resume", "--not-before", "1h", "--", "true")
+    plain = vq.submit("--not-before", "1h", "--", "true")
+    assert vq.spec(marked)["recover_on_reboot"] is True
+    assert vq.spec(plain)["recover_on_reboot"] is False
+    vq.run("kill", marked)
+    clone = vq.run("resubmit", marked).stdout.strip()  # the policy is kept
+    assert vq.spec(clone)["recover_on_reboot"] is True
+    slow = vq.run("submit", "--auto-resume", "--cpus", "1", "--json", "--", "true")
+    assert json.loads(slow.stdout)["recover_on_reboot"] is True

@@ -48,10 +48,14 @@ def test_overview_with_and_without_the_daemon(vq: Vq) -> None:
     vq.stop_daemon()
     offline = vq.json("overview")
     assert offline["daemon"]["running"] is False and offline["daemon"]["pid"] is None
-    assert offline["capacity"] is None
-    assert offline["over_capacity_pending_jobs"] is None
+    assert offline["capacity"] == snap["capacity"]  # the last advertised snapshot
+    assert offline["over_capacity_pending_jobs"] == 1
     assert offline["counts"] == snap["counts"]
     assert offline["pending_cpus"] == 9
+    (vq.root / "daemon_capacity.json").unlink()  # no snapshot: capacity unknown
+    offline = vq.json("overview")
+    assert offline["capacity"] is None
+    assert offline["over_capacity_pending_jobs"] is None
     text = vq.run("overview").stdout
     assert "daemon: not running" in text and "exceed the configured" not in text
 
@@ -104,6 +108,9 @@ def test_usage_groups_wall_and_cpu_hours(vq: Vq) -> None:
     bad = vq.run("usage", "--since", "yesterday-ish", check=False)
     assert bad.returncode == 4 and "invalid duration" in bad.stderr
     assert vq.run("usage", "--by", "host", check=False).returncode == 2
+    total = vq.json("usage", "--by", "total")
+    assert total["groups"] == [{"key": "total", **total["total"]}]
+    assert total["total"]["jobs"] == 3
 
     text = vq.run("usage").stdout
     assert "TAG" in text and "total" in text and "(none)" in text

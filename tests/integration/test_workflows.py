@@ -149,8 +149,8 @@ def test_flaky_job_succeeds_on_second_retry(vq: Vq, tmp_path: Path) -> None:
         return [(e["from"], e["to"]) for e in events if e["kind"] == "state_transition"]
 
     # The last event is appended just after the spec write that ended the job.
-    final = wait_until(lambda: transitions()[-1] == ("RUNNING", "COMPLETED") and transitions())
-    assert final.count(("RUNNING", "PENDING")) == 2
+    final = wait_until(lambda: transitions()[-1] == ("running", "completed") and transitions())
+    assert final.count(("running", "pending")) == 2
 
 
 def test_retry_budget_exhausted_fails(vq: Vq) -> None:
@@ -234,6 +234,25 @@ def test_idempotent_submit_concurrently_gives_one_job(vq: Vq) -> None:
     assert len(list((vq.root / "queue").glob("*.json"))) == 1
     conflict = _submit_keyed(vq, "run-42", "echo", "something else")
     assert conflict.returncode == 6 and "different submission" in conflict.stderr
+
+
+def test_idempotent_repeat_with_a_relative_not_before_returns_the_original(vq: Vq) -> None:
+    def keyed(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [VQ_BIN, "submit", "--idempotency-key", "later", *options, "--", "true"],
+            env=vq.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    first = keyed("--not-before", "1h")
+    assert first.returncode == 0, first.stderr
+    repeat = keyed("--not-before", "1h")  # resolves to a later instant, same request
+    assert repeat.returncode == 0, repeat.stderr
+    assert repeat.stdout.strip() == first.stdout.strip()
+    other = keyed("--not-before", "2h")
+    assert other.returncode == 6 and "different submission" in other.stderr
 
 
 def test_idempotency_claim_repaired_and_survives_deletion(vq: Vq) -> None:

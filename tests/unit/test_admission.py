@@ -330,3 +330,19 @@ def test_priority_beats_fifo_under_contention(priority: int) -> None:
     early = req("early", priority=priority, submitted=0)
     late_high = req("late", priority=priority + 1, submitted=100)
     assert plan_dispatch([early, late_high], Usage(), caps, NOW) == ["late"]
+
+
+# --- base caps against a throttle (§4.3, §5.1) ------------------------------------------
+def test_a_throttled_cap_is_an_ordinary_blocker_not_an_overage() -> None:
+    base = Caps(max_jobs=4, max_cpus=2, max_mem_mb=1000)
+    throttled = Caps(max_jobs=4, max_cpus=1, max_mem_mb=1000)
+    job = req("a", cpus=2)
+    text = pending_reason(job, Usage(), throttled, NOW, base)
+    assert text.startswith("throttled: max_cpus is 1 (throttled from 2)")
+    assert "over configured capacity" not in text
+    assert plan_dispatch([job], Usage(), throttled, NOW, base) == []
+    assert plan_dispatch([job], Usage(), base, NOW, base) == ["a"]
+    over = pending_reason(req("b", cpus=3), Usage(), throttled, NOW, base)
+    assert over.startswith("over configured capacity (cpus 3 > cap 2)")
+    slots = pending_reason(req("c"), Usage(jobs=1), Caps(max_jobs=1), NOW, Caps(max_jobs=4))
+    assert slots == "all 1 job slots are in use (throttled from 4)"

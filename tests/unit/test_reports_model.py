@@ -296,3 +296,16 @@ def test_a_kept_eta_basis_gives_the_same_eta_as_the_rows() -> None:
     expected = sum(1 for r in pending[:-1] if r["id"] != moved["id"])
     assert queue_eta(moved, (), caps, NOW, basis=basis)["jobs_ahead"] == expected
     assert queue_eta(moved, rows, caps, NOW)["jobs_ahead"] == expected
+
+
+def test_usage_by_total_is_one_group_equal_to_the_total() -> None:
+    rows = [
+        ran("COMPLETED", NOW - 2 * HOUR, NOW - HOUR, tags=["a", "b"], cpus=2),
+        ran("FAILED", NOW - 2 * HOUR, NOW - HOUR),
+        row("PENDING"),
+    ]
+    report = build_usage(rows, "total", None, NOW)
+    assert report["by"] == "total"
+    assert report["groups"] == [{"key": "total", **report["total"]}]
+    assert report["total"] == {"jobs": 2, "wall_hours": 2.0, "cpu_hours": 3.0}
+    assert build_usage([], "total", None, NOW)["groups"] == []

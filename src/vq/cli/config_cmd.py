@@ -1,44 +1,22 @@
-"""``vq config show [--json]`` and ``vq config check FILE``.
+"""``vq config show [--json]``, ``vq config check FILE`` and ``vq config audit [--json]``.
 
 ``show`` prints the effective merged configuration with the layer each value comes from
 (``default``, ``site:/etc/vq/config.toml`` or ``user:<config-root>/config.toml``).
 Secrets are never printed: a literal webhook URL is reduced to its scheme and host;
-``env:``/``file:`` references are shown as the references they are, never resolved.
+``env:``/``file:``/``credential:`` references are shown as the references they are, never
+resolved (:mod:`vq.config_report`). ``audit`` checks every secret reference (exists, safe
+permissions, resolves) and exits 1 when one fails; values are never printed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
 from vq.cli.common import echo_json
 
 __all__ = ["config"]
-
-SECRET_KEYS = {"notifications.webhook_url"}
-
-
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and not name.startswith("profile."):
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def redact(key: str, value: Any) -> Any:
-    if key not in SECRET_KEYS or not isinstance(value, str) or not value:
-        return value
-    if value.startswith(("env:", "file:")):
-        return value  # a reference, not the secret
-    parts = urlsplit(value)
-    return f"{parts.scheme}://{parts.hostname or '?'}/…(redacted)"
 
 
 @click.group()
@@ -50,27 +28,16 @@ def config() -> None:
 @click.option("--json", "as_json", is_flag=True, help='{"settings": ..., "sources": ...}.')
 def show(as_json: bool) -> None:
     """The effective configuration and where each value comes from."""
-    from vq.config import config_layers, load_settings
+    from vq.config import load_settings
+    from vq.config_report import effective_config, report_lines
 
     settings = load_settings()
-    dumped = settings.model_dump(mode="json")
-    dumped["profile"] = {
-        name: {k: v for k, v in values.items() if v is not None}
-        for name, values in dumped["profile"].items()
-    }
-    effective = _flatten(dumped)
-    sources = dict.fromkeys(effective, "default")
-    for source, data in config_layers():
-        for key in _flatten(data):
-            for known in effective:
-                if known == key or known.startswith(key + "."):
-                    sources[known] = source
-    redacted = {key: redact(key, value) for key, value in effective.items()}
     if as_json:
+        redacted, sources = effective_config(settings)
         echo_json({"settings": redacted, "sources": sources})
         return
-    for key in sorted(redacted):
-        click.echo(f"{key} = {redacted[key]!r}  ({sources[key]})")
+    for line in report_lines(settings):
+        click.echo(line)
 
 
 @config.command()
@@ -81,3 +48,31 @@ def check(path: Path) -> None:
 
     check_file(path)
     click.echo(f"{path}: valid")
+
+
+@config.command()
+@click.option("--json", "as_json", is_flag=True, help='{"ok": bool, "secrets": [...]}.')
+def audit(as_json: bool) -> None:
+    """Check that every secret reference exists, is private and resolves (exit 1 if not)."""
+    import os
+
+    from vq.config import load_settings
+    from vq.config_audit import audit_report, audit_settings
+
+    findings = audit_settings(load_settings(), os.environ)
+    report = audit_report(findings)
+    if as_json:
+        echo_json(report)
+    elif not findings:
+        click.echo("no secrets are configured")
+    else:
+        for finding in findings:
+            where = finding.reference or "(inline value)"
+            if finding.ok:
+                click.echo(f"ok    {finding.key} = {where}")
+            else:
+                click.echo(f"FAIL  {finding.key} = {where}: {finding.problem}")
+                if finding.hint:
+                    click.echo(f"      hint: {finding.hint}")
+    if not report["ok"]:
+        raise SystemExit(1)

@@ -216,6 +216,12 @@ def status(as_json: bool) -> None:
         f"caps: max_jobs={caps['max_jobs'] or 'unlimited'} max_cpus={caps['max_cpus']} "
         f"max_mem_mb={caps['max_mem_mb']}"
     )
+    effective = answer.get("effective_caps")
+    if effective and effective != caps:
+        click.echo(
+            f"throttled to: max_jobs={effective['max_jobs'] or 'unlimited'} "
+            f"max_cpus={effective['max_cpus']}"
+        )
 
 
 def _control(method: str, params: dict[str, Any], offline: Callable[[], Any] | None) -> Any:
@@ -334,3 +340,12 @@ def admin_status(as_json: bool) -> None:
     if answer["config_error"]:
         click.echo(f"config error: {answer['config_error']}")
     click.echo(f"effective caps: {answer['effective_caps']}")
+
+
+from vq.cli.install_service import install_service  # noqa: E402
+
+daemon.add_command(install_service)
+
+from vq.cli.health_cmd import health  # noqa: E402
+
+daemon.add_command(health)

@@ -2,7 +2,9 @@
 
 A well-formed ``vq submit`` is handled by :mod:`vq.cli.submit_fast` without importing
 Click (the hot path of scripted submission); everything else — and any submit the fast
-parser is unsure about — goes to the Click application in :mod:`vq.cli.app`.
+parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. Every
+call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
+which records the mutating ones.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["submit"]:
-        from vq.cli.submit_fast import run_fast
+    try:
+        if args[:1] == ["submit"]:
+            from vq.cli.submit_fast import run_fast
 
-        code = run_fast(args[1:])
-        if code is not None:
-            sys.exit(code)
-    from vq.cli.app import run
+            code = run_fast(args[1:])
+            if code is not None:
+                sys.exit(code)
+        from vq.cli.app import run
 
-    run(args)
+        run(args)
+    except SystemExit as exc:
+        from vq.cli.client_log import record
+
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        record(args, code)
+        raise

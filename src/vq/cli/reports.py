@@ -119,10 +119,11 @@ def usage_report(by: str, since: str | None) -> dict[str, Any]:
 @click.command()
 @click.option(
     "--by",
-    type=click.Choice(["tag", "name", "day", "state"]),
+    type=click.Choice(["tag", "name", "day", "state", "total"]),
     default="tag",
     show_default=True,
-    help="Group by tag (a job counts under each), job name, UTC start date or state.",
+    help="Group by tag (a job counts under each), job name, UTC start date, state, "
+    "or one total group.",
 )
 @click.option("--since", help="Only jobs started since an ISO time or a duration ago (7d).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

@@ -39,19 +39,26 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.paths import StatePaths
     from vq.protocol.messages import SubmitParams, parse_params
     from vq.services.context import ServiceContext
+    from vq.services.control import read_capacity
     from vq.services.submit import result_payload, submit
 
     settings = load_settings()
+    state = StatePaths.from_env()
     ctx = ServiceContext(
-        StatePaths.from_env(),
+        state,
         settings.daemon.caps(),
         profiles=settings.profile,
         programs=settings.programs,
+        base_caps=read_capacity(state),  # the last advertised snapshot (§4.3)
     )
     return result_payload(submit(ctx, parse_params(SubmitParams, params)))
 
 
 def emit(payload: dict[str, Any], as_json: bool) -> None:
+    from vq.cli.client_log import note_jobs
+
+    created = [job.get("id") for job in payload.get("jobs", [])] or [payload.get("id")]
+    note_jobs([str(job_id) for job_id in created if job_id])
     for message in payload.get("capacity_warnings", []):
         warn(message)
     if as_json:

@@ -89,6 +89,13 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "--clean-workdir", "clean_workdir", "flag", "Delete $VQ_WORKDIR when the job ends.", False
     ),
     Option(
+        "--auto-resume",
+        "auto_resume",
+        "flag",
+        "After a reboot or daemon crash lost it, rerun the job as a sibling.",
+        False,
+    ),
+    Option(
         "--idempotency-key",
         "idempotency_key",
         "str",
@@ -96,6 +103,12 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
     ),
     Option("--profile", "profile", "str", "Presets from [profile.NAME]; flags given win."),
     Option("--program", "program", "str", "A registered [programs.NAME]; pins checked."),
+    Option(
+        "--expected-sha",
+        "expected_sha",
+        "str",
+        "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
+    ),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
@@ -188,6 +201,19 @@ def _not_before(text: str | None) -> str | None:
     return moment.astimezone(UTC).isoformat()
 
 
+def _delay_text(text: str | None) -> str | None:
+    """``--not-before`` as given when it is a delay (``1h``), not an absolute time."""
+    if text is None:
+        return None
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return text.strip()
+    return None
+
+
 def _source(positional: list[str]) -> str | None:
     if not positional:
         return None
@@ -236,6 +262,7 @@ def build_params(
         "wall_time_seconds": parse_duration(wall_time) if wall_time else None,
         "priority": values["priority"],
         "not_before": _not_before(values.get("not_before")),
+        "not_before_requested": _delay_text(values.get("not_before")),
         "job_name": values.get("job_name"),
         "tags": list(values["tags"]),
         "retry_max": values["retry_max"],
@@ -249,9 +276,11 @@ def build_params(
         "rerun_until_file_exists": values.get("rerun_until"),
         "rerun_max": values.get("rerun_max"),
         "clean_workdir_on_terminal": bool(values.get("clean_workdir")),
+        "recover_on_reboot": bool(values.get("auto_resume")),
         "idempotency_key": values.get("idempotency_key"),
         "profile": values.get("profile"),
         "program": values.get("program"),
+        "expected_sha": values.get("expected_sha"),
     }
     given = values.get(GIVEN)
     if given is not None:

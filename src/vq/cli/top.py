@@ -81,7 +81,7 @@ def _list_from_disk() -> list[dict[str, Any]]:
     ctx = local_context()
     now = ctx.now()
     specs = select(ctx.store.scan().specs.values(), ListFilter())
-    return [list_row(spec, ctx.caps, now) for spec in specs]
+    return [list_row(spec, ctx.base_caps, now) for spec in specs]
 
 
 def snapshot() -> dict[str, Any]:

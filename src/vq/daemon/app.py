@@ -42,6 +42,7 @@ from vq.services.context import ServiceContext
 from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
 
+from .config_log import log_effective_config
 from .dispatch import Dispatcher
 from .handlers import build_methods
 from .holds import Holds
@@ -114,6 +115,8 @@ class Daemon:
         self.stop_requested = threading.Event()
         self.wake_event = threading.Event()
         self.started_monotonic = time.monotonic()
+        #: ``time.monotonic()`` of the main loop's latest pass (``health``), None before it.
+        self.loop_progress_at: float | None = None
         self.started_at = self.ctx.now()
         self.runner = LocalRunner()
         self.cgroup = CgroupMode("direct", "not probed yet")
@@ -237,6 +240,7 @@ class Daemon:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
+        log_effective_config(self.settings, self.holds.overrides, "start")
         try:
             self.forkserver.start()
             self.cgroup = probe(self.runner)
@@ -279,6 +283,7 @@ class Daemon:
         tick = self.settings.daemon.tick_seconds
         last_rescan = time.monotonic()
         while not self.stop_requested.is_set():
+            self.loop_progress_at = time.monotonic()
             self._run_calls()
             if not self.forkserver.alive():
                 log.error("the fork server died; restarting it (running jobs become orphans)")

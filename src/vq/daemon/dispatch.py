@@ -141,7 +141,7 @@ class Dispatcher:
         candidates = self._limit_groups([r for r in candidates if r.job_id not in self._blocked])
         if not candidates:
             return 0
-        chosen = plan_dispatch(candidates, usage, caps, self.ctx.now())
+        chosen = plan_dispatch(candidates, usage, caps, self.ctx.now(), self.ctx.base_caps)
         launched = 0
         for job_id in chosen:
             ready, program = self._check_program(job_id)

@@ -35,6 +35,7 @@ from vq import __version__
 from vq.domain.states import JobState
 from vq.errors import InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams, parse_params
+from vq.services.capacity import advertised_caps
 from vq.services.kill import kill_job
 from vq.services.listing import Ordering, PageParams, order, order_key, page_of, page_params
 from vq.services.pause import pause_job, resume_job
@@ -44,6 +45,7 @@ from vq.services.resubmit import resubmit
 from vq.services.submit import result_payload, submit
 
 from .control_methods import build_control_methods
+from .health import build_health_method
 from .rpc import Method, peer_closed
 
 if TYPE_CHECKING:
@@ -103,12 +105,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "provenance": daemon.provenance,
             "cgroup_mode": daemon.cgroup.mode,
             "cgroup_reason": daemon.cgroup.reason,
-            "caps": {
-                "max_jobs": ctx.caps.max_jobs,
-                "max_cpus": ctx.caps.max_cpus,
-                "max_mem_mb": ctx.caps.max_mem_mb,
-                "default_job_mem_mb": ctx.caps.default_job_mem_mb,
-            },
+            **advertised_caps(ctx),
         }
 
     def wake(_: dict[str, Any]) -> dict[str, Any]:
@@ -129,15 +126,16 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         view = status_view(
             spec,
             ctx.paths,
-            ctx.caps,
+            ctx.base_caps,
             now,
             daemon.supervisor.usage(),
             daemon.index.dependency_state,
+            effective=ctx.caps,
         )
         if spec.state is JobState.PENDING:
             basis = eta_basis_now()
-            row = report_row(spec, ctx.caps, now)
-            view["queue_eta"] = queue_eta(row, (), ctx.caps, now, basis=basis)
+            row = report_row(spec, ctx.base_caps, now)
+            view["queue_eta"] = queue_eta(row, (), ctx.base_caps, now, basis=basis)
         return view
 
     eta_lock = threading.Lock()
@@ -153,7 +151,8 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             if daemon.index.generation != generation:  # changed meanwhile: do not keep it
                 generation = -1
             now = ctx.now()
-            basis = eta_basis([report_row(s, ctx.caps, now) for s in specs], ctx.caps)
+            base = ctx.base_caps or ctx.caps  # the daemon always has its base caps
+            basis = eta_basis([report_row(s, base, now) for s in specs], base)
             eta_cache[:] = [(generation, basis)]
             return basis
 
@@ -190,7 +189,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         else:
             page = page_of(ordering_for(flt, paging), paging)
             specs = page.specs
-        rows = [list_row(spec, ctx.caps, now) for spec in specs]
+        rows = [list_row(spec, ctx.base_caps, now) for spec in specs]
         quarantined = [item.as_dict() for item in daemon.index.quarantined.values()]
         answer: dict[str, Any] = {
             "jobs": rows,
@@ -264,5 +263,6 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
         "resume": resume,
         "resubmit": resubmit_method,
         **build_control_methods(daemon),
+        **build_health_method(daemon),
     }
     return methods

@@ -31,6 +31,8 @@ from vq.services.control import (
 )
 from vq.services.pause import pause_job, resume_job
 
+from .config_log import log_effective_config
+
 __all__ = ["PAUSED_BY_DRAIN", "Holds"]
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,11 @@ class Holds:
         self._config_stamp = self._stamp()
         self.apply_caps()
 
+    @property
+    def overrides(self) -> Mapping[str, Any] | None:
+        """The ``vq daemon start`` options layered over the files."""
+        return self._overrides
+
     # --- what dispatch sees ------------------------------------------------------------
     @property
     def holding(self) -> bool:
@@ -65,9 +72,9 @@ class Holds:
     def apply_caps(self) -> Caps:
         """Recompute the effective caps (configured, lowered by a live throttle)."""
         caps = effective_caps(self.configured, self.throttle, utcnow())
-        if caps != self.ctx.caps:
-            self.ctx.caps = caps
-            write_capacity(self.ctx.paths, caps, os.getpid(), utcnow())
+        if caps != self.ctx.caps or self.configured != self.ctx.base_caps:
+            self.ctx.caps, self.ctx.base_caps = caps, self.configured
+            write_capacity(self.ctx.paths, caps, os.getpid(), utcnow(), base=self.configured)
         return caps
 
     def tick(self) -> None:
@@ -125,6 +132,7 @@ class Holds:
         )
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
+        log_effective_config(settings, self._overrides, "reload")
         self.ctx.profiles = settings.profile
         self.ctx.programs = settings.programs
         self.configured = settings.daemon.caps()

@@ -4,10 +4,12 @@ Contract:
 
 * :func:`resolve_webhook_url` turns ``[notifications] webhook_url`` into the URL when the
   daemon starts: a literal ``http(s)://`` URL, ``env:NAME`` (read from the daemon's
-  environment) or ``file:/abs/path`` (a regular file that group and others cannot access,
-  i.e. mode 0600 or stricter; its stripped content is the URL). Anything unusable raises
-  :class:`~vq.errors.ConfigError` (exit 9), with ``chmod 600 PATH`` as the hint for a file
-  that is too open. The value is copied once: a config change needs a daemon restart.
+  environment), ``file:/abs/path`` (a regular file that group and others cannot access,
+  i.e. mode 0600 or stricter; its stripped content is the URL) or ``credential:NAME``
+  (that file in systemd's ``$CREDENTIALS_DIRECTORY``), see :mod:`vq.secrets`. Anything
+  unusable raises :class:`~vq.errors.ConfigError` (exit 9), with ``chmod 600 PATH`` as
+  the hint for a file that is too open. The value is copied once: a config change needs
+  a daemon restart.
 * The resolved URL is a secret (incoming-webhook URLs embed their token). It is never
   logged, printed or put in an error message; logs name only ``scheme://host``.
 * :meth:`Notifier.notify` runs on the daemon's main loop, once per job that has fully
@@ -36,10 +38,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import socket
-import stat
 import threading
 import urllib.error
 import urllib.request
@@ -53,6 +53,7 @@ from vq.domain.lifecycle import describe_exit
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import ConfigError
+from vq.secrets import parse_reference, read_secret
 
 __all__ = [
     "MAX_PENDING",
@@ -98,54 +99,25 @@ def _check_url(url: str, origin: str) -> str:
     return url
 
 
-def _read_secret_file(path: str) -> str:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(
-            f"{_KEY}: cannot read the secret file {path}: {exc.strerror}",
-            hint=f"put the webhook URL in {path} and run: chmod 600 {path}",
-        ) from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{_KEY}: the secret file {path} is not a regular file")
-        mode = stat.S_IMODE(info.st_mode)
-        if mode & 0o077:
-            raise ConfigError(
-                f"{_KEY}: the secret file {path} has mode {mode:04o}; vq refuses to read a "
-                f"secret that group or others can access (run: chmod 600 {path})",
-                hint=f"chmod 600 {path}",
-            )
-        data = handle.read(65536)
-    return data.decode("utf-8", errors="replace").strip()
-
-
 def resolve_webhook_url(settings: NotificationSettings, env: Mapping[str, str]) -> str:
     """The webhook URL to POST to, or ``""`` when notifications are disabled.
 
-    Raises :class:`ConfigError` for an unset variable, an unreadable or too-open file,
-    or a value that is not an http(s) URL. Messages name the reference, never the value.
+    A reference (``env:``, ``file:``, ``credential:``) is read through
+    :mod:`vq.secrets`. Raises :class:`ConfigError` for an unset variable, an unreadable
+    or too-open file, or a value that is not an http(s) URL. Messages name the
+    reference, never the value.
     """
-    ref = settings.webhook_url
-    if not ref:
+    ref_text = settings.webhook_url
+    if not ref_text:
         return ""
-    if ref.startswith("env:"):
-        name = ref[4:]
-        value = env.get(name, "").strip()
-        if not value:
-            raise ConfigError(
-                f"{_KEY}: environment variable {name} is not set in the daemon's environment",
-                hint=f"export {name} before `vq daemon start`, or use file:/path (mode 0600)",
-            )
-        return _check_url(value, ref)
-    if ref.startswith("file:"):
-        path = ref[5:]
-        value = _read_secret_file(path)
-        if not value:
-            raise ConfigError(f"{_KEY}: the secret file {path} is empty")
-        return _check_url(value, ref)
-    return _check_url(ref, "the configured URL")
+    try:
+        ref = parse_reference(ref_text)
+        if ref is None:
+            return _check_url(ref_text, "the configured URL")
+        value = read_secret(ref, env)
+    except ConfigError as exc:
+        raise ConfigError(f"{_KEY}: {exc.message}", hint=exc.hint) from None
+    return _check_url(value, ref.text)
 
 
 def _iso(value: Any) -> str | None:

@@ -6,6 +6,12 @@ so a smaller later job can start; its durable state stays PENDING. A job whose r
 exceeds a configured base cap (``max_cpus`` / ``max_mem_mb``) can never start until the
 caps change: it stays PENDING and is classified ``pending_over_capacity``.
 
+Two cap sets are in play. The *base* caps are what the daemon advertises as configured;
+the configured-cap classification compares with them only. The *effective* caps are the
+base lowered by a temporary throttle: the dispatch budget. A request over an effective
+cap but within the base is an ordinary blocker (it waits for the throttle to end), never
+an impossibility.
+
 Effective memory is the declared ``mem_mb``, else ``default_job_mem_mb``, else zero.
 These are reservations, not measurements of actual use.
 """
@@ -108,12 +114,18 @@ def _fits(request: Request, usage: Usage, caps: Caps) -> bool:
 
 
 def plan_dispatch(
-    candidates: Iterable[Request], usage: Usage, caps: Caps, now: datetime
+    candidates: Iterable[Request],
+    usage: Usage,
+    caps: Caps,
+    now: datetime,
+    base: Caps | None = None,
 ) -> list[str]:
-    """The ids to start now, in start order, without exceeding ``caps``.
+    """The ids to start now, in start order, without exceeding ``caps`` (the effective
+    caps); ``base``: the advertised base caps (default ``caps``).
 
     Invariant: the returned jobs plus ``usage`` never exceed any cap; no returned job
-    has ``not_before`` in the future or a configured-cap overage.
+    has ``not_before`` in the future or a configured-cap overage. A request over a
+    throttled cap only is skipped like any job that does not fit now.
     """
     chosen: list[str] = []
     for request in sorted(candidates, key=order_key):
@@ -121,7 +133,7 @@ def plan_dispatch(
             break
         if request.not_before is not None and request.not_before > now:
             continue
-        if capacity_overages(request.cpus, request.mem_mb, caps):
+        if capacity_overages(request.cpus, request.mem_mb, base or caps):
             continue
         if _fits(request, usage, caps):
             chosen.append(request.job_id)
@@ -129,16 +141,39 @@ def plan_dispatch(
     return chosen
 
 
-def pending_reason(request: Request, usage: Usage, caps: Caps, now: datetime) -> str:
-    """A one-line, human explanation of why a pending job is not running yet."""
-    overages = capacity_overages(request.cpus, request.mem_mb, caps)
+def _throttled(name: str, caps: Caps, base: Caps | None) -> str:
+    """`` (throttled from N)`` when a throttle lowered cap ``name`` below its base."""
+    if base is None:
+        return ""
+    lowered, configured = getattr(caps, name), getattr(base, name)
+    if lowered is None or lowered == configured:
+        return ""
+    return f" (throttled from {configured if configured is not None else 'unlimited'})"
+
+
+def pending_reason(
+    request: Request, usage: Usage, caps: Caps, now: datetime, base: Caps | None = None
+) -> str:
+    """A one-line, human explanation of why a pending job is not running yet.
+
+    ``caps`` are the effective caps; ``base`` the advertised base caps (default
+    ``caps``). Only the base decides "over configured capacity"; a cap that a throttle
+    lowered is named as such.
+    """
+    overages = capacity_overages(request.cpus, request.mem_mb, base or caps)
     if overages:
         parts = ", ".join(f"{o.resource} {o.requested} > cap {o.capacity}" for o in overages)
         return f"over configured capacity ({parts}); it stays pending until the caps change"
     if request.not_before is not None and request.not_before > now:
         return f"not before {request.not_before.isoformat(timespec='seconds')}"
     if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
-        return f"all {caps.max_jobs} job slots are in use"
+        return f"all {caps.max_jobs} job slots are in use" + _throttled("max_jobs", caps, base)
+    if caps.max_cpus is not None and request.cpus > caps.max_cpus:
+        return (
+            f"throttled: max_cpus is {caps.max_cpus}{_throttled('max_cpus', caps, base)} "
+            f"and the job needs {request.cpus}; it starts when the throttle ends "
+            "(`vq daemon throttle --clear`)"
+        )
     memory = effective_mem_mb(request.mem_mb, caps)
     if caps.max_cpus is not None and usage.cpus + request.cpus > caps.max_cpus:
         return f"waiting for CPUs ({request.cpus} needed, {caps.max_cpus - usage.cpus} free)"

@@ -37,6 +37,9 @@ class SubmitParams(BaseModel):
     wall_time_seconds: int | None = Field(default=None, ge=1)
     priority: int = Field(default=0, ge=-1000, le=1000)
     not_before: datetime | None = None
+    #: The ``--not-before`` text as the user gave it when it was a delay (``1h``): the
+    #: idempotency intent (§4.8) holds this rather than the time it resolved to.
+    not_before_requested: str | None = Field(default=None, min_length=1, max_length=64)
     job_name: str | None = Field(default=None, min_length=1, max_length=128)
     tags: list[str] = Field(default_factory=list, max_length=32)
     retry_max: int = Field(default=0, ge=0, le=100)
@@ -46,6 +49,8 @@ class SubmitParams(BaseModel):
     rerun_until_file_exists: str | None = Field(default=None, min_length=1, max_length=1024)
     rerun_max: int | None = Field(default=None, ge=1, le=1000)
     clean_workdir_on_terminal: bool = False
+    #: ``--auto-resume``: ``JobSpec.recover_on_reboot`` (§4.7)
+    recover_on_reboot: bool = False
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
     #: array element indices (``--array 0-99``); each becomes its own job
     array: list[int] | None = Field(default=None, min_length=1, max_length=100000)
@@ -58,6 +63,9 @@ class SubmitParams(BaseModel):
     profile: str | None = Field(default=None, min_length=1, max_length=128)
     #: ``--program NAME``: a ``[programs.NAME]`` entry, checked at submit and dispatch
     program: str | None = Field(default=None, min_length=1, max_length=128)
+    #: ``--expected-sha SHA``: an explicit git pin for a venv ``program`` (§3.4), beside
+    #: the configured ones; enforced at submit and again before dispatch
+    expected_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{4,64}$")
 
     @field_validator("command")
     @classmethod
@@ -105,6 +113,8 @@ class SubmitParams(BaseModel):
             raise ValueError("array indices repeat")
         if self.rerun_max is not None and self.rerun_until_file_exists is None:
             raise ValueError("--rerun-max needs --rerun-until-file-exists")
+        if self.expected_sha is not None and self.program is None:
+            raise ValueError("--expected-sha needs --program (a venv program)")
         return self
 
     @field_validator("source", "cwd")

@@ -20,6 +20,11 @@ __all__ = ["ServiceContext"]
 class ServiceContext:
     """Paths, the spec store, the clock, randomness and the admission caps.
 
+    ``caps`` are the effective caps (the dispatch budget, lowered by a live throttle);
+    ``base_caps`` the advertised base caps the configured-cap classification compares
+    with (§4.3, §5.1): set by the daemon, read from the last advertised snapshot
+    without one, and None when unknown (the classification is then null).
+
     The clock and randomness are injected so tests can pin them; nothing in services
     reads the environment or the wall clock directly.
     """
@@ -32,6 +37,7 @@ class ServiceContext:
     profiles: Mapping[str, Any] = field(default_factory=dict)
     #: ``[programs.NAME]`` registry (name → ``vq.config.ProgramSettings``), §3.4
     programs: Mapping[str, Any] = field(default_factory=dict)
+    base_caps: Caps | None = None
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

@@ -6,7 +6,10 @@
   submissions (§4.2) before anything is written. Absent file = not draining.
 * ``throttle.json`` — ``{"max_jobs", "max_cpus", "expires_at", "set_at"}``: temporarily
   lower caps (never raise them). Expired or absent = no throttle.
-* ``daemon_capacity.json`` — the caps the running daemon advertises.
+* ``daemon_capacity.json`` — the caps the daemon last advertised: its base caps
+  (``max_jobs``, ``max_cpus``, ``max_mem_mb``, ``default_job_mem_mb``) at the top level,
+  the throttled ones under ``effective``, plus ``pid`` and ``written_at``. It outlives
+  the daemon: without one, readers classify capacity from this snapshot (§4.3).
 * ``rpc-audit.jsonl`` — one line per state-changing control call, with the peer's uid.
 
 All files live in the state root, are written atomically, and survive restarts. Reading
@@ -33,6 +36,7 @@ __all__ = [
     "audit",
     "check_submits_allowed",
     "effective_caps",
+    "read_capacity",
     "read_drain",
     "read_throttle",
     "write_capacity",
@@ -159,11 +163,44 @@ def effective_caps(configured: Caps, throttle: Throttle, now: datetime) -> Caps:
     )
 
 
-def write_capacity(paths: StatePaths, caps: Caps, pid: int, now: datetime) -> None:
+def write_capacity(
+    paths: StatePaths, caps: Caps, pid: int, now: datetime, base: Caps | None = None
+) -> None:
+    """Record the advertised caps: ``base`` (default ``caps``) and the effective ``caps``."""
     atomic_write_json(
         paths.root / CAPACITY_FILE,
-        {**asdict(caps), "pid": pid, "written_at": now.isoformat()},
+        {
+            **asdict(base or caps),
+            "effective": asdict(caps),
+            "pid": pid,
+            "written_at": now.isoformat(),
+        },
     )
+
+
+_CAP_FIELDS = ("max_jobs", "max_cpus", "max_mem_mb", "default_job_mem_mb")
+
+
+def read_capacity(paths: StatePaths) -> Caps | None:
+    """The base caps of the last advertised snapshot; None when there is none readable
+    (missing, malformed, or a field that is not a positive integer or null). Silent:
+    a missing snapshot is the ordinary "capacity unknown" case."""
+    try:
+        with open(paths.root / CAPACITY_FILE, "rb") as handle:
+            data = json.loads(handle.read(65536))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    values: dict[str, int | None] = {}
+    for name in _CAP_FIELDS:
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return None
+        if value is not None and value < 0:
+            return None
+        values[name] = value
+    return Caps(**values)
 
 
 def audit(paths: StatePaths, record: dict[str, Any]) -> None:

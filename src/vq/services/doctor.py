@@ -129,7 +129,8 @@ def check_cgroups(ping: dict[str, Any] | None) -> Check:
         "cgroups",
         "warn",
         reason,
-        "see docs/cgroups.md to enable systemd user scopes; enforcement still works by sampling",
+        "see docs/cgroup-setup.md to enable systemd user scopes; enforcement still works "
+        "by sampling",
     )
 
 

@@ -10,7 +10,8 @@
 
 The canonical intent covers the command, working directory, resources, admission fields,
 name, tags, dependencies, retry/rerun/cleanup policy and a digest of the payload's
-*content* (not its path).
+*content* (not its path). A relative ``--not-before 1h`` enters the intent as asked (the
+delay), not as the time it resolved to, so repeating the command repeats the intent.
 """
 
 from __future__ import annotations
@@ -77,8 +78,18 @@ def source_digest(source: str | None) -> str | None:
 
 def intent_digest(params: SubmitParams) -> str:
     canonical = params.model_dump(
-        mode="json", exclude={"idempotency_key", "source", "source_label"}, exclude_none=False
+        mode="json",
+        exclude={"idempotency_key", "source", "source_label", "not_before_requested"},
+        exclude_none=False,
     )
+    if not params.recover_on_reboot:  # the default: keeps the digests of older claims
+        canonical.pop("recover_on_reboot", None)
+    if params.expected_sha is None:  # absent: keeps the digests of older claims
+        canonical.pop("expected_sha", None)
+    else:
+        canonical["expected_sha"] = params.expected_sha.lower()
+    if params.not_before_requested is not None:  # what the user asked for: the delay
+        canonical["not_before"] = {"delay": params.not_before_requested}
     canonical["depends_on"] = sorted(set(params.depends_on))
     canonical["depends_on_any"] = sorted(set(params.depends_on_any))
     canonical["source_digest"] = source_digest(params.source)

@@ -28,7 +28,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from vq.config import BinaryProgram, ImportProgram, ProgramSettings, VenvProgram
-from vq.domain.programs import ProgramStatus, pin_mismatches, runtime_pin, with_pins
+from vq.domain.programs import (
+    ProgramStatus,
+    pin_mismatches,
+    runtime_pin,
+    sha_matches,
+    with_pins,
+)
 from vq.domain.spec import ProgramRuntimePin
 from vq.errors import InvalidInput, NotFound
 from vq.transport.local import LocalRunner
@@ -169,15 +175,28 @@ def probe_all(
 
 
 def submit_pin(
-    programs: Mapping[str, ProgramSettings], name: str, runner: LocalRunner | None = None
+    programs: Mapping[str, ProgramSettings],
+    name: str,
+    runner: LocalRunner | None = None,
+    expected_sha: str | None = None,
 ) -> ProgramRuntimePin:
-    """The runtime snapshot for ``vq submit --program NAME``, or the refusal (§4.1 item 1)."""
+    """The runtime snapshot for ``vq submit --program NAME``, or the refusal (§4.1 item 1).
+
+    ``expected_sha`` (``--expected-sha``) is an explicit git pin beside the configured
+    ones: only a venv program takes it, it must match the checkout now, and the snapshot
+    then enforces the SHA at dispatch like a configured ``expected_git_sha``.
+    """
     settings = programs.get(name)
     if settings is None:
         known = ", ".join(sorted(programs)) or "none are configured"
         raise NotFound(
             f"unknown program {name!r}",
             hint=f"`vq programs` lists the registered programs ({known})",
+        )
+    if expected_sha is not None and not isinstance(settings, VenvProgram):
+        raise InvalidInput(
+            f"--expected-sha applies to venv programs only; {name!r} is {settings.kind!r}",
+            hint='drop --expected-sha, or name a [programs.NAME] with kind = "venv"',
         )
     runner = runner or LocalRunner()
     if isinstance(settings, ImportProgram):  # not a submit gate: no interpreter run here
@@ -197,9 +216,13 @@ def submit_pin(
         status.git_sha,
         status.import_version,
     )
+    if expected_sha is not None and not sha_matches(expected_sha, status.git_sha):
+        problems.append(f"git SHA is {status.git_sha}, --expected-sha is {expected_sha}")
     if problems:
         raise InvalidInput(
             f"program {name!r} does not match its pins: " + "; ".join(problems),
-            hint=f"update the checkout, or the pins in [programs.{name}]",
+            hint=f"update the checkout, or the pins in [programs.{name}] or --expected-sha",
         )
-    return runtime_pin(status, settings.expected_git_sha, settings.expected_import_version)
+    return runtime_pin(
+        status, expected_sha or settings.expected_git_sha, settings.expected_import_version
+    )

@@ -69,8 +69,13 @@ def status_view(
     now: datetime,
     usage: Usage | None = None,
     dependency_state: Callable[[str], JobState | str | None] | None = None,
+    effective: Caps | None = None,
 ) -> dict[str, Any]:
     """Everything known about one job, as JSON-safe data.
+
+    ``caps``: the advertised base caps (the configured-cap classification; None when
+    unknown); ``effective``: the dispatch budget a throttle may have lowered (default
+    ``caps``), which ``pending_reason`` names.
 
     ``dependency_state`` (id → state, None when gone) lets ``pending_reason`` say which
     predecessors a PENDING job waits for.
@@ -81,7 +86,7 @@ def status_view(
     view["pending_over_capacity"] = over
     view["configured_capacity_overages"] = overages
     view["pending_reason"] = (
-        pending_reason(request_of(spec), usage or Usage(), caps, now)
+        pending_reason(request_of(spec), usage or Usage(), effective or caps, now, caps)
         if spec.state is JobState.PENDING and caps is not None
         else None
     )

@@ -56,7 +56,7 @@ Row = Mapping[str, Any]
 #: "Recent" terminal counts in ``vq overview`` cover this window of ``finished_at``.
 RECENT_WINDOW = timedelta(hours=24)
 #: ``vq usage --by`` keys.
-USAGE_GROUPINGS = ("tag", "name", "day", "state")
+USAGE_GROUPINGS = ("tag", "name", "day", "state", "total")
 #: How many of the most recently finished runs the queue ETA takes its median from.
 ETA_HISTORY = 20
 
@@ -208,6 +208,8 @@ def _usage_keys(row: Row, by: str) -> list[str | None]:
         return [row.get("job_name")]
     if by == "state":
         return [row["state"]]
+    if by == "total":
+        return ["total"]
     started = _time(row, "started_at")
     return [started.astimezone(UTC).date().isoformat() if started else None]
 
@@ -224,7 +226,8 @@ def build_usage(
     A job counts when it has a measurable attempt (see :func:`active_seconds`) that
     started at or after ``since``. With ``by="tag"`` a job counts under each of its tags
     (untagged jobs under key null), so group sums can exceed ``total``, which counts
-    every job once. ``by="day"`` groups by the UTC date of ``started_at``. Groups are
+    every job once. ``by="day"`` groups by the UTC date of ``started_at``; ``by="total"``
+    puts every job in one group keyed ``"total"`` (none when no job ran). Groups are
     sorted by CPU-hours, largest first (``day``: chronologically).
     """
     if by not in USAGE_GROUPINGS:

@@ -73,6 +73,7 @@ def resubmit(ctx: ServiceContext, job_id: str, overrides: dict[str, Any]) -> Job
             "rerun_until_file_exists",
             "rerun_max",
             "clean_workdir_on_terminal",
+            "recover_on_reboot",
             "program",
             "program_runtime_pin",
         )

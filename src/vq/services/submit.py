@@ -71,15 +71,20 @@ def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]
         return {}
     from vq.services.programs import submit_pin  # runs git/python: only when asked
 
-    pin = submit_pin(ctx.programs, params.program)
+    pin = submit_pin(ctx.programs, params.program, expected_sha=params.expected_sha)
     return {"program": params.program, "program_runtime_pin": pin.model_dump()}
 
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
+    """Overages of the advertised base caps (none when they are unknown)."""
     return [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
         "the job stays PENDING until the caps change"
-        for o in capacity_overages(params.cpus, params.mem_mb, ctx.caps)
+        for o in (
+            capacity_overages(params.cpus, params.mem_mb, ctx.base_caps)
+            if ctx.base_caps is not None
+            else ()
+        )
     ]
 
 
@@ -124,6 +129,7 @@ def _base_fields(params: SubmitParams) -> dict[str, Any]:
             params.rerun_max or 10 if params.rerun_until_file_exists is not None else None
         ),
         "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
+        "recover_on_reboot": params.recover_on_reboot,
     }
 
 

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from vq._fs import append_line
+from vq.domain.events import normalize_event
 from vq.paths import StatePaths
 
 __all__ = ["append_event", "read_events"]
@@ -28,7 +29,8 @@ def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
 
 
 def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
-    """Every well-formed record of a job's timeline, in file order."""
+    """Every well-formed record of a job's timeline, in file order, with state names in
+    lower case whichever way the line spelled them."""
     try:
         with open(paths.events(job_id), "rb") as handle:
             lines = handle.read().splitlines()
@@ -43,5 +45,5 @@ def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
         except (ValueError, UnicodeDecodeError):
             continue
         if isinstance(record, dict) and "kind" in record:
-            events.append(record)
+            events.append(normalize_event(record))
     return events

@@ -49,12 +49,13 @@ def overview(backend: Gate) -> dict[str, Any]:
 @router.get(
     "/queue/usage",
     summary="Usage report",
-    description="The `vq usage --json` report: wall- and CPU-hours per tag, name, day or state.",
+    description="The `vq usage --json` report: wall- and CPU-hours per tag, name, day, "
+    "state or in total.",
     dependencies=[Reader],
 )
 def usage(
     backend: Gate,
-    by: Literal["tag", "name", "day", "state"] = "tag",
+    by: Literal["tag", "name", "day", "state", "total"] = "tag",
     since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
     return backend.usage(by, since)

@@ -1,0 +1,48 @@
+"""``vq config audit`` (§7.4): every secret setting is a reference that resolves safely.
+
+For each configuration key that holds a secret (:data:`vq.config_report.SECRET_KEYS`)
+and is set, :func:`audit_settings` checks through :func:`vq.secrets.audit` that the
+reference exists, has safe permissions (a file only its owner can access) and resolves
+to a usable value. An inline secret fails the audit: it lives in the config file. The
+report never contains a secret value.
+
+The references are resolved in the caller's environment (``env:`` variables,
+``$CREDENTIALS_DIRECTORY``): run the audit where the daemon runs, with its environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from vq.secrets import Finding, audit
+
+if TYPE_CHECKING:
+    from vq.config import Settings
+
+__all__ = ["audit_report", "audit_settings"]
+
+
+def _webhook_problem(value: str) -> str | None:
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "the secret is not an http(s):// URL"
+    return None
+
+
+def audit_settings(settings: Settings, env: Mapping[str, str]) -> list[Finding]:
+    """One finding per secret setting that is set, in key order."""
+    checks = [
+        ("notifications.webhook_url", settings.notifications.webhook_url, _webhook_problem),
+    ]
+    findings = [audit(key, value, env, check) for key, value, check in sorted(checks)]
+    return [finding for finding in findings if finding is not None]
+
+
+def audit_report(findings: list[Finding]) -> dict[str, Any]:
+    """The ``vq config audit --json`` object."""
+    return {
+        "ok": all(finding.ok for finding in findings),
+        "secrets": [finding.as_dict() for finding in findings],
+    }

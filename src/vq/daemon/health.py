@@ -1,0 +1,163 @@
+"""The ``health`` RPC method (§6.5): the heavier lifecycle check beside ``ping``.
+
+``ping`` proves the daemon answers; ``health`` checks that it is doing its job:
+
+* ``loop`` — the main loop made progress within :func:`loop_bound` (three ticks plus a
+  margin); a loop stuck in a slow call fails it;
+* ``dispatch`` — when dispatch is held, a reason is known (a drain, an invalid config,
+  host memory pressure); held without one fails;
+* ``fork_server`` — the fork server answers a ping within :data:`FORK_SERVER_TIMEOUT`;
+* ``index`` — a sample of up to :data:`INDEX_SAMPLE` spec files agrees with the
+  in-memory index (same state; a file missing from the index only after a rescan has
+  had time to see it). A disagreement is re-read once after a short pause so an
+  ordinary write in flight does not fail it;
+* ``state_root`` — a file can be created, synced and removed in the state root.
+
+The answer is ``{"ok", "checked_at", "checks": [{"name", "ok", "detail"}]}``; ``ok`` is
+true only when every check passed. The method never raises for a failed check.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vq.errors import VqError
+
+from .rpc import Method
+
+if TYPE_CHECKING:
+    from .app import Daemon
+
+__all__ = ["FORK_SERVER_TIMEOUT", "INDEX_SAMPLE", "build_health_method", "loop_bound"]
+
+FORK_SERVER_TIMEOUT = 3.0
+INDEX_SAMPLE = 32
+#: Seconds an index disagreement is given to settle before it counts.
+SETTLE_SECONDS = 0.5
+#: Beyond this age a spec file the index does not know counts as a missed file.
+UNSEEN_GRACE_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+def loop_bound(tick_seconds: float) -> float:
+    """How long the main loop may go without a pass before it counts as stuck."""
+    return 3 * tick_seconds + 10.0
+
+
+def _loop(daemon: Daemon) -> Check:
+    last = daemon.loop_progress_at
+    if last is None:
+        return Check("loop", False, "the main loop has not started")
+    age = time.monotonic() - last
+    bound = loop_bound(daemon.settings.daemon.tick_seconds)
+    if age > bound:
+        return Check("loop", False, f"no loop pass for {age:.1f}s (bound {bound:.0f}s)")
+    return Check("loop", True, f"last pass {age:.1f}s ago (bound {bound:.0f}s)")
+
+
+def _dispatch(daemon: Daemon) -> Check:
+    reasons = []
+    drain = daemon.holds.drain_state
+    if drain.active:
+        reasons.append(f"drain ({drain.mode})" + (f": {drain.reason}" if drain.reason else ""))
+    if daemon.holds.config_error is not None:
+        reasons.append("the configuration is invalid")
+    if daemon.pressure.holding:
+        reasons.append("host memory pressure")
+    held = daemon.holds.holding or daemon.pressure.holding
+    if held and not reasons:
+        return Check("dispatch", False, "dispatch is held without a known reason")
+    if held:
+        return Check("dispatch", True, "held: " + "; ".join(reasons))
+    return Check("dispatch", True, "not held")
+
+
+def _fork_server(daemon: Daemon) -> Check:
+    pid = daemon.forkserver.server_pid
+    if daemon.forkserver.ping(timeout=FORK_SERVER_TIMEOUT):
+        return Check("fork_server", True, f"pid {pid} answers")
+    return Check("fork_server", False, f"the fork server (pid {pid}) does not answer")
+
+
+def _disagreement(daemon: Daemon, job_id: str) -> str | None:
+    """Why the index and the disk disagree on ``job_id``, or None."""
+    if job_id in daemon.index.quarantined:
+        return None
+    try:
+        on_disk = daemon.ctx.store.read(job_id)
+    except VqError:
+        return None  # deleted or unreadable meanwhile: quarantine is the index's concern
+    cached = daemon.index.get(job_id)
+    if cached is None:
+        try:
+            age = time.time() - daemon.paths.spec(job_id).stat().st_mtime
+        except OSError:
+            return None
+        if age <= UNSEEN_GRACE_SECONDS:
+            return None
+        return f"{job_id} is on disk ({on_disk.state.value}) but not in the index"
+    if cached.state is not on_disk.state:
+        return f"{job_id} is {on_disk.state.value} on disk, {cached.state.value} in the index"
+    return None
+
+
+def _index(daemon: Daemon, pick: Callable[[list[str], int], list[str]]) -> Check:
+    ids = daemon.ctx.store.list_ids()
+    sample = pick(ids, min(INDEX_SAMPLE, len(ids)))
+    suspects = [job_id for job_id in sample if _disagreement(daemon, job_id) is not None]
+    if suspects:
+        time.sleep(SETTLE_SECONDS)  # a write in flight settles; a real drift stays
+    problems = [p for p in (_disagreement(daemon, j) for j in suspects) if p is not None]
+    if problems:
+        return Check("index", False, "; ".join(problems[:5]))
+    return Check("index", True, f"{len(sample)} of {len(ids)} spec files agree")
+
+
+def _state_root(daemon: Daemon) -> Check:
+    root = daemon.paths.root
+    try:
+        fd, name = tempfile.mkstemp(prefix=".vq-health.", dir=root)
+        try:
+            os.write(fd, b"ok")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
+    except OSError as exc:
+        return Check("state_root", False, f"{root} is not writable: {exc.strerror}")
+    return Check("state_root", True, f"{root} is writable")
+
+
+def build_health_method(daemon: Daemon) -> dict[str, Method]:
+    """``{"health": method}`` for the RPC table."""
+
+    def health(_: dict[str, Any]) -> dict[str, Any]:
+        checks = [
+            _loop(daemon),
+            _dispatch(daemon),
+            _fork_server(daemon),
+            _index(daemon, random.sample),
+            _state_root(daemon),
+        ]
+        return {
+            "ok": all(check.ok for check in checks),
+            "checked_at": daemon.ctx.now().isoformat(),
+            "checks": [check.as_dict() for check in checks],
+        }
+
+    return {"health": health}
