@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from vq._fs import read_regular
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.states import WRITABLE_TERMINAL, JobState
@@ -265,18 +266,40 @@ class Settings(BaseModel):
         return value
 
 
-def _read_layer(path: Path) -> dict[str, Any]:
+#: A config file larger than this is refused (no sane config comes near it).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _read_layer(path: Path) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of one config file and its text; ``({}, "")`` when it is absent.
+
+    Every failure is a :class:`ConfigError` naming the file (and the line when there is
+    one): unreadable, not a regular file (a FIFO never blocks the reader), too large,
+    not UTF-8, or not TOML. A user's config may be a symlink (dotfile managers).
+    """
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        data = read_regular(path, MAX_CONFIG_BYTES, follow=True)
     except FileNotFoundError:
-        return {}
+        return {}, ""
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}",
+            hint="the configuration must be a readable regular file of TOML",
+        ) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8; dispatch is held until it is fixed",
+        ) from None
+    try:
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: {exc}", hint="fix the TOML syntax; `vq daemon run` refuses to start"
         ) from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
@@ -343,9 +366,10 @@ def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Set
 
 def check_file(path: Path) -> Settings:
     """Validate one config file on its own (``vq config check``); nothing is started."""
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"{path} is not a file", hint="give the path of a config.toml")
-    return _validate(_read_layer(path), str(path), path.read_text(errors="replace"))
+    data, text = _read_layer(path)
+    return _validate(data, str(path), text)
 
 
 def config_layers(
@@ -355,7 +379,7 @@ def config_layers(
     env = os.environ if env is None else env
     layers = []
     for label, path in (("site", site_config), ("user", resolve_config_root(env) / "config.toml")):
-        data = _read_layer(path)
+        data, _ = _read_layer(path)
         if data:
             layers.append((f"{label}:{path}", data))
     return layers
@@ -371,9 +395,9 @@ def load_settings(
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
     for path in (site_config, resolve_config_root(env) / "config.toml"):
-        layer = _read_layer(path)
+        layer, text = _read_layer(path)
         if layer:
-            _validate(layer, str(path), path.read_text(errors="replace"))
+            _validate(layer, str(path), text)
             merged = _merge(merged, layer)
     if overrides:
         merged = _merge(merged, overrides)

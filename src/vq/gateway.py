@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from vq._fs import read_regular
 from vq.client import Client
 from vq.domain.durations import parse_duration
 from vq.errors import DaemonNotRunning, ProtocolError
@@ -274,7 +275,7 @@ class Gateway:
     def daemon_pid(self) -> int | None:
         """The pid in ``daemon.pid`` when that process is alive (no RPC)."""
         try:
-            pid = int(self.paths.daemon_pid.read_text().strip())
+            pid = int(read_regular(self.paths.daemon_pid, 64).decode().strip())
             os.kill(pid, 0)
         except (OSError, ValueError):
             return None

@@ -8,6 +8,7 @@ import time
 
 import click
 
+from vq._fs import open_regular_path
 from vq.cli.common import paths
 
 __all__ = ["logs"]
@@ -25,7 +26,7 @@ def _tail_offset(path: str, lines: int) -> int:
         return size
     position = size
     buffer = b""
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
         while position > 0 and buffer.count(b"\n") <= lines:
             step = min(_CHUNK, position)
             position -= step
@@ -42,7 +43,7 @@ def _tail_offset(path: str, lines: int) -> int:
 
 def _copy_from(path: str, offset: int) -> int:
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
             handle.seek(offset)
             while block := handle.read(_CHUNK):
                 sys.stdout.buffer.write(block)

@@ -100,7 +100,7 @@ def _check_url(url: str, origin: str) -> str:
 
 def _read_secret_file(path: str) -> str:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO never blocks
     except OSError as exc:
         raise ConfigError(
             f"{_KEY}: cannot read the secret file {path}: {exc.strerror}",

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from vq._fs import try_lock_file
+from vq._fs import read_regular, try_lock_file
 from vq.errors import VqError
 from vq.paths import StatePaths
 
@@ -91,7 +91,7 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
             )
         )
     with contextlib.suppress(OSError, ValueError):
-        pid = int(paths.daemon_pid.read_text().strip())
+        pid = int(read_regular(paths.daemon_pid, 64).decode().strip())
         from vq.executors.procs import is_alive
 
         if not is_alive(pid):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vq._fs import atomic_write_json
+from vq._fs import atomic_write_json, read_bytes_limited, read_regular
 from vq.domain.spec import JobSpec, load_spec
 from vq.errors import Conflict, CorruptSpec
 from vq.protocol.messages import SubmitParams
@@ -94,8 +94,7 @@ def _claims(ctx: ServiceContext) -> Path:
 
 def _read_claim(path: Path) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as handle:
-            claim = json.loads(handle.read(65536))
+        claim = json.loads(read_regular(path, 65536))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -112,13 +111,9 @@ def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
     for job_id in ctx.store.list_ids():
         path = ctx.paths.spec(job_id)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            data = read_bytes_limited(path, _MAX_SCANNED_SPEC)
         except OSError:
             continue
-        try:
-            data = os.read(fd, _MAX_SCANNED_SPEC)
-        finally:
-            os.close(fd)
         if needle in data:
             try:
                 return load_spec(data, source=f"spec {path}")
