@@ -27,8 +27,9 @@ from pydantic import (
 from vq._fs import read_regular
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
+from vq.domain.durations import MAX_DURATION_SECONDS, parse_duration
 from vq.domain.states import WRITABLE_TERMINAL, JobState
-from vq.errors import ConfigError
+from vq.errors import ConfigError, InvalidInput
 from vq.paths import resolve_config_root
 
 __all__ = [
@@ -164,19 +165,38 @@ class NotificationSettings(BaseModel):
 class ProfileSettings(BaseModel):
     """``[profile.NAME]``: submit presets under the JobSpec's own field names (§9.2).
 
-    Explicit ``vq submit`` flags win over a profile's values.
+    Explicit ``vq submit`` flags win over a profile's values. ``wall_time = "10m"`` (any
+    form of :func:`vq.domain.durations.parse_duration`, no bare number) may stand in for
+    ``wall_time_seconds``.
     """
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     cpus: int | None = Field(default=None, ge=1, le=4096)
     mem_mb: int | None = Field(default=None, ge=1)
-    wall_time_seconds: int | None = Field(default=None, ge=1)
+    wall_time_seconds: int | None = Field(default=None, ge=1, le=MAX_DURATION_SECONDS)
     priority: int | None = Field(default=None, ge=-1000, le=1000)
     tags: list[str] | None = None
     retry_max: int | None = Field(default=None, ge=0, le=100)
     clean_workdir_on_terminal: bool | None = None
     program: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wall_time_text(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "wall_time" not in data:
+            return data
+        data = dict(data)
+        text = data.pop("wall_time")
+        if "wall_time_seconds" in data:
+            raise ValueError("give wall_time or wall_time_seconds, not both")
+        if not isinstance(text, str):
+            raise ValueError('wall_time must be a string such as "10m" or "2h30m"')
+        try:
+            data["wall_time_seconds"] = parse_duration(text, bare_seconds=False)
+        except InvalidInput as exc:
+            raise ValueError(f"wall_time: {exc.message}") from None
+        return data
 
 
 # pydantic patterns search: anchor them.
@@ -355,7 +375,7 @@ def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Set
         if len(loc) > 2 and loc[0] == "programs" and loc[2] in _PROGRAM_KINDS:
             loc = loc[:2] + loc[3:]  # the discriminated union's tag is not a key
         key = ".".join(str(part) for part in loc)
-        message = _MESSAGES.get(first["type"], first["msg"])
+        message = _MESSAGES.get(first["type"], first["msg"].removeprefix("Value error, "))
         line = line_of(text, loc) if text is not None else None
         where = f"{origin}:{line}" if line is not None else origin
         raise ConfigError(

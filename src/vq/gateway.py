@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from vq._fs import read_regular
 from vq.client import Client
-from vq.domain.durations import parse_duration
+from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, ProtocolError
 from vq.paths import StatePaths
 
@@ -46,13 +46,7 @@ def since_moment(text: str | None) -> datetime | None:
     """
     if text is None:
         return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.astimezone(UTC)
+    return parse_moment(text, datetime.now(UTC), ago=True)
 
 
 class Gateway:

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from vq.cli.common import call_daemon, client, echo_json, paths
+from vq.cli.types import AsciiIntRange
 from vq.errors import Conflict, DaemonNotRunning, UsageError, VqError, error_from_payload
 
 __all__ = ["daemon"]
@@ -34,7 +35,7 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
     fn = click.option(
         "--web-port",
-        type=click.IntRange(1, 65535),
+        type=AsciiIntRange(1, 65535),
         help="Port of the web console (default 8477).",
     )(fn)
     fn = click.option("--web-host", help="Address of the web console (default 127.0.0.1).")(fn)
@@ -54,7 +55,7 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ("--max-cpus", "Total CPU budget (default: logical CPUs)."),
         ("--max-jobs", "At most this many jobs at once."),
     ):
-        fn = click.option(flag, type=click.IntRange(1), help=text)(fn)
+        fn = click.option(flag, type=AsciiIntRange(1), help=text)(fn)
     return fn
 
 
@@ -259,8 +260,8 @@ def undrain() -> None:
 
 
 @daemon.command()
-@click.option("--max-jobs", type=click.IntRange(1), help="Temporary job limit.")
-@click.option("--max-cpus", type=click.IntRange(1), help="Temporary CPU limit.")
+@click.option("--max-jobs", type=AsciiIntRange(1), help="Temporary job limit.")
+@click.option("--max-cpus", type=AsciiIntRange(1), help="Temporary CPU limit.")
 @click.option("--for", "duration", help="Expire after this long (e.g. 2h); default: until cleared.")
 @click.option("--clear", is_flag=True, help="Remove the throttle.")
 @click.option("--json", "as_json", is_flag=True)

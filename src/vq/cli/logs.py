@@ -10,6 +10,7 @@ import click
 
 from vq._fs import open_regular_path
 from vq.cli.common import paths
+from vq.cli.types import AsciiIntRange
 
 __all__ = ["logs"]
 
@@ -58,7 +59,7 @@ def _copy_from(path: str, offset: int) -> int:
 @click.argument("job_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
 @click.option("--stderr", "use_stderr", is_flag=True, help="Show stderr instead of stdout.")
-@click.option("--tail", "tail", type=click.IntRange(0), help="Start with the last N lines.")
+@click.option("--tail", "tail", type=AsciiIntRange(0), help="Start with the last N lines.")
 def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
     """Print a job's stdout (or stderr); with -f follow it until the job ends."""
     from vq.store.specs import SpecStore

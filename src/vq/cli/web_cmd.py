@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vq.cli import web_auth_cmd
+from vq.cli.types import AsciiIntRange
 from vq.web.binding import check_bind
 
 __all__ = ["web"]
@@ -19,7 +20,7 @@ def web() -> None:
 
 @web.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=AsciiIntRange(0, 65535))
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-loopback bind (TLS and ACLs are yours)."
 )

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from vq.config import Settings
+from vq.domain.text import refuse_surrogates
 from vq.errors import ProtocolError
 from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
@@ -75,6 +76,12 @@ class JobRequest(BaseModel):
     """A submit; ranges are checked by ``SubmitParams``, exactly as for ``vq submit``."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        refuse_surrogates(data)  # inputs too: file names and contents are text
+        return data
 
     command: list[str] = Field(min_length=1, description="argv, e.g. ['bash', 'run.sh']")
     idempotency_key: str = Field(min_length=1, max_length=256)

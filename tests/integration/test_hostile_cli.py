@@ -1,0 +1,65 @@
+"""Values a user can type get one `vq: error:` line and a documented exit code, never a
+traceback (real CLI subprocesses, no daemon needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import VQ_BIN, Vq
+
+CASES = [
+    (["submit", "--not-before", "99999999999d", "--", "true"], 4),
+    (["submit", "--not-before", "0001-01-01T00:00:00", "--", "true"], 4),
+    (["list", "--since", "99999999999999d"], 4),
+    (["usage", "--since", "0001-01-01"], 4),
+    (["daemon", "throttle", "--max-jobs", "1", "--for", "99999999999999d"], 4),
+    (["cleanup", "--older-than", "99999999999999999d"], 4),
+    (["submit", "--cpus", "\u0661", "--", "true"], 2),
+    (["submit", "--array", "", "--", "true"], 4),
+    (["submit", "--wall-time", "10", "--", "true"], 4),
+    (["submit", "--mem", "2X", "--", "true"], 4),
+    (["submit", "--array-from", "/dev/zero", "--", "true"], 4),
+]
+
+
+@pytest.mark.parametrize(("args", "code"), CASES)
+def test_hostile_values_are_one_error_line_and_a_documented_code(
+    vq: Vq, args: list[str], code: int
+) -> None:
+    result = vq.run(*args, check=False, timeout=30)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith("vq: error: ") and "Traceback" not in result.stderr
+    assert not (vq.root / "queue").exists() or not os.listdir(vq.root / "queue")
+
+
+def test_a_non_utf8_argument_is_refused_clearly(vq: Vq) -> None:
+    result = subprocess.run(
+        [VQ_BIN.encode(), b"submit", b"--", b"echo", b"\xff"],
+        env=vq.env,
+        capture_output=True,
+        timeout=30,
+    )
+    assert result.returncode == 4
+    assert result.stderr.startswith(b"vq: error: ") and b"UTF-8" in result.stderr
+
+
+def test_a_too_long_member_name_is_refused_before_anything_is_written(
+    vq: Vq, tmp_path: Path
+) -> None:
+    source = tmp_path / "src"
+    deep = source.joinpath(*["d"] * 120)
+    deep.mkdir(parents=True)
+    (deep / "f").write_text("x")
+    result = vq.run("submit", str(source), "--", "true", check=False)
+    assert result.returncode == 4 and "levels deep" in result.stderr
+    assert not (vq.root / "jobs").exists() or not os.listdir(vq.root / "jobs")
+
+
+def test_slurm_forms_and_memory_units_are_accepted(vq: Vq) -> None:
+    job = vq.submit("--wall-time", "1-02:00:00", "--mem", "1.5G", "--", "true")
+    spec = vq.spec(job)
+    assert spec["wall_time_seconds"] == 93600 and spec["mem_mb"] == 1536
