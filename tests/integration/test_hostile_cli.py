@@ -63,3 +63,66 @@ def test_slurm_forms_and_memory_units_are_accepted(vq: Vq) -> None:
     job = vq.submit("--wall-time", "1-02:00:00", "--mem", "1.5G", "--", "true")
     spec = vq.spec(job)
     assert spec["wall_time_seconds"] == 93600 and spec["mem_mb"] == 1536
+
+
+ESC_TITLE = "\x1b]0;owned\x07"
+
+
+def test_resubmit_validates_the_job_name_like_submit(vq: Vq) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "true")
+    vq.wait_state(job, "COMPLETED")
+    for name in ("../../x", "a/b", "evil\x1b[2J", ".."):
+        result = vq.run("resubmit", job, "--job-name", name, check=False)
+        assert result.returncode == 4, (name, result.stderr)
+        assert result.stderr.startswith("vq: error: ") and "\x1b" not in result.stderr
+        refused = vq.run("submit", "--job-name", name, "--", "true", check=False)
+        assert refused.returncode == 4, (name, refused.stderr)
+    ids = [row["id"] for row in vq.json("list")["jobs"]]
+    assert ids == [job]  # nothing was created
+
+
+def test_list_status_and_logs_escape_control_characters_unless_raw(vq: Vq) -> None:
+    vq.start_daemon()
+    job = vq.submit(
+        "--", "sh", "-c", f"printf '{ESC_TITLE}out'; printf 'bad{ESC_TITLE}\\n' >&2; exit 3"
+    )
+    vq.wait_state(job, "FAILED")
+    for args in (("list",), ("status", job)):
+        shown = vq.run(*args).stdout
+        assert "\x1b" not in shown and "\x07" not in shown, shown
+        assert "\\x1b" in shown
+    assert "\\x1b" in vq.run("status", job).stdout.split("stderr tail")[1]
+    assert "\x1b]0;owned" in vq.run("list", "--raw").stdout
+    assert vq.json("status", job)["failure_tail"].startswith("bad\x1b]0;owned")
+    # logs: exact bytes when piped, escaped on a terminal unless --raw
+    assert vq.run("logs", job).stdout == f"{ESC_TITLE}out"
+    assert _on_a_terminal(vq, "logs", job) == b"\\x1b]0;owned\\x07out"
+    assert _on_a_terminal(vq, "logs", job, "--raw") == ESC_TITLE.encode() + b"out"
+
+
+def _on_a_terminal(vq: Vq, *args: str) -> bytes:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [VQ_BIN, *args], env=vq.env, stdout=follower, stderr=subprocess.PIPE, timeout=30
+        )
+        assert proc.returncode == 0, proc.stderr
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    return b"".join(chunks).replace(b"\r\n", b"\n")

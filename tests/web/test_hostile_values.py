@@ -80,3 +80,15 @@ def test_a_lone_surrogate_in_a_body_is_refused_not_500(web: Web) -> None:
     answer = web.http.post("/api/v1/jobs", content=raw, headers=headers)
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["message"]
+
+
+def test_an_api_resubmit_validates_the_job_name(web: Web) -> None:
+    web.vq.start_daemon()
+    job = web.vq.submit("--", "true")
+    web.vq.wait_state(job, "COMPLETED")
+    for name in ("evil\x1b]0;x\x07", "../../x", "\u202egnp.exe"):
+        answer = web.http.post(
+            f"/api/v1/jobs/{job}/resubmit", json={"job_name": name}, headers=web.admin()
+        )
+        assert answer.status_code in (400, 422), answer.text
+    assert [row["id"] for row in web.vq.json("list")["jobs"]] == [job]
