@@ -72,7 +72,14 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
 
     argv = ["--web"]
     if host is not None:
-        warning = check_bind(host, port or 8477, allow_remote)
+        from vq.web.binding import is_loopback
+
+        names: tuple[str, ...] = ()
+        if allow_remote and not is_loopback(host):
+            from vq.web.hosts import configured_hosts
+
+            names = configured_hosts()  # the sidecar answers only to [web] allowed_hosts
+        warning = check_bind(host, port or 8477, allow_remote, names)
         if warning:
             click.echo(warning, err=True)
         argv += ["--web-host", host]

@@ -23,6 +23,7 @@ from vq.web.audit import AuditMiddleware
 from vq.web.auth import routes as auth_routes
 from vq.web.context import WebConfig
 from vq.web.errors import install_error_handlers
+from vq.web.hosts import HostCheckMiddleware
 from vq.web.limits import BodyLimitMiddleware
 from vq.web.pages import actions as page_actions
 from vq.web.pages import routes as page_routes
@@ -45,6 +46,7 @@ def create_app(config: WebConfig) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AuditMiddleware, state_root=config.state.root)
+    app.add_middleware(HostCheckMiddleware, allowed_hosts=config.allowed_hosts)  # outermost
     app.include_router(health.router)
     for module in (jobs, queue, submit, uploads, agent):
         app.include_router(module.router, prefix="/api/v1")
