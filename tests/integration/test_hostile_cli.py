@@ -126,3 +126,27 @@ def _on_a_terminal(vq: Vq, *args: str) -> bytes:
         if follower != -1:
             os.close(follower)
     return b"".join(chunks).replace(b"\r\n", b"\n")
+
+
+def test_a_keyed_submit_of_a_special_file_is_refused_at_once(vq: Vq, tmp_path: Path) -> None:
+    vq.start_daemon()
+    holder = tmp_path / "holder"
+    holder.mkdir()
+    (holder / "a.txt").write_text("a")
+    os.mkfifo(holder / "pipe")  # no writer: reading it would block forever
+    for source in ("/dev/zero", str(holder)):
+        result = vq.run(
+            "submit",
+            source,
+            "--idempotency-key",
+            f"k-{len(source)}",
+            "--",
+            "true",
+            check=False,
+            timeout=30,
+        )
+        assert result.returncode == 4, result.stderr
+        assert result.stderr.startswith("vq: error: ")
+    job = vq.submit("--", "true")  # the daemon's threads are all free
+    vq.wait_state(job, "COMPLETED", timeout=20)
+    assert [row["id"] for row in vq.json("list")["jobs"]] == [job]
