@@ -135,6 +135,11 @@ def token() -> None:
 @click.option("--profiles", multiple=True, help="Only these profiles (comma-separated).")
 @click.option("--programs", multiple=True, help="Only these programs (comma-separated).")
 @click.option("--max-jobs-per-day", type=AsciiIntRange(min=1), help="Daily quota (UTC days).")
+@click.option(
+    "--max-upload-bytes-per-day",
+    type=AsciiIntRange(min=1),
+    help="Daily quota of upload bytes (UTC days).",
+)
 @click.option("--expires", help="Lifetime, e.g. 30d or 12h (default: never).")
 @click.option("--json", "as_json", is_flag=True, help="Print the token and its record.")
 def token_create(
@@ -143,6 +148,7 @@ def token_create(
     profiles: tuple[str, ...],
     programs: tuple[str, ...],
     max_jobs_per_day: int | None,
+    max_upload_bytes_per_day: int | None,
     expires: str | None,
     as_json: bool,
 ) -> None:
@@ -161,6 +167,7 @@ def token_create(
         programs=_split(programs),
         max_jobs_per_day=max_jobs_per_day,
         expires_in=lifetime,
+        max_upload_bytes_per_day=max_upload_bytes_per_day,
     )
     if as_json:
         echo_json({"token": secret, **record.public(now)})
