@@ -166,6 +166,27 @@ def check_specs(paths: StatePaths, now: datetime) -> list[Check]:
     return checks
 
 
+def check_leftovers(paths: StatePaths) -> Check:
+    """Traces of an interrupted ``vq cleanup`` (see :mod:`vq.services.cleanup_recovery`)."""
+    from vq.domain.admission import Caps
+    from vq.services.cleanup_recovery import find_leftovers
+    from vq.services.context import ServiceContext
+
+    found = find_leftovers(ServiceContext(paths, Caps()))
+    if not found:
+        return Check("leftovers", "ok", "no interrupted archive or stale temp file")
+    kinds = sorted({item.kind for item in found})
+    first = found[0]
+    return Check(
+        "leftovers",
+        "warn",
+        f"{len(found)} trace(s) of interrupted work ({', '.join(kinds)}), e.g. {first.path}",
+        "`vq cleanup --execute` finishes interrupted archives and removes stale temp files"
+        if any(item.action == "would remove" for item in found)
+        else "an archived job's archive file is missing: its workspace is kept; inspect it",
+    )
+
+
 def check_disk(paths: StatePaths) -> Check:
     usage = shutil.disk_usage(_existing_ancestor(paths.root))
     free_gb = usage.free / 1024**3
@@ -224,6 +245,7 @@ def run_checks(
         ("cgroups", lambda: check_cgroups(ping)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
+        ("leftovers", lambda: check_leftovers(paths)),
         ("disk", lambda: check_disk(paths)),
     ]
     checks: list[Check] = []
