@@ -150,3 +150,15 @@ def test_a_keyed_submit_of_a_special_file_is_refused_at_once(vq: Vq, tmp_path: P
     job = vq.submit("--", "true")  # the daemon's threads are all free
     vq.wait_state(job, "COMPLETED", timeout=20)
     assert [row["id"] for row in vq.json("list")["jobs"]] == [job]
+
+
+def test_a_fifo_campaign_file_is_refused_without_blocking(vq: Vq, tmp_path: Path) -> None:
+    fifo = tmp_path / "campaign.json"
+    os.mkfifo(fifo)
+    result = vq.run("campaign", "validate", str(fifo), check=False, timeout=30)
+    assert result.returncode == 4 and "FIFO" in result.stderr, result.stderr
+
+
+def test_campaign_numbers_are_ascii(vq: Vq, tmp_path: Path) -> None:
+    result = vq.run("campaign", "run", "x.json", str(tmp_path), "--interval", "nan", check=False)
+    assert result.returncode == 2 and "finite" in result.stderr
