@@ -92,3 +92,12 @@ def test_an_api_resubmit_validates_the_job_name(web: Web) -> None:
         )
         assert answer.status_code in (400, 422), answer.text
     assert [row["id"] for row in web.vq.json("list")["jobs"]] == [job]
+
+
+def test_a_broken_config_is_a_clear_page_naming_the_problem(web: Web) -> None:
+    web.config_dir.mkdir(parents=True, exist_ok=True)
+    (web.config_dir / "config.toml").write_bytes(b"[daemon]\n# \xff\n")
+    page = web.http.get("/", headers=web.admin())
+    assert page.status_code >= 500
+    assert "UTF-8" in page.text and "config.toml" in page.text
+    assert str(web.config_dir) not in page.text  # <config-root>, not the server path
