@@ -12,6 +12,9 @@ Contracts:
 * :func:`append_line` is best-effort: events are observability, not a journal, so an
   append failure is logged and swallowed.
 * :func:`read_tail_lines` is the one bounded tail read (logs, samples, audit files).
+* :func:`read_regular` is the one read of a state or config file: it opens without
+  blocking (a FIFO where a file should be never hangs the reader), refuses anything that
+  is not a regular file (:class:`NotRegularFile`) and never reads more than its limit.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,11 +34,16 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "FileTooLarge",
+    "NotRegularFile",
     "append_line",
     "atomic_write_bytes",
     "atomic_write_json",
     "fsync_dir",
+    "open_regular_path",
     "read_bytes_limited",
+    "read_regular",
+    "read_regular_text",
     "read_tail_lines",
     "spec_lock",
     "try_lock_file",
@@ -141,9 +150,84 @@ def append_line(path: Path, line: str) -> bool:
     return True
 
 
+class NotRegularFile(OSError):
+    """A path vq reads as a file is a FIFO, a device, a socket or a directory."""
+
+
+class FileTooLarge(OSError):
+    """A file is larger than its reader's limit."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular_path(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+    """An fd of ``path`` opened for reading, which is certainly a regular file.
+
+    The open is non-blocking (opening a FIFO with no writer would otherwise wait forever)
+    and, unless ``follow``, refuses a final symlink (ELOOP), for files that are vq's own.
+    After ``fstat`` says the file is regular the descriptor is switched back to blocking.
+    Raises :class:`NotRegularFile` (``strerror`` names the kind) or the OSError of the open.
+    """
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _kind(mode)
+            raise NotRegularFile(errno.EINVAL, f"is {kind}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Raises :class:`NotRegularFile` for anything but a regular file (see
+    :func:`open_regular_path`), :class:`FileTooLarge` when the file holds more than ``limit``
+    bytes, or the OSError of the open/read (FileNotFoundError for a missing file).
+    """
+    fd = open_regular_path(path, follow=follow)
+    try:
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise FileTooLarge(errno.EFBIG, f"is larger than {limit} bytes", str(path))
+    return data
+
+
+def read_regular_text(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> str:
+    """:func:`read_regular` decoded as UTF-8 (UnicodeDecodeError for other bytes)."""
+    return read_regular(path, limit, follow=follow).decode("utf-8")
+
+
 def read_bytes_limited(path: Path, limit: int) -> bytes:
-    """Read at most ``limit`` bytes of ``path`` (refusing to follow a final symlink)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    """Read at most ``limit`` bytes of the regular file ``path`` (no final symlink).
+
+    Unlike :func:`read_regular`, a longer file is not an error: its head is returned.
+    """
+    fd = open_regular_path(path)
     try:
         return os.read(fd, limit)
     finally:
@@ -155,9 +239,9 @@ def read_tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[bytes]
 
     A last element ``b""`` means the file ends with a newline. When the read starts
     inside the file, its first line (probably cut by the seek) is dropped. Raises
-    OSError when the file cannot be read.
+    OSError when the file cannot be read (:class:`NotRegularFile` for a FIFO or device).
     """
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         start = max(0, size - max_bytes)
         handle.seek(start)

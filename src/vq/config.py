@@ -24,10 +24,12 @@ from pydantic import (
     model_validator,
 )
 
+from vq._fs import read_regular
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
+from vq.domain.durations import MAX_DURATION_SECONDS, parse_duration
 from vq.domain.states import WRITABLE_TERMINAL, JobState
-from vq.errors import ConfigError
+from vq.errors import ConfigError, InvalidInput
 from vq.paths import resolve_config_root
 
 if TYPE_CHECKING:
@@ -169,19 +171,38 @@ class NotificationSettings(BaseModel):
 class ProfileSettings(BaseModel):
     """``[profile.NAME]``: submit presets under the JobSpec's own field names (§9.2).
 
-    Explicit ``vq submit`` flags win over a profile's values.
+    Explicit ``vq submit`` flags win over a profile's values. ``wall_time = "10m"`` (any
+    form of :func:`vq.domain.durations.parse_duration`, no bare number) may stand in for
+    ``wall_time_seconds``.
     """
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     cpus: int | None = Field(default=None, ge=1, le=4096)
     mem_mb: int | None = Field(default=None, ge=1)
-    wall_time_seconds: int | None = Field(default=None, ge=1)
+    wall_time_seconds: int | None = Field(default=None, ge=1, le=MAX_DURATION_SECONDS)
     priority: int | None = Field(default=None, ge=-1000, le=1000)
     tags: list[str] | None = None
     retry_max: int | None = Field(default=None, ge=0, le=100)
     clean_workdir_on_terminal: bool | None = None
     program: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wall_time_text(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "wall_time" not in data:
+            return data
+        data = dict(data)
+        text = data.pop("wall_time")
+        if "wall_time_seconds" in data:
+            raise ValueError("give wall_time or wall_time_seconds, not both")
+        if not isinstance(text, str):
+            raise ValueError('wall_time must be a string such as "10m" or "2h30m"')
+        try:
+            data["wall_time_seconds"] = parse_duration(text, bare_seconds=False)
+        except InvalidInput as exc:
+            raise ValueError(f"wall_time: {exc.message}") from None
+        return data
 
 
 # pydantic patterns search: anchor them.
@@ -274,18 +295,40 @@ class Settings(BaseModel):
         return value
 
 
-def _read_layer(path: Path) -> dict[str, Any]:
+#: A config file larger than this is refused (no sane config comes near it).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _read_layer(path: Path) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of one config file and its text; ``({}, "")`` when it is absent.
+
+    Every failure is a :class:`ConfigError` naming the file (and the line when there is
+    one): unreadable, not a regular file (a FIFO never blocks the reader), too large,
+    not UTF-8, or not TOML. A user's config may be a symlink (dotfile managers).
+    """
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        data = read_regular(path, MAX_CONFIG_BYTES, follow=True)
     except FileNotFoundError:
-        return {}
+        return {}, ""
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}",
+            hint="the configuration must be a readable regular file of TOML",
+        ) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8; dispatch is held until it is fixed",
+        ) from None
+    try:
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: {exc}", hint="fix the TOML syntax; `vq daemon run` refuses to start"
         ) from exc
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
@@ -341,7 +384,7 @@ def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Set
         if len(loc) > 2 and loc[0] == "programs" and loc[2] in _PROGRAM_KINDS:
             loc = loc[:2] + loc[3:]  # the discriminated union's tag is not a key
         key = ".".join(str(part) for part in loc)
-        message = _MESSAGES.get(first["type"], first["msg"])
+        message = _MESSAGES.get(first["type"], first["msg"].removeprefix("Value error, "))
         line = line_of(text, loc) if text is not None else None
         where = f"{origin}:{line}" if line is not None else origin
         raise ConfigError(
@@ -381,9 +424,10 @@ def packing_profiles(settings: Settings) -> dict[str, PackingProfile]:
 
 def check_file(path: Path) -> Settings:
     """Validate one config file on its own (``vq config check``); nothing is started."""
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"{path} is not a file", hint="give the path of a config.toml")
-    return _validate(_read_layer(path), str(path), path.read_text(errors="replace"))
+    data, text = _read_layer(path)
+    return _validate(data, str(path), text)
 
 
 def config_layers(
@@ -393,7 +437,7 @@ def config_layers(
     env = os.environ if env is None else env
     layers = []
     for label, path in (("site", site_config), ("user", resolve_config_root(env) / "config.toml")):
-        data = _read_layer(path)
+        data, _ = _read_layer(path)
         if data:
             layers.append((f"{label}:{path}", data))
     return layers
@@ -409,9 +453,9 @@ def load_settings(
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
     for path in (site_config, resolve_config_root(env) / "config.toml"):
-        layer = _read_layer(path)
+        layer, text = _read_layer(path)
         if layer:
-            _validate(layer, str(path), path.read_text(errors="replace"))
+            _validate(layer, str(path), text)
             twice = set(layer.get("packing", {})) & set(merged.get("packing", {}))
             if twice:  # a profile lives whole in one layer: never merged key by key
                 name = sorted(twice)[0]

@@ -6,12 +6,15 @@ reads these through ``load_settings().web``. ``docs/config.md`` documents every 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["GIB", "MIB", "WebSettings"]
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
+_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}|\[?[0-9A-Fa-f:.]{2,45}\]?")
 
 
 class WebSettings(BaseModel):
@@ -29,3 +32,14 @@ class WebSettings(BaseModel):
     upload_max_members: int = Field(default=100_000, ge=1)
     #: An unused upload token expires (and its file is swept) this long after the upload.
     upload_ttl_seconds: int = Field(default=3600, ge=1, le=7 * 86400)
+    #: Host names (beside the loopback ones) the console answers to; others get 400
+    #: (DNS rebinding). ``vq web serve --allow-remote`` needs at least one.
+    allowed_hosts: list[str] = Field(default_factory=list, max_length=64)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _HOST.fullmatch(name):
+                raise ValueError(f"{name!r} is not a host name or IP address (no port, no scheme)")
+        return [name.lower() for name in value]

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from vq._fs import read_regular
 from vq.client import Client
-from vq.domain.durations import parse_duration
+from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, ProtocolError
 from vq.paths import StatePaths
 
@@ -45,13 +46,7 @@ def since_moment(text: str | None) -> datetime | None:
     """
     if text is None:
         return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.astimezone(UTC)
+    return parse_moment(text, datetime.now(UTC), ago=True)
 
 
 class Gateway:
@@ -283,7 +278,7 @@ class Gateway:
     def daemon_pid(self) -> int | None:
         """The pid in ``daemon.pid`` when that process is alive (no RPC)."""
         try:
-            pid = int(self.paths.daemon_pid.read_text().strip())
+            pid = int(read_regular(self.paths.daemon_pid, 64).decode().strip())
             os.kill(pid, 0)
         except (OSError, ValueError):
             return None

@@ -87,7 +87,7 @@ def credential_path(name: str, env: Mapping[str, str]) -> Path:
 def _read_protected(path: Path, ref: str) -> str:
     """The stripped content of a regular file only its owner can access."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         raise ConfigError(
             f"{ref}: cannot read the secret file {path}: {exc.strerror}",

@@ -503,3 +503,25 @@ def test_processes_do_not_lose_updates(store: SpecStore, tmp_path: Path) -> None
         assert p.returncode == 0, err.decode(errors="replace")
     assert store.read(job_id).retry_count == 100
     assert temp_files(store.paths.queue_dir) == []
+
+
+def test_scan_quarantines_special_files_and_links_without_blocking(
+    store: SpecStore, tmp_path: Path
+) -> None:
+    """A FIFO (no writer), a directory or a symlink named like a spec is quarantined at
+    once: never waited on, never followed, never removed."""
+    queue = store.paths.queue_dir
+    os.mkfifo(queue / "aaaaaaaaaaa7.json")
+    (queue / "aaaaaaaaaaa8.json").mkdir()
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes(encode_spec(make_spec("aaaaaaaaaaa9")))
+    (queue / "aaaaaaaaaaa9.json").symlink_to(target)
+    store.create(make_spec("111111111111"))
+    started = time.monotonic()
+    result = store.scan()
+    assert time.monotonic() - started < 5
+    assert set(result.specs) == {"111111111111"}
+    assert set(result.quarantined) == {"aaaaaaaaaaa7", "aaaaaaaaaaa8", "aaaaaaaaaaa9"}
+    assert "FIFO" in result.quarantined["aaaaaaaaaaa7"].reason
+    assert "directory" in result.quarantined["aaaaaaaaaaa8"].reason
+    assert (queue / "aaaaaaaaaaa7.json").exists() and (queue / "aaaaaaaaaaa9.json").is_symlink()

@@ -180,3 +180,71 @@ def test_a_workspace_in_use_by_a_live_job_is_not_archived(vq: Vq) -> None:
     vq.run("kill", follower)
     wait_until(lambda: vq.state(follower) == "KILLED")
     assert cleanup(vq, "--archive", "--execute")["jobs"][0]["done"] is True
+
+
+def _killed(vq: Vq, fault: str, *args: str) -> None:
+    """Run `vq ARGS` with the fault point ``fault`` armed; it must die of SIGKILL there."""
+    import subprocess
+
+    from tests.conftest import VQ_BIN
+
+    result = subprocess.run(
+        [VQ_BIN, *args],
+        env={**vq.env, "VQ_TEST_FAULT": fault},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == -9, (result.returncode, result.stderr)
+
+
+def _make_old(vq: Vq, tmp: Path) -> str:
+    job = vq.submit("--job-name", "old", "--", "sh", "-c", "echo kept > result.txt; exit 2")
+    vq.wait_state(job, "FAILED")
+    age(vq, job, 30)
+    return job
+
+
+def _backdate(path: Path, seconds: float) -> None:
+    moment = path.stat().st_mtime - seconds
+    os.utime(path, (moment, moment))
+
+
+def test_kill_9_after_the_record_is_finished_by_the_next_cleanup(vq: Vq, tmp_path: Path) -> None:
+    vq.start_daemon()
+    job = _make_old(vq, tmp_path)
+    _killed(vq, "archive_after_record", "cleanup", "--archive", "--execute")
+    spec = vq.spec(job)
+    assert spec["archived_at"] and Path(spec["archive_path"]).is_file()
+    assert (vq.root / "jobs" / job).exists()  # the crash left the workspace behind
+    doctor = vq.json("doctor")
+    leftovers = next(c for c in doctor["checks"] if c["name"] == "leftovers")
+    assert leftovers["status"] == "warn" and job in leftovers["message"]
+    report = cleanup(vq, "--archive", "--execute")
+    assert {r["action"] for r in report["recovered"]} == {"removed"}
+    assert str(vq.root / "jobs" / job) in {r["path"] for r in report["recovered"]}
+    assert not (vq.root / "jobs" / job).exists()
+    with tarfile.open(spec["archive_path"]) as tar:
+        assert "workspace/result.txt" in tar.getnames()
+    again = next(c for c in vq.json("doctor")["checks"] if c["name"] == "leftovers")
+    assert again["status"] == "ok"
+
+
+def test_kill_9_while_writing_leaves_a_temp_file_swept_only_once_stale(
+    vq: Vq, tmp_path: Path
+) -> None:
+    vq.start_daemon()
+    job = _make_old(vq, tmp_path)
+    _killed(vq, "archive_while_writing", "cleanup", "--archive", "--execute")
+    archive_dir = vq.root / "archive"
+    temps = [p for p in archive_dir.iterdir() if p.name.endswith(".tmp")]
+    assert len(temps) == 1 and temps[0].name.startswith(".old-")
+    assert vq.spec(job)["archived_at"] is None and (vq.root / "jobs" / job).exists()
+    fresh = cleanup(vq, "--archive", "--execute")  # a fresh temp may be someone's work
+    assert temps[0].exists() and fresh["recovered"] == []
+    assert fresh["jobs"][0]["done"]  # the job itself is archived anew
+    _backdate(temps[0], 2 * 3600)
+    stale = cleanup(vq, "--archive", "--execute")
+    assert [(r["kind"], r["action"]) for r in stale["recovered"]] == [("temp-file", "removed")]
+    assert not temps[0].exists()
+    assert sorted(p.name for p in archive_dir.iterdir()) == [f"old-{job}.tar.bz2"]

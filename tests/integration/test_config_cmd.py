@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import VQ_BIN, Vq
+from tests.conftest import VQ_BIN, Vq, wait_until
 
 TOKEN = "T0KEN-must-never-print"
 
@@ -102,3 +103,38 @@ def test_config_audit_checks_every_secret_reference(vq: Vq, tmp_path: Path) -> N
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "ok    notifications.webhook_url = credential:vq-hook" in ran.stdout
+
+
+def test_non_utf8_config_is_one_error_line_and_holds_a_running_daemon(vq: Vq) -> None:
+    path = _write(vq, "[daemon]\nmax_jobs = 2\n")
+    vq.start_daemon()
+    pid = vq.daemon_pid()
+    path.write_bytes(b"[daemon]\nmax_jobs = 2\n# \xff\n")
+    held = wait_until(lambda: vq.json("daemon", "admin-status")["config_error"], timeout=15)
+    assert f"{path}:3:" in held and "UTF-8" in held
+    assert vq.daemon_pid() == pid  # alive, holding dispatch
+    result = vq.run("config", "check", str(path), check=False)
+    assert result.returncode == 9
+    assert result.stderr.startswith(f"vq: error: {path}:3: ")
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 2  # + hint
+    vq.stop_daemon()
+    refused = vq.run("daemon", "start", check=False)
+    assert refused.returncode == 9 and f"{path}:3:" in refused.stderr
+
+
+def test_a_fifo_config_or_spec_never_blocks_the_cli_or_the_daemon(vq: Vq) -> None:
+    vq.start_daemon()
+    queue = vq.root / "queue"
+    os.mkfifo(queue / "fffffffffff1.json")
+    listed = vq.run("list", "--json", timeout=20)
+    assert listed.returncode == 0
+    job = vq.submit("--", "true")
+    vq.wait_state(job, "COMPLETED", timeout=20)
+    path = Path(vq.env["VQ_CONFIG_DIR"]) / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    held = wait_until(lambda: vq.json("daemon", "admin-status")["config_error"], timeout=15)
+    assert "FIFO" in held
+    result = vq.run("config", "check", str(path), check=False, timeout=20)
+    assert result.returncode == 9 and "FIFO" in result.stderr
+    assert (queue / "fffffffffff1.json").exists()  # quarantined, never removed

@@ -228,3 +228,29 @@ def test_snapshot_of_a_pending_job_without_daemon(vq: Vq, tmp_path: Path) -> Non
     inside = fetch(vq, job, str(vq.root / "jobs" / job / "copy"))
     assert inside.returncode == 4 and "inside the workspace" in inside.stderr
     assert stat.S_ISDIR(os.lstat(dest / "_vq").st_mode)
+
+
+def test_a_killed_fetch_leaves_staging_that_the_next_fetch_sweeps_once_stale(
+    vq: Vq, tmp_path: Path
+) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "sh", "-c", "echo hi > out.txt")
+    vq.wait_state(job, "COMPLETED")
+    dest = tmp_path / "snap"
+    killed = subprocess.run(
+        [VQ_BIN, "fetch", job, str(dest)],
+        env={**vq.env, "VQ_TEST_FAULT": "fetch_after_copy"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    staging = [p for p in tmp_path.iterdir() if p.name.startswith(".snap.vq-fetch-")]
+    assert len(staging) == 1 and not dest.exists()
+    vq.run("fetch", job, str(tmp_path / "other"))  # another DEST: not its business
+    assert staging[0].exists()
+    vq.run("fetch", job, str(dest))  # fresh staging may belong to a running fetch
+    assert staging[0].exists() and (dest / "out.txt").read_text() == "hi\n"
+    old = staging[0].stat().st_mtime - 7200
+    os.utime(staging[0], (old, old))
+    vq.run("fetch", job, str(dest))
+    assert not staging[0].exists()

@@ -158,3 +158,20 @@ def test_caps_keep_configured_values() -> None:
     assert caps.max_mem_mb == 1024
     assert caps.max_jobs is None
     assert caps.default_job_mem_mb is None
+
+
+def test_non_utf8_config_is_config_error_with_file_and_line(
+    tmp_path: Path, config_dir: Path
+) -> None:
+    path = config_dir / "config.toml"
+    path.write_bytes(b"[daemon]\nmax_jobs = 2\n# caf\xe9\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(env_for(config_dir), site_config=none_site(tmp_path))
+    assert info.value.message.startswith(f"{path}:3: ")
+    assert "UTF-8" in info.value.message and info.value.hint
+
+
+def test_fifo_config_is_config_error_without_blocking(tmp_path: Path, config_dir: Path) -> None:
+    os.mkfifo(config_dir / "config.toml")  # no writer: a blocking open would wait forever
+    with pytest.raises(ConfigError, match=r"config\.toml.*FIFO"):
+        load_settings(env_for(config_dir), site_config=none_site(tmp_path))

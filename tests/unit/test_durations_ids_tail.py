@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from vq.domain.durations import format_duration, parse_duration
+from vq.domain.durations import (
+    MAX_DURATION_SECONDS,
+    format_duration,
+    parse_duration,
+    parse_moment,
+)
 from vq.domain.failure_tail import TAIL_BYTES, TAIL_LINES, failure_tail
 from vq.domain.ids import JOB_ID_LENGTH, is_job_id, new_job_id
+from vq.domain.sizes import parse_mem_mb
 from vq.errors import InvalidInput
 
 # --- parse_duration ---------------------------------------------------------------------
@@ -336,3 +343,96 @@ def test_failure_tail_never_raises_and_respects_bounds(data: bytes) -> None:
     # Lines are split on "\n" only (a stray form feed or vertical tab is not a line break).
     nonblank = [line.rstrip("\r") for line in window.split("\n") if line.strip()]
     assert lines[-1] == nonblank[-1]
+
+
+# --- bounds, Slurm forms, bare numbers, times ---------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1-00", 86400),
+        ("1-02:03", 93780),
+        ("2-03:04:05", 183845),
+        ("10:30", 630),
+        ("1:00:00", 3600),
+    ],
+)
+def test_parse_duration_accepts_slurm_forms(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    "text", ["99999999999d", "99999999999999d", "99999999999999999d", "9" * 5000, "1-24", "1-"]
+)
+def test_parse_duration_refuses_huge_and_malformed_values_clearly(text: str) -> None:
+    with pytest.raises(InvalidInput) as info:
+        parse_duration(text)
+    assert len(info.value.message) < 200 and info.value.hint
+
+
+def test_parse_duration_bound_is_inclusive() -> None:
+    assert parse_duration(f"{MAX_DURATION_SECONDS}s") == MAX_DURATION_SECONDS
+    with pytest.raises(InvalidInput, match="100 years"):
+        parse_duration(f"{MAX_DURATION_SECONDS + 1}s")
+
+
+def test_a_bare_number_is_refused_where_slurm_would_read_minutes() -> None:
+    with pytest.raises(InvalidInput, match="bare number") as info:
+        parse_duration("10", bare_seconds=False)
+    assert "10m" in (info.value.hint or "") and "10s" in (info.value.hint or "")
+    assert parse_duration("10m", bare_seconds=False) == 600
+
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "99999999999d",
+        "0001-01-01T00:00:00",
+        "0001-01-01",
+        "9999-12-31T23:59:59",
+        "1969-12-31T00:00Z",
+        "x",
+    ],
+)
+def test_parse_moment_refuses_out_of_range_times(text: str) -> None:
+    for ago in (True, False):
+        with pytest.raises(InvalidInput):
+            parse_moment(text, NOW, ago=ago)
+
+
+def test_parse_moment_reads_iso_times_and_durations() -> None:
+    assert parse_moment("2h", NOW, ago=True) == datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
+    assert parse_moment("1d", NOW, ago=False) == datetime(2026, 6, 2, 12, 0, tzinfo=UTC)
+    assert parse_moment("2026-01-01T00:00Z", NOW, ago=True) == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_duration_and_moment_parsers_only_ever_raise_invalid_input(text: str) -> None:
+    for call in (
+        lambda: parse_duration(text),
+        lambda: parse_duration(text, bare_seconds=False),
+        lambda: parse_moment(text, NOW, ago=True),
+        lambda: parse_moment(text, NOW, ago=False),
+    ):
+        try:
+            call()
+        except InvalidInput:
+            pass
+
+
+# --- memory sizes -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "mb"),
+    [("500M", 500), ("2G", 2048), ("1.5G", 1536), ("2048k", 2), ("300", 300), ("1GiB", 1024)],
+)
+def test_parse_mem_mb_accepts_units(text: str, mb: int) -> None:
+    assert parse_mem_mb(text) == mb
+
+
+@pytest.mark.parametrize("text", ["", "0", "0M", "2X", "١G", "-1G", "99999999999T", "1e9"])
+def test_parse_mem_mb_refuses(text: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_mem_mb(text)

@@ -106,3 +106,24 @@ def test_inline_staging_sweeps_stale_leftovers(tmp_path: Path) -> None:
     assert fresh.exists() and not any(path.exists() for path in stale)
     # a short TTL never removes work in progress (a slow upload, a submit being staged)
     assert all(path.exists() for path in busy)
+
+
+@pytest.mark.parametrize(
+    ("stored", "links_to"),
+    [("././big", "big"), ("big", "././big"), ("./big", ".//big"), ("d//big", "./d/big")],
+)
+def test_hard_links_count_whatever_the_spelling_of_their_target(
+    tmp_path: Path, stored: str, links_to: str
+) -> None:
+    """A 9 KB tar.gz with a 9 MB file and 40 hard links to it unpacks to 369 MB."""
+    members: list[tuple[tarfile.TarInfo, bytes | None]] = []
+    if stored.startswith("d"):
+        directory = tarfile.TarInfo("d")
+        directory.type = tarfile.DIRTYPE
+        members.append((directory, None))
+    members.append((regular(stored), b"\0" * 9_000_000))
+    members += [(hardlink(f"l{i}", links_to), None) for i in range(40)]
+    path = archive(tmp_path / "links.tar.gz", *members)
+    assert path.stat().st_size < 20_000
+    refused = refusal(path, UnpackLimits(max_bytes=10_000_000, max_members=1000))
+    assert refused.status == 413 and "upload_max_unpacked_bytes" in refused.message

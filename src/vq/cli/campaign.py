@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from vq.cli.output import echo_json
+from vq.cli.types import AsciiFloatRange, AsciiIntRange
 from vq.errors import VqError
 
 __all__ = ["campaign"]
@@ -84,7 +85,9 @@ def validate(file: Path, as_json: bool) -> int:
 @click.argument("file", type=_FILE)
 @click.argument("workspace", type=_ANY)
 @click.option("--node", "node_id", required=True, help="The producing node.")
-@click.option("--attempt", type=int, required=True, help="The producing attempt (1, 2, ...).")
+@click.option(
+    "--attempt", type=AsciiIntRange(min=1), required=True, help="The producing attempt (1, 2, ...)."
+)
 @click.option("--output", "output_name", required=True, help="The node's output to publish.")
 def artifact_publish(
     file: Path, workspace: Path, node_id: str, attempt: int, output_name: str
@@ -144,7 +147,7 @@ def artifact_verify(manifest: Path, copy: Path, as_json: bool) -> int:
 @click.argument("run_dir", type=_ANY)
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.0),
+    type=AsciiFloatRange(min=0.0),
     default=30.0,
     show_default=True,
     help="Seconds between passes while jobs run.",

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from vq.cli.common import call_daemon, echo_json, gateway, local_context, paths
+from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
 
@@ -174,10 +175,10 @@ def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json
 
 @click.command()
 @click.argument("job_id")
-@click.option("--cpus", type=click.IntRange(1, 4096))
-@click.option("--mem-mb", type=click.IntRange(1))
+@click.option("--cpus", type=AsciiIntRange(1, 4096))
+@click.option("--mem-mb", type=AsciiIntRange(1))
 @click.option("--wall-time", help="A new wall-time limit, e.g. 2h.")
-@click.option("--priority", type=click.IntRange(-1000, 1000))
+@click.option("--priority", type=AsciiIntRange(-1000, 1000))
 @click.option("--job-name")
 @click.option("--json", "as_json", is_flag=True, help="Print the new spec.")
 def resubmit(
@@ -193,7 +194,7 @@ def resubmit(
     overrides = {
         "cpus": cpus,
         "mem_mb": mem_mb,
-        "wall_time_seconds": parse_duration(wall_time) if wall_time else None,
+        "wall_time_seconds": parse_duration(wall_time, bare_seconds=False) if wall_time else None,
         "priority": priority,
         "job_name": job_name,
     }

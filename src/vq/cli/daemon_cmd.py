@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from vq.cli.common import call_daemon, client, echo_json, paths
+from vq.cli.types import AsciiIntRange
 from vq.errors import Conflict, DaemonNotRunning, UsageError, VqError, error_from_payload
 
 __all__ = ["daemon"]
@@ -34,7 +35,7 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
     fn = click.option(
         "--web-port",
-        type=click.IntRange(1, 65535),
+        type=AsciiIntRange(1, 65535),
         help="Port of the web console (default 8477).",
     )(fn)
     fn = click.option("--web-host", help="Address of the web console (default 127.0.0.1).")(fn)
@@ -54,7 +55,7 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         ("--max-cpus", "Total CPU budget (default: logical CPUs)."),
         ("--max-jobs", "At most this many jobs at once."),
     ):
-        fn = click.option(flag, type=click.IntRange(1), help=text)(fn)
+        fn = click.option(flag, type=AsciiIntRange(1), help=text)(fn)
     return fn
 
 
@@ -71,7 +72,14 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
 
     argv = ["--web"]
     if host is not None:
-        warning = check_bind(host, port or 8477, allow_remote)
+        from vq.web.binding import is_loopback
+
+        names: tuple[str, ...] = ()
+        if allow_remote and not is_loopback(host):
+            from vq.web.hosts import configured_hosts
+
+            names = configured_hosts()  # the sidecar answers only to [web] allowed_hosts
+        warning = check_bind(host, port or 8477, allow_remote, names)
         if warning:
             click.echo(warning, err=True)
         argv += ["--web-host", host]
@@ -265,8 +273,8 @@ def undrain() -> None:
 
 
 @daemon.command()
-@click.option("--max-jobs", type=click.IntRange(1), help="Temporary job limit.")
-@click.option("--max-cpus", type=click.IntRange(1), help="Temporary CPU limit.")
+@click.option("--max-jobs", type=AsciiIntRange(1), help="Temporary job limit.")
+@click.option("--max-cpus", type=AsciiIntRange(1), help="Temporary CPU limit.")
 @click.option("--for", "duration", help="Expire after this long (e.g. 2h); default: until cleared.")
 @click.option("--clear", is_flag=True, help="Remove the throttle.")
 @click.option("--json", "as_json", is_flag=True)

@@ -25,6 +25,7 @@ def _since(text: str | None) -> str | None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: {jobs: [...], quarantined: [...]}."
 )
+@click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
 def list_jobs(
     states: tuple[str, ...],
     tags: tuple[str, ...],
@@ -32,6 +33,7 @@ def list_jobs(
     since: str | None,
     group: str | None,
     as_json: bool,
+    raw: bool,
 ) -> None:
     """List jobs, oldest first. Unreadable spec files are reported, never hidden."""
     params: dict[str, Any] = {
@@ -49,7 +51,7 @@ def list_jobs(
         return
     from vq.cli.render import print_jobs
 
-    print_jobs(result["jobs"], result["quarantined"])
+    print_jobs(result["jobs"], result["quarantined"], raw=raw)
     if group is not None:
         click.echo(result["group"]["summary"])
 
@@ -77,7 +79,8 @@ def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 @click.argument("job_id", required=False)
 @click.option("--group", help="Summarize an array or chain group instead of one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and derived fields as JSON.")
-def status(job_id: str | None, group: str | None, as_json: bool) -> None:
+@click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
+def status(job_id: str | None, group: str | None, as_json: bool, raw: bool) -> None:
     """Everything known about one job (or a one-line summary of a group)."""
     if group is not None or job_id is None:
         if group is None:
@@ -101,13 +104,14 @@ def status(job_id: str | None, group: str | None, as_json: bool) -> None:
         return
     from vq.cli.render import print_status
 
-    print_status(view)
+    print_status(view, raw=raw)
 
 
 @click.command()
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON list.")
-def events(job_id: str, as_json: bool) -> None:
+@click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
+def events(job_id: str, as_json: bool, raw: bool) -> None:
     """The job's timeline from _vq/events.jsonl (best-effort history; the spec is the truth)."""
     from vq.store.events import read_events
     from vq.store.specs import SpecStore
@@ -127,4 +131,4 @@ def events(job_id: str, as_json: bool) -> None:
         return
     from vq.cli.render import print_events
 
-    print_events(timeline)
+    print_events(timeline, raw=raw)

@@ -8,7 +8,10 @@ import time
 
 import click
 
+from vq._fs import open_regular_path
 from vq.cli.common import paths
+from vq.cli.types import AsciiIntRange
+from vq.domain.text import escape_control_bytes
 
 __all__ = ["logs"]
 
@@ -25,7 +28,7 @@ def _tail_offset(path: str, lines: int) -> int:
         return size
     position = size
     buffer = b""
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
         while position > 0 and buffer.count(b"\n") <= lines:
             step = min(_CHUNK, position)
             position -= step
@@ -40,12 +43,12 @@ def _tail_offset(path: str, lines: int) -> int:
     return position + cut + 1
 
 
-def _copy_from(path: str, offset: int) -> int:
+def _copy_from(path: str, offset: int, escape: bool = False) -> int:
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
             handle.seek(offset)
             while block := handle.read(_CHUNK):
-                sys.stdout.buffer.write(block)
+                sys.stdout.buffer.write(escape_control_bytes(block) if escape else block)
                 offset += len(block)
     except FileNotFoundError:
         return offset
@@ -57,9 +60,15 @@ def _copy_from(path: str, offset: int) -> int:
 @click.argument("job_id")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
 @click.option("--stderr", "use_stderr", is_flag=True, help="Show stderr instead of stdout.")
-@click.option("--tail", "tail", type=click.IntRange(0), help="Start with the last N lines.")
-def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
-    """Print a job's stdout (or stderr); with -f follow it until the job ends."""
+@click.option("--tail", "tail", type=AsciiIntRange(0), help="Start with the last N lines.")
+@click.option("--raw", is_flag=True, help="Do not escape control characters on a terminal.")
+def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None, raw: bool) -> None:
+    """Print a job's stdout (or stderr); with -f follow it until the job ends.
+
+    On a terminal, control characters (escape sequences) are shown escaped unless --raw;
+    piped or redirected output is always the exact bytes.
+    """
+    escape = not raw and sys.stdout.isatty()
     from vq.store.specs import SpecStore
 
     state = paths()
@@ -74,7 +83,7 @@ def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
         )
     path = str(state.workspace(job_id) / (spec.stderr_path if use_stderr else spec.stdout_path))
     offset = _tail_offset(path, tail) if tail is not None else 0
-    offset = _copy_from(path, offset)
+    offset = _copy_from(path, offset, escape)
     if not follow:
         return
     delay = 0.05
@@ -82,8 +91,8 @@ def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None) -> None:
         time.sleep(delay)
         delay = min(0.5, delay * 1.5)
         before = offset
-        offset = _copy_from(path, offset)
+        offset = _copy_from(path, offset, escape)
         if offset != before:
             delay = 0.05
         spec = store.read(job_id)
-    _copy_from(path, offset)  # what was written between the last read and the end
+    _copy_from(path, offset, escape)  # what was written between the last read and the end

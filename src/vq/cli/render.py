@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vq.domain.durations import format_duration
+from vq.domain.text import escape_controls
 
 __all__ = ["print_events", "print_jobs", "print_status", "state_text"]
 
@@ -55,7 +56,27 @@ def _command(argv: list[str], width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def print_jobs(rows: list[dict[str, Any]], quarantined: list[dict[str, Any]]) -> None:
+def _escaped(value: Any, keep: str = "") -> Any:
+    """``value`` with every string (nested too) passed through ``escape_controls``."""
+    if isinstance(value, str):
+        return escape_controls(value, keep)
+    if isinstance(value, list):
+        return [_escaped(item, keep) for item in value]
+    if isinstance(value, dict):
+        return {
+            key: _escaped(item, "\n\t" if key == "failure_tail" else keep)
+            for key, item in value.items()
+        }
+    return value
+
+
+def print_jobs(
+    rows: list[dict[str, Any]], quarantined: list[dict[str, Any]], *, raw: bool = False
+) -> None:
+    """The job table. Names, commands and reasons are shown with control characters
+    escaped (:func:`vq.domain.text.escape_controls`) unless ``raw``."""
+    if not raw:
+        rows, quarantined = _escaped(rows), _escaped(quarantined)
     console = _console()
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "NAME", "STATE", "CPUS", "MEM", "SUBMITTED", "ELAPSED", "EXIT", "COMMAND"):
@@ -120,7 +141,10 @@ def _value(key: str, value: Any) -> str | Text:
     return str(value)
 
 
-def print_status(view: dict[str, Any]) -> None:
+def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
+    """One job's fields; user text escaped as in :func:`print_jobs` unless ``raw``."""
+    if not raw:
+        view = _escaped(view)
     console = _console()
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column("field", style="bold", no_wrap=True)
@@ -157,7 +181,9 @@ def print_status(view: dict[str, Any]) -> None:
         console.print(Text(view["failure_tail"], style="red"))
 
 
-def print_events(events: list[dict[str, Any]]) -> None:
+def print_events(events: list[dict[str, Any]], *, raw: bool = False) -> None:
+    if not raw:
+        events = _escaped(events)
     console = _console()
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("TIME", "EVENT", "DETAIL"):

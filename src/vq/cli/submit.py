@@ -16,6 +16,7 @@ import click
 
 from vq.cli.submit_fast import emit, submit_params
 from vq.cli.submit_options import GIVEN, SUBMIT_OPTIONS, build_params
+from vq.cli.types import AsciiIntRange
 
 __all__ = ["submit"]
 
@@ -43,7 +44,7 @@ def _with_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             decorator = click.option(
                 option.flag,
                 option.dest,
-                type=click.IntRange(option.minimum, option.maximum),
+                type=AsciiIntRange(option.minimum, option.maximum),
                 default=option.default,
                 show_default=option.default is not None,
                 help=option.help,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 
-from vq.domain.durations import parse_duration
+from vq.domain.arrays import MAX_ARRAY_SIZE
+from vq.domain.durations import parse_duration, parse_moment
+from vq.domain.sizes import MAX_MEM_MB
 from vq.errors import InvalidInput, NotFound, UsageError
 
 # typing is imported for the type checker only: this module is on the Click-free
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
 
 
 __all__ = ["GIVEN", "SUBMIT_OPTIONS", "Option", "build_params", "parse_fast"]
+
+#: The largest ``--array-from`` file read (bytes).
+MAX_ARRAY_FROM_BYTES = 16 * 1024 * 1024
 
 
 class Option:
@@ -48,8 +53,14 @@ class Option:
 
 SUBMIT_OPTIONS: tuple[Option, ...] = (
     Option("--cpus", "cpus", "int", "CPUs to reserve.", 1, 1, 4096),
-    Option("--mem-mb", "mem_mb", "int", "Memory limit in MB.", None, 1, None),
-    Option("--wall-time", "wall_time", "str", "Wall-time limit, e.g. 90s, 10m, 2h30m."),
+    Option("--mem", "mem", "str", "Memory limit with a unit: 500M, 2G (M = MiB)."),
+    Option("--mem-mb", "mem_mb", "int", "Memory limit in MB.", None, 1, MAX_MEM_MB),
+    Option(
+        "--wall-time",
+        "wall_time",
+        "str",
+        "Wall-time limit: 90s, 10m, 2h30m, 1d or [D-]HH:MM:SS (a bare number is refused).",
+    ),
     Option("--priority", "priority", "int", "Higher runs first.", 0, -1000, 1000),
     Option("--not-before", "not_before", "str", "Start no earlier than an ISO time or a delay."),
     Option("--job-name", "job_name", "str", "A name for the job."),
@@ -133,6 +144,8 @@ PARAM_OPTION = {
 
 
 def _int_in_range(option: Option, text: str) -> int | None:
+    if not text.isascii():
+        return None  # int() accepts other scripts' digits; Click refuses them clearly
     try:
         value = int(text)
     except ValueError:
@@ -190,15 +203,9 @@ def parse_fast(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]] |
 def _not_before(text: str | None) -> str | None:
     if text is None:
         return None
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        moment = datetime.now(UTC) + timedelta(seconds=parse_duration(text))
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a naive time is the user's local time
-    return moment.astimezone(UTC).isoformat()
+    return parse_moment(text, datetime.now(UTC), ago=False).isoformat()
 
 
 def _delay_text(text: str | None) -> str | None:
@@ -243,13 +250,14 @@ def build_params(
     cwd = values.get("cwd")
     if cwd and not os.path.isdir(cwd):
         raise InvalidInput(f"--cwd {cwd!r} is not a directory")
+    _require_utf8(command, positional, values)
     wall_time = values.get("wall_time")
     backoff = values.get("retry_backoff")
     array_values = None
-    if values.get("array_from"):
+    if values.get("array_from") is not None:
         array_values = _array_lines(values["array_from"])
     array = None
-    if values.get("array"):
+    if values.get("array") is not None:
         from vq.domain.arrays import parse_array
 
         array = parse_array(values["array"])
@@ -258,8 +266,8 @@ def build_params(
         "source": _source(positional),
         "cwd": os.path.abspath(cwd) if cwd else None,
         "cpus": values["cpus"],
-        "mem_mb": values["mem_mb"],
-        "wall_time_seconds": parse_duration(wall_time) if wall_time else None,
+        "mem_mb": _mem_mb(values),
+        "wall_time_seconds": parse_duration(wall_time, bare_seconds=False) if wall_time else None,
         "priority": values["priority"],
         "not_before": _not_before(values.get("not_before")),
         "not_before_requested": _delay_text(values.get("not_before")),
@@ -283,6 +291,8 @@ def build_params(
         "expected_sha": values.get("expected_sha"),
     }
     given = values.get(GIVEN)
+    if given is not None and "mem" in given:
+        given = given | {"mem_mb"}
     if given is not None:
         params = {
             key: value
@@ -292,15 +302,60 @@ def build_params(
     return params
 
 
+def _mem_mb(values: dict[str, Any]) -> int | None:
+    if values.get("mem") is None:
+        return values.get("mem_mb")
+    if values.get("mem_mb") is not None and "mem_mb" in values.get(GIVEN, ("mem_mb",)):
+        raise UsageError("give --mem or --mem-mb, not both", hint="--mem 2G is --mem-mb 2048")
+    from vq.domain.sizes import parse_mem_mb
+
+    return parse_mem_mb(values["mem"])
+
+
+def _require_utf8(command: list[str], positional: list[str], values: dict[str, Any]) -> None:
+    """Refuse argv bytes that are not UTF-8 (the spec stores text; they cannot round-trip)."""
+    texts = [*command, *positional]
+    texts += [v for v in values.values() if isinstance(v, str)]
+    texts += [v for v in values.values() if isinstance(v, (list, tuple)) for v in v]
+    for text in texts:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput(
+                    f"argument {os.fsencode(text)!r} is not valid UTF-8",
+                    hint="vq stores commands as text: pass such bytes through a file or "
+                    "an escape the command decodes itself (printf '\\xff')",
+                ) from None
+
+
 def _array_lines(path: str) -> list[str]:
+    """The non-empty lines of an ``--array-from`` file, bounded in bytes and lines."""
+    from vq._fs import FileTooLarge, NotRegularFile, read_regular
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = [line.rstrip("\n") for line in handle]
+        data = read_regular(path, MAX_ARRAY_FROM_BYTES, follow=True)
     except FileNotFoundError:
         raise NotFound(f"--array-from file {path!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot read --array-from file {path!r}: {exc}") from exc
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot read --array-from file {path!r}: it {exc.strerror}"
+            if isinstance(exc, (FileTooLarge, NotRegularFile))
+            else f"cannot read --array-from file {path!r}: {exc.strerror}",
+            hint=f"give a regular text file of at most {MAX_ARRAY_SIZE} lines "
+            f"and {MAX_ARRAY_FROM_BYTES // (1024 * 1024)} MiB",
+        ) from None
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InvalidInput(f"--array-from file {path!r} is not UTF-8 text") from None
     values = [line for line in lines if line.strip()]
     if not values:
         raise InvalidInput(f"--array-from file {path!r} has no non-empty lines")
+    if len(values) > MAX_ARRAY_SIZE:
+        raise InvalidInput(
+            f"--array-from file {path!r} has {len(values)} lines; arrays are limited to "
+            f"{MAX_ARRAY_SIZE} elements",
+            hint="split the list and submit several arrays",
+        )
     return values

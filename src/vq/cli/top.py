@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vq.cli.common import echo_json, gateway, local_context, paths
+from vq.cli.types import AsciiFloatRange
 from vq.domain.admission import Caps
 from vq.domain.durations import format_duration
 from vq.errors import UsageError
@@ -49,7 +50,7 @@ _LIVE_STATES = ("RUNNING", "SUSPENDED")
 @click.option("--watch", is_flag=True, help="Keep refreshing until Ctrl-C.")
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.1),
+    type=AsciiFloatRange(min=0.1),
     default=2.0,
     show_default=True,
     help="Seconds between refreshes with --watch.",

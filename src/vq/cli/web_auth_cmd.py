@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from vq.cli.output import echo_json
+from vq.cli.types import AsciiIntRange
 
 __all__ = ["register"]
 
@@ -133,7 +134,12 @@ def token() -> None:
 @click.option("--scope", "scopes", required=True, multiple=True, help="read,submit,control")
 @click.option("--profiles", multiple=True, help="Only these profiles (comma-separated).")
 @click.option("--programs", multiple=True, help="Only these programs (comma-separated).")
-@click.option("--max-jobs-per-day", type=click.IntRange(min=1), help="Daily quota (UTC days).")
+@click.option("--max-jobs-per-day", type=AsciiIntRange(min=1), help="Daily quota (UTC days).")
+@click.option(
+    "--max-upload-bytes-per-day",
+    type=AsciiIntRange(min=1),
+    help="Daily quota of upload bytes (UTC days).",
+)
 @click.option("--expires", help="Lifetime, e.g. 30d or 12h (default: never).")
 @click.option("--json", "as_json", is_flag=True, help="Print the token and its record.")
 def token_create(
@@ -142,6 +148,7 @@ def token_create(
     profiles: tuple[str, ...],
     programs: tuple[str, ...],
     max_jobs_per_day: int | None,
+    max_upload_bytes_per_day: int | None,
     expires: str | None,
     as_json: bool,
 ) -> None:
@@ -160,6 +167,7 @@ def token_create(
         programs=_split(programs),
         max_jobs_per_day=max_jobs_per_day,
         expires_in=lifetime,
+        max_upload_bytes_per_day=max_upload_bytes_per_day,
     )
     if as_json:
         echo_json({"token": secret, **record.public(now)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vq.cli import web_auth_cmd
+from vq.cli.types import AsciiIntRange
 from vq.web.binding import check_bind
 
 __all__ = ["web"]
@@ -19,18 +20,30 @@ def web() -> None:
 
 @web.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=AsciiIntRange(0, 65535))
 @click.option(
     "--allow-remote", is_flag=True, help="Allow a non-loopback bind (TLS and ACLs are yours)."
 )
-def serve(host: str, port: int, allow_remote: bool) -> None:
-    """Serve the console on HOST:PORT (loopback by default) until interrupted."""
-    warning = check_bind(host, port, allow_remote)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="A host name clients use (repeatable; beside [web] allowed_hosts and loopback).",
+)
+def serve(host: str, port: int, allow_remote: bool, allowed_hosts: tuple[str, ...]) -> None:
+    """Serve the console on HOST:PORT (loopback by default) until interrupted.
+
+    Requests whose Host header is neither a loopback name nor an allowed host get 400.
+    """
+    from vq.web.hosts import configured_hosts
+
+    names = configured_hosts(allowed_hosts)
+    warning = check_bind(host, port, allow_remote, names)
     if warning:
         click.echo(warning, err=True)
     from vq.web.serve import serve_forever
 
-    serve_forever(host, port)
+    serve_forever(host, port, allowed_hosts=names)
 
 
 web_auth_cmd.register(web)

@@ -29,7 +29,7 @@ from typing import Any
 
 import vq as vq_package
 from vq import __version__
-from vq._fs import atomic_write_bytes, try_lock_file
+from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
 from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
@@ -230,7 +230,7 @@ class Daemon:
 
     def _recorded_pid(self) -> int | None:
         try:
-            return int(self.paths.daemon_pid.read_text().strip())
+            return int(read_regular(self.paths.daemon_pid, 64).decode().strip())
         except (OSError, ValueError):
             return None
 

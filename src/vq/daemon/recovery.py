@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vq._fs import read_regular
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import CorruptSpec, NotFound
@@ -69,7 +70,7 @@ def _kill_group(pgid: int) -> None:
 def _collector_record(ctx: ServiceContext, job_id: str) -> tuple[int, int] | None:
     """The live collector named by ``_vq/collector.pid`` (identity-checked), if any."""
     try:
-        pid_text, ticks_text = ctx.paths.collector_pid(job_id).read_text().split()
+        pid_text, ticks_text = read_regular(ctx.paths.collector_pid(job_id), 256).decode().split()
         pid, ticks = int(pid_text), int(ticks_text)
     except (OSError, ValueError):
         return None

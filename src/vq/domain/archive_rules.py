@@ -5,7 +5,8 @@ accepted only if, once written, every path it creates (and every path its link l
 stays inside the workspace. Contract of :func:`check_member` (one entry):
 
 * the name is non-empty, has no NUL, is relative (no leading ``/`` or ``\\``, no ``C:``
-  drive) and has no ``..`` component at all;
+  drive) and has no ``..`` component at all; no component is longer than NAME_MAX bytes,
+  the whole name not longer than MAX_RELATIVE_PATH, nor deeper than MAX_PATH_DEPTH;
 * devices, FIFOs and other special files are refused;
 * a symlink target is non-empty, relative, and its ``..`` components (if any) all come
   first and do not climb above the workspace from the link's own directory. A ``..`` after
@@ -33,10 +34,28 @@ from dataclasses import dataclass
 
 from vq.errors import UnsafeArchive
 
-__all__ = ["META_DIR", "Member", "MemberKind", "check_member", "check_members"]
+__all__ = [
+    "MAX_PATH_DEPTH",
+    "MAX_RELATIVE_PATH",
+    "META_DIR",
+    "NAME_MAX",
+    "Member",
+    "MemberKind",
+    "check_member",
+    "check_members",
+    "normalize_name",
+]
 
 #: Top-level workspace directory reserved for vq's own metadata.
 META_DIR = "_vq"
+#: The longest name component (bytes) Linux filesystems accept.
+NAME_MAX = 255
+#: The longest relative path (bytes) of an entry: PATH_MAX (4096) less room for the
+#: state root and ``<id>/`` prefix, so every accepted entry can be written.
+MAX_RELATIVE_PATH = 3072
+#: The deepest nesting of an entry (below the tree walker's MAX_DEPTH, so outputs and
+#: fetch see every entry a source brought in).
+MAX_PATH_DEPTH = 100
 
 _RECREATE = "re-create the archive from a plain directory with relative paths"
 
@@ -84,11 +103,48 @@ def _relative_parts(name: str, text: str, what: str, hint: str = _RECREATE) -> l
     return [part for part in text.split("/") if part not in ("", ".")]
 
 
+def _check_lengths(name: str, parts: list[str], what: str) -> None:
+    """Refuse what the filesystem would refuse, before anything is written."""
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            raise _refuse(
+                _shown(name),
+                f"has a {what} component longer than {NAME_MAX} bytes",
+                hint="shorten the file or directory name",
+            )
+    if len("/".join(parts).encode("utf-8", "surrogateescape")) > MAX_RELATIVE_PATH:
+        raise _refuse(
+            _shown(name),
+            f"has a {what} longer than {MAX_RELATIVE_PATH} bytes",
+            hint="flatten the directory tree of the source",
+        )
+    if len(parts) > MAX_PATH_DEPTH:
+        raise _refuse(
+            _shown(name),
+            f"is nested {len(parts)} levels deep (at most {MAX_PATH_DEPTH})",
+            hint="flatten the directory tree of the source",
+        )
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
+def normalize_name(name: str) -> str:
+    """The one normal form of a member name (``./a//b/`` → ``a/b``; the root is ``.``).
+
+    Every check that keys entries by name (duplicates, link targets, size accounting)
+    uses this form, so two spellings of one path are always the same entry.
+    """
+    return _normalize(name, name, "name")
+
+
 def _normalize(name: str, text: str, what: str) -> str:
     parts = _relative_parts(name, text, what)
     if ".." in parts:
         shown = "" if what == "name" else f" {text!r}"
         raise _refuse(name, f"has a '..' component in its {what}{shown}, escaping the workspace")
+    _check_lengths(name, parts, what)
     return "/".join(parts) or "."
 
 

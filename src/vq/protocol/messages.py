@@ -12,6 +12,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vq.domain.durations import MAX_DURATION_SECONDS, MAX_MOMENT, MIN_MOMENT
+from vq.domain.names import name_problem
+from vq.domain.sizes import MAX_MEM_MB
+from vq.domain.text import refuse_surrogates
 from vq.errors import InvalidInput
 
 __all__ = ["SubmitParams", "parse_params"]
@@ -33,8 +37,8 @@ class SubmitParams(BaseModel):
     source_label: str | None = Field(default=None, min_length=1, max_length=256)
     cwd: str | None = None
     cpus: int = Field(default=1, ge=1, le=4096)
-    mem_mb: int | None = Field(default=None, ge=1)
-    wall_time_seconds: int | None = Field(default=None, ge=1)
+    mem_mb: int | None = Field(default=None, ge=1, le=MAX_MEM_MB)
+    wall_time_seconds: int | None = Field(default=None, ge=1, le=MAX_DURATION_SECONDS)
     priority: int = Field(default=0, ge=-1000, le=1000)
     not_before: datetime | None = None
     #: The ``--not-before`` text as the user gave it when it was a delay (``1h``): the
@@ -79,11 +83,16 @@ class SubmitParams(BaseModel):
     @field_validator("job_name")
     @classmethod
     def _job_name(cls, value: str | None) -> str | None:
-        if value is not None and (
-            "/" in value or any(ord(c) < 32 for c in value) or value in {".", ".."}
-        ):
-            raise ValueError("a job name cannot contain '/', control characters, or be . or ..")
+        problem = None if value is None else name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_is_unicode(cls, data: object) -> object:
+        refuse_surrogates(data)
+        return data
 
     @field_validator("tags")
     @classmethod
@@ -128,7 +137,9 @@ class SubmitParams(BaseModel):
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
+            value = value.replace(tzinfo=UTC)
+        if value is not None and not MIN_MOMENT <= value < MAX_MOMENT:
+            raise ValueError("must be between 1970-01-01 and 8999-12-31")
         return value
 
 
@@ -139,4 +150,5 @@ def parse_params(model: type[M], params: object) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "params"
-        raise InvalidInput(f"{where}: {first['msg']}", hint="see `vq submit --help`") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"{where}: {message}", hint="see `vq submit --help`") from exc

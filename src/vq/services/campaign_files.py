@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vq._fs import FileTooLarge, NotRegularFile, read_regular
 from vq.campaign.artifact import (
     ArtifactEntry,
     ArtifactManifest,
@@ -76,16 +77,15 @@ class LoadedCampaign:
 def read_json_file(path: Path, what: str) -> Any:
     """The decoded JSON of ``path``: NotFound when absent, InvalidInput when unreadable."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data = read_regular(path, MAX_FILE_BYTES, follow=True)  # a FIFO never blocks
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"the {what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"the {what} {path} is a directory, not a file") from None
+    except NotRegularFile as exc:
+        raise InvalidInput(f"the {what} {path} {exc.strerror}") from None
+    except FileTooLarge:
+        raise InvalidInput(f"the {what} {path} is larger than {MAX_FILE_BYTES} bytes") from None
     except OSError as exc:
         raise InvalidInput(f"cannot read the {what} {path}: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidInput(f"the {what} {path} is larger than {MAX_FILE_BYTES} bytes")
     try:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

@@ -40,6 +40,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from vq._fault_points import crash_point
 from vq._fs import fsync_dir
 from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
@@ -60,6 +61,7 @@ __all__ = [
     "archive_job",
     "archive_path_for",
     "plan_cleanup",
+    "remove_job_trees",
     "run_cleanup",
     "sweep_workdir",
 ]
@@ -114,13 +116,20 @@ class CleanupItem:
 class CleanupReport:
     dry_run: bool
     jobs: list[CleanupItem] = field(default_factory=list)
+    #: What an interrupted earlier run left, and what was done about it
+    #: (:mod:`vq.services.cleanup_recovery`).
+    recovered: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> list[CleanupItem]:
         return [item for item in self.jobs if item.error is not None]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "jobs": [asdict(item) for item in self.jobs]}
+        return {
+            "dry_run": self.dry_run,
+            "jobs": [asdict(item) for item in self.jobs],
+            "recovered": self.recovered,
+        }
 
 
 def archive_path_for(paths: StatePaths, spec: JobSpec) -> Path:
@@ -180,6 +189,11 @@ def plan_cleanup(ctx: ServiceContext, policy: CleanupPolicy) -> list[tuple[JobSp
 def run_cleanup(ctx: ServiceContext, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
     """Plan, and with ``execute`` act on every unblocked candidate (errors are per job)."""
     report = CleanupReport(dry_run=not execute)
+    from vq.services.cleanup_recovery import find_leftovers, recover
+
+    report.recovered = [
+        leftover.as_dict() for leftover in (recover(ctx) if execute else find_leftovers(ctx))
+    ]
     for spec, item in plan_cleanup(ctx, policy):
         report.jobs.append(item)
         if not execute or item.error is not None:
@@ -321,6 +335,12 @@ def _atomic_file(target: Path) -> Iterator[BinaryIO]:
     fsync_dir(target.parent)
 
 
+def remove_job_trees(ctx: ServiceContext, job_id: str) -> None:
+    """Remove a job's workdir and workspace (no-follow); the last step of an archive."""
+    _remove_tree(ctx.paths.workdir(job_id), "workdir")
+    _remove_tree(ctx.paths.workspace(job_id), "workspace")
+
+
 def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
     """Archive one terminal job (see the module contract); returns the spec now on disk."""
     current = _fresh_terminal(ctx, spec)
@@ -334,6 +354,7 @@ def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         header.size, header.mode, header.mtime = len(data), 0o644, int(ctx.now().timestamp())
         tar.addfile(header, io.BytesIO(data))
         _add_tree(tar, ctx.paths.workspace(current.id), "workspace", "workspace")
+        crash_point("archive_while_writing")
         _add_tree(tar, ctx.paths.workdir(current.id), "workdir", "workdir")
     when = ctx.now()
 
@@ -344,9 +365,9 @@ def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         return fresh
 
     archived = ctx.store.update(current.id, mutate)
+    crash_point("archive_after_record")
     try:
-        _remove_tree(ctx.paths.workdir(current.id), "workdir")
-        _remove_tree(ctx.paths.workspace(current.id), "workspace")
+        remove_job_trees(ctx, current.id)
     except (OSError, VqError) as exc:
         reason = exc.message if isinstance(exc, VqError) else f"{exc.strerror}: {exc.filename}"
         raise VqError(

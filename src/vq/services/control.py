@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from vq._fs import append_line, atomic_write_json
+from vq._fs import append_line, atomic_write_json, read_regular
 from vq.domain.admission import Caps
 from vq.errors import Conflict, InvalidInput
 from vq.paths import StatePaths
@@ -79,7 +79,7 @@ class Throttle:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path, 1 << 16))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from vq._fs import try_lock_file
+from vq._fs import read_regular, try_lock_file
 from vq.errors import VqError
 from vq.paths import StatePaths
 
@@ -91,7 +91,7 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
             )
         )
     with contextlib.suppress(OSError, ValueError):
-        pid = int(paths.daemon_pid.read_text().strip())
+        pid = int(read_regular(paths.daemon_pid, 64).decode().strip())
         from vq.executors.procs import is_alive
 
         if not is_alive(pid):
@@ -167,6 +167,27 @@ def check_specs(paths: StatePaths, now: datetime) -> list[Check]:
     return checks
 
 
+def check_leftovers(paths: StatePaths) -> Check:
+    """Traces of an interrupted ``vq cleanup`` (see :mod:`vq.services.cleanup_recovery`)."""
+    from vq.domain.admission import Caps
+    from vq.services.cleanup_recovery import find_leftovers
+    from vq.services.context import ServiceContext
+
+    found = find_leftovers(ServiceContext(paths, Caps()))
+    if not found:
+        return Check("leftovers", "ok", "no interrupted archive or stale temp file")
+    kinds = sorted({item.kind for item in found})
+    first = found[0]
+    return Check(
+        "leftovers",
+        "warn",
+        f"{len(found)} trace(s) of interrupted work ({', '.join(kinds)}), e.g. {first.path}",
+        "`vq cleanup --execute` finishes interrupted archives and removes stale temp files"
+        if any(item.action == "would remove" for item in found)
+        else "an archived job's archive file is missing: its workspace is kept; inspect it",
+    )
+
+
 def check_disk(paths: StatePaths) -> Check:
     usage = shutil.disk_usage(_existing_ancestor(paths.root))
     free_gb = usage.free / 1024**3
@@ -225,6 +246,7 @@ def run_checks(
         ("cgroups", lambda: check_cgroups(ping)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
+        ("leftovers", lambda: check_leftovers(paths)),
         ("disk", lambda: check_disk(paths)),
     ]
     checks: list[Check] = []

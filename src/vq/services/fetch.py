@@ -43,10 +43,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from vq._fault_points import crash_point
 from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, NotFound, VqError
+from vq.services.cleanup_recovery import sweep_fetch_staging
 from vq.services.context import ServiceContext
 from vq.services.fetch_snapshot import (
     MANIFEST_NAME,
@@ -211,8 +213,10 @@ def fetch_tree(
         root_fd = _open_source(ctx, spec, kind)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            sweep_fetch_staging(target)  # what a killed fetch to this DEST left behind
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
             _copy_tree(root_fd, tmp, result)
+            crash_point("fetch_after_copy")
         finally:
             os.close(root_fd)
     except BaseException as exc:
@@ -285,6 +289,7 @@ def fetch_artifact(
         if target.is_dir():
             raise Conflict(f"{target} is a directory", hint="name a file path or a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_fetch_staging(target)
         tmp = target.with_name(f".{target.name}.vq-fetch-{secrets.token_hex(4)}")
         try:
             size = _copy_file(reader, tmp, os.fstat(reader.fileno()))

@@ -25,9 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vq._fs import atomic_write_json
+from vq._fs import (
+    NotRegularFile,
+    atomic_write_json,
+    open_regular_path,
+    read_bytes_limited,
+    read_regular,
+)
 from vq.domain.spec import JobSpec, load_spec
-from vq.errors import Conflict, CorruptSpec
+from vq.errors import Conflict, CorruptSpec, InvalidInput
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 
@@ -47,8 +53,17 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _file_digest(path: Path, into: Any) -> None:
-    with open(path, "rb") as handle:
+def _file_digest(path: Path, into: Any, *, follow: bool = False) -> None:
+    """Hash a regular file's bytes. A FIFO, device or socket is refused at once (opened
+    without blocking, never read): it has no content to hash and may never end."""
+    try:
+        fd = open_regular_path(path, follow=follow)
+    except NotRegularFile as exc:
+        raise InvalidInput(
+            f"source entry {str(path)!r} {exc.strerror}",
+            hint="remove special files (FIFOs, devices, sockets) from the source",
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
         while chunk := handle.read(1 << 20):
             into.update(chunk)
 
@@ -61,7 +76,7 @@ def source_digest(source: str | None) -> str | None:
     root = Path(source)
     digest = hashlib.sha256()
     if not root.is_dir():
-        _file_digest(root, digest)
+        _file_digest(root, digest, follow=True)
         return digest.hexdigest()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -105,8 +120,7 @@ def _claims(ctx: ServiceContext) -> Path:
 
 def _read_claim(path: Path) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as handle:
-            claim = json.loads(handle.read(65536))
+        claim = json.loads(read_regular(path, 65536))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -123,13 +137,9 @@ def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
     for job_id in ctx.store.list_ids():
         path = ctx.paths.spec(job_id)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            data = read_bytes_limited(path, _MAX_SCANNED_SPEC)
         except OSError:
             continue
-        try:
-            data = os.read(fd, _MAX_SCANNED_SPEC)
-        finally:
-            os.close(fd)
         if needle in data:
             try:
                 return load_spec(data, source=f"spec {path}")

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
+from vq._fs import open_regular_path, read_regular
 from vq.domain.events import transition_event
 from vq.domain.failure_tail import TAIL_BYTES, failure_tail
 from vq.domain.lifecycle import Outcome, apply_transition, classify_exit, retry_backoff_seconds
@@ -34,8 +35,7 @@ __all__ = ["AttemptEnd", "finish_attempt", "read_exit_marker", "read_stderr_tail
 def read_exit_marker(ctx: ServiceContext, job_id: str) -> int | None:
     """The command's exit code from ``_vq/exit-code``, or None if absent or invalid."""
     try:
-        with open(ctx.paths.exit_code(job_id), "rb") as handle:
-            text = handle.read(64).decode("ascii", errors="replace").strip()
+        text = read_regular(ctx.paths.exit_code(job_id), 64).decode("ascii", "replace").strip()
     except OSError:
         return None
     return int(text) if text.isdigit() and int(text) < 65536 else None
@@ -45,7 +45,7 @@ def read_stderr_tail(ctx: ServiceContext, spec: JobSpec) -> str | None:
     """``failure_tail`` of the job's stderr file; never raises."""
     path = ctx.paths.workspace(spec.id) / spec.stderr_path
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - TAIL_BYTES - 1))
             data = handle.read(TAIL_BYTES + 1)

@@ -12,16 +12,43 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from vq.domain.durations import MAX_DURATION_SECONDS
 from vq.domain.events import make_event
 from vq.domain.ids import new_job_id
+from vq.domain.names import check_job_name
+from vq.domain.sizes import MAX_MEM_MB
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput
 from vq.services.context import ServiceContext
 from vq.store.events import append_event
 
-__all__ = ["OVERRIDABLE", "resubmit"]
+__all__ = ["OVERRIDABLE", "check_overrides", "resubmit"]
 
 OVERRIDABLE = ("cpus", "mem_mb", "wall_time_seconds", "priority", "job_name")
+
+
+#: The ranges of the numeric overrides: the same as a submit's (SubmitParams).
+_BOUNDS = {
+    "cpus": (1, 4096),
+    "mem_mb": (1, MAX_MEM_MB),
+    "wall_time_seconds": (1, MAX_DURATION_SECONDS),
+    "priority": (-1000, 1000),
+}
+
+
+def check_overrides(overrides: dict[str, Any]) -> None:
+    """InvalidInput unless every override is what a submit would accept (one name rule,
+    the submit's ranges), whichever path (CLI, RPC, API) asks for the resubmit."""
+    for key, (low, high) in _BOUNDS.items():
+        value = overrides.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InvalidInput(f"{key} must be a whole number from {low} to {high}")
+    name = overrides.get("job_name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidInput("job_name must be text")
+    check_job_name(name)
 
 
 def resubmit(ctx: ServiceContext, job_id: str, overrides: dict[str, Any]) -> JobSpec:
@@ -34,6 +61,7 @@ def resubmit(ctx: ServiceContext, job_id: str, overrides: dict[str, Any]) -> Job
     unknown = set(overrides) - set(OVERRIDABLE)
     if unknown:
         raise InvalidInput(f"cannot override {', '.join(sorted(unknown))}")
+    check_overrides(overrides)
     paths = ctx.paths
     old_workspace = paths.workspace(job_id)
     if not old_workspace.is_dir():

@@ -28,7 +28,7 @@ from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
 from vq.store.events import append_event
-from vq.store.workspace import materialize
+from vq.store.workspace import detect_source_kind, materialize
 
 __all__ = ["SubmitResult", "group_payload", "result_payload", "submit", "submit_payload"]
 
@@ -237,8 +237,10 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
     """Accept a job (or an array or chain). Raises and writes nothing on bad input."""
     check_submits_allowed(ctx.paths)
     params = apply_profile(ctx, params)
-    if params.source is not None and not Path(params.source).exists():
-        raise NotFound(f"source {params.source} does not exist")
+    if params.source is not None:
+        # Validate the source before anything reads it (the idempotency digest does): a
+        # special file is refused here instead of being read forever.
+        detect_source_kind(Path(params.source))
     if params.array_values is not None and not params.array_values:
         raise InvalidInput("--array-from gave no parameter lines")
     warnings = _warnings(ctx, params)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vq._fs import append_line
+from vq._fs import append_line, read_regular
 from vq.domain.events import normalize_event
 from vq.paths import StatePaths
 
@@ -17,6 +17,8 @@ __all__ = ["append_event", "read_events"]
 
 #: Lines longer than this are skipped on read (a corrupt or hostile file).
 MAX_EVENT_LINE = 64 * 1024
+#: A timeline larger than this is not read (a job writes a few kilobytes of events).
+MAX_EVENTS_BYTES = 64 * 1024 * 1024
 
 
 def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
@@ -32,8 +34,7 @@ def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
     """Every well-formed record of a job's timeline, in file order, with state names in
     lower case whichever way the line spelled them."""
     try:
-        with open(paths.events(job_id), "rb") as handle:
-            lines = handle.read().splitlines()
+        lines = read_regular(paths.events(job_id), MAX_EVENTS_BYTES).splitlines()
     except OSError:
         return []
     events: list[dict[str, Any]] = []

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vq._fs import atomic_write_bytes, fsync_dir, spec_lock
+from vq._fs import atomic_write_bytes, fsync_dir, read_regular, spec_lock
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec, load_spec
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
@@ -94,8 +94,9 @@ class SpecStore:
         """The current spec, or NotFound / CorruptSpec / UnsupportedSpecVersion."""
         path = self.path(job_id)
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_SPEC_BYTES + 1)
+            # Non-blocking, no symlink, regular files only: a FIFO or a link planted in the
+            # queue is quarantined, never waited on or followed.
+            data = read_regular(path, MAX_SPEC_BYTES)
         except FileNotFoundError:
             raise NotFound(
                 f"no job {job_id} in {self.paths.root}",
@@ -106,8 +107,6 @@ class SpecStore:
                 f"spec {path} cannot be read: {exc.strerror}",
                 hint="the entry is kept as it is; inspect it",
             ) from exc
-        if len(data) > MAX_SPEC_BYTES:
-            raise CorruptSpec(f"spec {path} is larger than {MAX_SPEC_BYTES} bytes")
         spec = load_spec(data, source=f"spec {path}")
         if spec.id != job_id:
             raise CorruptSpec(

@@ -15,8 +15,9 @@ import sys
 import threading
 import time
 
-from vq.errors import UsageError
+from vq.errors import VqError
 from vq.web.binding import check_bind
+from vq.web.hosts import configured_hosts
 
 __all__ = ["main"]
 
@@ -39,12 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("standalone", "sidecar"), default="standalone")
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--allow-remote", action="store_true")
+    parser.add_argument("--allowed-host", action="append", default=[])
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        warning = check_bind(args.host, args.port, args.allow_remote)
-    except UsageError as exc:
+        names = configured_hosts(tuple(args.allowed_host))
+        warning = check_bind(args.host, args.port, args.allow_remote, names)
+    except VqError as exc:
         print(f"vq: error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     if warning:
         print(warning, file=sys.stderr)
     if args.parent_pid is not None:
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         _watch_parent(args.parent_pid)
     from vq.web.serve import serve_forever
 
-    serve_forever(args.host, args.port, mode=args.mode)
+    serve_forever(args.host, args.port, mode=args.mode, allowed_hosts=names)
     return 0
 
 

@@ -23,9 +23,12 @@ from vq.web.audit import AuditMiddleware
 from vq.web.auth import routes as auth_routes
 from vq.web.context import WebConfig
 from vq.web.errors import install_error_handlers
+from vq.web.headers import SecurityHeadersMiddleware, docs_csp
+from vq.web.hosts import HostCheckMiddleware
 from vq.web.limits import BodyLimitMiddleware
 from vq.web.pages import actions as page_actions
 from vq.web.pages import routes as page_routes
+from vq.web.redact import RedactPathsMiddleware
 
 __all__ = ["create_app"]
 
@@ -45,6 +48,16 @@ def create_app(config: WebConfig) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AuditMiddleware, state_root=config.state.root)
+    app.add_middleware(
+        RedactPathsMiddleware,
+        roots=(
+            (config.state.archive_dir, "<archive-dir>"),
+            (config.state.root, "<state-root>"),
+            (config.config_root, "<config-root>"),
+        ),
+    )
+    app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(HostCheckMiddleware, allowed_hosts=config.allowed_hosts)  # outermost
     app.include_router(health.router)
     for module in (jobs, queue, submit, uploads, agent):
         app.include_router(module.router, prefix="/api/v1")
@@ -57,12 +70,14 @@ def create_app(config: WebConfig) -> FastAPI:
     @app.get("/api/v1/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:
         """Interactive OpenAPI docs, from files this package ships (works offline)."""
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url="/api/v1/openapi.json",
             title="vq API",
             swagger_js_url="/static/vendor/swagger-ui-bundle.js",
             swagger_css_url="/static/vendor/swagger-ui.css",
             swagger_favicon_url="/static/favicon.svg",
         )
+        page.headers["Content-Security-Policy"] = docs_csp(bytes(page.body).decode())
+        return page
 
     return app

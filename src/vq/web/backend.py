@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 
 from fastapi import Request
 
-from vq._fs import read_tail_lines
+from vq._fs import read_regular, read_tail_lines
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
@@ -282,8 +282,7 @@ class Backend:
         spec = self.spec(job_id)
         try:
             path = self._inside_workspace(spec.id, "_vq/resource-usage.json")
-            with open(path, "rb") as handle:
-                data = json.loads(handle.read(1024 * 1024))
+            data = json.loads(read_regular(path, 1024 * 1024, follow=True))
         except (OSError, ValueError, NotFound):
             return None
         return data if isinstance(data, dict) else None

@@ -6,6 +6,7 @@ Pure and import-light (no FastAPI), so the CLI and ``python -m vq.web`` share it
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 
 from vq.errors import UsageError
 
@@ -21,8 +22,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, port: int, allow_remote: bool) -> str | None:
-    """Refuse a non-loopback ``host`` unless ``allow_remote``; then return a warning line.
+def check_bind(
+    host: str, port: int, allow_remote: bool, allowed_hosts: Sequence[str] = ()
+) -> str | None:
+    """Refuse a non-loopback ``host`` unless ``allow_remote`` and at least one allowed host
+    name (the console answers only to those and loopback names); then return a warning.
 
     Returns None for a loopback bind. Raises :class:`~vq.errors.UsageError` (exit 2).
     """
@@ -32,6 +36,12 @@ def check_bind(host: str, port: int, allow_remote: bool) -> str | None:
         raise UsageError(
             f"refusing to bind the console to non-loopback address {host}",
             hint="pass --allow-remote to accept that risk, or use an SSH tunnel to 127.0.0.1",
+        )
+    if not allowed_hosts:
+        raise UsageError(
+            "--allow-remote needs the host names clients will use",
+            hint="name them with --allowed-host NAME (repeatable) or [web] allowed_hosts "
+            "in config.toml; requests for any other Host are refused (DNS rebinding)",
         )
     return (
         f"warning: serving the vq console on {host}:{port}, reachable from the network; "

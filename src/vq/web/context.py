@@ -29,10 +29,21 @@ class WebConfig:
     config_root: Path
     #: "standalone" (``vq web serve``) or "sidecar" (child of ``vq daemon run --web``).
     mode: str = "standalone"
+    #: Host names beside the loopback ones that requests may carry (:mod:`vq.web.hosts`).
+    allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, *, mode: str = "standalone"
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        mode: str = "standalone",
+        allowed_hosts: tuple[str, ...] = (),
     ) -> WebConfig:
         env = os.environ if env is None else env
-        return cls(StatePaths.from_env(env), resolve_config_root(env), mode=mode)
+        return cls(
+            StatePaths.from_env(env),
+            resolve_config_root(env),
+            mode=mode,
+            allowed_hosts=allowed_hosts,
+        )

@@ -12,6 +12,7 @@ import os
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
+from vq._fs import read_regular
 from vq.web.deps import web_config
 
 __all__ = ["router"]
@@ -44,8 +45,8 @@ def live() -> str:
 def ready(request: Request) -> PlainTextResponse:
     paths = web_config(request).state
     try:
-        pid_text = paths.daemon_pid.read_text()
-    except OSError:
+        pid_text = read_regular(paths.daemon_pid, 64).decode()
+    except (OSError, ValueError):
         pid_text = ""
     if paths.queue_dir.is_dir() and _daemon_alive(pid_text):
         return PlainTextResponse("ok")

@@ -12,8 +12,10 @@ from vq.web.context import WebConfig
 __all__ = ["serve_forever"]
 
 
-def serve_forever(host: str, port: int, *, mode: str = "standalone") -> None:
-    app = create_app(WebConfig.from_env(mode=mode))
+def serve_forever(
+    host: str, port: int, *, mode: str = "standalone", allowed_hosts: tuple[str, ...] = ()
+) -> None:
+    app = create_app(WebConfig.from_env(mode=mode, allowed_hosts=allowed_hosts))
     shown = f"[{host}]" if ":" in host else host
     print(
         f"vq web console on http://{shown}:{port}/ (API docs at /api/v1/docs); Ctrl-C stops it",

@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from vq.domain.archive_rules import Member, check_members
+from vq.domain.archive_rules import Member, check_members, normalize_name
 from vq.errors import UnsafeArchive
 from vq.store.workspace import tar_member
 from vq.web.errors import ApiError
@@ -103,6 +103,15 @@ def _over(what: str, cap: int, key: str) -> ApiError:
     )
 
 
+def _key(name: str) -> str:
+    """The normal form ``check_members`` keys entries by (a malformed name is kept as it
+    is: ``check_members`` refuses it after the measuring)."""
+    try:
+        return normalize_name(name)
+    except UnsafeArchive:
+        return name
+
+
 def _measure(tar: tarfile.TarFile, limits: UnpackLimits) -> list[Member]:
     """The members, with both caps enforced while reading (see the module contract)."""
     members: list[Member] = []
@@ -121,10 +130,10 @@ def _measure(tar: tarfile.TarFile, limits: UnpackLimits) -> list[Member]:
                 hint="re-create the archive without --sparse (plain `tar -czf`)",
             )
         if info.isfile():
-            sizes[info.name.removeprefix("./")] = info.size
+            sizes[_key(info.name)] = info.size
             total += info.size
         elif info.islnk():
-            total += sizes.get(info.linkname.removeprefix("./"), 0)
+            total += sizes.get(_key(info.linkname), 0)  # each link at its target's size
         if total > limits.max_bytes:
             raise _over("unpacks to more bytes than", limits.max_bytes, "upload_max_unpacked_bytes")
     return members

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vq.domain.durations import MAX_DURATION_SECONDS
+from vq.domain.names import MAX_JOB_NAME
+from vq.domain.text import refuse_surrogates
 
 __all__ = [
     "CleanupRequest",
@@ -29,6 +33,12 @@ __all__ = [
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        refuse_surrogates(data)
+        return data
+
 
 class KillRequest(_Body):
     resubmit: bool = Field(False, description="Also resubmit a copy of the job as a new job.")
@@ -39,9 +49,9 @@ class ResubmitRequest(_Body):
 
     cpus: int | None = Field(None, ge=1, le=4096)
     mem_mb: int | None = Field(None, ge=1)
-    wall_time_seconds: int | None = Field(None, ge=1)
+    wall_time_seconds: int | None = Field(None, ge=1, le=MAX_DURATION_SECONDS)
     priority: int | None = Field(None, ge=-1000, le=1000)
-    job_name: str | None = Field(None, min_length=1, max_length=200)
+    job_name: str | None = Field(None, min_length=1, max_length=MAX_JOB_NAME)
 
     def overrides(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

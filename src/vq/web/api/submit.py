@@ -33,10 +33,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from vq.config import Settings
+from vq.domain.text import refuse_surrogates
 from vq.errors import ProtocolError
 from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
-from vq.web.auth.quota import charge_submission, check_submit_allowed, refund_submission
+from vq.web.auth.quota import (
+    charge_submission,
+    check_submit_allowed,
+    check_within_profile,
+    refund_submission,
+)
 from vq.web.context import WebConfig
 from vq.web.deps import need, web_config
 from vq.web.errors import ApiError
@@ -75,6 +81,12 @@ class JobRequest(BaseModel):
     """A submit; ranges are checked by ``SubmitParams``, exactly as for ``vq submit``."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        refuse_surrogates(data)  # inputs too: file names and contents are text
+        return data
 
     command: list[str] = Field(min_length=1, description="argv, e.g. ['bash', 'run.sh']")
     idempotency_key: str = Field(min_length=1, max_length=256)
@@ -191,6 +203,8 @@ def _submit(
     if program is None and params.profile in settings.profile:
         program = settings.profile[params.profile].program
     check_submit_allowed(principal, params.profile, program)
+    profile = settings.profile.get(params.profile) if params.profile else None
+    check_within_profile(principal, fields, profile.model_dump() if profile else None)
     inputs = body.inputs or Inputs()
     if inputs.upload_token is not None:
         store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)

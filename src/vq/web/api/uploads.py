@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from vq.web.auth.principal import Principal
+from vq.web.auth.quota import charge_upload, upload_bytes_left, upload_quota_error
 from vq.web.deps import need, web_config
 from vq.web.errors import ApiError
 from vq.web.multipart_upload import FilePartStream, is_multipart
@@ -93,6 +95,14 @@ async def upload(
             f"the upload exceeds the {cap}-byte cap (web.upload_max_bytes)",
             hint="split the inputs or ask the operator to raise web.upload_max_bytes",
         )
+    now = datetime.now(UTC)
+    left = await run_in_threadpool(upload_bytes_left, config.config_root, principal, now)
+    if left is not None:  # a token's daily upload quota caps this body too
+        if left == 0 or (
+            declared is not None and declared.isdigit() and int(declared) > left + envelope
+        ):
+            raise upload_quota_error(principal, left, now)
+        cap = min(cap, left)
     part, out = await run_in_threadpool(store.open_incoming)
     received = 0
     pending = bytearray()
@@ -102,6 +112,9 @@ async def upload(
                 chunk = form.feed(body_chunk) if form is not None else body_chunk
                 received += len(chunk)
                 if received > cap:
+                    if left is not None and cap == left:
+                        await run_in_threadpool(_discard, part)
+                        raise upload_quota_error(principal, left, now)
                     raise await run_in_threadpool(store.too_large, part, cap)
                 pending += chunk
                 if len(pending) >= _FLUSH:
@@ -118,6 +131,11 @@ async def upload(
     if received == 0:
         await run_in_threadpool(_discard, part)
         raise ApiError(400, "invalid-archive", "the upload body is empty")
+    try:
+        await run_in_threadpool(charge_upload, config.config_root, principal, now, received)
+    except BaseException:
+        await run_in_threadpool(_discard, part)
+        raise
     limits = UnpackLimits(settings.web.upload_max_unpacked_bytes, settings.web.upload_max_members)
     stored = await run_in_threadpool(store.publish, part, limits)
     body: dict[str, Any] = stored.as_dict()

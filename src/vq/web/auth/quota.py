@@ -27,9 +27,13 @@ from vq.web.auth.scoped import _utc, list_tokens
 __all__ = [
     "USAGE_FILE",
     "charge_submission",
+    "charge_upload",
     "check_submit_allowed",
+    "check_within_profile",
     "refund_submission",
     "seconds_to_utc_midnight",
+    "upload_bytes_left",
+    "upload_quota_error",
     "usage_today",
 ]
 
@@ -57,12 +61,24 @@ def usage_today(config_root: Path, token_id: str, now: datetime) -> int:
     return count if isinstance(count, int) else 0
 
 
-def _entry(data: Any, token_id: str, day: str) -> tuple[dict[str, Any], int, list[str]]:
-    """``(days, used, keys)`` of one token's usage record for ``day`` (fresh if stale)."""
+def _day_entry(data: Any, token_id: str, day: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(days, entry)``: every token's records and this token's for ``day`` (a fresh dict
+    when it is stale or absent)."""
     days = data.get("days") if isinstance(data, dict) else None
     days = days if isinstance(days, dict) else {}
     entry = days.get(token_id)
-    entry = entry if isinstance(entry, dict) and entry.get("day") == day else {}
+    entry = dict(entry) if isinstance(entry, dict) and entry.get("day") == day else {"day": day}
+    return days, entry
+
+
+def _uploaded(entry: dict[str, Any]) -> int:
+    value = entry.get("upload_bytes", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _entry(data: Any, token_id: str, day: str) -> tuple[dict[str, Any], int, list[str]]:
+    """``(days, used, keys)`` of one token's usage record for ``day`` (fresh if stale)."""
+    days, entry = _day_entry(data, token_id, day)
     used = entry.get("count", 0)
     used = used if isinstance(used, int) else 0
     keys = entry.get("keys", [])
@@ -124,7 +140,7 @@ def charge_submission(
             )
         if charged is not None:
             keys.append(charged)
-        days[token.id] = {"day": day, "count": used + count, "keys": keys}
+        days[token.id] = {**_day_entry(data, token.id, day)[1], "count": used + count, "keys": keys}
         write_json_private(path, {"version": 1, "days": days})
     return True
 
@@ -152,7 +168,8 @@ def refund_submission(
             if charged not in keys:
                 return
             keys.remove(charged)
-        days[principal.token_id] = {"day": day, "count": used - 1, "keys": keys}
+        previous = _day_entry(data, principal.token_id, day)[1]
+        days[principal.token_id] = {**previous, "count": used - 1, "keys": keys}
         write_json_private(path, {"version": 1, "days": days})
 
 
@@ -182,3 +199,88 @@ def check_submit_allowed(principal: Principal, profile: str | None, program: str
                 + ("" if asked is None else f" (not {asked[:64]!r})"),
                 hint=f"set the job's {what} to one of: {named}",
             )
+
+
+#: Submit fields a profile-scoped token may not raise above its profile's value, and the
+#: value that stands in when the profile sets none (None: no ceiling, the default is
+#: "no limit", which any limit only narrows).
+_CEILINGS: dict[str, int | None] = {
+    "cpus": 1,
+    "mem_mb": None,
+    "wall_time_seconds": None,
+    "priority": 0,
+}
+
+
+def check_within_profile(
+    principal: Principal, fields: dict[str, Any], profile: dict[str, Any] | None
+) -> None:
+    """Refuse (``ApiError(403, "forbidden")`` naming the field) a submission by a token
+    limited to profiles that asks for more ``cpus``, ``mem_mb``, ``wall_time_seconds`` or
+    ``priority`` than its profile (``profile``: that profile's settings as a dict). No-op
+    for principals without a profile limit."""
+    if principal.kind != "scoped_token" or not principal.profiles:
+        return
+    from vq.web.errors import ApiError
+
+    for field, fallback in _CEILINGS.items():
+        asked = fields.get(field)
+        ceiling = (profile or {}).get(field)
+        ceiling = fallback if ceiling is None else ceiling
+        if isinstance(asked, int) and ceiling is not None and asked > ceiling:
+            raise ApiError(
+                403,
+                "forbidden",
+                f"token {principal.name!r} may not raise {field} above its profile's "
+                f"{ceiling} (asked {asked})",
+                hint=f"leave {field} out to take the profile's value",
+            )
+
+
+def upload_bytes_left(config_root: Path, principal: Principal, now: datetime) -> int | None:
+    """Upload bytes a scoped token may still send today (None: no quota)."""
+    if principal.kind != "scoped_token" or principal.token_id is None:
+        return None
+    token = next((t for t in list_tokens(config_root) if t.id == principal.token_id), None)
+    if token is None or token.max_upload_bytes_per_day is None:
+        return None
+    data = read_json_private(_usage_path(config_root), "agent token usage") or {}
+    _, entry = _day_entry(data, token.id, _utc(now).date().isoformat())
+    return max(0, token.max_upload_bytes_per_day - _uploaded(entry))
+
+
+def upload_quota_error(principal: Principal, left: int, now: datetime) -> Exception:
+    """The 429 of an upload over a token's daily byte quota (``left``: bytes left today)."""
+    from vq.web.errors import ApiError
+
+    retry = seconds_to_utc_midnight(now)
+    return ApiError(
+        429,
+        "rate-limited",
+        f"the upload is over the daily upload quota of agent token {principal.name!r} "
+        f"({left} bytes left today; --max-upload-bytes-per-day)",
+        hint=f"the quota resets at 00:00 UTC (in {retry} s)",
+        headers={"Retry-After": str(retry)},
+    )
+
+
+def charge_upload(config_root: Path, principal: Principal, now: datetime, size: int) -> None:
+    """Count ``size`` upload bytes against a scoped token's daily quota, or refuse them
+    (429 with ``Retry-After``) when that would exceed ``max_upload_bytes_per_day``. Under
+    the usage file's flock, so concurrent uploads never exceed it together."""
+    if principal.kind != "scoped_token" or principal.token_id is None:
+        return
+    token = next((t for t in list_tokens(config_root) if t.id == principal.token_id), None)
+    if token is None or token.max_upload_bytes_per_day is None:
+        return
+    now = _utc(now)
+    day = now.date().isoformat()
+    path = _usage_path(config_root)
+    with locked(path):
+        data = read_json_private(path, "agent token usage") or {}
+        days, entry = _day_entry(data, token.id, day)
+        if _uploaded(entry) + size > token.max_upload_bytes_per_day:
+            left = max(0, token.max_upload_bytes_per_day - _uploaded(entry))
+            raise upload_quota_error(principal, left, now)
+        days[token.id] = {**entry, "upload_bytes": _uploaded(entry) + size}
+        write_json_private(path, {"version": 1, "days": days})

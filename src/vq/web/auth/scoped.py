@@ -66,6 +66,8 @@ class ScopedToken:
     created_at: str
     expires_at: str | None
     revoked_at: str | None
+    #: Bytes of ``POST /api/v1/uploads`` bodies accepted per UTC day (None: no quota).
+    max_upload_bytes_per_day: int | None = None
 
     def state(self, now: datetime) -> str:
         """``active``, ``expired`` or ``revoked``."""
@@ -84,6 +86,7 @@ class ScopedToken:
             "profiles": list(self.profiles),
             "programs": list(self.programs),
             "max_jobs_per_day": self.max_jobs_per_day,
+            "max_upload_bytes_per_day": self.max_upload_bytes_per_day,
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "revoked_at": self.revoked_at,
@@ -145,6 +148,10 @@ def _save(config_root: Path, records: list[dict[str, Any]]) -> None:
     write_json_private(_path(config_root), {"version": 1, "tokens": records})
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _token(record: dict[str, Any]) -> ScopedToken:
     limit = record.get("max_jobs_per_day")
     return ScopedToken(
@@ -157,6 +164,7 @@ def _token(record: dict[str, Any]) -> ScopedToken:
         created_at=str(record.get("created_at", "")),
         expires_at=record.get("expires_at"),
         revoked_at=record.get("revoked_at"),
+        max_upload_bytes_per_day=_count(record.get("max_upload_bytes_per_day")),
     )
 
 
@@ -178,6 +186,7 @@ def create_token(
     programs: Iterable[str] = (),
     max_jobs_per_day: int | None = None,
     expires_in: timedelta | None = None,
+    max_upload_bytes_per_day: int | None = None,
 ) -> tuple[str, ScopedToken]:
     """Store a new token's hash and metadata; return ``(token, record)`` (shown once)."""
     if not NAME_RE.fullmatch(name):
@@ -193,6 +202,8 @@ def create_token(
         )
     if max_jobs_per_day is not None and max_jobs_per_day < 1:
         raise InvalidInput("--max-jobs-per-day must be at least 1")
+    if max_upload_bytes_per_day is not None and max_upload_bytes_per_day < 1:
+        raise InvalidInput("--max-upload-bytes-per-day must be at least 1")
     now = _utc(now)
     record: dict[str, Any] = {
         "id": "",
@@ -202,6 +213,7 @@ def create_token(
         "profiles": list(_clean(profiles, "profile")),
         "programs": list(_clean(programs, "program")),
         "max_jobs_per_day": max_jobs_per_day,
+        "max_upload_bytes_per_day": max_upload_bytes_per_day,
         "created_at": _iso(now),
         "expires_at": _iso(now + expires_in) if expires_in is not None else None,
         "revoked_at": None,

@@ -30,7 +30,7 @@ from typing import Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from vq.errors import VqError
+from vq.errors import ConfigError, VqError
 from vq.web import deps
 from vq.web.auth.guard import enforce
 from vq.web.errors import ApiError, status_for
@@ -103,7 +103,8 @@ def _act(
         outcome = work()
     except VqError as exc:
         status = status_for(exc)
-        message = exc.message if status < 500 else "the queue could not be changed just now"
+        shown = status < 500 or isinstance(exc, ConfigError)  # the operator must fix it
+        message = exc.message if shown else "the queue could not be changed just now"
         outcome = Outcome(message, ok=False, status=status)
     return _answer(request, outcome, back)
 

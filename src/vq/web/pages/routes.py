@@ -34,7 +34,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
 from vq._fs import read_tail_lines
-from vq.errors import VqError
+from vq.errors import ConfigError, VqError
 from vq.web.api.fallback import other_methods
 from vq.web.backend import Backend, Stream
 from vq.web.deps import web_config
@@ -74,7 +74,8 @@ def guarded(request: Request, build: Callable[[], Response]) -> Response:
         return build()
     except VqError as exc:
         status = status_for(exc)
-        message = exc.message if status < 500 else "the queue could not be read just now"
+        shown = status < 500 or isinstance(exc, ConfigError)  # the operator must fix it
+        message = exc.message if shown else "the queue could not be read just now"
         return render_error(request, status, message)
 
 

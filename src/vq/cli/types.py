@@ -1,0 +1,36 @@
+"""Click parameter types for numbers a user types: ASCII digits only, finite, bounded.
+
+Python's ``int()`` and ``float()`` accept other scripts' digits (``١``), ``nan`` and
+``inf``; vq's numbers are refused unless written in ASCII, so what a user sees is what
+the queue records.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+__all__ = ["AsciiFloatRange", "AsciiIntRange"]
+
+
+class AsciiIntRange(click.IntRange):
+    """:class:`click.IntRange` that refuses non-ASCII digits."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip().isascii():
+            self.fail(f"{value!r} is not a number written in ASCII digits (0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AsciiFloatRange(click.FloatRange):
+    """:class:`click.FloatRange` that refuses non-ASCII digits, NaN and infinities."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip().isascii():
+            self.fail(f"{value!r} is not a number written in ASCII digits (0-9)", param, ctx)
+        number = super().convert(value, param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
