@@ -178,6 +178,17 @@ def test_exit_code_table() -> None:
         "UnsupportedSpecVersion": 7,
         "ConfigError": 9,
         "ProtocolError": 10,
+        "TransportError": 11,
+        "CommandNotStarted": 11,
+        "CommandTimeout": 11,
+        "OutputTooLarge": 11,
+        "CommandFailed": 11,
+        "RemoteCommandFailed": 11,
+        "SshUnreachable": 11,
+        "HostKeyUnknown": 11,
+        "HostKeyChanged": 11,
+        "AuthFailed": 11,
+        "RemoteProtocolError": 11,
         "WaitTimeout": 124,
     }
 

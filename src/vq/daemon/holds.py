@@ -123,13 +123,7 @@ class Holds:
                 f"holds dispatch: {self.config_error}",
                 hint="fix the file and run `vq daemon reload` again",
             )
-        old, new = self.settings.model_dump(), settings.model_dump()
-        changed = sorted(
-            f"{section}.{key}"
-            for section in new
-            for key in new[section]
-            if old.get(section, {}).get(key) != new[section][key]
-        )
+        changed = _changed_keys(self.settings.model_dump(), settings.model_dump())
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
         log_effective_config(settings, self._overrides, "reload")
@@ -180,3 +174,22 @@ class Holds:
             "effective_caps": asdict(self.ctx.caps),
             "holding_dispatch": self.holding,
         }
+
+
+def _changed_keys(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The dotted keys whose values differ: ``section.key`` inside a table, the bare name
+    for a top-level value (``default_packing``)."""
+    changed: set[str] = set()
+    for name in old.keys() | new.keys():
+        before, after = old.get(name), new.get(name)
+        if isinstance(before, dict) or isinstance(after, dict):
+            before = before if isinstance(before, dict) else {}
+            after = after if isinstance(after, dict) else {}
+            changed.update(
+                f"{name}.{key}"
+                for key in before.keys() | after.keys()
+                if before.get(key) != after.get(key)
+            )
+        elif before != after:
+            changed.add(name)
+    return sorted(changed)
