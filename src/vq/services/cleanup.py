@@ -266,7 +266,7 @@ def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         fresh.workdir_swept_at = when
         return fresh
 
-    return ctx.store.update(current.id, mutate)
+    return ctx.store.update(current.id, mutate).spec
 
 
 # --- archiving --------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         fresh.archived_at, fresh.archive_path = when, str(target)
         return fresh
 
-    archived = ctx.store.update(current.id, mutate)
+    archived = ctx.store.update(current.id, mutate).spec
     try:
         _remove_tree(ctx.paths.workdir(current.id), "workdir")
         _remove_tree(ctx.paths.workspace(current.id), "workspace")
