@@ -18,6 +18,7 @@ the owner's hook (the daemon's webhook, ``--rerun-until-file-exists`` sibling an
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -75,6 +76,7 @@ class Lifecycle:
         self.on_ended = on_ended
         self._monotonic = monotonic
         self._ended: OrderedDict[tuple[str, datetime | None], None] = OrderedDict()
+        self._ended_lock = threading.Lock()  # a PENDING kill ends a job on an RPC thread
 
     # --- the one write path ------------------------------------------------------------
     def _move(
@@ -359,11 +361,12 @@ class Lifecycle:
         if not spec.is_terminal:
             return None
         key = (job_id, spec.finished_at)
-        if key in self._ended:
-            return spec
-        self._ended[key] = None
-        while len(self._ended) > _ENDED_MEMORY:
-            self._ended.popitem(last=False)
+        with self._ended_lock:
+            if key in self._ended:
+                return spec
+            self._ended[key] = None
+            while len(self._ended) > _ENDED_MEMORY:
+                self._ended.popitem(last=False)
         if spec.state is not JobState.COMPLETED and spec.failure_tail is None:
             tail = read_stderr_tail(self.ctx, spec)  # outside the lock
             if tail is not None:
