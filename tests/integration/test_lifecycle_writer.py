@@ -8,7 +8,6 @@ real daemon flaky, on the real components in-process).
   consuming a retry.
 * A spec aimed at a scheduler lane that is not configured is FAILED at dispatch.
 * A refused transition appends no event.
-* The supervisor's budget can be read from any thread while the loop changes it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -248,46 +246,3 @@ def test_claim_of_a_job_that_is_not_pending_changes_nothing(tmp_path: Path) -> N
     assert not moved.changed
     assert ctx.store.read("0000000000b1").workdir is None
     assert _event_lines(ctx, "0000000000b1") == []
-
-
-# --- thread ownership of the supervisor's budget ------------------------------------------
-
-
-def test_usage_can_be_read_from_threads_while_the_loop_tracks_and_releases(
-    tmp_path: Path,
-) -> None:
-    from vq.daemon.supervisor import Supervisor
-    from vq.executors.local import LocalExecutor
-
-    ctx = _context(tmp_path)
-    supervisor = Supervisor(ctx, Lifecycle(ctx), LocalExecutor(ctx.paths))
-    specs = [_spec(f"{n:012x}", cpus=1 + n % 3) for n in range(200)]
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    reads = [0]
-
-    def reader() -> None:
-        try:
-            while not stop.is_set():
-                usage = supervisor.usage()
-                assert usage.jobs >= 0 and usage.cpus >= usage.jobs
-                reads[0] += 1
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=reader) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    try:
-        for _ in range(20):  # the loop: jobs start and finish
-            for spec in specs:
-                supervisor.track(spec, None, None, None, orphan=False)
-            for spec in specs:
-                supervisor.release(spec.id)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-    assert errors == []
-    assert reads[0] > 0
-    assert supervisor.usage().jobs == 0
