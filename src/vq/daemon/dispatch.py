@@ -274,7 +274,7 @@ class Dispatcher:
     def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
-        executor = self.executors.local
+        executor = self.executors.select(spec)  # the local one: candidates are local
         env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
         try:
             # The answer is queued for the loop, so tracking right after sending is safe.
