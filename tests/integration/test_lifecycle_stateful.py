@@ -91,7 +91,6 @@ from vq.domain.spec import JobSpec, utcnow
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import Conflict
 from vq.executors import procs
-from vq.executors.forkserver_client import ForkServer
 from vq.executors.identity import group_is_job
 from vq.executors.local import LocalExecutor
 from vq.executors.registry import ExecutorRegistry
@@ -169,8 +168,7 @@ class InProcessDaemon:
         self.supervisor = Supervisor(
             self.ctx, self.lifecycle, self.executor, grace_seconds=GRACE_SECONDS
         )
-        self.forkserver = ForkServer(self.supervisor.on_collector_exit)
-        self.executor.forkserver = self.forkserver
+        self.forkserver = self.executor.attach_fork_server(self.supervisor.on_collector_exit)
         self.watchdog = Watchdog(self.ctx, self.supervisor, self.index.get, WatchdogSettings())
         self.dispatcher = Dispatcher(
             self.ctx,

@@ -34,7 +34,6 @@ from vq.config import Settings
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, VqError
 from vq.executors.cgroups import CgroupMode
-from vq.executors.forkserver_client import ForkServer
 from vq.executors.local import LocalExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.paths import StatePaths
@@ -137,8 +136,7 @@ class Daemon:
         self.executors = ExecutorRegistry(self.executor)  # no scheduler lane configured
         self.supervisor = Supervisor(self.ctx, self.lifecycle, self.executor)
         self.supervisor.wake = self.wake
-        self.forkserver = ForkServer(self.supervisor.on_collector_exit)
-        self.executor.forkserver = self.forkserver
+        self.executor.attach_fork_server(self.supervisor.on_collector_exit)
         self.watchdog = Watchdog(self.ctx, self.supervisor, self.index.get, settings.watchdog)
         self.pressure = PressureGuard(
             self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
@@ -239,7 +237,7 @@ class Daemon:
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         try:
-            self.forkserver.start()
+            self.executor.start()
             self.executor.probe_scopes()
             self.provenance = provenance(self.runner)
             log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
@@ -278,10 +276,9 @@ class Daemon:
         self.loop_calls.loop_started()
         while not self.stop_requested.is_set():
             self._run_calls()
-            if not self.forkserver.alive():
+            if self.executor.restart_if_dead():
                 log.error("the fork server died; restarting it (running jobs become orphans)")
                 self.supervisor.orphan_all()
-                self.forkserver.start()
             self.holds.tick()
             self.supervisor.process()
             self.watchdog.check()
@@ -312,7 +309,7 @@ class Daemon:
                 self.paths.daemon_sock.unlink()
             except FileNotFoundError:
                 pass
-        self.forkserver.close()
+        self.executor.close()
         self.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():

@@ -29,7 +29,7 @@ from .cgroups import CgroupMode, scope_argv, stop_scope
 from .cgroups import probe as probe_cgroups
 from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
-from .launch import Launched, LaunchError, LaunchRequest
+from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
 from .sampling import GroupUsage, sample_groups
 
 __all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
@@ -64,6 +64,31 @@ class LocalExecutor:
         self.cgroup = CgroupMode("direct", "not probed yet")
         self._extra_prefix = command_prefix
         self._census: _Census | None = None
+
+    # --- the fork server ------------------------------------------------------------------
+    def attach_fork_server(self, on_exit: Callable[[CollectorExit], None]) -> ForkServer:
+        """Create the fork server; its collectors' exits are delivered to ``on_exit`` (on
+        the server's reader thread)."""
+        self.forkserver = ForkServer(on_exit)
+        return self.forkserver
+
+    def start(self) -> None:
+        """Start the fork server (a no-op while it runs)."""
+        if self.forkserver is not None:
+            self.forkserver.start()
+
+    def restart_if_dead(self) -> bool:
+        """Start a fork server that died; True if it had (its collectors are orphans now,
+        to be watched through ``/proc``)."""
+        if self.forkserver is None or self.forkserver.alive():
+            return False
+        self.forkserver.start()
+        return True
+
+    def close(self) -> None:
+        """Stop the fork server; running collectors and their jobs go on."""
+        if self.forkserver is not None:
+            self.forkserver.close()
 
     # --- cgroup scopes (§5.2) ---------------------------------------------------------
     def probe_scopes(self) -> CgroupMode:
