@@ -25,7 +25,7 @@ from vq.transport.local import LocalRunner
 
 from . import procs
 from .base import JobHandle, LaunchResult, Recovered, RecoveryKind
-from .cgroups import CgroupMode, scope_argv, stop_scope
+from .cgroups import CgroupMode, scope_argv, scope_name, stop_scope
 from .cgroups import probe as probe_cgroups
 from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
@@ -36,6 +36,13 @@ __all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
 
 #: The collector's note, next to the exit marker, that the command never started.
 SPAWN_ERROR_NAME = "spawn-error"
+#: A scoped launch writes SCOPE_REQUESTED_NAME before it is sent; the command, once inside
+#: its scope, touches SCOPE_ENTERED_NAME and execs. One without the other after the exit
+#: means the scope could not be created: a launch failure, not the command's exit code.
+SCOPE_REQUESTED_NAME = "scope-requested"
+SCOPE_ENTERED_NAME = "scope-entered"
+#: Run inside the scope: note the entry (``$0`` is the note's path), then become the command.
+_ENTER_SCOPE = ': > "$0" && exec "$@"'
 
 
 @dataclass
@@ -97,7 +104,16 @@ class LocalExecutor:
         return self.cgroup
 
     def _prefix(self, spec: JobSpec, mem_mb: int | None) -> list[str]:
-        scope = scope_argv(spec.id, spec.cpus, mem_mb) if self.cgroup.scoped else []
+        scope: list[str] = []
+        if self.cgroup.scoped:
+            entered = str(self.paths.meta_dir(spec.id) / SCOPE_ENTERED_NAME)
+            scope = [
+                *scope_argv(spec.id, spec.cpus, mem_mb),
+                "/bin/sh",
+                "-c",
+                _ENTER_SCOPE,
+                entered,
+            ]
         return [*scope, *self._extra_prefix(spec)]
 
     def released(self, job_id: str) -> None:
@@ -125,6 +141,8 @@ class LocalExecutor:
             paths.resource_usage(job_id),
             paths.collector_pid(job_id),
             self.spawn_error_path(job_id),
+            paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME,
+            paths.meta_dir(job_id) / SCOPE_ENTERED_NAME,
         ):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stale)  # a previous attempt's files must never be read as ours
@@ -145,6 +163,8 @@ class LocalExecutor:
                 usage_path=paths.resource_usage(job_id),
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
+            if self.cgroup.scoped:
+                (paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME).touch()
         except (ValueError, OSError) as exc:
             raise LaunchError(str(exc)) from exc
 
@@ -164,10 +184,19 @@ class LocalExecutor:
         return int(text) if text.isdigit() and int(text) < 65536 else None
 
     def spawn_failure(self, job_id: str) -> str | None:
-        """Why the collector could not start the command, if it could not."""
+        """Why the command could not be started, if it could not: the collector's note,
+        or a scoped launch that never entered its scope."""
         try:
             with open(self.spawn_error_path(job_id), "rb") as handle:
                 text = handle.read(4096).decode(errors="replace").strip()
+        except FileNotFoundError:
+            meta = self.paths.meta_dir(job_id)
+            if (meta / SCOPE_REQUESTED_NAME).exists() and not (meta / SCOPE_ENTERED_NAME).exists():
+                return (
+                    f"the job's cgroup scope {scope_name(job_id)} could not be created "
+                    "(systemd-run's message is in the job's stderr)"
+                )
+            return None
         except OSError:
             return None
         return text or "the command could not be started"
