@@ -215,12 +215,9 @@ class Gateway:
         result = self.call("kill", {"id": job_id})
         if result is not None:
             return dict(result)
-        from vq.services.kill import escalate_after_grace, kill_job
+        from vq.services.kill import kill_and_wait
 
-        outcome = kill_job(self.local_context(), job_id)
-        if outcome.signaled and outcome.spec.pgid is not None:
-            escalate_after_grace(job_id, outcome.spec.pgid, outcome.spec.pid_start_time)
-        return outcome.as_dict()
+        return kill_and_wait(self.local_context(), job_id).as_dict()
 
     def pause(self, job_id: str) -> dict[str, Any]:
         return self._pause_or_resume("pause", job_id)

@@ -108,8 +108,11 @@ def test_update_writes_and_returns_on_disk_spec(store: SpecStore) -> None:
         spec.pid = 4321
         return spec
 
-    returned = store.update("0123456789ab", mutate)
+    result = store.update("0123456789ab", mutate)
+    returned = result.spec
     on_disk = store.read("0123456789ab")
+    assert result.changed
+    assert result.before is JobState.PENDING
     assert returned == on_disk
     assert on_disk.state is JobState.RUNNING
     assert on_disk.pid == 4321
@@ -126,8 +129,11 @@ def test_update_returning_none_writes_nothing(store: SpecStore) -> None:
         spec.retry_count = 99  # a private copy: must not leak anywhere
         return None  # "no change"
 
-    returned = store.update("0123456789ab", mutate)
+    result = store.update("0123456789ab", mutate)
+    returned = result.spec
     assert snapshot(path) == before
+    assert not result.changed
+    assert result.before is JobState.PENDING
     assert returned.retry_count == 3
     assert returned == store.read("0123456789ab")
     assert temp_files(store.paths.queue_dir) == []

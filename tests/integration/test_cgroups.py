@@ -24,6 +24,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 """
+#: A systemd-run that passes the probe but cannot create any job's scope.
+FAILING_SYSTEMD_RUN = """#!/bin/sh
+case "$*" in
+  *--unit=vq-job-*) echo "Failed to start transient scope unit: Access denied" >&2; exit 1 ;;
+esac
+exec true
+"""
 FAKE_SYSTEMCTL = """#!/bin/sh
 echo "systemctl $*" >> "{log}"
 """
@@ -38,15 +45,21 @@ def test_real_probe_fails_cleanly_and_falls_back(vq: Vq) -> None:
     vq.wait_state(job, "COMPLETED")
 
 
-def test_scope_mode_wraps_jobs_and_stops_scopes(vq: Vq, tmp_path: Path) -> None:
+def _fake_systemd(vq: Vq, tmp_path: Path, systemd_run: str) -> Path:
+    """Put fake ``systemd-run``/``systemctl`` first on the daemon's PATH; their log."""
     bindir = tmp_path / "fakebin"
     bindir.mkdir()
     log = tmp_path / "systemd.log"
-    for name, text in (("systemd-run", FAKE_SYSTEMD_RUN), ("systemctl", FAKE_SYSTEMCTL)):
+    for name, text in (("systemd-run", systemd_run), ("systemctl", FAKE_SYSTEMCTL)):
         path = bindir / name
         path.write_text(text.format(log=log))
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     vq.env["PATH"] = f"{bindir}:{vq.env['PATH']}"
+    return log
+
+
+def test_scope_mode_wraps_jobs_and_stops_scopes(vq: Vq, tmp_path: Path) -> None:
+    log = _fake_systemd(vq, tmp_path, FAKE_SYSTEMD_RUN)
     vq.start_daemon()
     assert vq.json("daemon", "status")["cgroup_mode"] == "scope"
     job = vq.submit("--cpus", "2", "--mem-mb", "100", "--", "sh", "-c", "echo inside")
@@ -55,5 +68,24 @@ def test_scope_mode_wraps_jobs_and_stops_scopes(vq: Vq, tmp_path: Path) -> None:
     lines = wait_until(lambda: [ln for ln in log.read_text().splitlines() if job in ln], timeout=10)
     launch = next(ln for ln in lines if ln.startswith("systemd-run"))
     assert f"--unit=vq-job-{job}.scope" in launch
-    assert "-p MemoryMax=100M -p MemoryHigh=90M -p CPUQuota=200% -- sh -c echo inside" in launch
+    assert "-p MemoryMax=100M -p MemoryHigh=90M -p CPUQuota=200% -- /bin/sh -c" in launch
+    assert launch.endswith(" sh -c echo inside")
     wait_until(lambda: f"systemctl --user stop vq-job-{job}.scope" in log.read_text(), timeout=10)
+
+
+def test_a_scope_that_cannot_be_created_fails_dispatch_without_using_retries(
+    vq: Vq, tmp_path: Path
+) -> None:
+    _fake_systemd(vq, tmp_path, FAILING_SYSTEMD_RUN)
+    vq.start_daemon()
+    assert vq.json("daemon", "status")["cgroup_mode"] == "scope"
+    job = vq.submit("--retry", "2", "--", "sh", "-c", "echo never >&2; exit 0")
+    vq.wait_state(job, "FAILED", "COMPLETED", timeout=30)
+    spec = vq.spec(job)
+    assert spec["state"] == "FAILED"
+    assert spec["retry_count"] == 0
+    assert spec["failure_reason"] == (
+        f"launch failed: the job's cgroup scope vq-job-{job}.scope could not be created "
+        "(systemd-run's message is in the job's stderr)"
+    )
+    assert "Access denied" in vq.run("logs", job, "--stderr").stdout

@@ -91,12 +91,14 @@ from vq.domain.spec import JobSpec, utcnow
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import Conflict
 from vq.executors import procs
-from vq.executors.forkserver_client import ForkServer
 from vq.executors.identity import group_is_job
+from vq.executors.local import LocalExecutor
+from vq.executors.registry import ExecutorRegistry
 from vq.paths import StatePaths
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.kill import kill_job
+from vq.services.lifecycle import Lifecycle
 from vq.services.pause import pause_job, resume_job
 from vq.services.submit import submit
 
@@ -161,17 +163,19 @@ class InProcessDaemon:
     def __init__(self, root: Path, now: Callable[[], datetime]) -> None:
         self.ctx = ServiceContext(StatePaths(root), CAPS, now=now)
         self.index = JobIndex(self.ctx.store)
-        self.supervisor = Supervisor(self.ctx, self.index.upsert, grace_seconds=GRACE_SECONDS)
-        self.forkserver = ForkServer(self.supervisor.on_collector_exit)
-        self.watchdog = Watchdog(
-            self.ctx, self.supervisor, self.index.get, WatchdogSettings(), self.index.upsert
+        self.lifecycle = Lifecycle(self.ctx, on_change=self.index.upsert)
+        self.executor = LocalExecutor(self.ctx.paths)
+        self.supervisor = Supervisor(
+            self.ctx, self.lifecycle, self.executor, grace_seconds=GRACE_SECONDS
         )
+        self.forkserver = self.executor.attach_fork_server(self.supervisor.on_collector_exit)
+        self.watchdog = Watchdog(self.ctx, self.supervisor, self.index.get, WatchdogSettings())
         self.dispatcher = Dispatcher(
             self.ctx,
             self.supervisor,
-            self.forkserver,
+            ExecutorRegistry(self.executor),
             self.index,
-            self.index.upsert,
+            self.lifecycle,
             dict(os.environ),
         )
         # Launches are asynchronous: their answers reach the loop through the supervisor.
@@ -180,7 +184,7 @@ class InProcessDaemon:
     def start(self) -> None:
         """``Daemon.run`` up to the loop: fork server, recovery pass, index load."""
         self.forkserver.start()
-        self.report = recover(self.ctx, self.supervisor, threading.Event(), self.index.upsert)
+        self.report = recover(self.ctx, self.supervisor, threading.Event())
         self.index.load(self.ctx.store.scan())
 
     def tick(self) -> None:

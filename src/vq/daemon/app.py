@@ -31,21 +31,22 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, VqError
-from vq.executors.cgroups import CgroupMode, probe, scope_argv, stop_scope
-from vq.executors.forkserver_client import ForkServer
+from vq.executors.cgroups import CgroupMode
+from vq.executors.local import LocalExecutor
+from vq.executors.registry import ExecutorRegistry
 from vq.paths import StatePaths
 from vq.services.cleanup import sweep_workdir
 from vq.services.context import ServiceContext
+from vq.services.lifecycle import Lifecycle
 from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
 
 from .config_log import log_effective_config
 from .dispatch import Dispatcher
 from .handlers import build_methods
-from .holds import Holds
+from .holds import Holds, LoopCalls
 from .index import JobIndex
 from .notify import Notifier
 from .pressure import PressureGuard
@@ -101,6 +102,7 @@ class Daemon:
         self.ctx = ServiceContext(
             paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
         )
+        self.loop_calls = LoopCalls(self.call_soon)
         self.holds = Holds(
             self.ctx,
             settings,
@@ -110,6 +112,7 @@ class Daemon:
                 for job_id, holder in self.supervisor.holders.items()
                 if not holder.collector_done and holder.pgid is not None
             ],
+            self.loop_calls,
         )
         self.index = JobIndex(self.ctx.store)
         self.stop_requested = threading.Event()
@@ -119,7 +122,6 @@ class Daemon:
         self.loop_progress_at: float | None = None
         self.started_at = self.ctx.now()
         self.runner = LocalRunner()
-        self.cgroup = CgroupMode("direct", "not probed yet")
         self.provenance: dict[str, str | None] = {}
         #: Called once for every job that has fully ended (terminal, process gone): terminal
         #: bookkeeping such as notifications and reruns registers here.
@@ -127,27 +129,29 @@ class Daemon:
         #: Terminal webhook (§6.2); resolving its secret can refuse the start (ConfigError).
         self.notifier = Notifier.from_settings(settings.notifications, os.environ)
         self.ended_listeners.append(self.notifier.notify)
-        self.supervisor = Supervisor(
-            self.ctx, self.index.upsert, on_release=self._released, on_ended=self.job_ended
+        #: The one writer of state transitions; the end of a job runs on the loop.
+        self.lifecycle = Lifecycle(
+            self.ctx,
+            on_change=self.index.upsert,
+            on_ended=lambda spec: self.call_soon(lambda: self.job_ended(spec)),
         )
+        self.executor = LocalExecutor(paths, runner=self.runner)
+        self.executors = ExecutorRegistry(self.executor)  # no scheduler lane configured
+        self.supervisor = Supervisor(self.ctx, self.lifecycle, self.executor)
         self.supervisor.wake = self.wake
-        self.forkserver = ForkServer(self.supervisor.on_collector_exit)
-        self.watchdog = Watchdog(
-            self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
-        )
+        self.executor.attach_fork_server(self.supervisor.on_collector_exit)
+        self.watchdog = Watchdog(self.ctx, self.supervisor, self.index.get, settings.watchdog)
         self.pressure = PressureGuard(
             self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
         )
         self.dispatcher = Dispatcher(
             self.ctx,
             self.supervisor,
-            self.forkserver,
+            self.executors,
             self.index,
-            self.index.upsert,
+            self.lifecycle,
             dict(os.environ),
             hold=lambda: self.pressure.holding or self.holds.holding,
-            command_prefix=self._command_prefix,
-            on_ended=self.job_ended,
         )
         self.supervisor.launch_handler = self.dispatcher.apply_launch
         self._calls: list[Callable[[], None]] = []
@@ -155,15 +159,10 @@ class Daemon:
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
 
-    # --- cgroup scopes (§5.2) ---------------------------------------------------------
-    def _command_prefix(self, spec: JobSpec) -> list[str]:
-        if not self.cgroup.scoped:
-            return []
-        return scope_argv(spec.id, spec.cpus, effective_mem_mb(spec.mem_mb, self.ctx.caps))
-
-    def _released(self, job_id: str) -> None:
-        if self.cgroup.scoped:
-            stop_scope(self.runner, job_id)
+    @property
+    def cgroup(self) -> CgroupMode:
+        """How local jobs are scoped (§5.2), as the local executor probed it."""
+        return self.executor.cgroup
 
     def _rerun(self, spec: JobSpec) -> None:
         sibling = maybe_rerun(self.ctx, spec)
@@ -242,16 +241,12 @@ class Daemon:
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         log_effective_config(self.settings, self.holds.overrides, "start")
         try:
-            self.forkserver.start()
-            self.cgroup = probe(self.runner)
+            self.executor.start()
+            self.executor.probe_scopes()
             self.provenance = provenance(self.runner)
             log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
             report = recover(
-                self.ctx,
-                self.supervisor,
-                self.stop_requested,
-                self.index.upsert,
-                auto_resume=self.auto_resume,
+                self.ctx, self.supervisor, self.stop_requested, auto_resume=self.auto_resume
             )
             log.info(
                 "recovery: %d specs examined, %d reattached, %d finished from markers, "
@@ -282,13 +277,13 @@ class Daemon:
     def _loop(self) -> None:
         tick = self.settings.daemon.tick_seconds
         last_rescan = time.monotonic()
+        self.loop_calls.loop_started()
         while not self.stop_requested.is_set():
             self.loop_progress_at = time.monotonic()
             self._run_calls()
-            if not self.forkserver.alive():
+            if self.executor.restart_if_dead():
                 log.error("the fork server died; restarting it (running jobs become orphans)")
                 self.supervisor.orphan_all()
-                self.forkserver.start()
             self.holds.tick()
             self.supervisor.process()
             self.watchdog.check()
@@ -319,7 +314,7 @@ class Daemon:
                 self.paths.daemon_sock.unlink()
             except FileNotFoundError:
                 pass
-        self.forkserver.close()
+        self.executor.close()
         self.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():

@@ -11,7 +11,14 @@ Order of durable effects for one job (§1.2 item 3, §4.3):
    and 3 (the spec is terminal), the fresh group is SIGTERM'd at once and is owed the
    usual grace.
 
-A launch failure records FAILED with the reason (a dispatch failure, §4.1 item 3).
+A launch failure — refused before it was sent, refused by the fork server, or a command
+the collector could not start (missing working directory or program) — records FAILED
+with the reason (a dispatch failure, §4.1 item 3) and never consumes retry budget.
+
+Every job runs through the executor its spec selects (:mod:`vq.executors.registry`). A
+spec whose ``scheduler_target`` names no configured lane is FAILED at dispatch with the
+registry's reason instead of waiting forever. Every state change goes through the
+lifecycle writer (:mod:`vq.services.lifecycle`).
 
 A job naming a program (§3.4) is re-probed right before step 1, outside any lock (the
 probe runs git and the interpreter, each bounded): an unregistered or unavailable
@@ -23,36 +30,30 @@ variables from that same observation.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
-from vq.domain.admission import Request, order_key, plan_dispatch
+from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
 from vq.domain.dependencies import evaluate
-from vq.domain.events import make_event, transition_event
-from vq.domain.lifecycle import apply_transition
 from vq.domain.programs import (
     PROGRAM_VARIABLES,
     ProgramStatus,
     dispatch_refusal,
     program_environment,
-    resolved_pin,
 )
 from vq.domain.spec import JobSpec
-from vq.domain.states import JobState
 from vq.errors import VqError
-from vq.executors.forkserver_client import SERVER_EXITED, ForkServer, LaunchRequest
+from vq.executors.base import JobHandle, LaunchResult, NoExecutor
+from vq.executors.launch import SERVER_EXITED
+from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
-from vq.services.kill import terminate_group
+from vq.services.lifecycle import Lifecycle
 from vq.services.programs import probe
 from vq.services.query import request_of
-from vq.store.events import append_event
 from vq.transport.local import LocalRunner
 
 from .index import JobIndex
-from .supervisor import LaunchResult, Supervisor
+from .supervisor import Supervisor
 
 __all__ = ["Dispatcher", "job_environment"]
 
@@ -98,26 +99,22 @@ class Dispatcher:
         self,
         ctx: ServiceContext,
         supervisor: Supervisor,
-        forkserver: ForkServer,
+        executors: ExecutorRegistry,
         index: JobIndex,
-        on_change: Callable[[JobSpec], None],
+        lifecycle: Lifecycle,
         base_env: Mapping[str, str],
         hold: Callable[[], bool] = lambda: False,
-        command_prefix: Callable[[JobSpec], list[str]] = lambda spec: [],
-        on_ended: Callable[[JobSpec], None] = lambda spec: None,
         runner: LocalRunner | None = None,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
-        self.forkserver = forkserver
+        self.executors = executors
+        self.lifecycle = lifecycle
         self._index = index
         self._order: list[Request] = []
         self._order_generation = -1
-        self._on_change = on_change
         self._base_env = dict(base_env)
         self._hold = hold
-        self._prefix = command_prefix
-        self._on_ended = on_ended
         self._runner = runner or LocalRunner()
         self._gated: dict[str, JobSpec] = {}  # pending specs with predecessors
         self._groups: dict[str, tuple[str, int]] = {}  # job -> (array group, max parallel)
@@ -156,7 +153,7 @@ class Dispatcher:
         """Pending local jobs in admission order; re-sorted only when a job became pending."""
         if self._index.pending_generation != self._order_generation:
             self._order_generation = self._index.pending_generation
-            pending = [s for s in self._index.pending() if s.scheduler_target is None]
+            pending = self._without_executor(self._index.pending())
             self._order = sorted((request_of(s) for s in pending), key=order_key)
             self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
             self._dependents = {}
@@ -208,23 +205,27 @@ class Dispatcher:
             for job_id in self._index.take_state_changes():  # cascades just written
                 to_check |= self._dependents.get(job_id, set())
 
+    def _without_executor(self, pending: list[JobSpec]) -> list[JobSpec]:
+        """The pending specs the local executor runs. A spec aimed at a scheduler lane
+        that is not configured is FAILED with the registry's reason (a configured lane
+        dispatches its own jobs)."""
+        local = []
+        for spec in pending:
+            if spec.scheduler_target is None:
+                local.append(spec)
+                continue
+            try:
+                self.executors.select(spec)
+            except NoExecutor as exc:
+                self._fail_pending(spec.id, exc.message)
+        return local
+
     def _fail_pending(self, job_id: str, reason: str) -> None:
-        """PENDING → FAILED (a dependency cascade, or a refused program at dispatch)."""
-        now = self.ctx.now()
-
-        def mutate(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.PENDING:
-                return None
-            return apply_transition(spec, JobState.FAILED, now, reason=reason)
-
-        spec = self.ctx.store.update(job_id, mutate)
-        self._on_change(spec)
-        if spec.state is JobState.FAILED and spec.failure_reason == reason:
-            append_event(
-                self.ctx.paths,
-                transition_event(job_id, now, "PENDING", "FAILED", reason=reason),
-            )
-            self._on_ended(spec)
+        """PENDING → FAILED (a dependency cascade, a refused program, no executor)."""
+        try:
+            self.lifecycle.fail_pending(job_id, reason)
+        except VqError as exc:
+            log.warning("job %s not failed (%s): %s", job_id, reason, exc.message)
 
     def _limit_groups(self, candidates: list[Request]) -> list[Request]:
         """Drop array elements beyond their group's ``--max-parallel`` allowance."""
@@ -262,66 +263,31 @@ class Dispatcher:
         return True, status
 
     def _claim(self, job_id: str, program: ProgramStatus | None = None) -> JobSpec | None:
-        now = self.ctx.now()
         workdir = str(self.ctx.paths.workdir(job_id))
-        claimed: list[bool] = []
-
-        def mutate(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.PENDING:
-                return None
-            if spec.not_before is not None and spec.not_before > now:
-                return None
-            spec.workdir = workdir
-            if program is not None:  # the SHA that will actually run, never the submit one
-                spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
-            claimed.append(True)
-            return apply_transition(spec, JobState.RUNNING, now)
-
         try:
-            spec = self.ctx.store.update(job_id, mutate)
+            moved = self.lifecycle.claim(job_id, workdir=workdir, program=program)
         except VqError as exc:
             log.warning("cannot claim job %s: %s", job_id, exc.message)
             return None
-        self._on_change(spec)
-        if not claimed:
-            return None
-        append_event(
-            self.ctx.paths,
-            transition_event(job_id, now, "PENDING", "RUNNING"),
-        )
-        return spec
+        return moved.spec if moved.changed else None
 
     def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
-        paths = self.ctx.paths
-        job_id = spec.id
-        for stale in (
-            paths.exit_code(job_id),
-            paths.resource_usage(job_id),
-            paths.collector_pid(job_id),
-        ):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(stale)  # a previous attempt's marker must never be read as ours
-        workspace = paths.workspace(job_id)
+        executor = self.executors.select(spec)  # the local one: candidates are local
+        env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
         try:
-            paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
-            paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
-            request = LaunchRequest(
-                job_id=job_id,
-                argv=[*self._prefix(spec), *spec.command],
-                cwd=Path(spec.cwd) if spec.cwd else workspace,
-                env=job_environment(self._base_env, spec, str(paths.workdir(job_id)), program),
-                stdout=workspace / spec.stdout_path,
-                stderr=workspace / spec.stderr_path,
-                exit_code_path=paths.exit_code(job_id),
-                usage_path=paths.resource_usage(job_id),
+            # The answer is queued for the loop, so tracking right after sending is safe.
+            executor.launch(
+                spec,
+                env,
+                effective_mem_mb(spec.mem_mb, self.ctx.caps),
+                self.supervisor.on_launch_result,
             )
-        except (ValueError, OSError) as exc:
-            self._fail_dispatch(job_id, f"launch failed: {exc}")
+        except VqError as exc:
+            self._fail_dispatch(spec.id, f"launch failed: {exc.message}")
             return False
         self.supervisor.track(spec, None, None, None, orphan=False)
-        self.forkserver.launch_async(request, self.supervisor.on_launch_result)
         return True
 
     def apply_launch(self, result: LaunchResult) -> None:
@@ -341,58 +307,21 @@ class Dispatcher:
         if self.supervisor.set_launched(launched) is None:
             log.warning("launch answer for untracked job %s ignored", job_id)
             return
-
-        def record(current: JobSpec) -> JobSpec:
-            current.pid = launched.pid
-            current.pgid = launched.pgid
-            current.pid_start_time = launched.start_ticks
-            return current
-
-        # Not fsync'd: after a power loss no process survives anyway, and recovery finds a
-        # live group through its VQ_JOB_ID environment when the pid is missing.
-        spec = self.ctx.store.update(job_id, record, durable=False)
-        self._on_change(spec)
-        append_event(
-            self.ctx.paths,
-            make_event(
-                "dispatched",
-                job_id,
-                self.ctx.now(),
-                pid=launched.pid,
-                pgid=launched.pgid,
-                cpus=spec.cpus,
-                mem_mb=spec.mem_mb,
-            ),
+        spec = self.lifecycle.record_launch(
+            job_id, launched.pid, launched.pgid, launched.start_ticks
         )
-        if spec.is_terminal and terminate_group(job_id, launched.pgid, launched.start_ticks):
+        handle = JobHandle(job_id, launched.pgid, launched.start_ticks)
+        if spec.is_terminal and self.executors.local.cancel(handle):
             self.supervisor.start_grace(job_id)  # killed while it was being launched
 
     def _requeue(self, job_id: str, reason: str) -> None:
         """RUNNING → PENDING for a claim whose launch was provably never sent."""
-        now = self.ctx.now()
-
-        def mutate(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.RUNNING or spec.pid is not None:
-                return None
-            spec.started_at = None
-            return apply_transition(spec, JobState.PENDING, now, reason=reason)
-
-        spec = self.ctx.store.update(job_id, mutate)
-        self._on_change(spec)
+        self.lifecycle.requeue_unlaunched(job_id, reason)
         log.warning("job %s: %s", job_id, reason)
 
     def _fail_dispatch(self, job_id: str, reason: str) -> None:
-        now = self.ctx.now()
-
-        def mutate(spec: JobSpec) -> JobSpec | None:
-            if spec.is_terminal:
-                return None
-            return apply_transition(spec, JobState.FAILED, now, reason=reason)
-
-        spec = self.ctx.store.update(job_id, mutate)
-        self._on_change(spec)
-        append_event(
-            self.ctx.paths,
-            transition_event(job_id, now, "RUNNING", spec.state.value, reason=reason),
-        )
-        log.warning("job %s: %s", job_id, reason)
+        moved = self.lifecycle.fail_dispatch(job_id, reason)
+        if moved.changed:
+            log.warning("job %s: %s", job_id, reason)
+        else:
+            log.info("job %s: %s (it was already %s)", job_id, reason, moved.spec.state.value)

@@ -224,7 +224,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
 
     def kill(params: dict[str, Any]) -> dict[str, Any]:
         job_id = _job_id(params)
-        outcome = kill_job(ctx, job_id)
+        outcome = kill_job(ctx, job_id, lifecycle=daemon.lifecycle)
         daemon.remember(outcome.spec)
         if outcome.signaled:
             daemon.call_soon(lambda: daemon.supervisor.start_grace(job_id))

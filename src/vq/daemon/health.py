@@ -88,8 +88,11 @@ def _dispatch(daemon: Daemon) -> Check:
 
 
 def _fork_server(daemon: Daemon) -> Check:
-    pid = daemon.forkserver.server_pid
-    if daemon.forkserver.ping(timeout=FORK_SERVER_TIMEOUT):
+    forkserver = daemon.executor.forkserver
+    if forkserver is None:
+        return Check("fork_server", False, "the fork server has not been started")
+    pid = forkserver.server_pid
+    if forkserver.ping(timeout=FORK_SERVER_TIMEOUT):
         return Check("fork_server", True, f"pid {pid} answers")
     return Check("fork_server", False, f"the fork server (pid {pid}) does not answer")
 

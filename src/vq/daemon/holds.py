@@ -1,17 +1,23 @@
 """The daemon's operator holds: drain, throttle, and an invalid-config hold (§4.3).
 
-Owned by the main loop; RPC threads change them through :meth:`Holds.drain` and friends,
-which persist first (so a restart keeps them) and then ask the loop to act.
+Thread ownership, kept in code: the holds, the effective caps (``ctx.caps``) and the
+reloadable settings are written only on the main loop. RPC threads change them through
+:meth:`Holds.drain`, :meth:`Holds.set_throttle` and :meth:`Holds.reload`, which persist
+first (so a restart keeps them) and then run the change on the loop and wait for its
+reply (:class:`LoopCalls`). Readers on other threads see immutable values (frozen
+dataclasses, swapped whole), never a half-made change.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vq.config import SITE_CONFIG, Settings, load_settings
 from vq.domain.admission import Caps
@@ -33,11 +39,46 @@ from vq.services.pause import pause_job, resume_job
 
 from .config_log import log_effective_config
 
-__all__ = ["PAUSED_BY_DRAIN", "Holds"]
+__all__ = ["PAUSED_BY_DRAIN", "Holds", "LoopCalls"]
 
 log = logging.getLogger(__name__)
 
 PAUSED_BY_DRAIN = "drain"
+
+T = TypeVar("T")
+
+#: How long an RPC thread waits for the loop to apply its change.
+LOOP_REPLY_SECONDS = 30.0
+
+
+class LoopCalls:
+    """Run a function on the loop thread and wait for its result (a call with a reply).
+
+    ``call_soon`` queues work for the loop; until :meth:`loop_started` is called (from
+    the loop thread) there is no loop yet, and calls run inline on the caller's thread.
+    """
+
+    def __init__(self, call_soon: Callable[[Callable[[], None]], None] | None = None) -> None:
+        self._call_soon = call_soon
+        self._loop: threading.Thread | None = None
+
+    def loop_started(self) -> None:
+        self._loop = threading.current_thread()
+
+    def run(self, fn: Callable[[], T]) -> T:
+        loop = self._loop
+        if self._call_soon is None or loop is None or threading.current_thread() is loop:
+            return fn()
+        future: Future[T] = Future()
+
+        def call() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        self._call_soon(call)
+        return future.result(timeout=LOOP_REPLY_SECONDS)
 
 
 class Holds:
@@ -47,8 +88,10 @@ class Holds:
         settings: Settings,
         overrides: Mapping[str, Any] | None,
         running: Callable[[], list[str]],
+        loop: LoopCalls | None = None,
     ) -> None:
         self.ctx = ctx
+        self.loop = loop or LoopCalls()
         self.settings = settings
         self._overrides = overrides
         self._running = running
@@ -116,6 +159,10 @@ class Holds:
 
     # --- control calls ------------------------------------------------------------------
     def reload(self) -> dict[str, Any]:
+        """Validate and apply the config files (on the loop); the change report."""
+        return self.loop.run(self._reload)
+
+    def _reload(self) -> dict[str, Any]:
         settings = self._validate_files()
         if settings is None:
             raise ConfigError(
@@ -140,7 +187,11 @@ class Holds:
 
     def drain(self, state: DrainState) -> None:
         write_drain(self.ctx.paths, state)
-        self.drain_state = state
+
+        def apply() -> None:
+            self.drain_state = state
+
+        self.loop.run(apply)
 
     def pause_for_drain(self) -> list[str]:
         """On the loop: a full drain pauses the running local jobs."""
@@ -162,8 +213,12 @@ class Holds:
 
     def set_throttle(self, throttle: Throttle) -> Caps:
         write_throttle(self.ctx.paths, throttle)
-        self.throttle = throttle
-        return self.apply_caps()
+
+        def apply() -> Caps:
+            self.throttle = throttle
+            return self.apply_caps()
+
+        return self.loop.run(apply)
 
     def status(self) -> dict[str, Any]:
         return {

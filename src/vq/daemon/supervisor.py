@@ -11,14 +11,18 @@ launched (or reattached by recovery) and released only when:
 Collector exits arrive from the fork server's reader thread through a queue and are
 applied on the main loop (:meth:`Supervisor.process`). Orphans — jobs whose collector is
 not a child of our fork server (reattached after a restart, or a fork server that died) —
-are polled through ``/proc``.
+are polled through the executor.
+
+Thread ownership: ``holders`` belongs to the loop. Other threads never read it; they read
+:meth:`Supervisor.usage`, an immutable snapshot the loop publishes after every change,
+and hand work to the loop through the event queue. Processes are reached only through
+the local executor; every state write goes through the lifecycle writer.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,13 +30,12 @@ from dataclasses import dataclass
 from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.errors import VqError
-from vq.executors import procs
-from vq.executors.forkserver_client import CollectorExit, Launched
-from vq.executors.identity import find_job_processes, group_is_job
+from vq.executors.base import JobHandle, LaunchResult
+from vq.executors.launch import CollectorExit, Launched
+from vq.executors.local import LocalExecutor
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
-from vq.services.outcomes import finish_attempt, read_exit_marker
+from vq.services.lifecycle import Lifecycle
 
 __all__ = ["SETTLE_SECONDS", "Holder", "LaunchResult", "Supervisor"]
 
@@ -50,16 +53,6 @@ def _paused_before(spec: JobSpec, now: float) -> float:
     if spec.state is JobState.SUSPENDED and spec.paused_monotonic_at is not None:
         ongoing = max(0.0, now - spec.paused_monotonic_at)
     return spec.paused_seconds_total + ongoing
-
-
-@dataclass(frozen=True)
-class LaunchResult:
-    """The fork server's answer to an asynchronous launch."""
-
-    job_id: str
-    launched: Launched | None
-    error: str | None
-    sent: bool = True  # False: the request never reached the server (nothing ran)
 
 
 @dataclass
@@ -83,26 +76,32 @@ class Holder:
     unresolved_since: float | None = None  # launch in flight when the fork server died
     grace_deadline: float | None = None  # monotonic; set once a SIGTERM is owed its grace
 
+    @property
+    def handle(self) -> JobHandle:
+        return JobHandle(self.job_id, self.pgid, self.start_ticks)
+
 
 class Supervisor:
-    """Owns the holders. Every method except :meth:`on_collector_exit` runs on the loop."""
+    """Owns the holders (loop only). :meth:`on_collector_exit`, :meth:`on_launch_result`
+    and :meth:`usage` may be called from any thread."""
 
     def __init__(
         self,
         ctx: ServiceContext,
-        on_change: Callable[[JobSpec], None],
+        lifecycle: Lifecycle,
+        executor: LocalExecutor,
         monotonic: Callable[[], float] = time.monotonic,
         grace_seconds: float = KILL_GRACE_SECONDS,
         on_release: Callable[[str], None] = lambda job_id: None,
-        on_ended: Callable[[JobSpec], None] = lambda spec: None,
     ) -> None:
         self.ctx = ctx
-        self._on_change = on_change
+        self.lifecycle = lifecycle
+        self.executor = executor
         self._monotonic = monotonic
         self._grace = grace_seconds
         self._on_release = on_release
-        self._on_ended = on_ended
         self.holders: dict[str, Holder] = {}
+        self._usage = Usage(jobs=0, cpus=0, mem_mb=0)
         self._events: queue.SimpleQueue[CollectorExit | LaunchResult] = queue.SimpleQueue()
         self.wake: Callable[[], None] = lambda: None
         #: Applies a launch answer on the loop (the dispatcher sets it).
@@ -110,10 +109,15 @@ class Supervisor:
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:
-        return Usage(
-            jobs=len(self.holders),
-            cpus=sum(h.cpus for h in self.holders.values()),
-            mem_mb=sum(h.mem_mb for h in self.holders.values()),
+        """The budget held, as last published by the loop (safe from any thread)."""
+        return self._usage
+
+    def _publish(self) -> None:
+        holders = list(self.holders.values())
+        self._usage = Usage(
+            jobs=len(holders),
+            cpus=sum(h.cpus for h in holders),
+            mem_mb=sum(h.mem_mb for h in holders),
         )
 
     def track(
@@ -136,6 +140,7 @@ class Supervisor:
             paused_base=_paused_before(spec, self._monotonic()),
             orphan=orphan,
         )
+        self._publish()
 
     def set_launched(self, launched: Launched) -> Holder | None:
         holder = self.holders.get(launched.job_id)
@@ -155,18 +160,13 @@ class Supervisor:
     def _resolve_launch(self, holder: Holder) -> None:
         job_id = holder.job_id
         holder.unresolved_since = None
-        found = find_job_processes(job_id)
-        stat = procs.read_stat(found[0]) if found else None
-        if stat is not None:
-            leader = procs.read_stat(stat.pgid)
-            launched = Launched(
-                job_id, stat.pgid, stat.pgid, leader.start_ticks if leader else None
-            )
+        launched = self.executor.find_unrecorded(job_id)
+        if launched is not None:
             self.set_launched(launched)
             holder.orphan = True
             self.launch_handler(LaunchResult(job_id, launched, None))
             return
-        marker = read_exit_marker(self.ctx, job_id)
+        marker = self.executor.exit_code(job_id)
         self._finish(
             job_id,
             marker,
@@ -181,14 +181,10 @@ class Supervisor:
         """Free the job's budget. A job whose spec is terminal has now fully ended."""
         if self.holders.pop(job_id, None) is None:
             return
+        self._publish()
+        self.executor.released(job_id)
         self._on_release(job_id)
-        try:
-            spec = self.ctx.store.read(job_id)
-        except VqError as exc:
-            log.warning("job %s released but unreadable: %s", job_id, exc.message)
-        else:
-            if spec.is_terminal:
-                self._on_ended(spec)
+        self.lifecycle.ended(job_id)
         self.wake()
 
     def start_grace(self, job_id: str) -> None:
@@ -214,11 +210,9 @@ class Supervisor:
         self._events.put(event)
         self.wake()
 
-    def on_launch_result(
-        self, job_id: str, launched: Launched | None, error: str | None, sent: bool
-    ) -> None:
+    def on_launch_result(self, result: LaunchResult) -> None:
         """Launch answers travel the same queue as exits, so order is kept per job."""
-        self._events.put(LaunchResult(job_id, launched, error, sent))
+        self._events.put(result)
         self.wake()
 
     def orphan_all(self) -> None:
@@ -245,10 +239,14 @@ class Supervisor:
                 continue
             if holder.pid is None:
                 continue  # launch still in flight
-            if holder.orphan and not holder.collector_done and not procs.is_alive(holder.pid):
+            if (
+                holder.orphan
+                and not holder.collector_done
+                and not self.executor.leader_alive(holder.pid)
+            ):
                 # An orphaned collector is gone; we cannot know how it ended. Its marker
                 # tells whether it finished its work.
-                marker = read_exit_marker(self.ctx, holder.job_id)
+                marker = self.executor.exit_code(holder.job_id)
                 self._collector_exited(
                     holder.job_id,
                     None if marker is not None else -1,
@@ -268,12 +266,12 @@ class Supervisor:
             log.warning("exit of untracked collector for job %s ignored", job_id)
             return
         holder.collector_done = True
-        if collector_signal is not None and read_exit_marker(self.ctx, job_id) is not None:
+        if collector_signal is not None and self.executor.exit_code(job_id) is not None:
             # Killed after it recorded the command's exit: the outcome is known.
             collector_signal = None
         if collector_signal is None:
             # The collector waited for its command and wrote the marker (or failed to).
-            exit_code = read_exit_marker(self.ctx, job_id)
+            exit_code = self.executor.exit_code(job_id)
             self._finish(
                 job_id,
                 exit_code,
@@ -310,20 +308,24 @@ class Supervisor:
         *,
         marker_backed: bool = False,
     ) -> None:
-        end = finish_attempt(
-            self.ctx,
-            job_id,
-            exit_code,
-            unknown_state=unknown_state,
-            unknown_reason=unknown_reason,
-            marker_backed=marker_backed,
-        )
-        self._on_change(end.spec)
+        spawn_failure = self.executor.spawn_failure(job_id) if marker_backed else None
+        if spawn_failure is not None:
+            # The command never started: a dispatch failure, never a payload exit code
+            # consuming a retry.
+            end = self.lifecycle.fail_dispatch(job_id, f"launch failed: {spawn_failure}")
+        else:
+            end = self.lifecycle.finish_attempt(
+                job_id,
+                exit_code,
+                unknown_state=unknown_state,
+                unknown_reason=unknown_reason,
+                marker_backed=marker_backed,
+            )
         if end.changed:
             log.info("job %s: %s -> %s", job_id, end.previous.value, end.spec.state.value)
 
     def _check_group(self, holder: Holder) -> None:
-        if holder.pgid is None or not procs.live_group_members(holder.pgid):
+        if not self.executor.running(holder.handle):
             self.release(holder.job_id)
             return
         if holder.grace_deadline is None:
@@ -333,7 +335,5 @@ class Supervisor:
             self.release(holder.job_id)
 
     def _reap(self, holder: Holder) -> None:
-        if holder.pgid is not None and group_is_job(holder.job_id, holder.pgid, holder.start_ticks):
-            log.info("job %s: SIGCONT + SIGKILL to process group %d", holder.job_id, holder.pgid)
-            procs.signal_group(holder.pgid, signal.SIGCONT)
-            procs.signal_group(holder.pgid, signal.SIGKILL)
+        if self.executor.force_stop(holder.handle):
+            log.info("job %s: SIGCONT + SIGKILL to process group %s", holder.job_id, holder.pgid)

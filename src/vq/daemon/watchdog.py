@@ -27,8 +27,6 @@ from collections.abc import Callable
 from vq._fs import append_line
 from vq.config import WatchdogSettings
 from vq.domain.admission import effective_mem_mb
-from vq.domain.events import make_event, transition_event
-from vq.domain.lifecycle import apply_transition
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.domain.watchdog import (
@@ -39,10 +37,8 @@ from vq.domain.watchdog import (
     check_starved,
     check_wall,
 )
-from vq.executors.sampling import GroupUsage, sample_groups
+from vq.executors.sampling import GroupUsage
 from vq.services.context import ServiceContext
-from vq.services.kill import terminate_group
-from vq.store.events import append_event
 
 from .supervisor import Holder, Supervisor
 
@@ -65,13 +61,11 @@ class Watchdog:
         supervisor: Supervisor,
         lookup: Callable[[str], JobSpec | None],
         settings: WatchdogSettings,
-        on_change: Callable[[JobSpec], None],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
         self._lookup = lookup
-        self._on_change = on_change
         self._monotonic = monotonic
         self.configure(settings)
         self._cpu: dict[str, deque[CpuPoint]] = {}
@@ -130,9 +124,9 @@ class Watchdog:
                     self._enforce(holder, verdict)
             return
         self._last_scan = now
-        usage = sample_groups(holder.pgid for holder, _ in running if holder.pgid is not None)
+        usage = self.supervisor.executor.sample(holder.handle for holder, _ in running)
         for holder, spec in running:
-            group = usage.get(holder.pgid) if holder.pgid is not None else None
+            group = usage.get(holder.job_id)
             active = self.active_seconds(holder, spec, now)
             if group is not None:
                 history = self._cpu.setdefault(holder.job_id, deque())
@@ -180,41 +174,13 @@ class Watchdog:
         )
 
     def _enforce(self, holder: Holder, verdict: Verdict) -> None:
-        now = self.ctx.now()
-        changed: list[JobState] = []
-
-        def mutate(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.RUNNING:
-                return None  # paused, or another writer ended it first: theirs stands
-            changed.append(spec.state)
-            return apply_transition(spec, verdict.state, now, reason=verdict.reason)
-
-        spec = self.ctx.store.update(holder.job_id, mutate)
-        self._on_change(spec)
-        if not changed:
+        """The verdict is durable first (the lifecycle writer), then the group is
+        cancelled and owed its grace. A job another writer ended first keeps its state."""
+        moved = self.supervisor.lifecycle.watchdog_verdict(
+            holder.job_id, verdict.state, verdict.reason, verdict.evidence
+        )
+        if not moved.changed:
             return
         log.warning("job %s: %s", holder.job_id, verdict.reason)
-        append_event(
-            self.ctx.paths,
-            make_event(
-                "watchdog_kill",
-                holder.job_id,
-                now,
-                state=verdict.state.value,
-                reason=verdict.reason,
-                evidence=verdict.evidence,
-            ),
-        )
-        append_event(
-            self.ctx.paths,
-            transition_event(
-                holder.job_id,
-                now,
-                JobState.RUNNING.value,
-                verdict.state.value,
-                reason=verdict.reason,
-                evidence=verdict.evidence,
-            ),
-        )
-        terminate_group(holder.job_id, holder.pgid, holder.start_ticks)
+        self.supervisor.executor.cancel(holder.handle)
         self.supervisor.start_grace(holder.job_id)

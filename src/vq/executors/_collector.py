@@ -161,13 +161,16 @@ def _which(name: str, env: dict[str, str]) -> str | None:
     return None
 
 
-def _spawn_command(req: Request) -> tuple[int | None, int]:
-    """Start the command with ``posix_spawn`` (vfork-cheap): ``(pid, 0)``, or
-    ``(None, 126|127)`` after writing the reason to the job's stderr (execvp's codes)."""
+def _spawn_command(req: Request) -> tuple[int | None, int, str]:
+    """Start the command with ``posix_spawn`` (vfork-cheap): ``(pid, 0, "")``, or
+    ``(None, 126|127, reason)`` after writing the reason to the job's stderr (execvp's
+    codes)."""
     argv = req["argv"]
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     try:
+        stage = f"cannot enter the working directory {req['cwd']}"
         os.chdir(req["cwd"])  # the collector exists for this one command
+        stage = f"cannot execute '{argv[0]}'"
         path = _which(argv[0], req["env"])
         if path is None:
             raise FileNotFoundError(2, "No such file or directory")
@@ -183,7 +186,7 @@ def _spawn_command(req: Request) -> tuple[int | None, int]:
             setsigmask=(),
             setsigdef=_DEFAULT_SIGNALS,
         )
-        return pid, 0
+        return pid, 0, ""
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         try:
@@ -195,7 +198,7 @@ def _spawn_command(req: Request) -> tuple[int | None, int]:
         except OSError:
             pass
         denied = isinstance(exc, OSError) and exc.errno in _PERMISSION_ERRNOS
-        return None, 126 if denied else 127
+        return None, 126 if denied else 127, f"{stage}: {reason}"
 
 
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
@@ -230,8 +233,16 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     started_at = time.time()
     started = time.monotonic()
     if hasattr(os, "posix_spawn"):
-        spawned, failure = _spawn_command(req)
-        if spawned is None:  # never started: record the exit code execvp would have given
+        spawned, failure, reason = _spawn_command(req)
+        if spawned is None:
+            # Never started: note why (the daemon records a dispatch failure, not the
+            # payload's exit code), then the exit code execvp would have given.
+            try:
+                _atomic_write(
+                    os.path.join(marker_dir, "spawn-error"), reason.encode() + b"\n", durable=False
+                )
+            except OSError as exc:
+                _stderr(f"job {req.get('job_id')}: cannot write spawn-error: {exc}")
             return _record(req, started_at, started, failure << 8, None)
         child = spawned
     else:  # pragma: no cover - every supported platform has posix_spawn

@@ -280,7 +280,7 @@ def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         fresh.workdir_swept_at = when
         return fresh
 
-    return ctx.store.update(current.id, mutate)
+    return ctx.store.update(current.id, mutate).spec
 
 
 # --- archiving --------------------------------------------------------------------------------
@@ -364,7 +364,7 @@ def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
         fresh.archived_at, fresh.archive_path = when, str(target)
         return fresh
 
-    archived = ctx.store.update(current.id, mutate)
+    archived = ctx.store.update(current.id, mutate).spec
     crash_point("archive_after_record")
     try:
         remove_job_trees(ctx, current.id)

@@ -259,7 +259,7 @@ def stamp_fetched(ctx: ServiceContext, initial: JobSpec) -> datetime | None:
         spec.last_fetched_at = when
         return spec
 
-    return when if ctx.store.update(initial.id, mutate).last_fetched_at == when else None
+    return when if ctx.store.update(initial.id, mutate).changed else None
 
 
 def fetch_artifact(

@@ -21,10 +21,11 @@ from pathlib import Path
 from vq._fs import atomic_write_bytes, fsync_dir, read_regular, spec_lock
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec, load_spec
+from vq.domain.states import JobState
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
 from vq.paths import SPEC_SUFFIX, StatePaths
 
-__all__ = ["Quarantined", "ScanResult", "SpecStore", "encode_spec"]
+__all__ = ["Quarantined", "ScanResult", "SpecStore", "Updated", "encode_spec"]
 
 #: Spec files larger than this are refused as corrupt rather than read into memory.
 MAX_SPEC_BYTES = 4 * 1024 * 1024
@@ -51,6 +52,16 @@ class Quarantined:
             "reason": self.reason,
             "reference": self.reference,
         }
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What :meth:`SpecStore.update` did: the spec now on disk, whether it was written,
+    and the state the spec was in when it was read under the lock."""
+
+    spec: JobSpec
+    changed: bool
+    before: JobState
 
 
 @dataclass
@@ -164,13 +175,14 @@ class SpecStore:
         mutate: Callable[[JobSpec], JobSpec | None],
         *,
         durable: bool = True,
-    ) -> JobSpec:
-        """Read → ``mutate`` → write under the spec lock; returns the spec now on disk.
+    ) -> Updated:
+        """Read → ``mutate`` → write under the spec lock; reports what happened.
 
         ``mutate`` gets a freshly read spec (its own object) and returns the new spec, or
-        None for "no change" (nothing is written). Exceptions from ``mutate`` abort without
-        writing. ``durable=False`` is for facts recovery can re-derive (a launched job's
-        pid, found again through its ``VQ_JOB_ID`` environment).
+        None for "no change" (nothing is written; ``changed`` is False and ``spec`` is the
+        one on disk). Exceptions from ``mutate`` abort without writing. ``durable=False``
+        is for facts recovery can re-derive (a launched job's pid, found again through
+        its ``VQ_JOB_ID`` environment).
 
         An unknown id raises NotFound before any lock file is created (a probe for a
         made-up id leaves nothing behind, even in a queue directory not made yet).
@@ -178,10 +190,13 @@ class SpecStore:
         if not self.path(job_id).exists():
             self.read(job_id)  # raises the one NotFound message (or reports a dangling link)
         with self.locked(job_id):
-            updated = mutate(self.read(job_id))
+            current = self.read(job_id)
+            before = current.state
+            updated = mutate(current)
             if updated is None:
-                return self.read(job_id)  # mutate may have touched its object before refusing
+                # mutate may have touched its object before refusing: re-read
+                return Updated(self.read(job_id), changed=False, before=before)
             if updated.id != job_id:
                 raise ValueError(f"an update of {job_id} tried to write job {updated.id}")
             self.write_locked(updated, durable=durable)
-            return updated
+            return Updated(updated, changed=True, before=before)

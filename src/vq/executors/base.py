@@ -1,0 +1,138 @@
+"""The executor seam: "run this claimed job somewhere and tell me what happened".
+
+An executor owns everything that differs in *how* a job runs: starting it, observing it
+(its durable outcome, liveness, resource samples), cancelling it (SIGTERM now, a forced
+stop after the grace), suspending and resuming it, and recovering it after a restart
+(reattach, or classify what is left behind). Everything else — admission, state
+transitions, retries, terminal bookkeeping — is shared and lives above this seam.
+
+The daemon, the dispatcher, recovery and the kill and pause services reach a job's
+processes only through an :class:`Executor`; which one runs a spec is chosen by
+:class:`vq.executors.registry.ExecutorRegistry` (no ``scheduler_target``: the local
+executor; a scheduler lane otherwise). A remote vq daemon is *not* an executor: the
+remote queue owns its jobs.
+
+Contracts every implementation keeps:
+
+* ``launch`` never blocks on the job; its answer arrives through ``reply`` (possibly on
+  another thread) as one :class:`LaunchResult`. An error raised by ``launch`` itself is
+  a dispatch failure: nothing ran.
+* ``exit_code`` is the durable authority for the command's exit code; ``spawn_failure``
+  says the command never started (so its exit code is not the payload's).
+* ``cancel``, ``suspend``, ``resume`` and ``force_stop`` act only on a job whose identity
+  is proven (never on a reused pid) and report whether they reached it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from vq.domain.spec import JobSpec
+from vq.errors import VqError
+
+from .launch import Launched
+from .sampling import GroupUsage
+
+__all__ = [
+    "Executor",
+    "JobHandle",
+    "LaunchResult",
+    "NoExecutor",
+    "Recovered",
+    "RecoveryKind",
+]
+
+
+class NoExecutor(VqError):
+    """No executor is configured for a spec's execution target."""
+
+    default_reference = "no-executor"
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    """What an executor needs to find a running attempt again: the job and the identity
+    of its process group (recorded on the spec once the launch is confirmed)."""
+
+    job_id: str
+    pgid: int | None
+    start_ticks: int | None
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> JobHandle:
+        return cls(spec.id, spec.pgid, spec.pid_start_time)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """The answer to an asynchronous launch."""
+
+    job_id: str
+    launched: Launched | None
+    error: str | None
+    sent: bool = True  # False: the request never reached the executor (nothing ran)
+
+
+class RecoveryKind(enum.Enum):
+    REATTACHED = "reattached"  # a live attempt that is provably the job's
+    ENDED = "ended"  # nothing runs any more; ``exit_code``/``spawn_failure`` say how
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What a restart found for one RUNNING/SUSPENDED spec."""
+
+    kind: RecoveryKind
+    handle: JobHandle
+    exit_code: int | None = None
+    spawn_failure: str | None = None
+    #: True when the handle was found without the spec recording it (crash between the
+    #: claim and the pid record): the caller records it.
+    found_unrecorded: bool = False
+
+
+class Executor(Protocol):
+    """One way of running jobs (see the module contracts)."""
+
+    name: str
+
+    # --- launch ------------------------------------------------------------------------
+    def launch(
+        self,
+        spec: JobSpec,
+        env: Mapping[str, str],
+        mem_mb: int | None,
+        reply: Callable[[LaunchResult], None],
+    ) -> None: ...
+
+    # --- observe -----------------------------------------------------------------------
+    def exit_code(self, job_id: str) -> int | None: ...
+
+    def spawn_failure(self, job_id: str) -> str | None: ...
+
+    def running(self, handle: JobHandle) -> bool: ...
+
+    def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]: ...
+
+    # --- control -----------------------------------------------------------------------
+    def cancel(self, handle: JobHandle) -> bool: ...
+
+    def force_stop(self, handle: JobHandle) -> bool: ...
+
+    def suspend(self, handle: JobHandle) -> bool: ...
+
+    def resume(self, handle: JobHandle) -> bool: ...
+
+    # --- after a restart -----------------------------------------------------------------
+    def begin_recovery(self) -> None: ...
+
+    def end_recovery(self) -> None: ...
+
+    def recover(self, spec: JobSpec) -> Recovered: ...
+
+    def reap_leak(self, spec: JobSpec) -> bool: ...
+
+    def released(self, job_id: str) -> None: ...

@@ -1,0 +1,339 @@
+"""The local executor: jobs run on this host under a collector in their own process group.
+
+It owns the fork server (launches never fork the daemon), the collector's files (exit
+marker, spawn-failure note, ``collector.pid``), the process groups (signals, always
+after an identity check against pid reuse), ``/proc`` sampling, and the cgroup scope
+probe and wrapper (§5.2). See :mod:`vq.executors.base` for the contracts.
+
+Usable without a fork server (the CLI's no-daemon ``vq kill``/``pause``/``resume``):
+only ``launch`` needs one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from vq._fs import read_regular
+from vq.domain.spec import JobSpec
+from vq.paths import StatePaths
+from vq.transport.local import LocalRunner
+
+from . import procs
+from .base import JobHandle, LaunchResult, Recovered, RecoveryKind
+from .cgroups import CgroupMode, scope_argv, scope_name, stop_scope
+from .cgroups import probe as probe_cgroups
+from .forkserver_client import ForkServer
+from .identity import find_job_processes, group_is_job, job_processes
+from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
+from .sampling import GroupUsage, sample_groups
+
+__all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
+
+#: The collector's note, next to the exit marker, that the command never started.
+SPAWN_ERROR_NAME = "spawn-error"
+#: A scoped launch writes SCOPE_REQUESTED_NAME before it is sent; the command, once inside
+#: its scope, touches SCOPE_ENTERED_NAME and execs. One without the other after the exit
+#: means the scope could not be created: a launch failure, not the command's exit code.
+SCOPE_REQUESTED_NAME = "scope-requested"
+SCOPE_ENTERED_NAME = "scope-entered"
+#: Run inside the scope: note the entry (``$0`` is the note's path), then become the command.
+_ENTER_SCOPE = ': > "$0" && exec "$@"'
+
+
+@dataclass
+class _Census:
+    """One ``/proc`` scan for a whole recovery pass."""
+
+    groups: dict[int, list[int]]
+    by_job: dict[str, list[int]]
+
+
+class LocalExecutor:
+    """Runs jobs on this host (see the module docstring)."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        paths: StatePaths,
+        forkserver: ForkServer | None = None,
+        runner: LocalRunner | None = None,
+        command_prefix: Callable[[JobSpec], list[str]] = lambda spec: [],
+    ) -> None:
+        self.paths = paths
+        self.forkserver = forkserver
+        self.runner = runner or LocalRunner()
+        self.cgroup = CgroupMode("direct", "not probed yet")
+        self._extra_prefix = command_prefix
+        self._census: _Census | None = None
+
+    # --- the fork server ------------------------------------------------------------------
+    def attach_fork_server(self, on_exit: Callable[[CollectorExit], None]) -> ForkServer:
+        """Create the fork server; its collectors' exits are delivered to ``on_exit`` (on
+        the server's reader thread)."""
+        self.forkserver = ForkServer(on_exit)
+        return self.forkserver
+
+    def start(self) -> None:
+        """Start the fork server (a no-op while it runs)."""
+        if self.forkserver is not None:
+            self.forkserver.start()
+
+    def restart_if_dead(self) -> bool:
+        """Start a fork server that died; True if it had (its collectors are orphans now,
+        to be watched through ``/proc``)."""
+        if self.forkserver is None or self.forkserver.alive():
+            return False
+        self.forkserver.start()
+        return True
+
+    def close(self) -> None:
+        """Stop the fork server; running collectors and their jobs go on."""
+        if self.forkserver is not None:
+            self.forkserver.close()
+
+    # --- cgroup scopes (§5.2) ---------------------------------------------------------
+    def probe_scopes(self) -> CgroupMode:
+        """Run the bounded scope probe once; later launches follow its answer."""
+        self.cgroup = probe_cgroups(self.runner)
+        return self.cgroup
+
+    def _prefix(self, spec: JobSpec, mem_mb: int | None) -> list[str]:
+        scope: list[str] = []
+        if self.cgroup.scoped:
+            entered = str(self.paths.meta_dir(spec.id) / SCOPE_ENTERED_NAME)
+            scope = [
+                *scope_argv(spec.id, spec.cpus, mem_mb),
+                "/bin/sh",
+                "-c",
+                _ENTER_SCOPE,
+                entered,
+            ]
+        return [*scope, *self._extra_prefix(spec)]
+
+    def released(self, job_id: str) -> None:
+        """The attempt's budget is freed: stop its scope (best-effort)."""
+        if self.cgroup.scoped:
+            stop_scope(self.runner, job_id)
+
+    # --- launch --------------------------------------------------------------------------
+    def spawn_error_path(self, job_id: str) -> Path:
+        return self.paths.exit_code(job_id).with_name(SPAWN_ERROR_NAME)
+
+    def launch(
+        self,
+        spec: JobSpec,
+        env: Mapping[str, str],
+        mem_mb: int | None,
+        reply: Callable[[LaunchResult], None],
+    ) -> None:
+        """Send the launch to the fork server; the answer comes through ``reply`` (on the
+        server's reader thread). Raises LaunchError when nothing could be sent."""
+        paths = self.paths
+        job_id = spec.id
+        for stale in (
+            paths.exit_code(job_id),
+            paths.resource_usage(job_id),
+            paths.collector_pid(job_id),
+            self.spawn_error_path(job_id),
+            paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME,
+            paths.meta_dir(job_id) / SCOPE_ENTERED_NAME,
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)  # a previous attempt's files must never be read as ours
+        if self.forkserver is None:
+            raise LaunchError("this executor has no fork server")
+        workspace = paths.workspace(job_id)
+        try:
+            paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
+            paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
+            request = LaunchRequest(
+                job_id=job_id,
+                argv=[*self._prefix(spec, mem_mb), *spec.command],
+                cwd=Path(spec.cwd) if spec.cwd else workspace,
+                env=dict(env),
+                stdout=workspace / spec.stdout_path,
+                stderr=workspace / spec.stderr_path,
+                exit_code_path=paths.exit_code(job_id),
+                usage_path=paths.resource_usage(job_id),
+            )
+            request.to_message()  # refuse an ill-formed request here, not on the wire
+            if self.cgroup.scoped:
+                (paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME).touch()
+        except (ValueError, OSError) as exc:
+            raise LaunchError(str(exc)) from exc
+
+        def answered(job_id: str, launched: Launched | None, error: str | None, sent: bool) -> None:
+            reply(LaunchResult(job_id, launched, error, sent))
+
+        self.forkserver.launch_async(request, answered)
+
+    # --- observe ---------------------------------------------------------------------------
+    def exit_code(self, job_id: str) -> int | None:
+        """The command's exit code from ``_vq/exit-code``, or None if absent or invalid."""
+        try:
+            text = read_regular(self.paths.exit_code(job_id), 64).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        return int(text) if text.isdigit() and int(text) < 65536 else None
+
+    def spawn_failure(self, job_id: str) -> str | None:
+        """Why the command could not be started, if it could not: the collector's note,
+        or a scoped launch that never entered its scope."""
+        try:
+            text = (
+                read_regular(self.spawn_error_path(job_id), 4096).decode(errors="replace").strip()
+            )
+        except FileNotFoundError:
+            meta = self.paths.meta_dir(job_id)
+            if (meta / SCOPE_REQUESTED_NAME).exists() and not (meta / SCOPE_ENTERED_NAME).exists():
+                return (
+                    f"the job's cgroup scope {scope_name(job_id)} could not be created "
+                    "(systemd-run's message is in the job's stderr)"
+                )
+            return None
+        except OSError:
+            return None
+        return text or "the command could not be started"
+
+    def running(self, handle: JobHandle) -> bool:
+        """Whether any member of the job's group is alive (zombies count as gone)."""
+        return handle.pgid is not None and bool(procs.live_group_members(handle.pgid))
+
+    def leader_alive(self, pid: int) -> bool:
+        """Whether the collector itself still runs (orphan polling)."""
+        return procs.is_alive(pid)
+
+    def find_unrecorded(self, job_id: str) -> Launched | None:
+        """A launch whose answer was lost (fork-server death): its group, found through
+        the ``VQ_JOB_ID`` environment of its processes."""
+        found = find_job_processes(job_id)
+        stat = procs.read_stat(found[0]) if found else None
+        if stat is None:
+            return None
+        leader = procs.read_stat(stat.pgid)
+        return Launched(job_id, stat.pgid, stat.pgid, leader.start_ticks if leader else None)
+
+    def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]:
+        """One ``/proc`` scan: usage of each job's group, by job id (absent: no group)."""
+        by_pgid = {h.pgid: h.job_id for h in handles if h.pgid is not None}
+        usage = sample_groups(by_pgid)
+        return {by_pgid[pgid]: group for pgid, group in usage.items() if pgid in by_pgid}
+
+    # --- control -----------------------------------------------------------------------------
+    def _signal(self, handle: JobHandle, sig: int) -> bool:
+        if handle.pgid is None or not group_is_job(handle.job_id, handle.pgid, handle.start_ticks):
+            return False
+        return procs.signal_group(handle.pgid, sig)
+
+    def cancel(self, handle: JobHandle) -> bool:
+        """SIGTERM (and SIGCONT, so a stopped group can act on it); the grace is the
+        caller's. Returns whether a live group that is provably the job's was signalled."""
+        sent = self._signal(handle, signal.SIGTERM)
+        if sent and handle.pgid is not None:
+            procs.signal_group(handle.pgid, signal.SIGCONT)
+        return sent
+
+    def force_stop(self, handle: JobHandle) -> bool:
+        """SIGCONT + SIGKILL to the job's group (after its grace)."""
+        if handle.pgid is None or not self._signal(handle, signal.SIGCONT):
+            return False
+        return procs.signal_group(handle.pgid, signal.SIGKILL)
+
+    def suspend(self, handle: JobHandle) -> bool:
+        return self._signal(handle, signal.SIGSTOP)
+
+    def resume(self, handle: JobHandle) -> bool:
+        return self._signal(handle, signal.SIGCONT)
+
+    def stop_after_grace(self, handle: JobHandle, grace: float) -> bool:
+        """Wait up to ``grace`` for the group to exit; then force-stop what remains.
+
+        For callers without a supervising loop (the CLI with no daemon). Returns True
+        when SIGKILL had to be sent.
+        """
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if not self.running(handle):
+                return False
+            time.sleep(0.1)
+        return self.force_stop(handle)
+
+    # --- after a restart ---------------------------------------------------------------------
+    def begin_recovery(self) -> None:
+        """Take the one ``/proc`` census a recovery pass reads."""
+        self._census = _Census(procs.live_groups(), job_processes())
+
+    def end_recovery(self) -> None:
+        self._census = None
+
+    def _census_now(self) -> _Census:
+        if self._census is None:
+            self._census = _Census(procs.live_groups(), job_processes())
+        return self._census
+
+    def _collector_record(self, job_id: str) -> tuple[int, int] | None:
+        """The live collector named by ``_vq/collector.pid`` (identity-checked), if any."""
+        try:
+            pid_text, ticks_text = (
+                read_regular(self.paths.collector_pid(job_id), 256).decode().split()
+            )
+            pid, ticks = int(pid_text), int(ticks_text)
+        except (OSError, ValueError):
+            return None
+        return (pid, ticks) if procs.matches_identity(pid, ticks) else None
+
+    def _locate(self, spec: JobSpec) -> JobHandle:
+        """The job's group: from the spec, else (a launch whose pid was never recorded)
+        from the collector's own ``collector.pid``, else from the ``VQ_JOB_ID``
+        environment of its processes."""
+        if spec.pgid is not None:
+            return JobHandle.of(spec)
+        record = self._collector_record(spec.id)
+        if record is not None:
+            return JobHandle(spec.id, record[0], record[1])
+        for pid in self._census_now().by_job.get(spec.id, []):
+            stat = procs.read_stat(pid)
+            if stat is not None:
+                leader = procs.read_stat(stat.pgid)
+                return JobHandle(spec.id, stat.pgid, leader.start_ticks if leader else None)
+        return JobHandle(spec.id, None, None)
+
+    def _kill_group(self, pgid: int) -> None:
+        procs.signal_group(pgid, signal.SIGCONT)
+        procs.signal_group(pgid, signal.SIGKILL)
+
+    def recover(self, spec: JobSpec) -> Recovered:
+        """Reattach a live group that is the job's (its collector alive); otherwise reap
+        what is left of the group and report the durable outcome."""
+        handle = self._locate(spec)
+        if handle.pgid is not None and group_is_job(spec.id, handle.pgid, handle.start_ticks):
+            if procs.is_alive(handle.pgid):
+                return Recovered(
+                    RecoveryKind.REATTACHED, handle, found_unrecorded=spec.pgid is None
+                )
+            self._kill_group(handle.pgid)  # collector gone, members live: reap them
+        return Recovered(
+            RecoveryKind.ENDED,
+            handle,
+            exit_code=self.exit_code(spec.id),
+            spawn_failure=self.spawn_failure(spec.id),
+        )
+
+    def reap_leak(self, spec: JobSpec) -> bool:
+        """A terminal job whose group survives (provably its own): SIGCONT + SIGKILL."""
+        handle = self._locate(spec)
+        if (
+            handle.pgid is not None
+            and handle.pgid in self._census_now().groups
+            and group_is_job(spec.id, handle.pgid, handle.start_ticks)
+        ):
+            self._kill_group(handle.pgid)
+            return True
+        return False

@@ -1,0 +1,391 @@
+"""The one writer of job state transitions, and of the end of a job.
+
+Every state change of a spec goes through :class:`Lifecycle`: claim, launch record,
+requeue of a launch that never left, dispatch failures, watchdog verdicts, kill, pause,
+resume, the end of an attempt (live or found by recovery) and the terminal bookkeeping.
+Each one is a single :meth:`vq.store.specs.SpecStore.update` under the spec lock that
+applies :func:`vq.domain.lifecycle.apply_transition`; the ``state_transition`` event is
+appended only when the state on disk actually moved (a refused or no-op request writes
+no event).
+
+The end of a job — terminal state written *and* no process of it left — runs the same
+bookkeeping on every path (:meth:`Lifecycle.ended`): ``failure_tail`` for a
+non-COMPLETED ending that has none yet (a kill or a watchdog verdict is written before
+the group is gone, so its tail is read once the exit is reaped), the index update, then
+the owner's hook (the daemon's webhook, ``--rerun-until-file-exists`` sibling and
+``--clean-workdir`` sweep). It runs once per ending.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from vq.domain.events import make_event, transition_event
+from vq.domain.lifecycle import Outcome, apply_transition
+from vq.domain.programs import ProgramStatus, resolved_pin
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import Conflict, VqError
+from vq.services.context import ServiceContext
+from vq.services.outcomes import decide_outcome, read_stderr_tail
+from vq.store.events import append_event
+
+__all__ = ["Lifecycle", "Transition"]
+
+#: How many endings :meth:`Lifecycle.ended` remembers to run its bookkeeping only once.
+_ENDED_MEMORY = 4096
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One request's result: the spec on disk, its state before, and whether it moved."""
+
+    spec: JobSpec
+    previous: JobState
+    changed: bool
+
+
+def _no_op(spec: JobSpec) -> None:
+    return None
+
+
+class Lifecycle:
+    """The transitions of one state root.
+
+    ``on_change`` sees every spec written (the daemon's index); ``on_ended`` runs the
+    owner's end-of-job work once per ending (it must not raise; it may be called on any
+    thread that ends a job).
+    """
+
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        *,
+        on_change: Callable[[JobSpec], None] = _no_op,
+        on_ended: Callable[[JobSpec], None] = _no_op,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ctx = ctx
+        self.on_change = on_change
+        self.on_ended = on_ended
+        self._monotonic = monotonic
+        self._ended: OrderedDict[tuple[str, datetime | None], None] = OrderedDict()
+        self._ended_lock = threading.Lock()  # a PENDING kill ends a job on an RPC thread
+
+    # --- the one write path ------------------------------------------------------------
+    def _move(
+        self,
+        job_id: str,
+        decide: Callable[[JobSpec], JobSpec | None],
+        *,
+        now: datetime,
+        durable: bool = True,
+        preceding: Callable[[JobState], list[dict[str, Any]]] = lambda previous: [],
+        reason: str | None = None,
+        **fields: Any,
+    ) -> Transition:
+        """Update under the lock; append ``preceding`` events and the transition event
+        (``reason``, else the recorded ``failure_reason``) only if the state moved."""
+        result = self.ctx.store.update(job_id, decide, durable=durable)
+        spec = result.spec
+        changed = result.changed and spec.state is not result.before
+        if changed:
+            for event in preceding(result.before):
+                append_event(self.ctx.paths, event)
+            if reason is None and spec.state is not JobState.COMPLETED:
+                reason = spec.failure_reason
+            append_event(
+                self.ctx.paths,
+                transition_event(
+                    job_id, now, result.before.value, spec.state.value, reason=reason, **fields
+                ),
+            )
+        self.on_change(spec)
+        return Transition(spec, result.before, changed)
+
+    # --- dispatch --------------------------------------------------------------------------
+    def claim(
+        self, job_id: str, *, workdir: str, program: ProgramStatus | None = None
+    ) -> Transition:
+        """PENDING (and due) → RUNNING, durable before the launch; records ``workdir`` and
+        the program SHA that will actually run."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.PENDING:
+                return None
+            if spec.not_before is not None and spec.not_before > now:
+                return None
+            spec.workdir = workdir
+            if program is not None:  # the SHA that will actually run, never the submit one
+                spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
+            return apply_transition(spec, JobState.RUNNING, now)
+
+        return self._move(job_id, decide, now=now)
+
+    def record_launch(
+        self,
+        job_id: str,
+        pid: int,
+        pgid: int,
+        start_ticks: int | None,
+        *,
+        event: bool = True,
+        durable: bool = False,
+    ) -> JobSpec:
+        """The launched attempt's identity (no state change).
+
+        Not fsync'd by default: after a power loss no process survives anyway, and
+        recovery finds a live group through its ``VQ_JOB_ID`` environment when the pid is
+        missing.
+        """
+
+        def record(current: JobSpec) -> JobSpec:
+            current.pid, current.pgid, current.pid_start_time = pid, pgid, start_ticks
+            return current
+
+        spec = self.ctx.store.update(job_id, record, durable=durable).spec
+        self.on_change(spec)
+        if event:
+            append_event(
+                self.ctx.paths,
+                make_event(
+                    "dispatched",
+                    job_id,
+                    self.ctx.now(),
+                    pid=pid,
+                    pgid=pgid,
+                    cpus=spec.cpus,
+                    mem_mb=spec.mem_mb,
+                ),
+            )
+        return spec
+
+    def requeue_unlaunched(self, job_id: str, reason: str) -> Transition:
+        """RUNNING → PENDING for a claim whose launch provably never left."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.RUNNING or spec.pid is not None:
+                return None
+            spec.started_at = None
+            return apply_transition(spec, JobState.PENDING, now, reason=reason)
+
+        return self._move(job_id, decide, now=now)
+
+    def fail_pending(self, job_id: str, reason: str) -> Transition:
+        """PENDING → FAILED (a dependency cascade, a refused program, no executor)."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.PENDING:
+                return None
+            return apply_transition(spec, JobState.FAILED, now, reason=reason)
+
+        moved = self._move(job_id, decide, now=now)
+        if moved.changed:
+            self.ended(moved.spec)
+        return moved
+
+    def fail_dispatch(self, job_id: str, reason: str) -> Transition:
+        """A claimed job whose launch failed (nothing of it runs) → FAILED with the
+        reason, never consuming retry budget. A terminal spec (killed meanwhile) stays."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.is_terminal or spec.state is JobState.PENDING:
+                return None
+            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+            return apply_transition(spec, JobState.FAILED, now, reason=reason)
+
+        moved = self._move(job_id, decide, now=now)
+        self.ended(moved.spec)
+        return moved
+
+    # --- supervision -------------------------------------------------------------------------
+    def watchdog_verdict(
+        self, job_id: str, state: JobState, reason: str, evidence: dict[str, Any]
+    ) -> Transition:
+        """RUNNING → OOM_KILLED / TIME_EXCEEDED / STARVED, written before any signal. A
+        paused job, or one another writer ended first, keeps its state."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.RUNNING:
+                return None
+            return apply_transition(spec, state, now, reason=reason)
+
+        def watchdog_kill(previous: JobState) -> list[dict[str, Any]]:
+            return [
+                make_event(
+                    "watchdog_kill",
+                    job_id,
+                    now,
+                    state=state.value,
+                    reason=reason,
+                    evidence=evidence,
+                )
+            ]
+
+        return self._move(job_id, decide, now=now, preceding=watchdog_kill, evidence=evidence)
+
+    def finish_attempt(
+        self,
+        job_id: str,
+        exit_code: int | None,
+        *,
+        unknown_state: JobState = JobState.FAILED,
+        unknown_reason: str = "the job's exit code is unknown",
+        marker_backed: bool = False,
+    ) -> Transition:
+        """Persist the end of the current attempt (rules in :mod:`vq.services.outcomes`).
+
+        A terminal spec keeps its state (sticky); a late exit code is only filled in.
+        ``marker_backed``: the exit code came from the executor's durable record, so the
+        spec write is atomic but not fsync'd (recovery re-derives the same outcome after
+        a power loss). Without one the outcome exists nowhere else: fully durable.
+        """
+        now = self.ctx.now()
+        # The stderr tail is read before the lock is taken, and only when it can be needed.
+        tail = None if exit_code == 0 else read_stderr_tail(self.ctx, self.ctx.store.read(job_id))
+        unknown = Outcome(unknown_state, unknown_reason)
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.is_terminal:
+                if exit_code is not None and spec.exit_code is None:
+                    spec.exit_code = exit_code
+                    return spec
+                return None
+            if spec.state is JobState.PENDING:
+                return None  # not running: nothing of this attempt to record
+            if spec.state is JobState.SUSPENDED:
+                spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+                spec = apply_transition(spec, JobState.RUNNING, now)
+            outcome = decide_outcome(spec, exit_code, unknown, now)
+            spec.exit_code = exit_code
+            if outcome.state is JobState.PENDING:
+                spec.retry_count += 1
+                spec.not_before = outcome.retry_not_before
+            elif outcome.state is not JobState.COMPLETED:
+                spec.failure_tail = tail
+            return apply_transition(spec, outcome.state, now, reason=outcome.reason)
+
+        durable = not (marker_backed and exit_code is not None)
+        return self._move(job_id, decide, now=now, durable=durable, exit_code=exit_code)
+
+    # --- operator control --------------------------------------------------------------------
+    def kill(self, job_id: str, reason: str) -> Transition:
+        """Write KILLED (sticky) before any signal. Killing a KILLED job changes nothing;
+        any other terminal state is a Conflict naming it. A PENDING job has ended at once."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is JobState.KILLED:
+                return None
+            if spec.is_terminal:
+                raise Conflict(
+                    f"job {job_id} already ended as {spec.state.value}",
+                    hint="there is nothing to kill; `vq status` shows how it ended",
+                )
+            if spec.state is JobState.SUSPENDED:
+                spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+            return apply_transition(spec, JobState.KILLED, now, reason=reason)
+
+        def requested(previous: JobState) -> list[dict[str, Any]]:
+            return [make_event("kill_requested", job_id, now, state=previous.value)]
+
+        moved = self._move(job_id, decide, now=now, preceding=requested)
+        if moved.changed and moved.previous is JobState.PENDING:
+            self.ended(moved.spec)
+        return moved
+
+    def pause(self, job_id: str, by: str) -> Transition:
+        """RUNNING → SUSPENDED, durable before SIGSTOP. Pausing a SUSPENDED job changes
+        nothing; a job still starting (no process recorded yet) is a Conflict."""
+        now, now_mono = self.ctx.now(), self._monotonic()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is JobState.SUSPENDED:
+                return None
+            if spec.state is not JobState.RUNNING:
+                raise Conflict(
+                    f"job {job_id} is {spec.state.value}; only a RUNNING job can be paused",
+                    hint="`vq status` shows its state",
+                )
+            if spec.pgid is None:
+                raise Conflict(f"job {job_id} is still starting", hint="try again in a moment")
+            spec.paused_at = now
+            spec.paused_monotonic_at = now_mono
+            spec.paused_by = by
+            return apply_transition(spec, JobState.SUSPENDED, now)
+
+        return self._move(job_id, decide, now=now, reason=f"paused by {by}")
+
+    def resume(self, job_id: str, *, only_paused_by: str | None = None) -> Transition:
+        """SUSPENDED → RUNNING with the pause added to ``paused_seconds_total``, durable
+        before SIGCONT. With ``only_paused_by``, a job someone else paused stays."""
+        now, now_mono = self.ctx.now(), self._monotonic()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is JobState.RUNNING:
+                return None
+            if spec.state is not JobState.SUSPENDED:
+                raise Conflict(
+                    f"job {job_id} is {spec.state.value}; only a SUSPENDED job can be resumed",
+                    hint="`vq status` shows its state",
+                )
+            if only_paused_by is not None and spec.paused_by != only_paused_by:
+                return None
+            spec.paused_seconds_total += paused_seconds(spec, now_mono)
+            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+            return apply_transition(spec, JobState.RUNNING, now)
+
+        return self._move(job_id, decide, now=now, reason="resumed")
+
+    # --- the end of a job ----------------------------------------------------------------------
+    def ended(self, spec_or_id: JobSpec | str) -> JobSpec | None:
+        """Terminal bookkeeping for a job that has fully ended (terminal, nothing of it
+        running): the same on every path, once per ending. Returns the spec, or None if
+        it is not terminal (nothing to do)."""
+        job_id = spec_or_id if isinstance(spec_or_id, str) else spec_or_id.id
+        try:
+            spec = self.ctx.store.read(job_id)
+        except VqError:
+            return None  # removed or unreadable: nothing left to do bookkeeping on
+        if not spec.is_terminal:
+            return None
+        key = (job_id, spec.finished_at)
+        with self._ended_lock:
+            if key in self._ended:
+                return spec
+            self._ended[key] = None
+            while len(self._ended) > _ENDED_MEMORY:
+                self._ended.popitem(last=False)
+        if spec.state is not JobState.COMPLETED and spec.failure_tail is None:
+            tail = read_stderr_tail(self.ctx, spec)  # outside the lock
+            if tail is not None:
+
+                def fill(current: JobSpec) -> JobSpec | None:
+                    if current.failure_tail is not None or current.finished_at != spec.finished_at:
+                        return None
+                    current.failure_tail = tail
+                    return current
+
+                # Re-derivable from the stderr file: atomic, not fsync'd.
+                spec = self.ctx.store.update(job_id, fill, durable=False).spec
+        self.on_change(spec)
+        self.on_ended(spec)
+        return spec
+
+
+def paused_seconds(spec: JobSpec, now_monotonic: float) -> float:
+    """How long the current pause has lasted (wall clock if the machine rebooted)."""
+    if spec.paused_monotonic_at is not None and spec.paused_monotonic_at <= now_monotonic:
+        return now_monotonic - spec.paused_monotonic_at
+    return 0.0

@@ -1,0 +1,157 @@
+"""The execution seam and the one lifecycle writer, kept by an AST check.
+
+* Services reach a job's processes only through an executor: no module in
+  ``vq.services`` signals a process (``os.kill``/``os.killpg``, or the executors'
+  ``signal_group``) or reads the collector's exit marker.
+* Only the lifecycle writer (``vq.services.lifecycle``) applies a state transition:
+  nothing else calls ``apply_transition`` or assigns a spec's ``state``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parent.parent.parent / "src" / "vq"
+LIFECYCLE_WRITER = SRC / "services" / "lifecycle.py"
+#: Where the transition function itself is defined (pure rules, no writes).
+TRANSITION_RULES = SRC / "domain" / "lifecycle.py"
+
+SIGNALLING = {"kill", "killpg", "signal_group", "terminate_group"}
+
+
+def _modules(under: Path) -> list[Path]:
+    return sorted(under.rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(SRC))
+
+
+def _called_name(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def signalling_in(source: str) -> list[str]:
+    """Process signalling and collector-marker reads found in ``source``."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in {"os", "signal"}:
+            problems += [
+                f"line {node.lineno}: from {node.module} import {a.name}"
+                for a in node.names
+                if a.name in {"kill", "killpg", "pidfd_send_signal"}
+            ]
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vq.executors"):
+            problems += [
+                f"line {node.lineno}: imports {node.module}.{a.name}"
+                for a in node.names
+                if a.name in SIGNALLING
+            ]
+        if isinstance(node, ast.Call):
+            func, name = node.func, _called_name(node)
+            if name in {"signal_group", "terminate_group"}:
+                problems.append(f"line {node.lineno}: calls {name}()")
+            elif name in {"kill", "killpg"} and (
+                isinstance(func, ast.Name)  # from os import kill
+                or (isinstance(func, ast.Attribute) and _is_name(func.value, "os"))
+            ):
+                problems.append(f"line {node.lineno}: calls os.{name}()")
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in {"exit_code", "collector_pid"}
+                and isinstance(func.value, ast.Attribute)
+                and func.value.attr == "paths"
+            ):
+                problems.append(f"line {node.lineno}: reads the collector's {func.attr} file")
+    return problems
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def transitions_in(source: str) -> list[str]:
+    """Transition applications and ``.state`` assignments found in ``source``."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _called_name(node) in {
+            "apply_transition",
+            "check_transition",
+        }:
+            problems.append(f"line {node.lineno}: calls {_called_name(node)}()")
+        if isinstance(node, ast.ImportFrom) and node.module == "vq.domain.lifecycle":
+            problems += [
+                f"line {node.lineno}: imports {a.name}"
+                for a in node.names
+                if a.name == "apply_transition"
+            ]
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr == "state":
+                    problems.append(f"line {node.lineno}: assigns .state")
+    return problems
+
+
+@pytest.mark.parametrize("path", _modules(SRC / "services"), ids=_name)
+def test_services_never_signal_processes_or_read_markers(path: Path) -> None:
+    problems = signalling_in(path.read_text())
+    assert not problems, f"{_name(path)} reaches a job's processes without its executor: " + (
+        "; ".join(problems)
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules(SRC) if p not in (LIFECYCLE_WRITER, TRANSITION_RULES)],
+    ids=_name,
+)
+def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
+    problems = transitions_in(path.read_text())
+    assert not problems, (
+        f"{_name(path)} changes a job's state outside {_name(LIFECYCLE_WRITER)}: "
+        + ("; ".join(problems))
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.killpg(1, 9)\n",
+        "import os\nos.kill(1, 9)\n",
+        "from os import killpg\n",
+        "from vq.executors.procs import signal_group\n",
+        "from vq.executors import procs\nprocs.signal_group(5, 15)\n",
+        "def f(ctx):\n    return open(ctx.paths.exit_code('x'))\n",
+    ],
+)
+def test_the_signalling_check_sees_each_form(source: str) -> None:
+    assert signalling_in(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from vq.domain.lifecycle import apply_transition\n",
+        "apply_transition(spec, JobState.FAILED, now)\n",
+        "spec.state = JobState.RUNNING\n",
+    ],
+)
+def test_the_transition_check_sees_each_form(source: str) -> None:
+    assert transitions_in(source)
+
+
+def test_a_service_verb_named_kill_is_not_signalling() -> None:
+    assert not signalling_in("lifecycle.kill('x', 'why')\nLifecycle(ctx).kill('x', 'y')\n")
+
+
+def test_the_lifecycle_writer_itself_is_seen_applying_transitions() -> None:
+    assert transitions_in(LIFECYCLE_WRITER.read_text())
