@@ -49,6 +49,8 @@ MUTATING = frozenset(
         "campaign artifact-publish",
     }
 )
+#: Verbs that only report what they would do unless given their flag (dry runs change nothing).
+DRY_UNLESS = {"cleanup": "--execute", "campaign cleanup": "--apply"}
 _GROUPS = frozenset({"daemon", "web", "config", "programs", "campaign"})
 _JOB_ID = re.compile(r"[0-9a-f]{12}")
 
@@ -90,6 +92,8 @@ def record(args: list[str], exit_code: int, env: dict[str, str] | None = None) -
         verb = verb_of(args)
         if verb is None or verb not in MUTATING:
             return
+        if verb in DRY_UNLESS and DRY_UNLESS[verb] not in args:
+            return  # a dry run
         from vq._roots import state_root
 
         root = state_root(os.environ if env is None else env)
