@@ -18,10 +18,11 @@ match ``[a-z0-9][a-z0-9-]{0,62}``; anything else fails configuration loading.
 from __future__ import annotations
 
 import re
-import socket
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vq._hostnames import HOST_NAME, LOCAL_NAMES, is_local_name
 
 __all__ = [
     "HOST_NAME",
@@ -32,16 +33,7 @@ __all__ = [
     "is_local_name",
 ]
 
-#: A configured host's name (also its health file's name).
-HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
-#: Names that always mean this queue.
-LOCAL_NAMES = frozenset({"localhost", "local"})
 _SSH_DEST = re.compile(r"[A-Za-z0-9_.%+@:\[\]-]+")
-
-
-def is_local_name(name: str) -> bool:
-    """Whether ``name`` is an alias of this queue (``localhost``, ``local``, this host)."""
-    return name in LOCAL_NAMES or name == socket.gethostname().split(".")[0].lower()
 
 
 class HostSettings(BaseModel):

@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["GIVEN", "SUBMIT_OPTIONS", "Option", "build_params", "parse_fast"]
+__all__ = [
+    "GIVEN",
+    "STDIN_TAR_LABEL",
+    "SUBMIT_OPTIONS",
+    "Option",
+    "build_params",
+    "parse_fast",
+    "release_spool",
+]
+
+#: ``workspace_source`` of a job whose workspace came as a tar on stdin (``--source-tar -``).
+STDIN_TAR_LABEL = "ssh: source tar on stdin"
 
 #: The largest ``--array-from`` file read (bytes).
 MAX_ARRAY_FROM_BYTES = 16 * 1024 * 1024
@@ -121,6 +132,12 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
     ),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
+    Option(
+        "--source-tar",
+        "source_tar",
+        "str",
+        "Read the workspace as a tar stream from stdin ('-'); used by vq submit HOST.",
+    ),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
 
@@ -261,9 +278,18 @@ def build_params(
         from vq.domain.arrays import parse_array
 
         array = parse_array(values["array"])
+    source = _source(positional)
+    label = None
+    if values.get("source_tar") is not None:
+        if source is not None:
+            raise UsageError(
+                "give either SOURCE or --source-tar, not both",
+                hint="--source-tar - reads the workspace tar from stdin",
+            )
+        source, label = _spool_stdin_tar(values["source_tar"]), STDIN_TAR_LABEL
     params: dict[str, Any] = {
         "command": command,
-        "source": _source(positional),
+        "source": source,
         "cwd": os.path.abspath(cwd) if cwd else None,
         "cpus": values["cpus"],
         "mem_mb": _mem_mb(values),
@@ -290,6 +316,8 @@ def build_params(
         "program": values.get("program"),
         "expected_sha": values.get("expected_sha"),
     }
+    if label is not None:
+        params["source_label"] = label
     given = values.get(GIVEN)
     if given is not None and "mem" in given:
         given = given | {"mem_mb"}
@@ -327,6 +355,44 @@ def _require_utf8(command: list[str], positional: list[str], values: dict[str, A
                     hint="vq stores commands as text: pass such bytes through a file or "
                     "an escape the command decodes itself (printf '\\xff')",
                 ) from None
+
+
+def _spool_stdin_tar(value: str) -> str:
+    """Copy the tar on stdin to ``<state-root>/incoming/`` (private) and return its path.
+
+    The submit path then treats it as an ordinary ``.tar`` SOURCE (same safety checks);
+    :func:`release_spool` removes it once the submit has returned.
+    """
+    import sys
+    import tempfile
+
+    from vq import _roots
+
+    if value != "-":
+        raise UsageError(
+            f"--source-tar takes '-' (stdin), not {value!r}",
+            hint="to submit a local archive, give it as SOURCE",
+        )
+    incoming = os.path.join(_roots.state_root(os.environ), "incoming")
+    os.makedirs(incoming, mode=0o700, exist_ok=True)
+    fd, path = tempfile.mkstemp(prefix="stdin-", suffix=".tar", dir=incoming)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk := sys.stdin.buffer.read(1 << 20):
+                out.write(chunk)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def release_spool(params: dict[str, Any]) -> None:
+    """Remove the stdin tar spooled for ``params`` (a no-op for any other source)."""
+    if params.get("source_label") == STDIN_TAR_LABEL and params.get("source"):
+        try:
+            os.unlink(params["source"])
+        except OSError:
+            pass
 
 
 def _array_lines(path: str) -> list[str]:
