@@ -32,15 +32,25 @@ def is_local_name(name: str) -> bool:
 
 
 def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast)."""
+    """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast).
+
+    A file that is not valid TOML is a :class:`~vq.errors.ConfigError` (as it is for
+    every other verb); a missing or unreadable one has no hosts.
+    """
     env = os.environ if env is None else env
     names: set[str] = set()
     for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
         try:
             with open(path, "rb") as handle:
                 hosts = tomllib.load(handle).get("hosts", {})
-        except (OSError, tomllib.TOMLDecodeError):
+        except OSError:
             continue
+        except tomllib.TOMLDecodeError as exc:
+            from vq.errors import ConfigError
+
+            raise ConfigError(
+                f"{path}: {exc}", hint="fix the TOML syntax (vq config check FILE)"
+            ) from exc
         if isinstance(hosts, dict):
             names.update(str(name) for name in hosts)
     return frozenset(names)
