@@ -125,12 +125,14 @@ class RemoteFleet:
 
     def popen(self, *args: str, stderr: Path | None = None) -> subprocess.Popen[bytes]:
         """``vq ARGS`` in the background; stderr to a file when given (to poll it)."""
-        return subprocess.Popen(
-            [sys.executable, "-m", "vq", *args],
-            env=self.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stderr is None else stderr.open("wb"),
-        )
+        with contextlib.ExitStack() as stack:
+            err = subprocess.PIPE if stderr is None else stack.enter_context(stderr.open("wb"))
+            return subprocess.Popen(
+                [sys.executable, "-m", "vq", *args],
+                env=self.env(),
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
 
     def ssh(self, host: str, *words: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         import shlex
@@ -174,6 +176,34 @@ class RemoteFleet:
         finally:
             subprocess.run([*link, "up"], check=True)
             wait_until(lambda: self.ssh(host, "true", timeout=10).returncode == 0, 30)
+
+
+@contextlib.contextmanager
+def slow_uplink(host: str, rate: str = "16mbit") -> Iterator[None]:
+    """Rate-limit traffic towards ``host`` (its root-side veth), always removed after."""
+    device = f"vq{host}-host"
+    subprocess.run(
+        [
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            device,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "32kbit",
+            "latency",
+            "400ms",
+        ],
+        check=True,
+    )
+    try:
+        yield
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", device, "root"], check=False)
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.1) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.remote_fleet import HOSTS, RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import (
+    HOSTS,
+    RemoteFleet,
+    remote_fleet_of,
+    slow_uplink,
+    wait_until,
+)
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
 
@@ -168,39 +174,28 @@ def test_keyed_submit_cut_during_upload_is_outcome_unknown_then_exactly_one_job(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
     import os
+    import shutil
 
     payload = tmp_path / "big.bin"
-    payload.write_bytes(os.urandom(24 << 20))
-    args = (
-        "submit",
-        "h1",
-        str(payload),
-        "--idempotency-key",
-        "cut-1",
-        "--job-name",
-        "cut-1",
-        "--",
-        "true",
-    )
+    payload.write_bytes(os.urandom(8 << 20))
+    args = ("submit", "h1", str(payload), "--idempotency-key", "cut-1", "--job-name", "cut-1")
     incoming = fleet.remote_state("h1") / "incoming"
-    submitter = fleet.popen(*args)
-    wait_until(lambda: incoming.is_dir() and any(incoming.iterdir()), 30, interval=0.02)
-    with fleet.partition("h1"):
-        _, err = submitter.communicate(timeout=60)
+    # a slow link (2 MB/s) keeps the 8 MiB upload in flight long enough to cut it
+    with slow_uplink("h1"):
+        submitter = fleet.popen(*args, "--", "true")
+        wait_until(lambda: incoming.is_dir() and any(incoming.iterdir()), 30, interval=0.02)
+        with fleet.partition("h1"):
+            _, err = submitter.communicate(timeout=60)
     assert submitter.returncode == 12, err
     assert b"same --idempotency-key" in err
     kept = list((fleet.local / "outbox").iterdir())
-    assert len(kept) == 1 and (kept[0] / "source.tar").stat().st_size > 24 << 20
-    again = fleet.vq(*args, timeout=120)
+    assert len(kept) == 1 and (kept[0] / "source.tar").stat().st_size > 8 << 20
+    again = fleet.vq(*args, "--", "true", timeout=120)
     assert again.returncode == 0, again.stderr
     listed = fleet.vq("queue", "h1", "--name", "cut-1", "--json")
-    rows = json.loads(listed.stdout)
-    rows = rows["jobs"] if isinstance(rows, dict) else rows
-    assert [row["id"] for row in rows] == [again.stdout.strip()]
+    assert [row["id"] for row in json.loads(listed.stdout)["jobs"]] == [again.stdout.strip()]
     assert fleet.health("h1")["status"] == "ok"
     for entry in kept:  # reconciled by hand, as the hint says
-        import shutil
-
         shutil.rmtree(entry)
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from vq.errors import NotFound, OutcomeUnknown, TransportError
 from vq.remote.host import RemoteHost, remote_error
 
-__all__ = ["delegate_submit", "outbox_dir", "pack_source"]
+__all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
 
 #: ssh's own words when the connection was never made: the command cannot have run.
 _NEVER_CONNECTED = re.compile(
@@ -41,6 +41,46 @@ _NEVER_CONNECTED = re.compile(
 )
 #: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
 _UPLOAD_BYTES_PER_S = 4 << 20
+
+
+#: Submit field → its ``vq submit`` option (the HTTP API's fields, §10.2).
+_FIELD_OPTIONS = {
+    "cpus": "--cpus",
+    "mem_mb": "--mem-mb",
+    "priority": "--priority",
+    "job_name": "--job-name",
+    "retry_max": "--retry",
+    "rerun_until_file_exists": "--rerun-until-file-exists",
+    "rerun_max": "--rerun-max",
+    "profile": "--profile",
+    "program": "--program",
+}
+
+
+def options_from_fields(fields: dict[str, Any]) -> list[str]:
+    """The ``vq submit`` options carrying submit ``fields`` (as the HTTP API names them)."""
+    options: list[str] = []
+    for name, value in fields.items():
+        if value is None or name == "command":
+            continue
+        if name in _FIELD_OPTIONS:
+            options += [_FIELD_OPTIONS[name], str(value)]
+        elif name == "wall_time_seconds":
+            options += ["--wall-time", f"{int(value)}s"]
+        elif name == "retry_backoff_seconds":
+            options += ["--retry-backoff", f"{int(value)}s"]
+        elif name == "not_before":
+            moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+            options += ["--not-before", moment.isoformat()]
+        elif name in ("tags", "depends_on", "depends_on_any"):
+            flag = {"tags": "--tag", "depends_on": "--after", "depends_on_any": "--after-any"}
+            for item in value:
+                options += [flag[name], str(item)]
+        elif name == "clean_workdir_on_terminal":
+            options += ["--clean-workdir"] if value else []
+        else:
+            raise ValueError(f"submit field {name!r} cannot be delegated to a remote host")
+    return options
 
 
 def outbox_dir(state_root: Path) -> Path:
