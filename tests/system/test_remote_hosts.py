@@ -325,6 +325,12 @@ def test_overview_all_and_hosts_probe(fleet: RemoteFleet) -> None:
     overviews = json.loads(done.stdout)["overviews"]
     assert set(overviews) == {"localhost", *HOSTS}
     assert overviews["h1"]["daemon"]["running"] is True
+    usage = fleet.vq("usage", "--by", "host", "--json")
+    assert usage.returncode == 0, usage.stderr
+    groups = {group["key"]: group for group in json.loads(usage.stdout)["groups"]}
+    assert set(groups) == {"localhost", *HOSTS} and groups["h1"]["jobs"] >= 1
+    top = fleet.vq("top", "h2", "--json")
+    assert top.returncode == 0 and "running" in json.loads(top.stdout)
     fleet.write_config("", h3={"down": True})
     probe = fleet.vq("hosts", "--probe", "--force", "--json")
     assert probe.returncode == 0, probe.stderr

@@ -1,4 +1,5 @@
-"""``vq queue --all`` (``vq list --all``) and ``vq overview --all``: every configured host.
+"""``vq queue --all`` (``vq list --all``), ``vq overview --all`` and ``vq usage --by host``:
+this queue and every configured host.
 
 ``--all`` means every configured host, not every user. Each host is asked in parallel
 (:mod:`vq.remote.fanout`); the output adds a HOST column, shows a host that did not
@@ -18,7 +19,7 @@ from vq.errors import TransportError
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
 
-__all__ = ["run_fleet"]
+__all__ = ["run_fleet", "run_usage_by_host"]
 
 
 def _local_list(rest: list[str]) -> Any:
@@ -108,3 +109,39 @@ def _render_overview(answers: list[HostAnswer]) -> None:
             f"{'running' if daemon.get('running') else 'stopped'}"
         )
     _unanswered(answers)
+
+
+def run_usage_by_host(rest: list[str]) -> int:
+    """``vq usage --by host [--since T] [--json]``: each authority's total as one group."""
+    from vq.cli.reports import usage, usage_report
+
+    ctx = usage.make_context("vq usage --by host", list(rest))
+    since, as_json = ctx.params["since"], ctx.params["as_json"]
+    words = ["usage", "--json", *(["--since", since] if since else [])]
+    answers = fan_out(load_fleet(), words, lambda: usage_report("tag", since))
+    groups = []
+    for answer in answers:
+        if answer.status == "ok" and isinstance(answer.payload, dict):
+            total = answer.payload.get("total", {})
+            groups.append({"key": answer.name, **{k: total.get(k, 0) for k in _USAGE_KEYS}})
+    report = {
+        "by": "host",
+        "since": since,
+        "groups": groups,
+        "total": {k: round(sum(g[k] for g in groups), 6) for k in _USAGE_KEYS},
+        "hosts": [answer.summary() for answer in answers],
+    }
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(f"{'HOST':<14} {'JOBS':>6} {'WALL-H':>10} {'CPU-H':>10}")
+        for group in groups:
+            click.echo(
+                f"{group['key']:<14} {group['jobs']:>6} {group['wall_hours']:>10.2f} "
+                f"{group['cpu_hours']:>10.2f}"
+            )
+        _unanswered(answers)
+    return 0 if all(a.status == "ok" for a in answers) else TransportError.exit_code
+
+
+_USAGE_KEYS = ("jobs", "wall_hours", "cpu_hours")

@@ -56,6 +56,25 @@ def first_positional(verb: str, rest: list[str]) -> int | None:
     return None
 
 
+def _by_host(rest: list[str]) -> bool:
+    return "--by=host" in rest or any(
+        word == "--by" and rest[i + 1 : i + 2] == ["host"] for i, word in enumerate(rest)
+    )
+
+
+def _without_by(rest: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word == "--by":
+            skip = True
+        elif not word.startswith("--by="):
+            out.append(word)
+    return out
+
+
 def route(args: list[str]) -> int | list[str] | None:
     """Handle ``args`` remotely (an exit status), rewrite them (a list), or leave them."""
     if not args or (args[0] not in HOST_VERBS and args[0] != "submit"):
@@ -64,6 +83,10 @@ def route(args: list[str]) -> int | list[str] | None:
     index = first_positional(verb, rest)
     word = rest[index] if index is not None else None
     wants_all = verb in ("queue", "list", "overview") and "--all" in rest
+    if verb == "usage" and _by_host(rest):
+        from vq.cli.remote_fleet import run_usage_by_host
+
+        return run_usage_by_host(_without_by(rest))
     from vq._hostnames import configured_names
 
     names = configured_names()
