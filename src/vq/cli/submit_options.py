@@ -279,14 +279,17 @@ def build_params(
 
         array = parse_array(values["array"])
     source = _source(positional)
-    label = None
-    if values.get("source_tar") is not None:
-        if source is not None:
-            raise UsageError(
-                "give either SOURCE or --source-tar, not both",
-                hint="--source-tar - reads the workspace tar from stdin",
-            )
-        source, label = _spool_stdin_tar(values["source_tar"]), STDIN_TAR_LABEL
+    source_tar = values.get("source_tar")
+    if source_tar is not None and source is not None:
+        raise UsageError(
+            "give either SOURCE or --source-tar, not both",
+            hint="--source-tar - reads the workspace tar from stdin",
+        )
+    if source_tar is not None and source_tar != "-":
+        raise UsageError(
+            f"--source-tar takes '-' (stdin), not {source_tar!r}",
+            hint="to submit a local archive, give it as SOURCE",
+        )
     params: dict[str, Any] = {
         "command": command,
         "source": source,
@@ -316,8 +319,6 @@ def build_params(
         "program": values.get("program"),
         "expected_sha": values.get("expected_sha"),
     }
-    if label is not None:
-        params["source_label"] = label
     given = values.get(GIVEN)
     if given is not None and "mem" in given:
         given = given | {"mem_mb"}
@@ -327,6 +328,8 @@ def build_params(
             for key, value in params.items()
             if key not in PARAM_OPTION or PARAM_OPTION[key] in given
         }
+    if source_tar is not None:  # last: every other check has passed before stdin is read
+        params["source"], params["source_label"] = _spool_stdin_tar(), STDIN_TAR_LABEL
     return params
 
 
@@ -357,7 +360,7 @@ def _require_utf8(command: list[str], positional: list[str], values: dict[str, A
                 ) from None
 
 
-def _spool_stdin_tar(value: str) -> str:
+def _spool_stdin_tar() -> str:
     """Copy the tar on stdin to ``<state-root>/incoming/`` (private) and return its path.
 
     The submit path then treats it as an ordinary ``.tar`` SOURCE (same safety checks);
@@ -368,11 +371,6 @@ def _spool_stdin_tar(value: str) -> str:
 
     from vq import _roots
 
-    if value != "-":
-        raise UsageError(
-            f"--source-tar takes '-' (stdin), not {value!r}",
-            hint="to submit a local archive, give it as SOURCE",
-        )
     incoming = os.path.join(_roots.state_root(os.environ), "incoming")
     os.makedirs(incoming, mode=0o700, exist_ok=True)
     fd, path = tempfile.mkstemp(prefix="stdin-", suffix=".tar", dir=incoming)

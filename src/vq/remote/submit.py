@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import NotFound, OutcomeUnknown, TransportError
-from vq.remote.host import RemoteHost, remote_error
+from vq.remote.host import RemoteHost, check_spec_versions, remote_error
 
 __all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
 
@@ -168,5 +168,6 @@ def delegate_submit(
     with contextlib.suppress(ValueError):
         payload = json.loads(result.stdout)
         if isinstance(payload, dict):
+            check_spec_versions(host.name, payload)
             return payload
     raise remote_error(host.name, result)
