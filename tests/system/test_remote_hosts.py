@@ -319,7 +319,9 @@ def test_queue_all_lists_every_host_and_one_row_for_an_unreachable_one(
     assert ("h2", ids["h2"]) in {(r["host"], r["id"]) for r in json.loads(healed.stdout)["jobs"]}
 
 
-def test_overview_all_and_hosts_probe(fleet: RemoteFleet) -> None:
+def test_overview_all_usage_by_host_and_hosts_probe(fleet: RemoteFleet) -> None:
+    job_id = fleet.submit("h1", "--", "true")
+    wait_until(lambda: fleet.remote_spec("h1", job_id)["state"] == "COMPLETED", 30)
     done = fleet.vq("overview", "--all", "--json")
     assert done.returncode == 0, done.stderr
     overviews = json.loads(done.stdout)["overviews"]
@@ -330,7 +332,7 @@ def test_overview_all_and_hosts_probe(fleet: RemoteFleet) -> None:
     groups = {group["key"]: group for group in json.loads(usage.stdout)["groups"]}
     assert set(groups) == {"localhost", *HOSTS} and groups["h1"]["jobs"] >= 1
     top = fleet.vq("top", "h2", "--json")
-    assert top.returncode == 0 and "running" in json.loads(top.stdout)
+    assert top.returncode == 0 and json.loads(top.stdout)["daemon"]["running"] is True
     fleet.write_config("", h3={"down": True})
     probe = fleet.vq("hosts", "--probe", "--force", "--json")
     assert probe.returncode == 0, probe.stderr
