@@ -68,3 +68,33 @@ def test_localhost_names_this_queue(vq: Vq) -> None:
     job_id = vq.submit("localhost", "--", "true")
     assert vq.run("status", "localhost", job_id).returncode == 0
     assert (vq.root / "queue" / f"{job_id}.json").exists()
+
+
+def test_the_same_contents_with_other_member_times_is_the_same_intent(vq: Vq) -> None:
+    from vq.cli.submit_options import STDIN_TAR_LABEL
+    from vq.services.idempotency import CONTENT_DIGEST_LABELS
+
+    assert STDIN_TAR_LABEL in CONTENT_DIGEST_LABELS
+
+    def packed(mtime: int) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            info = tarfile.TarInfo("a.txt")
+            info.size, info.mtime = 3, mtime
+            tar.addfile(info, io.BytesIO(b"abc"))
+        return buffer.getvalue()
+
+    args = ("--idempotency-key", "k-tar", "--", "true")
+    first = _submit(vq, packed(1_000_000), *args)
+    again = _submit(vq, packed(2_000_000), *args)
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert first.stdout == again.stdout
+    changed = subprocess.run(
+        [VQ_BIN, "submit", "--source-tar", "-", *args],
+        input=_tar({"a.txt": b"abd"}),
+        env=vq.env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert changed.returncode == 6, changed.stderr

@@ -377,3 +377,55 @@ def test_host_key_problems_mark_the_host_and_write_nothing(
     )
     fleet.write_config()
     assert fleet.vq("hosts", "--probe", "--force").returncode == 0  # restored for later tests
+
+
+# --- the agent API's host (§3.5 as this project extends it) ------------------------------
+def test_api_submit_with_a_host_is_delegated_there(fleet: RemoteFleet) -> None:
+    import base64
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    token = json.loads(fleet.vq("web", "init-token", "--force", "--json").stdout)["token"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "vq", "web", "serve", "--port", str(port)],
+        env=fleet.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def ready() -> bool:
+            try:
+                return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, 60, interval=0.2)
+        body = {
+            "command": ["sh", "-c", "cat in.txt"],
+            "idempotency_key": "api-host-1",
+            "host": "h2",
+            "job_name": "via-api",
+            "inputs": {"files": {"in.txt": base64.b64encode(b"from the api\n").decode()}},
+        }
+        headers = {"Authorization": f"Bearer {token}"}
+        answer = httpx.post(f"{base}/api/v1/jobs", json=body, headers=headers, timeout=60)
+        assert answer.status_code == 201, answer.text
+        job_id = answer.json()["id"]
+        wait_until(lambda: fleet.remote_spec("h2", job_id)["state"] == "COMPLETED", 30)
+        assert fleet.remote_log("h2", job_id) == b"from the api\n"
+        assert fleet.remote_spec("h2", job_id)["job_name"] == "via-api"
+        assert not (fleet.local / "queue" / f"{job_id}.json").exists()
+        again = httpx.post(f"{base}/api/v1/jobs", json=body, headers=headers, timeout=60)
+        assert again.status_code in (200, 201), again.text
+        assert again.json()["id"] == job_id
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -17,11 +17,14 @@ Every other per-job verb (``logs``, ``events``, ``kill``, ``pause``, ``resume``,
 
 from __future__ import annotations
 
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from vq.errors import HostUnavailable, VqError
 from vq.remote.discovery import LOCAL, discover, probe_listing
-from vq.remote.fleet import load_fleet
+from vq.remote.fleet import Fleet, load_fleet
+from vq.transport.runner import RunResult
 
 __all__ = ["run_hostless"]
 
@@ -41,6 +44,33 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     return run_remote(verb, owner, rest)
 
 
+def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str]) -> int | list[str]:
+    """Discovery for ``vq status ID``; a host's status is read as soon as it lists the id.
+
+    Only a read-only verb may start early: if the search ends ambiguous or elsewhere,
+    the early answer is dropped unseen.
+    """
+    early: dict[str, Future[RunResult]] = {}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+
+        def found(name: str) -> None:
+            if name != LOCAL:
+                early[name] = pool.submit(fleet.host(name).run, ["status", *rest])
+
+        owner = discover(fleet, job_id, _local_listing, on_found=found).owner()
+        if owner not in early:
+            return _on(owner, "status", rest)
+        try:
+            result = early[owner].result()
+        except VqError:
+            return _on(owner, "status", rest)  # one honest retry, reported as usual
+    sys.stdout.buffer.write(result.stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(result.stderr)
+    sys.stderr.flush()
+    return result.rc
+
+
 def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[str] | None:
     """Route a hostless per-job verb (see the module docstring); None: run it locally."""
     if index is None:
@@ -50,7 +80,7 @@ def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[st
     if verb == "status":
         if fleet.default_is_local and fleet.default_host is not None:
             return None
-        return _on(discover(fleet, job_id, _local_listing).owner(), verb, rest)
+        return _status_anywhere(fleet, job_id, rest)
     default = fleet.remote_default
     if default is None:
         return None

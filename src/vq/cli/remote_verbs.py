@@ -79,7 +79,8 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
         raise UsageError(
             "vq top HOST --watch is not supported", hint="run `vq top HOST` (one snapshot)"
         )
-    result = host.run([verb, *rest], deadline_s=host.timeout)
+    remote_verb = "list" if verb == "queue" else verb  # `list` is the older name
+    result = host.run([remote_verb, *rest], deadline_s=host.timeout)
     sys.stdout.buffer.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(result.stderr)

@@ -79,8 +79,17 @@ def probe_listing(fleet: Fleet, name: str) -> dict[str, Any]:
     return payload
 
 
-def discover(fleet: Fleet, job_id: str, local: LocalLister | None) -> Discovery:
-    """Search this queue (when ``local`` is given) and every non-down host for ``job_id``."""
+def discover(
+    fleet: Fleet,
+    job_id: str,
+    local: LocalLister | None,
+    on_found: Callable[[str], None] | None = None,
+) -> Discovery:
+    """Search this queue (when ``local`` is given) and every non-down host for ``job_id``.
+
+    ``on_found(name)`` is called as soon as one listing shows the id, while slower
+    listings are still being read (a read-only caller may start its own call early).
+    """
     found = Discovery(job_id)
     sources: dict[str, Callable[[], dict[str, Any]]] = {}
     if local is not None:
@@ -90,7 +99,10 @@ def discover(fleet: Fleet, job_id: str, local: LocalLister | None) -> Discovery:
 
     def read(name: str) -> tuple[str, bool | None, str]:
         try:
-            return name, _lists(sources[name](), job_id), ""
+            listed = _lists(sources[name](), job_id)
+            if listed and on_found is not None:
+                on_found(name)
+            return name, listed, ""
         except VqError as exc:
             return name, None, exc.message
         except ValueError as exc:
