@@ -156,8 +156,9 @@ def wait_remote(
             retry.failed(exc, "waiting for it to answer")
             continue
         retry.answered()
-        if result.rc == WaitTimeout.exit_code and (until is None or clock() < until):
-            continue
+        sliced = result.rc == WaitTimeout.exit_code and b"vq: error:" in result.stderr
+        if sliced and (until is None or clock() < until):
+            continue  # the slice ran out (a job's own exit 124 carries no error line)
         out.write(result.stdout)
         out.flush()
         sys.stderr.buffer.write(result.stderr)
