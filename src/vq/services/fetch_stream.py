@@ -59,8 +59,7 @@ def acknowledge_fetch(ctx: ServiceContext, job_id: str, receipt: str) -> dict[st
         spec.last_fetched_at = when
         return spec
 
-    updated = ctx.store.update(job_id, mutate)
-    if updated.last_fetched_at != when:
+    if not ctx.store.update(job_id, mutate).changed:
         raise Conflict(
             f"job {job_id} is no longer the one that was fetched ({state} submitted "
             f"{submitted_text}); last_fetched_at was not recorded",
