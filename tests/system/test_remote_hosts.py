@@ -72,7 +72,7 @@ def test_submit_status_wait_logs_on_each_host(
     assert err.stdout == "to-stderr\n"
     events = fleet.vq("events", host, job_id, "--json")
     assert events.returncode == 0
-    assert any(e.get("to") == "FAILED" for e in json.loads(events.stdout))
+    assert any(str(e.get("to", "")).upper() == "FAILED" for e in json.loads(events.stdout))
     assert fleet.health(host)["status"] == "ok"
 
 
