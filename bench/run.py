@@ -32,6 +32,7 @@ import bench_floors
 import bench_idle
 import bench_list
 import bench_publish
+import bench_remote
 import bench_ssh
 import bench_submit
 import bench_supervision
@@ -58,6 +59,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
     ("(p) campaign artifact hashing", bench_campaign.run),
     ("(q) publish", bench_publish.run),
+    ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
 ]
 
 

@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,6 +31,7 @@ from vq.domain.admission import Caps
 from vq.domain.durations import MAX_DURATION_SECONDS, parse_duration
 from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError, InvalidInput
+from vq.hosts_config import HostSettings, check_default_host, check_host_names
 from vq.paths import resolve_config_root
 
 if TYPE_CHECKING:
@@ -285,6 +287,17 @@ class Settings(BaseModel):
     #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
     packing: dict[str, Any] = Field(default_factory=dict)
     default_packing: str | None = None
+    # Remote vq daemons (§2.2), see vq.hosts_config.
+    hosts: dict[str, HostSettings] = Field(default_factory=dict)
+    default_host: str | None = Field(default=None, min_length=1, max_length=63)
+
+    _host_names = field_validator("hosts")(check_host_names)
+
+    @field_validator("default_host")
+    @classmethod
+    def _known_default_host(cls, value: str | None, info: ValidationInfo) -> str | None:
+        check_default_host(value, info.data.get("hosts", {}))
+        return value
 
     @field_validator("programs")
     @classmethod

@@ -27,7 +27,10 @@ Tree::
      │    ├── HostKeyUnknown               the host's key is not in known_hosts
      │    ├── HostKeyChanged               the host's key differs from known_hosts
      │    ├── AuthFailed                   the host refused our credentials
-     │    └── RemoteProtocolError          the remote output lacks vq's framing: outcome unknown
+     │    ├── RemoteProtocolError          the remote output lacks vq's framing: outcome unknown
+     │    └── HostDown                     the host is marked ``down = true`` in the config
+     ├── OutcomeUnknown          exit 12  a delegated submit may or may not have been accepted
+     ├── HostUnavailable         exit 13  a host that might own the job could not be read
      └── WaitTimeout             exit 124 ``vq wait --timeout`` expired (as timeout(1) does)
 
 Every error renders on the CLI as one ``vq: error: <message>`` line plus a ``hint: <hint>``
@@ -54,10 +57,13 @@ __all__ = [
     "Conflict",
     "CorruptSpec",
     "DaemonNotRunning",
+    "HostDown",
     "HostKeyChanged",
     "HostKeyUnknown",
+    "HostUnavailable",
     "InvalidInput",
     "NotFound",
+    "OutcomeUnknown",
     "OutputTooLarge",
     "ProtocolError",
     "RemoteCommandFailed",
@@ -222,6 +228,28 @@ class RemoteProtocolError(TransportError):
     transient = True
 
 
+class HostDown(TransportError):
+    default_reference = "host-down"
+
+
+class OutcomeUnknown(VqError):
+    """A delegated request reached the remote host but its answer was lost.
+
+    It may or may not have taken effect; rerunning with the same idempotency key
+    resolves it without creating a second job.
+    """
+
+    exit_code = 12
+    default_reference = "outcome-unknown"
+
+
+class HostUnavailable(VqError):
+    """The answer depends on a host that could not be read: no negative evidence."""
+
+    exit_code = 13
+    default_reference = "host-unavailable"
+
+
 class WaitTimeout(VqError):
     exit_code = 124
     default_reference = "wait-timeout"
@@ -250,6 +278,9 @@ _ALL: tuple[type[VqError], ...] = (
     HostKeyChanged,
     AuthFailed,
     RemoteProtocolError,
+    HostDown,
+    OutcomeUnknown,
+    HostUnavailable,
     WaitTimeout,
 )
 

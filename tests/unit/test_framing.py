@@ -189,6 +189,9 @@ def test_exit_code_table() -> None:
         "HostKeyChanged": 11,
         "AuthFailed": 11,
         "RemoteProtocolError": 11,
+        "HostDown": 11,
+        "OutcomeUnknown": 12,
+        "HostUnavailable": 13,
         "WaitTimeout": 124,
     }
 

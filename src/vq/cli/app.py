@@ -23,6 +23,7 @@ __all__ = ["cli", "run"]
 COMMANDS: dict[str, str] = {
     "submit": "vq.cli.submit:submit",
     "list": "vq.cli.inspect:list_jobs",
+    "queue": "vq.cli.inspect:list_jobs",
     "status": "vq.cli.inspect:status",
     "events": "vq.cli.inspect:events",
     "logs": "vq.cli.logs:logs",
@@ -45,11 +46,13 @@ COMMANDS: dict[str, str] = {
     "campaign": "vq.cli.campaign:campaign",
     "pack": "vq.cli.pack:pack",
     "publish": "vq.cli.publish_cmd:publish",
+    "hosts": "vq.cli.hosts:hosts",
 }
 
 SHORT_HELP: dict[str, str] = {
     "submit": "Submit a job; prints its id.",
-    "list": "List jobs (filters, --json).",
+    "list": "List jobs (alias of queue).",
+    "queue": "List jobs here, on HOST, or on every host (--all).",
     "status": "Everything known about one job.",
     "events": "The timeline of one job.",
     "logs": "Show or follow a job's stdout/stderr.",
@@ -72,6 +75,7 @@ SHORT_HELP: dict[str, str] = {
     "campaign": "Campaigns: pinned job DAGs with verified artifacts.",
     "pack": "Packed Slurm sweeps: profiles, rosters and plans.",
     "publish": "Publish a directory atomically (absent or complete).",
+    "hosts": "Configured remote hosts and their health (--probe).",
 }
 
 
@@ -112,7 +116,14 @@ def run(args: list[str]) -> None:
     """Run the Click application and map every failure to an exit code."""
     debug = "--debug" in args or os.environ.get("VQ_DEBUG") == "1"
     try:
-        rv: Any = cli.main(args=args, prog_name="vq", standalone_mode=False)
+        from vq.cli.remote_route import route
+
+        routed = route(args)
+        if isinstance(routed, int):
+            sys.exit(routed)
+        rv: Any = cli.main(
+            args=args if routed is None else routed, prog_name="vq", standalone_mode=False
+        )
     except VqError as exc:
         if debug:
             raise

@@ -22,7 +22,18 @@ __all__ = ["fetch"]
 @click.option("--workdir", is_flag=True, help="Copy the job's workdir ($VQ_WORKDIR) instead.")
 @click.option("--name", "name", metavar="FILE", help="Copy just this file (a relative path).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was fetched as JSON.")
-def fetch(job_id: str, dest: Path | None, workdir: bool, name: str | None, as_json: bool) -> None:
+# Hidden: the owning side of `vq fetch HOST ID` (vq.services.fetch_stream).
+@click.option("--tar-stream", is_flag=True, hidden=True)
+@click.option("--ack-fetched", "receipt", hidden=True)
+def fetch(
+    job_id: str,
+    dest: Path | None,
+    workdir: bool,
+    name: str | None,
+    as_json: bool,
+    tar_stream: bool = False,
+    receipt: str | None = None,
+) -> None:
     """Copy a job's workspace (or workdir, or one file) to DEST.
 
     DEST defaults to ./NAME-ID (./ID for an unnamed job). A tree fetch adds
@@ -35,6 +46,16 @@ def fetch(job_id: str, dest: Path | None, workdir: bool, name: str | None, as_js
 
     ctx = local_context()
     kind: Literal["workspace", "workdir"] = "workdir" if workdir else "workspace"
+    if tar_stream or receipt is not None:
+        import sys
+
+        from vq.services.fetch_stream import acknowledge_fetch, stream_snapshot
+
+        if receipt is not None:
+            echo_json(acknowledge_fetch(ctx, job_id, receipt))
+        else:
+            stream_snapshot(ctx, job_id, kind, sys.stdout.buffer)
+        return
     if name is not None:
         result = fetch_artifact(ctx, job_id, name, dest, kind=kind)
     else:

@@ -62,7 +62,18 @@ def _copy_from(path: str, offset: int, escape: bool = False) -> int:
 @click.option("--stderr", "use_stderr", is_flag=True, help="Show stderr instead of stdout.")
 @click.option("--tail", "tail", type=AsciiIntRange(0), help="Start with the last N lines.")
 @click.option("--raw", is_flag=True, help="Do not escape control characters on a terminal.")
-def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None, raw: bool) -> None:
+# Hidden: how `vq logs HOST ID -f` resumes after a dropped connection.
+@click.option("--from-byte", "from_byte", type=AsciiIntRange(0), hidden=True)
+@click.option("--tell", is_flag=True, hidden=True, help="Print the start offset only.")
+def logs(
+    job_id: str,
+    follow: bool,
+    use_stderr: bool,
+    tail: int | None,
+    raw: bool,
+    from_byte: int | None = None,
+    tell: bool = False,
+) -> None:
     """Print a job's stdout (or stderr); with -f follow it until the job ends.
 
     On a terminal, control characters (escape sequences) are shown escaped unless --raw;
@@ -83,6 +94,11 @@ def logs(job_id: str, follow: bool, use_stderr: bool, tail: int | None, raw: boo
         )
     path = str(state.workspace(job_id) / (spec.stderr_path if use_stderr else spec.stdout_path))
     offset = _tail_offset(path, tail) if tail is not None else 0
+    if from_byte is not None:
+        offset = from_byte
+    if tell:
+        click.echo(str(offset))
+        return
     offset = _copy_from(path, offset, escape)
     if not follow:
         return

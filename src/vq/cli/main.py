@@ -17,7 +17,7 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     try:
-        if args[:1] == ["submit"]:
+        if args[:1] == ["submit"] and not _may_name_host(args[1:]):
             from vq.cli.submit_fast import run_fast
 
             code = run_fast(args[1:])
@@ -32,3 +32,15 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         record(args, code)
         raise
+
+
+def _may_name_host(rest: list[str]) -> bool:
+    """Whether ``vq submit``'s first positional word may be a HOST (then Click decides)."""
+    from vq.cli.remote_route import first_positional
+
+    index = first_positional("submit", rest)
+    if index is None:
+        return False
+    from vq._hostnames import LOCAL_NAMES, configured_names
+
+    return rest[index] in LOCAL_NAMES or rest[index] in configured_names()

@@ -26,6 +26,15 @@ __all__ = ["emit", "run_fast", "submit_params"]
 
 def submit_params(params: dict[str, Any]) -> dict[str, Any]:
     """Submit through the daemon, or write the spec ourselves when none answers."""
+    from vq.cli.submit_options import release_spool
+
+    try:
+        return _submit_params(params)
+    finally:
+        release_spool(params)
+
+
+def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.client import Client
 
     sock = _roots.daemon_socket(os.environ)

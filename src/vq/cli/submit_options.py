@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["GIVEN", "SUBMIT_OPTIONS", "Option", "build_params", "parse_fast"]
+__all__ = [
+    "GIVEN",
+    "STDIN_TAR_LABEL",
+    "SUBMIT_OPTIONS",
+    "Option",
+    "build_params",
+    "parse_fast",
+    "release_spool",
+]
+
+#: ``workspace_source`` of a job whose workspace came as a tar on stdin (``--source-tar -``).
+STDIN_TAR_LABEL = "ssh: source tar on stdin"
 
 #: The largest ``--array-from`` file read (bytes).
 MAX_ARRAY_FROM_BYTES = 16 * 1024 * 1024
@@ -121,6 +132,12 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
     ),
     Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
+    Option(
+        "--source-tar",
+        "source_tar",
+        "str",
+        "Read the workspace as a tar stream from stdin ('-'); used by vq submit HOST.",
+    ),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
 
@@ -261,9 +278,21 @@ def build_params(
         from vq.domain.arrays import parse_array
 
         array = parse_array(values["array"])
+    source = _source(positional)
+    source_tar = values.get("source_tar")
+    if source_tar is not None and source is not None:
+        raise UsageError(
+            "give either SOURCE or --source-tar, not both",
+            hint="--source-tar - reads the workspace tar from stdin",
+        )
+    if source_tar is not None and source_tar != "-":
+        raise UsageError(
+            f"--source-tar takes '-' (stdin), not {source_tar!r}",
+            hint="to submit a local archive, give it as SOURCE",
+        )
     params: dict[str, Any] = {
         "command": command,
-        "source": _source(positional),
+        "source": source,
         "cwd": os.path.abspath(cwd) if cwd else None,
         "cpus": values["cpus"],
         "mem_mb": _mem_mb(values),
@@ -299,6 +328,8 @@ def build_params(
             for key, value in params.items()
             if key not in PARAM_OPTION or PARAM_OPTION[key] in given
         }
+    if source_tar is not None:  # last: every other check has passed before stdin is read
+        params["source"], params["source_label"] = _spool_stdin_tar(), STDIN_TAR_LABEL
     return params
 
 
@@ -327,6 +358,39 @@ def _require_utf8(command: list[str], positional: list[str], values: dict[str, A
                     hint="vq stores commands as text: pass such bytes through a file or "
                     "an escape the command decodes itself (printf '\\xff')",
                 ) from None
+
+
+def _spool_stdin_tar() -> str:
+    """Copy the tar on stdin to ``<state-root>/incoming/`` (private) and return its path.
+
+    The submit path then treats it as an ordinary ``.tar`` SOURCE (same safety checks);
+    :func:`release_spool` removes it once the submit has returned.
+    """
+    import sys
+    import tempfile
+
+    from vq import _roots
+
+    incoming = os.path.join(_roots.state_root(os.environ), "incoming")
+    os.makedirs(incoming, mode=0o700, exist_ok=True)
+    fd, path = tempfile.mkstemp(prefix="stdin-", suffix=".tar", dir=incoming)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            while chunk := sys.stdin.buffer.read(1 << 20):
+                out.write(chunk)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def release_spool(params: dict[str, Any]) -> None:
+    """Remove the stdin tar spooled for ``params`` (a no-op for any other source)."""
+    if params.get("source_label") == STDIN_TAR_LABEL and params.get("source"):
+        try:
+            os.unlink(params["source"])
+        except OSError:
+            pass
 
 
 def _array_lines(path: str) -> list[str]:

@@ -194,10 +194,13 @@ def fetch_tree(
     *,
     kind: SourceKind = "workspace",
     cwd: Path | None = None,
+    stamp: bool = True,
 ) -> FetchResult:
     """Copy the job's workspace (or workdir) to ``dest`` with both sidecars (see module).
 
     ``dest`` defaults to ``<cwd>/<job_name>-<id>`` (``<cwd>/<id>`` when unnamed).
+    ``stamp=False`` leaves ``last_fetched_at`` alone (a snapshot streamed to another host,
+    which acknowledges it separately once it has published it).
     """
     spec = ctx.store.read(job_id)
     target = Path(os.path.abspath(dest or (cwd or Path.cwd()) / default_dest_name(spec)))
@@ -244,7 +247,7 @@ def fetch_tree(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if kind == "workspace" and spec.is_terminal:
+    if stamp and kind == "workspace" and spec.is_terminal:
         result.last_fetched_at = _iso(stamp_fetched(ctx, spec))
     return result
 

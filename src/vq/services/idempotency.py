@@ -37,7 +37,19 @@ from vq.errors import Conflict, CorruptSpec, InvalidInput
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 
-__all__ = ["KeyedSubmit", "intent_digest", "key_hash", "source_digest", "submit_keyed"]
+__all__ = [
+    "CONTENT_DIGEST_LABELS",
+    "KeyedSubmit",
+    "intent_digest",
+    "key_hash",
+    "source_digest",
+    "submit_keyed",
+]
+
+#: ``source_label`` of sources whose digest covers the tar's *contents* (names, kinds, link
+#: targets, bytes), not its bytes: a workspace packed again on another host (``vq submit
+#: HOST``, whose remote side labels it so) carries fresh member times, the same intent.
+CONTENT_DIGEST_LABELS = frozenset({"ssh: source tar on stdin"})
 
 _MAX_SCANNED_SPEC = 4 * 1024 * 1024
 
@@ -91,6 +103,25 @@ def source_digest(source: str | None) -> str | None:
     return digest.hexdigest()
 
 
+def _tar_content_digest(source: str) -> str:
+    import tarfile
+
+    digest = hashlib.sha256()
+    with tarfile.open(source, "r:*") as tar:
+        for info in sorted(tar.getmembers(), key=lambda m: m.name):
+            digest.update(info.name.removeprefix("./").encode() + b"\0")
+            if info.issym() or info.islnk():
+                digest.update(b"L" + info.linkname.encode())
+            elif info.isfile():
+                digest.update(b"F")
+                reader = tar.extractfile(info)
+                while reader is not None and (block := reader.read(1 << 20)):
+                    digest.update(block)
+            else:
+                digest.update(b"D" if info.isdir() else b"O")
+    return digest.hexdigest()
+
+
 def intent_digest(params: SubmitParams) -> str:
     canonical = params.model_dump(
         mode="json",
@@ -107,7 +138,10 @@ def intent_digest(params: SubmitParams) -> str:
         canonical["not_before"] = {"delay": params.not_before_requested}
     canonical["depends_on"] = sorted(set(params.depends_on))
     canonical["depends_on_any"] = sorted(set(params.depends_on_any))
-    canonical["source_digest"] = source_digest(params.source)
+    if params.source and params.source_label in CONTENT_DIGEST_LABELS:
+        canonical["source_digest"] = _tar_content_digest(params.source)
+    else:
+        canonical["source_digest"] = source_digest(params.source)
     blob = json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

@@ -248,6 +248,13 @@ def tar_member(info: tarfile.TarInfo) -> Member:
     return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
 
 
+#: tar extraction filters (PEP 706) exist from Python 3.11.4; Debian 12 ships 3.11.2.
+_TAR_FILTERS = hasattr(tarfile, "data_filter")
+_FILTER_ERRORS: tuple[type[Exception], ...] = (
+    (tarfile.FilterError,) if hasattr(tarfile, "FilterError") else ()
+)
+
+
 def _fill_tar(source: Path, staging: Path) -> None:
     with _reading(source):
         tar = tarfile.open(source, "r:*")  # noqa: SIM115 (closed below; only opening is "reading")
@@ -256,8 +263,13 @@ def _fill_tar(source: Path, staging: Path) -> None:
             members = tar.getmembers()  # reads the whole archive: truncation shows here
         check_members(tar_member(info) for info in members)
         try:
-            tar.extractall(staging, filter="data")
-        except tarfile.FilterError as exc:
+            if _TAR_FILTERS:
+                tar.extractall(staging, filter="data")
+            else:  # Python < 3.11.4 (Debian 12's 3.11.2): check_members did the vetting
+                for info in members:
+                    info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
+                tar.extractall(staging, members)  # noqa: S202 - members checked above
+        except _FILTER_ERRORS as exc:
             raise UnsafeArchive(f"tar's safety filter refused an entry: {exc}") from exc
         except _CORRUPT as exc:
             raise InvalidInput(f"{str(source)!r} is not a readable archive: {exc}") from exc

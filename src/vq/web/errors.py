@@ -41,6 +41,9 @@ _STATUS_BY_CLASS: dict[str, int] = {
     "ConfigError": 500,
     "ProtocolError": 502,
     "WaitTimeout": 504,
+    "TransportError": 502,
+    "OutcomeUnknown": 504,
+    "HostUnavailable": 503,
 }
 
 _HTTP_CODES: dict[int, str] = {

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vq._hostnames import LOCAL_NAMES
 from vq.config import Settings, load_settings
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.errors import UnsafeArchive, VqError
@@ -56,6 +57,7 @@ class Submission:
     idempotency_key: str
     files: dict[str, str] | None = None
     upload_token: str | None = None
+    host: str | None = None  # a configured remote daemon host: delegated over SSH
 
 
 def load_web_settings(config: WebConfig) -> Settings:
@@ -141,7 +143,11 @@ def scrubbed(config: WebConfig, *inputs: Path) -> Iterator[None]:
         raise
 
 
-def _submit(config: WebConfig, params: SubmitParams) -> dict[str, Any]:
+def _submit(
+    config: WebConfig, params: SubmitParams, request: Submission | None = None
+) -> dict[str, Any]:
+    if request is not None and request.host is not None and request.host not in LOCAL_NAMES:
+        return _submit_remote(config, params, request)
     gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
     payload = gateway.call("submit", params.model_dump(mode="json", exclude_unset=True))
     if payload is not None:
@@ -149,6 +155,19 @@ def _submit(config: WebConfig, params: SubmitParams) -> dict[str, Any]:
     from vq.services.submit import result_payload, submit
 
     return result_payload(submit(gateway.local_context(), params))
+
+
+def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission) -> dict[str, Any]:
+    """Delegate to ``request.host`` exactly as ``vq submit HOST`` does (vq.remote.submit)."""
+    from vq.remote.fleet import load_fleet
+    from vq.remote.submit import delegate_submit, options_from_fields
+
+    fleet = load_fleet({**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
+    host = fleet.host(str(request.host))
+    options = [*options_from_fields(request.fields), "--idempotency-key", request.idempotency_key]
+    source = Path(params.source) if params.source else None
+    command = list(request.fields.get("command") or params.command)
+    return delegate_submit(host, options, command, source, idempotency_key=request.idempotency_key)
 
 
 def submit_request(config: WebConfig, settings: Settings, request: Submission) -> dict[str, Any]:
@@ -172,13 +191,16 @@ def submit_request(config: WebConfig, settings: Settings, request: Submission) -
         staging = store.stage_inline(decoded)
         try:
             with scrubbed(config, staging):
-                return _submit(config, to_params(request.fields, key, str(staging), INLINE_LABEL))
+                params = to_params(request.fields, key, str(staging), INLINE_LABEL)
+                return _submit(config, params, request)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     if request.upload_token is not None:
         to_params(request.fields, key)
         archive = store.claim(request.upload_token, key_hash(key))
         with scrubbed(config, archive):
-            return _submit(config, to_params(request.fields, key, str(archive), UPLOAD_LABEL))
+            return _submit(
+                config, to_params(request.fields, key, str(archive), UPLOAD_LABEL), request
+            )
     with scrubbed(config):
-        return _submit(config, to_params(request.fields, key))
+        return _submit(config, to_params(request.fields, key), request)

@@ -107,10 +107,15 @@ class JobRequest(BaseModel):
     clean_workdir_on_terminal: bool | None = None
     profile: str | None = None
     program: str | None = None
+    host: str | None = Field(
+        default=None,
+        description="a configured remote daemon host ([hosts.NAME]): the job is delegated "
+        "there over SSH, as `vq submit HOST` does",
+    )
 
     def submit_fields(self) -> dict[str, Any]:
         """The submit fields the caller gave (so a profile fills only the others)."""
-        given = self.model_fields_set - {"idempotency_key", "inputs"}
+        given = self.model_fields_set - {"idempotency_key", "inputs", "host"}
         return {name: getattr(self, name) for name in given}
 
 
@@ -218,7 +223,9 @@ def _submit(
         payload = submit_request(
             config,
             settings,
-            Submission(fields, key, files=inputs.files, upload_token=inputs.upload_token),
+            Submission(
+                fields, key, files=inputs.files, upload_token=inputs.upload_token, host=body.host
+            ),
         )
     except ProtocolError:
         raise  # the daemon may have written the job: the charge stands

@@ -1,0 +1,56 @@
+"""Host names without pydantic: what names this queue, and which names are configured.
+
+Stdlib only, so the CLI can decide whether a word on the command line names a host
+without validating the configuration (:mod:`vq.hosts_config` does that).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tomllib
+
+from vq import _roots
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["HOST_NAME", "LOCAL_NAMES", "SITE_CONFIG", "configured_names", "is_local_name"]
+
+#: A configured host's name (also its health file's name).
+HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+#: Names that always mean this queue.
+LOCAL_NAMES = frozenset({"localhost", "local"})
+SITE_CONFIG = "/etc/vq/config.toml"
+
+
+def is_local_name(name: str) -> bool:
+    """Whether ``name`` is an alias of this queue (``localhost``, ``local``, this host)."""
+    return name in LOCAL_NAMES or name == socket.gethostname().split(".")[0].lower()
+
+
+def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast).
+
+    A file that is not valid TOML is a :class:`~vq.errors.ConfigError` (as it is for
+    every other verb); a missing or unreadable one has no hosts.
+    """
+    env = os.environ if env is None else env
+    names: set[str] = set()
+    for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
+        try:
+            with open(path, "rb") as handle:
+                hosts = tomllib.load(handle).get("hosts", {})
+        except OSError:
+            continue
+        except tomllib.TOMLDecodeError as exc:
+            from vq.errors import ConfigError
+
+            raise ConfigError(
+                f"{path}: {exc}", hint="fix the TOML syntax (vq config check FILE)"
+            ) from exc
+        if isinstance(hosts, dict):
+            names.update(str(name) for name in hosts)
+    return frozenset(names)

@@ -1,0 +1,107 @@
+"""``vq hosts [--probe] [--json]``: the configured remote hosts and their last known health.
+
+Without ``--probe`` nothing is contacted: the rows come from ``<state-root>/hosts/*.json``.
+``--probe`` runs the remote ``vq --version`` on every host that is not marked down and
+whose backoff (2, 4 … 300 s after consecutive failures) has elapsed, in parallel, each
+within its ``ssh_timeout``; ``--force`` ignores the backoff. Exits 0 when every probed
+host answered, 11 otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from vq.cli.output import echo_json
+from vq.errors import TransportError, VqError
+from vq.remote.fleet import Fleet, load_fleet
+from vq.remote.health import HostHealth, mark_down, read_health, record_ok
+
+__all__ = ["hosts", "probe_host"]
+
+_MAX_PARALLEL = 8
+
+
+def probe_host(fleet: Fleet, name: str) -> HostHealth:
+    """One bounded ``vq --version`` on ``name``; the result is its new health."""
+    host = fleet.host(name)
+    started = time.monotonic()
+    try:
+        result = host.run(["--version"])
+    except VqError:
+        return read_health(fleet.state_root, name)
+    if result.rc != 0:
+        from vq.remote.health import record_failure
+
+        said = result.stderr.decode(errors="replace").strip().splitlines()
+        return record_failure(
+            fleet.state_root,
+            name,
+            f"`vq --version` exited {result.rc}" + (f": {said[-1]}" if said else ""),
+            invalid=True,
+        )
+    version = result.stdout.decode(errors="replace").strip().split()[-1:] or [""]
+    rtt = (time.monotonic() - started) * 1000
+    return record_ok(fleet.state_root, name, rtt, vq_version=version[0])
+
+
+def _row(fleet: Fleet, name: str, health: HostHealth) -> dict[str, Any]:
+    settings = fleet.hosts[name]
+    return {
+        **health.as_dict(),
+        "ssh": settings.ssh,
+        "default": fleet.default_host == name,
+        "down": settings.down,
+    }
+
+
+@click.command()
+@click.option("--probe", is_flag=True, help="Contact each host now (respects the backoff).")
+@click.option("--force", is_flag=True, help="With --probe: ignore the backoff.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hosts as JSON.")
+def hosts(probe: bool, force: bool, as_json: bool) -> None:
+    """List the configured remote hosts ([hosts.NAME]) and their health."""
+    fleet = load_fleet()
+    now = datetime.now(UTC)
+    healths: dict[str, HostHealth] = {}
+    to_probe: list[str] = []
+    for name in fleet.names():
+        if fleet.hosts[name].down:
+            healths[name] = mark_down(fleet.state_root, name)
+            continue
+        healths[name] = read_health(fleet.state_root, name)
+        if probe and (force or healths[name].probe_due(now)):
+            to_probe.append(name)
+    if to_probe:
+        with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(to_probe))) as pool:
+            for name, health in zip(
+                to_probe, pool.map(lambda n: probe_host(fleet, n), to_probe), strict=True
+            ):
+                healths[name] = health
+    rows = [_row(fleet, name, healths[name]) for name in fleet.names()]
+    if as_json:
+        echo_json({"hosts": rows, "default_host": fleet.default_host or "localhost"})
+    else:
+        _render(rows, fleet.default_host)
+    if any(healths[name].status != "ok" for name in to_probe):
+        raise SystemExit(TransportError.exit_code)
+
+
+def _render(rows: list[dict[str, Any]], default: str | None) -> None:
+    if not rows:
+        click.echo("no remote hosts configured ([hosts.NAME] in config.toml)")
+        return
+    click.echo(f"{'HOST':<16} {'STATUS':<12} {'RTT':>8}  {'VERSION':<10} {'LAST OK':<20} ERROR")
+    for row in rows:
+        rtt = f"{row['rtt_ms']:.0f} ms" if row["rtt_ms"] is not None else "-"
+        last_ok = (row["last_ok_at"] or "-")[:19]
+        name = row["name"] + (" *" if row["default"] else "")
+        click.echo(
+            f"{name:<16} {row['status']:<12} {rtt:>8}  {row['vq_version'] or '-':<10} "
+            f"{last_ok:<20} {row['last_error'] or ''}"
+        )
+    click.echo(f"default host: {default or 'localhost'}")

@@ -1,0 +1,98 @@
+"""Hostless per-job verbs when remote hosts are configured (§2.2).
+
+``vq status ID``: unless ``default_host`` is explicitly this queue (then it goes direct),
+every non-down authority is searched (:func:`vq.remote.discovery.discover`) and the
+verb runs on the unique owner.
+
+Every other per-job verb (``logs``, ``events``, ``kill``, ``pause``, ``resume``, ``wait``,
+``fetch``):
+
+- default unset or ``localhost``: direct, on this queue, no fan-out;
+- default marked ``down = true``: fleet-wide discovery, then the verb on the owner;
+- any other remote default: one bounded, read-only probe of its listing; a trusted
+  listing (job found or not) sends the verb there, an unavailable or invalid one is
+  refused (:class:`~vq.errors.HostUnavailable`) naming the inferred default. The probe
+  never carries the requested action.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from vq.errors import HostUnavailable, VqError
+from vq.remote.discovery import LOCAL, discover, probe_listing
+from vq.remote.fleet import Fleet, load_fleet
+from vq.transport.runner import RunResult
+
+__all__ = ["run_hostless"]
+
+
+def _local_listing() -> dict[str, Any]:
+    from vq.cli.inspect import list_rows
+
+    params: dict[str, Any] = {"states": [], "tags": [], "name": None, "since": None, "group": None}
+    return list_rows(params)
+
+
+def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
+    if owner == LOCAL:
+        return [verb, *rest]
+    from vq.cli.remote_verbs import run_remote
+
+    return run_remote(verb, owner, rest)
+
+
+def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str]) -> int | list[str]:
+    """Discovery for ``vq status ID``; a host's status is read as soon as it lists the id.
+
+    Only a read-only verb may start early: if the search ends ambiguous or elsewhere,
+    the early answer is dropped unseen.
+    """
+    early: dict[str, Future[RunResult]] = {}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+
+        def found(name: str) -> None:
+            if name != LOCAL:
+                early[name] = pool.submit(fleet.host(name).run, ["status", *rest])
+
+        owner = discover(fleet, job_id, _local_listing, on_found=found).owner()
+        if owner not in early:
+            return _on(owner, "status", rest)
+        try:
+            result = early[owner].result()
+        except VqError:
+            return _on(owner, "status", rest)  # one honest retry, reported as usual
+    sys.stdout.buffer.write(result.stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(result.stderr)
+    sys.stderr.flush()
+    return result.rc
+
+
+def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[str] | None:
+    """Route a hostless per-job verb (see the module docstring); None: run it locally."""
+    if index is None:
+        return None  # no job id (e.g. --all, --group): this queue
+    job_id = rest[index]
+    fleet = load_fleet()
+    if verb == "status":
+        if fleet.default_is_local and fleet.default_host is not None:
+            return None
+        return _status_anywhere(fleet, job_id, rest)
+    default = fleet.remote_default
+    if default is None:
+        return None
+    if fleet.hosts[default].down:
+        return _on(discover(fleet, job_id, _local_listing).owner(), verb, rest)
+    try:
+        probe_listing(fleet, default)
+    except VqError as exc:
+        raise HostUnavailable(
+            f"the default host {default} could not be checked before `vq {verb} {job_id}` "
+            f"({exc.message}); nothing was done",
+            hint=f"name the host explicitly: vq {verb} HOST {job_id} "
+            f"(or vq {verb} localhost {job_id})",
+        ) from exc
+    return _on(default, verb, rest)

@@ -1,0 +1,110 @@
+"""Which queue a command line targets: this one, a named ``[hosts.NAME]``, or discovery.
+
+``vq VERB HOST …`` names a host by its first positional word, when that word is a
+configured host name (``localhost``/``local`` mean this queue and are dropped). The
+check reads only the TOML files, so a command line without a host costs one small file
+read. :func:`route` returns an exit status when the command was handled remotely, a new
+argument list to run locally, or None to run the command line unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["HOST_VERBS", "first_positional", "route"]
+
+#: Options taking a value, per verb that accepts a HOST (to find the first positional).
+HOST_VERBS: dict[str, frozenset[str]] = {
+    "status": frozenset({"--group"}),
+    "events": frozenset(),
+    "logs": frozenset({"--tail", "--from-byte"}),
+    "kill": frozenset({"--group"}),
+    "pause": frozenset({"--tag"}),
+    "resume": frozenset({"--tag"}),
+    "wait": frozenset({"--group", "--timeout"}),
+    "fetch": frozenset({"--name"}),
+    "queue": frozenset({"--state", "--tag", "--name", "--since", "--group"}),
+    "list": frozenset({"--state", "--tag", "--name", "--since", "--group"}),
+    "top": frozenset({"--interval"}),
+    "overview": frozenset(),
+    "usage": frozenset({"--by", "--since"}),
+}
+
+
+def _submit_value_options() -> frozenset[str]:
+    from vq.cli.submit_options import SUBMIT_OPTIONS
+
+    return frozenset(option.flag for option in SUBMIT_OPTIONS if option.kind != "flag")
+
+
+def first_positional(verb: str, rest: list[str]) -> int | None:
+    """Index in ``rest`` of the first positional word (before any ``--``), or None."""
+    takes_value = _submit_value_options() if verb == "submit" else HOST_VERBS.get(verb)
+    if takes_value is None:
+        return None
+    skip = False
+    for index, word in enumerate(rest):
+        if skip:
+            skip = False
+            continue
+        if word == "--":
+            return None
+        if word.startswith("-") and word != "-":
+            skip = word in takes_value  # "--opt=value" carries its own value
+            continue
+        return index
+    return None
+
+
+def _by_host(rest: list[str]) -> bool:
+    return "--by=host" in rest or any(
+        word == "--by" and rest[i + 1 : i + 2] == ["host"] for i, word in enumerate(rest)
+    )
+
+
+def _without_by(rest: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word == "--by":
+            skip = True
+        elif not word.startswith("--by="):
+            out.append(word)
+    return out
+
+
+def route(args: list[str]) -> int | list[str] | None:
+    """Handle ``args`` remotely (an exit status), rewrite them (a list), or leave them."""
+    if not args or (args[0] not in HOST_VERBS and args[0] != "submit"):
+        return None
+    verb, rest = args[0], args[1:]
+    index = first_positional(verb, rest)
+    word = rest[index] if index is not None else None
+    wants_all = verb in ("queue", "list", "overview") and "--all" in rest
+    if verb == "usage" and _by_host(rest):
+        from vq.cli.remote_fleet import run_usage_by_host
+
+        return run_usage_by_host(_without_by(rest))
+    from vq._hostnames import configured_names
+
+    names = configured_names()
+    if word is not None and index is not None:
+        from vq._hostnames import is_local_name
+
+        if word in names:
+            from vq.cli.remote_verbs import run_remote
+
+            return run_remote(verb, word, rest[:index] + rest[index + 1 :])
+        if is_local_name(word) and not (verb in ("submit", "fetch") and os.path.lexists(word)):
+            return [verb, *rest[:index], *rest[index + 1 :]]
+    if wants_all:
+        from vq.cli.remote_fleet import run_fleet
+
+        return run_fleet(verb, [w for w in rest if w != "--all"])
+    if names and verb not in ("submit", "queue", "list", "top", "overview", "usage"):
+        from vq.cli.remote_discover import run_hostless
+
+        return run_hostless(verb, rest, index)
+    return None

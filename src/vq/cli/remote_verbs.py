@@ -1,0 +1,150 @@
+"""``vq VERB HOST …``: run a verb on a configured remote vq daemon host (§2.2).
+
+The command line is first parsed by the local command itself (so a bad option fails
+here, with the usual message, before anything is sent), then:
+
+- ``submit``: packed and delegated (:mod:`vq.remote.submit`); prints the remote id.
+- ``logs``: streamed; ``-f`` resumes by byte offset after a drop (:mod:`vq.remote.follow`).
+- ``wait``: rides out partitions and exits with the remote job's code.
+- ``fetch``: a tar stream extracted here (:mod:`vq.remote.fetch`).
+- every other verb (``status``, ``events``, ``kill``, ``pause``, ``resume``, ``queue``,
+  ``top``, ``overview``, ``usage``): the remote verb's output and exit status, as is.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from vq.cli.remote_route import first_positional
+from vq.errors import UsageError
+from vq.remote.fleet import load_fleet
+from vq.remote.host import RemoteHost
+
+__all__ = ["run_remote"]
+
+#: The Click command that parses each verb's command line (never invoked here).
+_PARSERS = {
+    "submit": "vq.cli.submit:submit",
+    "status": "vq.cli.inspect:status",
+    "events": "vq.cli.inspect:events",
+    "logs": "vq.cli.logs:logs",
+    "kill": "vq.cli.control:kill",
+    "pause": "vq.cli.control:pause",
+    "resume": "vq.cli.control:resume",
+    "wait": "vq.cli.control:wait",
+    "fetch": "vq.cli.fetch:fetch",
+    "queue": "vq.cli.inspect:list_jobs",
+    "list": "vq.cli.inspect:list_jobs",
+    "top": "vq.cli.top:top",
+    "overview": "vq.cli.reports:overview",
+    "usage": "vq.cli.reports:usage",
+}
+
+
+def _parse(verb: str, rest: list[str]) -> click.Context:
+    import importlib
+
+    module, attr = _PARSERS[verb].split(":")
+    command: click.Command = getattr(importlib.import_module(module), attr)
+    return command.make_context(f"vq {verb} HOST", list(rest), resilient_parsing=False)
+
+
+def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
+    """Run ``vq VERB …`` on ``host_name``; returns the exit status to use."""
+    host = load_fleet().host(host_name)
+    ctx = _parse(verb, rest)
+    if verb == "submit":
+        return _submit(host, rest, ctx)
+    if verb == "logs":
+        from vq.remote.follow import follow_logs
+
+        return follow_logs(
+            host,
+            ctx.params["job_id"],
+            use_stderr=ctx.params["use_stderr"],
+            tail=ctx.params["tail"],
+            follow=ctx.params["follow"],
+            out=sys.stdout.buffer,
+        )
+    if verb == "wait":
+        return _wait(host, ctx)
+    if verb == "fetch":
+        from vq.remote.fetch import fetch_remote
+
+        return fetch_remote(host, ctx.params, out=sys.stdout)
+    if verb == "top" and ctx.params.get("watch"):
+        raise UsageError(
+            "vq top HOST --watch is not supported", hint="run `vq top HOST` (one snapshot)"
+        )
+    remote_verb = "list" if verb == "queue" else verb  # `list` is the older name
+    result = host.run([remote_verb, *rest], deadline_s=host.timeout)
+    sys.stdout.buffer.write(result.stdout)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(result.stderr)
+    sys.stderr.flush()
+    if result.rc == 0 and "--json" in rest:
+        import json
+
+        from vq.remote.host import check_spec_versions
+
+        try:
+            check_spec_versions(host.name, json.loads(result.stdout))
+        except ValueError:
+            pass
+    return result.rc
+
+
+def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
+    from vq.cli.submit_fast import emit
+    from vq.remote.submit import delegate_submit
+
+    cut = rest.index("--") if "--" in rest else len(rest)
+    head, command = rest[:cut], rest[cut + 1 :]
+    if not command:
+        raise UsageError(
+            "no command given", hint=f"put the command after `--`: vq submit {host.name} -- echo hi"
+        )
+    for refused in ("--array-from", "--source-tar"):
+        if any(word == refused or word.startswith(refused + "=") for word in head):
+            raise UsageError(
+                f"{refused} is not supported with a remote HOST",
+                hint="use --array with indices, or give the files as SOURCE",
+            )
+    index = first_positional("submit", head)
+    source = None
+    if index is not None:
+        source = Path(head[index]).absolute()
+        head = head[:index] + head[index + 1 :]
+        if first_positional("submit", head) is not None:
+            raise UsageError(
+                "expected at most one SOURCE after HOST",
+                hint=f"vq submit {host.name} [SOURCE] [options] -- COMMAND",
+            )
+    as_json = bool(ctx.params.get("as_json"))
+    options = [word for word in head if word != "--json"]
+    payload = delegate_submit(
+        host, options, command, source, idempotency_key=ctx.params.get("idempotency_key")
+    )
+    emit(payload, as_json)
+    return 0
+
+
+def _wait(host: RemoteHost, ctx: click.Context) -> int:
+    from vq.domain.durations import parse_duration
+    from vq.remote.follow import wait_remote
+
+    job_ids = list(ctx.params["job_ids"])
+    extra = ["--json"] if ctx.params.get("as_json") else []
+    if ctx.params.get("group"):
+        extra += ["--group", ctx.params["group"]]
+    timeout = ctx.params.get("timeout")
+    return wait_remote(
+        host,
+        job_ids,
+        timeout_s=float(parse_duration(timeout)) if timeout else None,
+        extra=extra,
+        out=sys.stdout.buffer,
+    )

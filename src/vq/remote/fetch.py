@@ -1,0 +1,196 @@
+"""``vq fetch HOST ID [DEST] [--workdir]``: a remote snapshot, extracted here (§4.6, §6.1).
+
+Contract:
+
+- The owning host streams its snapshot (``vq fetch ID --tar-stream``: the workspace or
+  workdir with both sidecars); it is spooled to a private temp file next to DEST, every
+  member checked (no absolute names, no ``..``, no links leaving the tree, no devices or
+  FIFOs) before anything is extracted, then extracted into a hidden temp directory.
+- ``_vq/fetch-manifest.json`` is rewritten by this receiving side: ``transport: "ssh"``,
+  ``source_host`` = the configured host name, the remote ``source_path`` and ``skipped``.
+- DEST is published as a local fetch publishes it (one rename, or an exchange with a
+  previous fetch of the same job); a DEST that is not such a fetch is refused.
+- Only after publishing, a workspace fetch of a terminal job is acknowledged remotely
+  (``vq fetch ID --ack-fetched SUBMITTED_AT|STATE``, identity taken from the streamed
+  ``terminal-diagnosis.json``); a failed or ambiguous acknowledgement makes the command
+  exit non-zero but leaves the published tree as it is (not stale).
+- A refresh that fails marks a previous snapshot ``stale`` with the error, as locally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from vq._fs import atomic_write_json
+from vq.domain.archive_rules import META_DIR, check_members
+from vq.errors import UnsafeArchive, UsageError, VqError
+from vq.remote.host import RemoteHost, remote_error
+from vq.services.fetch import default_dest_name
+from vq.services.fetch_snapshot import MANIFEST_NAME, fetch_manifest, previous_fetch, publish
+from vq.store.workspace import tar_member
+
+__all__ = ["fetch_remote"]
+
+_STREAM_DEADLINE_S = 24 * 3600.0
+_DIAGNOSIS_NAME = "terminal-diagnosis.json"
+
+
+def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    members = [m for m in tar.getmembers() if m.name not in (".", "./")]
+    for info in members:
+        info.name = info.name.removeprefix("./")
+    # _vq is reserved in a *source*; in a snapshot it holds the sidecars: check it renamed
+    renamed = []
+    for info in members:
+        member = tar_member(info)
+        head, sep, tail = member.name.partition("/")
+        if head == META_DIR:
+            member = type(member)(f"vq-meta{sep}{tail}", member.kind, member.link_target)
+        renamed.append(member)
+    check_members(renamed)
+    return members
+
+
+def _extract(spool: Path, into: Path) -> None:
+    try:
+        with tarfile.open(spool, "r:") as tar:
+            members = _checked_members(tar)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(into, members, filter="data")
+            else:  # Python < 3.11.4: the members were vetted above
+                for info in members:
+                    info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
+                tar.extractall(into, members)  # noqa: S202 - members checked above
+    except (tarfile.TarError, EOFError) as exc:
+        raise UnsafeArchive(f"the snapshot stream is not a valid tar: {exc}") from exc
+
+
+def _stream_to(host: RemoteHost, words: list[str], spool: Path) -> None:
+    stream = host.stream(words, deadline_s=_STREAM_DEADLINE_S)
+    try:
+        with spool.open("wb") as out:
+            while chunk := stream.read():
+                out.write(chunk)
+        result = stream.wait()
+    except VqError as exc:
+        from vq.errors import TransportError
+
+        if isinstance(exc, TransportError):
+            raise host.failed(exc) from exc
+        raise
+    finally:
+        stream.close()
+    if result.rc != 0:
+        raise remote_error(host.name, result)
+
+
+def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, Any]:
+    meta = tmp / META_DIR
+    try:
+        remote = json.loads((meta / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        remote = {}
+    manifest = fetch_manifest(
+        job_id,
+        "workdir" if kind == "workdir" else "workspace",
+        str(remote.get("source_path", "")),
+        list(remote.get("skipped", [])),
+        datetime.now(UTC),
+        transport="ssh",
+    )
+    manifest["source_host"] = host.name
+    meta.mkdir(exist_ok=True)
+    atomic_write_json(meta / MANIFEST_NAME, manifest)
+    return manifest
+
+
+def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> int:
+    """Fetch a remote job's workspace or workdir (see the module docstring)."""
+    if params.get("name") is not None:
+        raise UsageError(
+            "vq fetch HOST ID --name is not supported yet",
+            hint=f"fetch the workspace (vq fetch {host.name} ID), then take the file",
+        )
+    job_id: str = params["job_id"]
+    kind = "workdir" if params.get("workdir") else "workspace"
+    status = host.run_json(["status", job_id, "--json"])
+    dest = params.get("dest")
+    if dest is None:
+        from vq.domain.spec import load_spec
+
+        dest = Path.cwd() / default_dest_name(load_spec(status, source=f"{host.name}:{job_id}"))
+    target = Path(os.path.abspath(dest))
+    previous = previous_fetch(target, job_id, kind)  # type: ignore[arg-type]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
+    spool = tmp.with_suffix(".tar")
+    words = ["fetch", job_id, "--tar-stream", *(["--workdir"] if kind == "workdir" else [])]
+    try:
+        _stream_to(host, words, spool)
+        _extract(spool, tmp)
+        manifest = _manifest(tmp, host, job_id, kind)
+        publish(tmp, target, replace=previous is not None)
+    except VqError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if previous is not None:
+            previous.update(stale=True, refresh_error=exc.message)
+            previous["refresh_attempted_at"] = datetime.now(UTC).isoformat()
+            with contextlib.suppress(OSError):
+                atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            spool.unlink()
+    payload: dict[str, Any] = {
+        "id": job_id,
+        "host": host.name,
+        "kind": kind,
+        "dest": str(target),
+        "replaced": previous is not None,
+        "manifest": manifest,
+        "last_fetched_at": None,
+    }
+    code = 0
+    if kind == "workspace":
+        code = _acknowledge(host, job_id, target, payload)
+    if params.get("as_json"):
+        out.write(json.dumps(payload, indent=2) + "\n")
+    else:
+        verb = "refreshed" if payload["replaced"] else "fetched"
+        out.write(f"{verb} the {kind} of job {job_id} from {host.name} → {target}\n")
+    out.flush()
+    return code
+
+
+def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str, Any]) -> int:
+    """Stamp ``last_fetched_at`` remotely for the identity in the streamed diagnosis."""
+    try:
+        diagnosis = json.loads((target / META_DIR / _DIAGNOSIS_NAME).read_text())
+        submitted, state = diagnosis["submitted_at"], diagnosis["state"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return _ack_failed("the snapshot has no readable terminal diagnosis")
+    if state in ("PENDING", "RUNNING", "SUSPENDED"):
+        return 0  # not terminal: nothing to acknowledge
+    if not submitted:
+        return _ack_failed("the job has no recorded submitted_at; not acknowledged")
+    try:
+        answer = host.run_json(["fetch", job_id, "--ack-fetched", f"{submitted}|{state}"])
+    except VqError as exc:
+        return _ack_failed(exc.message, exc.exit_code)
+    payload["last_fetched_at"] = answer.get("last_fetched_at")
+    return 0
+
+
+def _ack_failed(why: str, code: int = 1) -> int:
+    import sys
+
+    sys.stderr.write(f"vq: error: fetched, but last_fetched_at was not recorded: {why}\n")
+    return code

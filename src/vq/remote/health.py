@@ -1,0 +1,157 @@
+"""Host health: ``<state-root>/hosts/<name>.json``, never job state (§2.2, §6.3).
+
+A transport failure changes only this file: it never marks a job failed. Fields:
+
+- ``status``: ``ok`` (the last call got an answer), ``unreachable`` (a transient
+  failure: no connection, a timeout, a dropped call), ``invalid`` (the host answered but
+  cannot be trusted or used: unknown or changed host key, refused credentials, no
+  working ``vq``, a newer spec version), or ``down`` (administratively marked).
+- ``last_ok_at`` / ``last_error`` / ``consecutive_failures`` / ``rtt_ms`` /
+  ``vq_version`` (the remote ``vq --version``, when a probe read it).
+- ``last_attempt_at`` and ``next_probe_at``: probes back off 2, 4, 8 … 300 s after
+  consecutive failures (:func:`backoff_seconds`).
+
+Writes are atomic but not fsync'd: this is an observation, rebuilt by the next call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from vq._fs import atomic_write_json
+from vq.errors import TransportError
+
+__all__ = [
+    "HostHealth",
+    "HostStatus",
+    "backoff_seconds",
+    "health_path",
+    "mark_down",
+    "read_health",
+    "record_failure",
+    "record_ok",
+]
+
+HostStatus = Literal["ok", "unreachable", "invalid", "down", "unknown"]
+
+_BACKOFF_FIRST_S = 2.0
+_BACKOFF_MAX_S = 300.0
+
+
+def backoff_seconds(consecutive_failures: int) -> float:
+    """The probe delay after ``consecutive_failures`` failures: 0, 2, 4, 8 … capped at 300."""
+    if consecutive_failures <= 0:
+        return 0.0
+    return float(min(_BACKOFF_FIRST_S * 2.0 ** (consecutive_failures - 1), _BACKOFF_MAX_S))
+
+
+@dataclass
+class HostHealth:
+    """The last known health of one configured host (see the module docstring)."""
+
+    name: str
+    status: HostStatus = "unknown"
+    last_ok_at: str | None = None
+    last_error: str | None = None
+    last_error_reference: str | None = None
+    consecutive_failures: int = 0
+    rtt_ms: float | None = None
+    vq_version: str | None = None
+    last_attempt_at: str | None = None
+    next_probe_at: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def probe_due(self, now: datetime) -> bool:
+        """Whether the backoff after the last failure has elapsed."""
+        if self.next_probe_at is None:
+            return True
+        with contextlib.suppress(ValueError):
+            return now >= datetime.fromisoformat(self.next_probe_at)
+        return True
+
+
+def health_path(state_root: Path, name: str) -> Path:
+    """``<state-root>/hosts/<name>.json`` (``name`` is a validated host name)."""
+    return state_root / "hosts" / f"{name}.json"
+
+
+def read_health(state_root: Path, name: str) -> HostHealth:
+    """The stored health of ``name``; a missing or unreadable file is ``unknown``."""
+    try:
+        raw = json.loads(health_path(state_root, name).read_text())
+    except (OSError, ValueError):
+        return HostHealth(name)
+    if not isinstance(raw, dict):
+        return HostHealth(name)
+    known = {key: raw[key] for key in HostHealth.__dataclass_fields__ if key in raw}
+    known["name"] = name
+    try:
+        return HostHealth(**known)
+    except TypeError:
+        return HostHealth(name)
+
+
+def _write(state_root: Path, health: HostHealth) -> None:
+    path = health_path(state_root, health.name)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomic_write_json(path, health.as_dict(), durable=False)
+    except OSError:
+        pass  # an observation: failing to record it must not fail the call itself
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def record_ok(
+    state_root: Path, name: str, rtt_ms: float, *, vq_version: str | None = None
+) -> HostHealth:
+    """The host answered: ``ok``, failures reset, round-trip time recorded."""
+    health = read_health(state_root, name)
+    now = _now().isoformat()
+    health.status, health.last_ok_at, health.last_attempt_at = "ok", now, now
+    health.consecutive_failures, health.next_probe_at = 0, None
+    health.rtt_ms = round(rtt_ms, 1)
+    health.last_error = health.last_error_reference = None
+    if vq_version is not None:
+        health.vq_version = vq_version
+    _write(state_root, health)
+    return health
+
+
+def record_failure(
+    state_root: Path, name: str, error: TransportError | str, *, invalid: bool | None = None
+) -> HostHealth:
+    """A call failed: ``unreachable`` (transient) or ``invalid``; backoff advanced."""
+    health = read_health(state_root, name)
+    now = _now()
+    if isinstance(error, TransportError):
+        message, reference = error.message, error.reference
+        bad = (not error.transient) if invalid is None else invalid
+    else:
+        message, reference, bad = error, "invalid-host", True if invalid is None else invalid
+    health.status = "invalid" if bad else "unreachable"
+    health.last_error, health.last_error_reference = message, reference
+    health.consecutive_failures += 1
+    health.last_attempt_at = now.isoformat()
+    delay = backoff_seconds(health.consecutive_failures)
+    health.next_probe_at = (now + timedelta(seconds=delay)).isoformat()
+    _write(state_root, health)
+    return health
+
+
+def mark_down(state_root: Path, name: str) -> HostHealth:
+    """The configuration marks the host down: recorded, nothing contacted."""
+    health = read_health(state_root, name)
+    if health.status != "down":
+        health.status = "down"
+        _write(state_root, health)
+    return health

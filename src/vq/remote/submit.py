@@ -1,0 +1,173 @@
+"""Delegated submission: ``vq submit HOST [SOURCE] … -- CMD`` (§2.2, §3.5, §4.8).
+
+Contract:
+
+- SOURCE is checked and read under the same rules as a local submit: it is materialized
+  into a private scratch workspace here (refusing what a local submit refuses), then
+  packed as one tar. The remote side runs ``vq submit --source-tar - --json …`` and
+  extracts it with its own checks. No SOURCE: nothing is uploaded.
+- Before anything is sent the request is staged in ``<state-root>/outbox/<entry>/``
+  (``request.json``, and ``source.tar``). The entry is removed once the remote answered
+  (accepted or refused) or the call provably never reached the host.
+- ``--idempotency-key`` is forwarded once, verbatim. A timeout, a dropped connection or a
+  lost answer after the call may have started is :class:`~vq.errors.OutcomeUnknown`
+  (exit 12): nothing is replayed, the outbox entry is kept, and the hint says to rerun
+  with the same key (which returns the original job if the first call got through).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import secrets
+import shutil
+import tarfile
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vq.errors import NotFound, OutcomeUnknown, TransportError
+from vq.remote.host import RemoteHost, check_spec_versions, remote_error
+
+__all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
+
+#: ssh's own words when the connection was never made: the command cannot have run.
+_NEVER_CONNECTED = re.compile(
+    r"connect to host .*:|Could not resolve hostname|Name or service not known"
+    r"|Temporary failure in name resolution"
+)
+#: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
+_UPLOAD_BYTES_PER_S = 4 << 20
+
+
+#: Submit field → its ``vq submit`` option (the HTTP API's fields, §10.2).
+_FIELD_OPTIONS = {
+    "cpus": "--cpus",
+    "mem_mb": "--mem-mb",
+    "priority": "--priority",
+    "job_name": "--job-name",
+    "retry_max": "--retry",
+    "rerun_until_file_exists": "--rerun-until-file-exists",
+    "rerun_max": "--rerun-max",
+    "profile": "--profile",
+    "program": "--program",
+}
+
+
+def options_from_fields(fields: dict[str, Any]) -> list[str]:
+    """The ``vq submit`` options carrying submit ``fields`` (as the HTTP API names them)."""
+    options: list[str] = []
+    for name, value in fields.items():
+        if value is None or name == "command":
+            continue
+        if name in _FIELD_OPTIONS:
+            options += [_FIELD_OPTIONS[name], str(value)]
+        elif name == "wall_time_seconds":
+            options += ["--wall-time", f"{int(value)}s"]
+        elif name == "retry_backoff_seconds":
+            options += ["--retry-backoff", f"{int(value)}s"]
+        elif name == "not_before":
+            moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+            options += ["--not-before", moment.isoformat()]
+        elif name in ("tags", "depends_on", "depends_on_any"):
+            flag = {"tags": "--tag", "depends_on": "--after", "depends_on_any": "--after-any"}
+            for item in value:
+                options += [flag[name], str(item)]
+        elif name == "clean_workdir_on_terminal":
+            options += ["--clean-workdir"] if value else []
+        else:
+            raise ValueError(f"submit field {name!r} cannot be delegated to a remote host")
+    return options
+
+
+def outbox_dir(state_root: Path) -> Path:
+    return state_root / "outbox"
+
+
+def pack_source(source: Path) -> bytes:
+    """SOURCE as an uncompressed tar, after the local submit's safety checks."""
+    from vq.store.workspace import materialize
+
+    if not source.exists() and not source.is_symlink():
+        raise NotFound(
+            f"source {str(source)!r} does not exist",
+            hint="SOURCE is a file, a directory or a .tar/.tar.gz/.tar.bz2/.zip archive",
+        )
+    scratch = Path(tempfile.mkdtemp(prefix="vq-pack-"))
+    try:
+        workspace = scratch / "ws"
+        materialize(source, workspace, sync_parent=False)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for child in sorted(workspace.iterdir()):
+                if child.name != "_vq":
+                    tar.add(child, arcname=child.name, recursive=True)
+        return buffer.getvalue()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _stage(state_root: Path, host: str, request: dict[str, Any], tar: bytes | None) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    entry = outbox_dir(state_root) / f"{stamp}-{host}-{secrets.token_hex(4)}"
+    entry.mkdir(mode=0o700, parents=True)
+    if tar is not None:
+        (entry / "source.tar").write_bytes(tar)
+    (entry / "request.json").write_text(json.dumps(request, indent=1) + "\n")
+    return entry
+
+
+def delegate_submit(
+    host: RemoteHost,
+    options: list[str],
+    command: list[str],
+    source: Path | None,
+    *,
+    idempotency_key: str | None,
+) -> dict[str, Any]:
+    """Submit on ``host``; returns the remote ``--json`` payload (see the module docstring).
+
+    ``options`` are the submit options as given (``--idempotency-key`` included once);
+    ``--json`` and ``--source-tar -`` are added here.
+    """
+    tar = pack_source(source) if source is not None else None
+    words = ["submit", "--json", *options]
+    if tar is not None:
+        words += ["--source-tar", "-"]
+    words += ["--", *command]
+    request = {
+        "host": host.name,
+        "argv": words,
+        "idempotency_key": idempotency_key,
+        "source": str(source) if source is not None else None,
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+    entry = _stage(host.state_root, host.name, request, tar)
+    deadline = host.timeout + (len(tar) / _UPLOAD_BYTES_PER_S if tar else 0.0)
+    try:
+        result = host.run(words, stdin=tar if tar is not None else b"", deadline_s=deadline)
+    except TransportError as exc:
+        if not exc.transient or _NEVER_CONNECTED.search(exc.detail or ""):
+            shutil.rmtree(entry, ignore_errors=True)  # it never reached the host
+            raise
+        rerun = "rerun the same command with the same --idempotency-key once the host answers"
+        raise OutcomeUnknown(
+            f"the submit to host {host.name} may or may not have been accepted "
+            f"({exc.message}); the request is kept in {entry}",
+            hint=rerun
+            if idempotency_key
+            else f"check `vq queue {host.name}` before resubmitting; "
+            "use --idempotency-key to make submits repeat-safe",
+        ) from exc
+    shutil.rmtree(entry, ignore_errors=True)
+    if result.rc != 0:
+        raise remote_error(host.name, result)
+    with contextlib.suppress(ValueError):
+        payload = json.loads(result.stdout)
+        if isinstance(payload, dict):
+            check_spec_versions(host.name, payload)
+            return payload
+    raise remote_error(host.name, result)

@@ -1,0 +1,116 @@
+"""The pure parts of remote hosts: backoff, health files, argument routing, discovery."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from vq.cli.remote_route import first_positional
+from vq.errors import (
+    Conflict,
+    HostUnavailable,
+    NotFound,
+    SshUnreachable,
+    UnsupportedSpecVersion,
+)
+from vq.remote.discovery import Discovery
+from vq.remote.health import (
+    backoff_seconds,
+    read_health,
+    record_failure,
+    record_ok,
+)
+from vq.remote.host import check_spec_versions, remote_error
+from vq.transport.runner import RunResult
+
+
+def test_backoff_doubles_from_two_seconds_up_to_five_minutes() -> None:
+    assert [backoff_seconds(n) for n in range(11)] == [
+        0,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        128,
+        256,
+        300,
+        300,
+    ]
+
+
+def test_health_file_records_failures_then_recovery(tmp_path: Path) -> None:
+    assert read_health(tmp_path, "h1").status == "unknown"
+    record_failure(tmp_path, "h1", SshUnreachable("no route"))
+    failed = record_failure(tmp_path, "h1", SshUnreachable("no route"))
+    assert (failed.status, failed.consecutive_failures, failed.last_error) == (
+        "unreachable",
+        2,
+        "no route",
+    )
+    assert failed.next_probe_at is not None
+    due = datetime.fromisoformat(failed.next_probe_at)
+    assert not failed.probe_due(due - timedelta(seconds=1)) and failed.probe_due(due)
+    invalid = record_failure(tmp_path, "h1", "answered nonsense")
+    assert invalid.status == "invalid"
+    ok = record_ok(tmp_path, "h1", 12.34, vq_version="0.1.0")
+    assert (ok.status, ok.consecutive_failures, ok.rtt_ms) == ("ok", 0, 12.3)
+    again = read_health(tmp_path, "h1")
+    assert again.last_ok_at is not None and again.vq_version == "0.1.0"
+    assert again.probe_due(datetime.now(UTC))
+
+
+def test_a_corrupt_health_file_reads_as_unknown(tmp_path: Path) -> None:
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "h1.json").write_text("{not json")
+    assert read_health(tmp_path, "h1").status == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("verb", "rest", "expected"),
+    [
+        ("status", ["h1", "abc"], 0),
+        ("status", ["--json", "h1", "abc"], 1),
+        ("logs", ["--tail", "5", "h1", "abc"], 2),
+        ("wait", ["--timeout", "1m", "abc"], 2),
+        ("kill", ["--group", "g"], None),
+        ("submit", ["--cpus", "2", "h1", "--", "echo"], 2),
+        ("submit", ["--clean-workdir", "src", "--", "x"], 1),
+        ("submit", ["--", "h1"], None),
+        ("nosuchverb", ["h1"], None),
+    ],
+)
+def test_first_positional_skips_option_values(
+    verb: str, rest: list[str], expected: int | None
+) -> None:
+    assert first_positional(verb, rest) == expected
+
+
+def test_discovery_outcomes() -> None:
+    assert Discovery("a", owners=["h2"]).owner() == "h2"
+    with pytest.raises(Conflict, match="h1, h2"):
+        Discovery("a", owners=["h1", "h2"]).owner()
+    with pytest.raises(HostUnavailable, match="job a not found; h3 unavailable"):
+        Discovery("a", unavailable={"h3": "down"}).owner()
+    with pytest.raises(NotFound):
+        Discovery("a").owner()
+    # a match elsewhere is enough even while another host is unavailable
+    assert Discovery("a", owners=["h1"], unavailable={"h3": "x"}).owner() == "h1"
+
+
+def test_a_newer_remote_spec_version_is_refused() -> None:
+    check_spec_versions("h1", {"jobs": [{"spec_version": 2}]})
+    with pytest.raises(UnsupportedSpecVersion, match="host h1 answered with spec_version 99"):
+        check_spec_versions("h1", {"jobs": [{"id": "x", "spec_version": 99}]})
+
+
+def test_remote_error_keeps_the_remote_exit_code_and_words() -> None:
+    said = b"vq: error: no job abc\nhint: check the id\n"
+    error = remote_error("h1", RunResult(3, b"", said, where="vq-h1"))
+    assert isinstance(error, NotFound)
+    assert (error.message, error.hint) == ("on h1: no job abc", "check the id")
+    other = remote_error("h1", RunResult(2, b"", b"boom\n", where="vq-h1"))
+    assert other.exit_code == 11 and "boom" in other.message
