@@ -1,9 +1,10 @@
 """(a) ``vq submit -- true`` wall time, and (b) submit → running latency, daemon up.
 
-(a) Three commands are timed as whole processes, interleaved round by round so that a
-noisy stretch of the VM hits all three alike: the CLI ``vq submit -- true``, the
-interpreter floor ``<venv python> -I -c 'import json, socket'`` and ``tsp true`` on a
-private task-spooler with 2 slots.
+(a) Four commands are timed as whole processes, interleaved round by round so that a
+noisy stretch of the VM hits all alike: the CLI ``vq submit -- true`` (which captures
+the submitting environment), the same with ``--export NONE`` (no capture: the cost of
+the capture), the interpreter floor ``<venv python> -I -c 'import json, socket'`` and
+``tsp true`` on a private task-spooler with 2 slots.
 
 (b) In-process, one job at a time: ``t0 = time.time()`` just before
 ``Client.call("submit", ...)``, then the spec file is polled until the job is terminal.
@@ -50,11 +51,13 @@ def submit_cli() -> list[Result]:
     floor_argv = [PYTHON, "-I", "-c", "import json, socket"]
     tsp = find_tsp()
     vq_ms: list[float] = []
+    none_ms: list[float] = []
     floor_ms: list[float] = []
     tsp_ms: list[float] = []
     with StateRoot("submit") as state, TspQueue(tsp or "tsp", "submit") as queue:
         state.start_daemon()
-        vq_argv = [VQ, "submit", "--", "true"]
+        vq_argv = [VQ, "submit", "--", "true"]  # captures the whole environment (ALL)
+        none_argv = [VQ, "submit", "--export", "NONE", "--", "true"]  # captures nothing
         tsp_argv = [tsp or "tsp", "true"]
         if tsp:
             queue.start(slots=2)
@@ -63,6 +66,9 @@ def submit_cli() -> list[Result]:
             sample = time_process(vq_argv, state.env) * 1000
             if keep:
                 vq_ms.append(sample)
+            sample = time_process(none_argv, state.env) * 1000
+            if keep:
+                none_ms.append(sample)
             sample = time_process(floor_argv, state.env) * 1000
             if keep:
                 floor_ms.append(sample)
@@ -80,7 +86,15 @@ def submit_cli() -> list[Result]:
             Figure("python -I -c 'import json, socket'", "ms", floor_ms),
             Target("≤ 2.5× floor", "ratio", 2.5),
             extra={"runs": runs, "warmups": warmups, "jobs_accepted": len(jobs)},
-        )
+        ),
+        Result(
+            "submit_cli_env_capture",
+            "(a) environment capture: `vq submit -- true` vs `--export NONE`",
+            vq_fig,
+            Figure("vq submit --export NONE -- true", "ms", none_ms),
+            Target("≤ 1.1× without capture", "ratio", 1.1),
+            extra={"environment_variables": len(state.env)},
+        ),
     ]
     if tsp:
         results.append(

@@ -43,6 +43,7 @@ __all__ = [
     "ProfileSettings",
     "ProgramSettings",
     "Settings",
+    "SubmitSettings",
     "WatchdogSettings",
     "WebSettings",
     "host_logical_cpus",
@@ -207,6 +208,26 @@ class ProfileSettings(BaseModel):
         return data
 
 
+class SubmitSettings(BaseModel):
+    """``[submit]``: defaults of ``vq submit`` on this machine."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    #: the ``--export`` rule when none is given: ALL, NONE or NAME[,NAME=value…]
+    export: str = "ALL"
+
+    @field_validator("export")
+    @classmethod
+    def _export(cls, value: str) -> str:
+        from vq.domain.environment import BadEnvironment, parse_export
+
+        try:
+            parse_export(value)
+        except BadEnvironment as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
 # pydantic patterns search: anchor them.
 _MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 _SHA = r"^[0-9a-fA-F]{7,64}$"
@@ -281,6 +302,7 @@ class Settings(BaseModel):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     watchdog: WatchdogSettings = Field(default_factory=WatchdogSettings)
     profile: dict[str, ProfileSettings] = Field(default_factory=dict)
+    submit: SubmitSettings = Field(default_factory=SubmitSettings)
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -8,7 +8,7 @@ import click
 import pytest
 
 from vq.cli.submit import submit
-from vq.cli.submit_options import parse_fast
+from vq.cli.submit_options import SUBMIT_OPTIONS, parse_fast
 
 CASES = [
     ["--", "true"],
@@ -16,6 +16,7 @@ CASES = [
     ["--cpus=3", "--priority=-5", "--tag", "a", "--tag=b", "--json", "--", "x", "--cpus", "9"],
     ["inputs.tar.gz", "--job-name", "run 1", "--retry", "2", "--", "bash", "run.sh"],
     ["--not-before", "30m", "--cwd", "/tmp", "--", "sleep", "1"],
+    ["--export", "A,B=1", "--env", "C=2", "--env=D=3", "--", "env"],
 ]
 
 
@@ -23,8 +24,9 @@ def _click_values(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]
     ctx = submit.make_context("submit", list(args))
     values = dict(ctx.params)
     positional = list(values.pop("positional"))
-    for name in ("tags", "after", "after_any"):
-        values[name] = list(values[name])
+    for option in SUBMIT_OPTIONS:
+        if option.kind == "multi":
+            values[option.dest] = list(values[option.dest])
     values["_given"] = {
         name
         for name in values

@@ -67,8 +67,9 @@ def submit(ctx: click.Context, /, positional: tuple[str, ...], **values: Any) ->
 
         vq submit --cpus 2 --mem-mb 500 --wall-time 10m -- python3 -c 'print(42)'
     """
-    for name in ("tags", "after", "after_any"):
-        values[name] = list(values[name])
+    for option in SUBMIT_OPTIONS:
+        if option.kind == "multi":
+            values[option.dest] = list(values[option.dest])
     values[GIVEN] = {
         name
         for name in values

@@ -138,6 +138,15 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "str",
         "Read the workspace as a tar stream from stdin ('-'); used by vq submit HOST.",
     ),
+    Option(
+        "--export",
+        "export",
+        "str",
+        "Environment to pass: ALL (default; `[submit] export`), NONE, or NAME[,NAME=value…].",
+    ),
+    Option(
+        "--env", "env_vars", "multi", "Set NAME=value in the job's environment (repeatable).", ()
+    ),
     Option("--json", "as_json", "flag", "Print the whole spec as JSON.", False),
 )
 
@@ -318,6 +327,7 @@ def build_params(
         "profile": values.get("profile"),
         "program": values.get("program"),
         "expected_sha": values.get("expected_sha"),
+        "environment": _environment(values),
     }
     given = values.get(GIVEN)
     if given is not None and "mem" in given:
@@ -391,6 +401,27 @@ def release_spool(params: dict[str, Any]) -> None:
             os.unlink(params["source"])
         except OSError:
             pass
+
+
+def _environment(values: dict[str, Any]) -> dict[str, Any] | None:
+    """The submitting shell's environment per ``--export``/``--env`` (a local submit)."""
+    from vq.cli.submit_env import configured_export
+    from vq.domain.environment import BadEnvironment, capture
+
+    export = values.get("export")
+    try:
+        captured = capture(
+            os.environ,
+            export,
+            values.get("env_vars") or (),
+            remote=False,
+            configured=None if export is not None else configured_export(os.environ),
+        )
+    except BadEnvironment as exc:
+        raise UsageError(
+            str(exc), hint="--export ALL|NONE|NAME[,NAME=value…] and --env NAME=value"
+        ) from None
+    return None if captured.is_empty else captured.to_json()
 
 
 def _array_lines(path: str) -> list[str]:

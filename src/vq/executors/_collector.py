@@ -201,6 +201,32 @@ def _spawn_command(req: Request) -> tuple[int | None, int, str]:
         return None, 126 if denied else 127, f"{stage}: {reason}"
 
 
+def _job_environment(req: Request) -> dict[str, str]:
+    """The command's environment: the submit's capture (``_vq/environment``, next to the
+    exit marker) over its base, then the daemon's ``VQ_*`` job variables on top.
+
+    The file's format is ``vq.domain.environment.CapturedEnvironment``: base
+    ``submitter`` replaces the daemon's environment (``req["env"]``), base ``daemon``
+    adds to it. No file (or an unreadable one) leaves ``req["env"]`` as it is.
+    """
+    launch_env: dict[str, str] = req["env"]
+    path = os.path.join(os.path.dirname(req["exit_code_path"]), "environment")
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+        variables = data["variables"]
+        base = data["base"]
+    except FileNotFoundError:
+        return launch_env
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _stderr(f"job {req.get('job_id')}: ignoring unreadable {path}: {exc}")
+        return launch_env
+    env = dict(launch_env) if base != "submitter" else {}
+    env.update({str(k): str(v) for k, v in variables.items()})
+    env.update({k: v for k, v in launch_env.items() if k.startswith("VQ_")})
+    return env
+
+
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     """Body of the collector process; returns its own exit status (0 = marker written)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
@@ -230,6 +256,7 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     except OSError as exc:
         _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
 
+    req = {**req, "env": _job_environment(req)}
     started_at = time.time()
     started = time.monotonic()
     if hasattr(os, "posix_spawn"):

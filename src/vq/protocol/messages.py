@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -70,6 +70,21 @@ class SubmitParams(BaseModel):
     #: ``--expected-sha SHA``: an explicit git pin for a venv ``program`` (§3.4), beside
     #: the configured ones; enforced at submit and again before dispatch
     expected_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{4,64}$")
+    #: the captured environment (``vq.domain.environment``): stored in the workspace as
+    #: ``_vq/environment``, never in the spec; excluded from reprs and idempotency intents
+    environment: dict[str, Any] | None = Field(default=None, repr=False)
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        from vq.domain.environment import BadEnvironment, CapturedEnvironment
+
+        try:
+            return CapturedEnvironment.from_json(value).to_json()
+        except BadEnvironment as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("command")
     @classmethod

@@ -125,7 +125,13 @@ def _tar_content_digest(source: str) -> str:
 def intent_digest(params: SubmitParams) -> str:
     canonical = params.model_dump(
         mode="json",
-        exclude={"idempotency_key", "source", "source_label", "not_before_requested"},
+        exclude={
+            "idempotency_key",
+            "source",
+            "source_label",
+            "not_before_requested",
+            "environment",
+        },
         exclude_none=False,
     )
     if not params.recover_on_reboot:  # the default: keeps the digests of older claims

@@ -2,9 +2,10 @@
 
 The clone gets a new id, a fresh PENDING lifecycle and a copy of the original workspace
 *without* its ``_vq`` metadata (receipt, exit marker, samples, events) or its captured
-logs, so nothing from the old run can be mistaken for the new one. Resources may be
-overridden. Dependencies are not carried over (they have already run); ``parent_jobid``
-records the lineage.
+logs, so nothing from the old run can be mistaken for the new one; only the submit's
+captured environment ``_vq/environment`` is copied. Resources may be overridden.
+Dependencies are not carried over (they have already run); ``parent_jobid`` records the
+lineage.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vq.domain.sizes import MAX_MEM_MB
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput
 from vq.services.context import ServiceContext
+from vq.store.environment import copy_environment
 from vq.store.events import append_event
 
 __all__ = ["OVERRIDABLE", "check_overrides", "resubmit"]
@@ -81,6 +83,7 @@ def resubmit(ctx: ServiceContext, job_id: str, overrides: dict[str, Any]) -> Job
         ignore=lambda d, names: [n for n in names if d == str(old_workspace) and n in skip],
     )
     paths.meta_dir(new_id).mkdir(exist_ok=True)
+    copy_environment(paths, job_id, new_id)  # the submit's captured environment
     own_cwd = original.cwd in (None, str(old_workspace))
     fields = {
         name: getattr(original, name)

@@ -3,7 +3,8 @@
 Reboot auto-resume (and, later, rerun-until-file) never reopens a terminal record; it
 creates a sibling with a new id and ``parent_jobid`` lineage. The sibling runs in the
 parent's working directory so application restart files are found, while its own
-``jobs/<id>/`` holds its logs and ``_vq`` metadata.
+``jobs/<id>/`` holds its logs and ``_vq`` metadata (with a copy of the parent's captured
+environment).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from vq.domain.events import make_event
 from vq.domain.ids import new_job_id
 from vq.domain.spec import JobSpec
 from vq.services.context import ServiceContext
+from vq.store.environment import copy_environment
 from vq.store.events import append_event
 
 __all__ = ["create_sibling"]
@@ -27,6 +29,7 @@ def create_sibling(
         lambda candidate: ctx.store.exists(candidate) or paths.workspace(candidate).exists(),
     )
     paths.meta_dir(job_id).mkdir(parents=True)
+    copy_environment(paths, parent.id, job_id)
     sibling = JobSpec(
         id=job_id,
         submitted_at=ctx.now(),

@@ -19,6 +19,7 @@ from typing import Any
 
 from vq._fs import fsync_dir
 from vq.domain.admission import capacity_overages
+from vq.domain.environment import CapturedEnvironment
 from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
@@ -27,6 +28,7 @@ from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
+from vq.store.environment import write_environment
 from vq.store.events import append_event
 from vq.store.workspace import detect_source_kind, materialize
 
@@ -191,6 +193,9 @@ def _write(
 ) -> list[JobSpec]:
     """Materialize every workspace, then write every spec; all or nothing."""
     source = None if params.source is None else Path(params.source)
+    captured = None
+    if params.environment is not None:
+        captured = CapturedEnvironment.from_json(params.environment)
     ctx.paths.ensure()
     created: list[Path] = []
     specs: list[JobSpec] = []
@@ -201,6 +206,7 @@ def _write(
             own_source = source if params.chain is None or index == 0 else None
             materialize(own_source, workspace, sync_parent=len(plans) == 1)
             created.append(workspace)
+            write_environment(ctx.paths, plan["id"], captured)
             specs.append(JobSpec(**plan, **extra))
         many = len(specs) > 1
         for spec in specs:

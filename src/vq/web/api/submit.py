@@ -29,10 +29,18 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from starlette.concurrency import run_in_threadpool
 
 from vq.config import Settings
+from vq.domain.environment import BadEnvironment, CapturedEnvironment
 from vq.domain.text import refuse_surrogates
 from vq.errors import ProtocolError
 from vq.services.idempotency import key_hash
@@ -113,10 +121,33 @@ class JobRequest(BaseModel):
         "there over SSH, as `vq submit HOST` does",
     )
 
+    env: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "variables added to the daemon's environment for this job, like "
+            "`vq submit --export NONE --env NAME=value`; names are checked (VQ_* is "
+            "reserved), values are stored privately and never echoed"
+        ),
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None:
+            captured = {"base": "daemon", "variables": value}
+            try:
+                CapturedEnvironment.from_json(captured)
+            except BadEnvironment as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
     def submit_fields(self) -> dict[str, Any]:
         """The submit fields the caller gave (so a profile fills only the others)."""
-        given = self.model_fields_set - {"idempotency_key", "inputs", "host"}
-        return {name: getattr(self, name) for name in given}
+        given = self.model_fields_set - {"idempotency_key", "inputs", "host", "env"}
+        fields = {name: getattr(self, name) for name in given}
+        if self.env:
+            fields["environment"] = {"base": "daemon", "variables": dict(self.env)}
+        return fields
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
