@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_CODES",
+    "AmbiguousId",
     "AuthFailed",
     "CommandFailed",
     "CommandNotStarted",
@@ -250,6 +251,13 @@ class HostUnavailable(VqError):
     default_reference = "host-unavailable"
 
 
+class AmbiguousId(VqError):
+    """A short job id (a prefix) that matches more than one job."""
+
+    exit_code = 8
+    default_reference = "ambiguous-id"
+
+
 class WaitTimeout(VqError):
     exit_code = 124
     default_reference = "wait-timeout"
@@ -265,6 +273,7 @@ _ALL: tuple[type[VqError], ...] = (
     Conflict,
     CorruptSpec,
     UnsupportedSpecVersion,
+    AmbiguousId,
     ConfigError,
     ProtocolError,
     TransportError,

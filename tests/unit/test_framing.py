@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from vq.domain.states import InvalidTransition
 from vq.errors import (
     EXIT_CODES,
+    AmbiguousId,
     ConfigError,
     Conflict,
     CorruptSpec,
@@ -43,6 +44,7 @@ ALL_ERRORS: list[type[VqError]] = [
     Conflict,
     CorruptSpec,
     UnsupportedSpecVersion,
+    AmbiguousId,
     ConfigError,
     ProtocolError,
     WaitTimeout,
@@ -176,6 +178,7 @@ def test_exit_code_table() -> None:
         "Conflict": 6,
         "CorruptSpec": 7,
         "UnsupportedSpecVersion": 7,
+        "AmbiguousId": 8,
         "ConfigError": 9,
         "ProtocolError": 10,
         "TransportError": 11,

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from vq.cli.common import call_daemon, echo_json, gateway, local_context, paths
+from vq.cli.job_ids import JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
@@ -30,7 +31,7 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, metavar="ID...")
+@click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
 @click.option("--group", help="Kill every unfinished element of this array or chain group.")
 @click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
 def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
@@ -64,7 +65,7 @@ def job_exit_status(state: str, exit_code: int | None) -> int:
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, metavar="ID...")
+@click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
 @click.option("--group", help="Wait for every element of this array or chain group.")
 @click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
@@ -154,7 +155,7 @@ def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, metavar="[ID...]")
+@click.argument("job_ids", nargs=-1, metavar="[ID...]", type=JOB_ID)
 @click.option("--tag", "tags", multiple=True, help="Every RUNNING job with this tag.")
 @click.option("--all", "every", is_flag=True, help="Every RUNNING job.")
 @click.option("--json", "as_json", is_flag=True)
@@ -164,7 +165,7 @@ def pause(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json:
 
 
 @click.command()
-@click.argument("job_ids", nargs=-1, metavar="[ID...]")
+@click.argument("job_ids", nargs=-1, metavar="[ID...]", type=JOB_ID)
 @click.option("--tag", "tags", multiple=True, help="Every SUSPENDED job with this tag.")
 @click.option("--all", "every", is_flag=True, help="Every SUSPENDED job.")
 @click.option("--json", "as_json", is_flag=True)
@@ -174,7 +175,7 @@ def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", type=JOB_ID)
 @click.option("--cpus", type=AsciiIntRange(1, 4096))
 @click.option("--mem-mb", type=AsciiIntRange(1))
 @click.option("--wall-time", help="A new wall-time limit, e.g. 2h.")

@@ -12,12 +12,13 @@ from typing import Literal
 import click
 
 from vq.cli.common import echo_json, local_context
+from vq.cli.job_ids import JOB_ID
 
 __all__ = ["fetch"]
 
 
 @click.command()
-@click.argument("job_id", metavar="ID")
+@click.argument("job_id", metavar="ID", type=JOB_ID)
 @click.argument("dest", required=False, type=click.Path(path_type=Path))
 @click.option("--workdir", is_flag=True, help="Copy the job's workdir ($VQ_WORKDIR) instead.")
 @click.option("--name", "name", metavar="FILE", help="Copy just this file (a relative path).")

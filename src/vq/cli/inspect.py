@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from vq.cli.common import echo_json, gateway, paths, since_moment
+from vq.cli.job_ids import JOB_ID
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -22,6 +23,7 @@ def _since(text: str | None) -> str | None:
 @click.option("--name", help="Only jobs whose name contains this text.")
 @click.option("--since", help="Only jobs submitted since an ISO time or a duration ago (2h).")
 @click.option("--group", help="Only the elements of this array or chain group.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the job ids, one per line.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: {jobs: [...], quarantined: [...]}."
 )
@@ -32,10 +34,15 @@ def list_jobs(
     name: str | None,
     since: str | None,
     group: str | None,
+    quiet: bool,
     as_json: bool,
     raw: bool,
 ) -> None:
-    """List jobs, oldest first. Unreadable spec files are reported, never hidden."""
+    """List jobs, oldest first. Unreadable spec files are reported, never hidden.
+
+    Ids are always shown in full; any unique prefix of 4 or more characters names a job
+    in every other command.
+    """
     params: dict[str, Any] = {
         "states": [s.upper() for s in states],
         "tags": list(tags),
@@ -48,6 +55,10 @@ def list_jobs(
         result["group"] = group_summary(group, result["jobs"])
     if as_json:
         echo_json(result)
+        return
+    if quiet:
+        for row in result["jobs"]:
+            click.echo(row["id"])
         return
     from vq.cli.render import print_jobs
 
@@ -76,7 +87,7 @@ def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @click.command()
-@click.argument("job_id", required=False)
+@click.argument("job_id", required=False, type=JOB_ID)
 @click.option("--group", help="Summarize an array or chain group instead of one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and derived fields as JSON.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
@@ -108,7 +119,7 @@ def status(job_id: str | None, group: str | None, as_json: bool, raw: bool) -> N
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", type=JOB_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON list.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
 def events(job_id: str, as_json: bool, raw: bool) -> None:

@@ -10,6 +10,7 @@ import click
 
 from vq._fs import open_regular_path
 from vq.cli.common import paths
+from vq.cli.job_ids import JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.text import escape_control_bytes
 
@@ -57,7 +58,7 @@ def _copy_from(path: str, offset: int, escape: bool = False) -> int:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", type=JOB_ID)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
 @click.option("--stderr", "use_stderr", is_flag=True, help="Show stderr instead of stdout.")
 @click.option("--tail", "tail", type=AsciiIntRange(0), help="Start with the last N lines.")

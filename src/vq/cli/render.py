@@ -51,9 +51,54 @@ def _short_time(iso: str | None) -> str:
     return moment.strftime("%H:%M:%S" if moment.date() == today else "%Y-%m-%d %H:%M")
 
 
-def _command(argv: list[str], width: int = 40) -> str:
-    text = " ".join(argv)
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _index(row: dict[str, Any]) -> str:
+    """``[i]`` of an array element, ``#i`` of a chain segment, else ``-``."""
+    if row.get("array_index") is not None:
+        return f"[{row['array_index']}]"
+    if row.get("chain_index") is not None:
+        return f"#{row['chain_index']}"
+    return "-"
+
+
+#: Columns given up, in this order, when even shrunk names and commands do not fit.
+_DROPPABLE = ("SUBMITTED", "MEM", "CPUS", "COMMAND", "NAME")
+_MIN_SHRUNK = {"NAME": 6, "COMMAND": 10}
+
+
+def _fit(columns: dict[str, list[str]], width: int) -> dict[str, int | None]:
+    """Column → the width it may take (None: its natural width), or absent: dropped.
+
+    NAME and COMMAND shrink first (COMMAND gives twice as much); then whole columns are
+    dropped in :data:`_DROPPABLE` order. ID is never shortened or dropped.
+    """
+    natural = {name: max(len(v) for v in values) for name, values in columns.items()}
+    shown = list(columns)
+    while True:
+        fixed = sum(natural[c] + 2 for c in shown if c not in _MIN_SHRUNK)
+        flexible = [c for c in shown if c in _MIN_SHRUNK]
+        room = width - fixed - 2 * len(flexible)
+        needed = sum(natural[c] for c in flexible)
+        if room >= needed:
+            return dict.fromkeys(shown)
+        if room >= sum(min(natural[c], _MIN_SHRUNK[c]) for c in flexible):
+            limits: dict[str, int | None] = dict.fromkeys(shown)
+            if "NAME" in flexible:
+                name_room = room - sum(min(natural[c], 10) for c in flexible if c != "NAME")
+                limits["NAME"] = max(min(natural["NAME"], 6), min(natural["NAME"], name_room // 3))
+                room -= limits["NAME"] or 0
+            if "COMMAND" in flexible:
+                limits["COMMAND"] = max(min(natural["COMMAND"], 10), room)
+            return limits
+        droppable = [c for c in _DROPPABLE if c in shown]
+        if not droppable:
+            return dict.fromkeys(shown)
+        shown.remove(droppable[0])
+
+
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
 
 
 def _escaped(value: Any, keep: str = "") -> Any:
@@ -73,30 +118,64 @@ def _escaped(value: Any, keep: str = "") -> Any:
 def print_jobs(
     rows: list[dict[str, Any]], quarantined: list[dict[str, Any]], *, raw: bool = False
 ) -> None:
-    """The job table. Names, commands and reasons are shown with control characters
-    escaped (:func:`vq.domain.text.escape_controls`) unless ``raw``."""
+    """The ``vq list`` table. Names, commands and reasons are shown with control
+    characters escaped (:func:`vq.domain.text.escape_controls`) unless ``raw``. Ids are
+    never shortened: on a narrow terminal the name and command columns shrink (with an
+    ellipsis) and then the least useful columns go; piped, nothing is cut or coloured
+    (one job per line, aligned, no trailing blanks)."""
     if not raw:
         rows, quarantined = _escaped(rows), _escaped(quarantined)
     console = _console()
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "NAME", "STATE", "CPUS", "MEM", "SUBMITTED", "ELAPSED", "EXIT", "COMMAND"):
-        table.add_column(column, no_wrap=column != "COMMAND")
+    piped = not console.is_terminal
+    columns: dict[str, list[str]] = {"ID": ["ID"]}
+    indexed = any(_index(row) != "-" for row in rows)
+    if indexed:
+        columns["IDX"] = ["IDX"]
+    for name in ("NAME", "STATE", "CPUS", "MEM", "SUBMITTED", "ELAPSED", "EXIT", "COMMAND"):
+        columns[name] = [name]
     for row in rows:
-        table.add_row(
-            row["id"],
-            row["job_name"] or "-",
-            state_text(row["state"], row["pending_over_capacity"]),
-            str(row["cpus"]),
-            f"{row['mem_mb']}M" if row["mem_mb"] else "-",
-            _short_time(row["submitted_at"]),
-            format_duration(row["elapsed_seconds"]),
-            "-" if row["exit_code"] is None else str(row["exit_code"]),
-            _command(row["command"]),
-        )
-    if rows:
-        console.print(table)
-    else:
+        state = row["state"] + (" ⚠ over cap" if row["pending_over_capacity"] else "")
+        values = {
+            "ID": row["id"],
+            "IDX": _index(row),
+            "NAME": row["job_name"] or "-",
+            "STATE": state,
+            "CPUS": str(row["cpus"]),
+            "MEM": f"{row['mem_mb']}M" if row["mem_mb"] else "-",
+            "SUBMITTED": _short_time(row["submitted_at"]),
+            "ELAPSED": format_duration(row["elapsed_seconds"]),
+            "EXIT": "-" if row["exit_code"] is None else str(row["exit_code"]),
+            "COMMAND": " ".join(row["command"]),
+        }
+        for name, cells in columns.items():
+            cells.append(values[name])
+    if not rows:
         console.print("no jobs", style="dim")
+    elif piped:
+        widths = {name: max(len(v) for v in cells) for name, cells in columns.items()}
+        last = list(columns)[-1]
+        for i in range(len(rows) + 1):
+            line = "  ".join(
+                cells[i] if name == last else cells[i].ljust(widths[name])
+                for name, cells in columns.items()
+            )
+            print(line.rstrip())
+    else:
+        limits = _fit(columns, console.width)
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for name in limits:
+            table.add_column(
+                name, no_wrap=True, overflow="ellipsis", min_width=12 if name == "ID" else None
+            )
+        for i, row in enumerate(rows, start=1):
+            shown: list[str | Text] = []
+            for name, limit in limits.items():
+                if name == "STATE":
+                    shown.append(state_text(row["state"], row["pending_over_capacity"]))
+                else:
+                    shown.append(_cut(columns[name][i], limit))
+            table.add_row(*shown)
+        console.print(table)
     for item in quarantined:
         console.print(Text(f"unreadable spec {item['path']}: {item['reason']}", style="bold red"))
 

@@ -313,8 +313,8 @@ def build_params(
         "tags": list(values["tags"]),
         "retry_max": values["retry_max"],
         "retry_backoff_seconds": parse_duration(backoff) if backoff else None,
-        "depends_on": list(values.get("after") or []),
-        "depends_on_any": list(values.get("after_any") or []),
+        "depends_on": _full_ids(values.get("after")),
+        "depends_on_any": _full_ids(values.get("after_any")),
         "array": array,
         "array_values": array_values,
         "max_parallel": values.get("max_parallel"),
@@ -401,6 +401,15 @@ def release_spool(params: dict[str, Any]) -> None:
             os.unlink(params["source"])
         except OSError:
             pass
+
+
+def _full_ids(given: list[str] | None) -> list[str]:
+    """``--after``/``--after-any`` ids, short prefixes resolved (like every id argument)."""
+    if not given:
+        return []
+    from vq.cli.short_ids import resolve_job_id
+
+    return [resolve_job_id(text) for text in given]
 
 
 def _environment(values: dict[str, Any]) -> dict[str, Any] | None:

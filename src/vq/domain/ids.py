@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-__all__ = ["JOB_ID_LENGTH", "is_job_id", "new_job_id"]
+from vq.errors import AmbiguousId, InvalidInput, NotFound
+
+__all__ = ["JOB_ID_LENGTH", "MIN_PREFIX", "is_job_id", "new_job_id", "resolve_prefix"]
 
 JOB_ID_LENGTH = 12
+#: The shortest prefix accepted for a job id (like git's short hashes).
+MIN_PREFIX = 4
 _ID = re.compile(r"[0-9a-f]{12}")
+_PREFIX = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},12}}")
+#: At most this many candidates are named in an "ambiguous" message.
+_NAMED = 5
 
 
 def is_job_id(text: str) -> bool:
@@ -27,3 +34,32 @@ def new_job_id(random_bytes: Callable[[int], bytes], taken: Callable[[str], bool
         if not taken(candidate):
             return candidate
     raise RuntimeError("could not draw an unused job id in 64 attempts")
+
+
+def resolve_prefix(text: str, ids: Iterable[str]) -> str:
+    """The one id among ``ids`` that ``text`` names: itself, or a unique prefix of at least
+    :data:`MIN_PREFIX` characters (case-insensitive).
+
+    A full id is returned as is even when ``ids`` does not hold it (the caller reports an
+    unknown job as usual). Raises InvalidInput for text that cannot be an id or prefix,
+    NotFound when no id starts with it, AmbiguousId (naming the matches) for several.
+    """
+    wanted = text.strip().lower()
+    if is_job_id(wanted):
+        return wanted
+    if not _PREFIX.fullmatch(wanted):
+        raise InvalidInput(
+            f"{text!r} is not a job id",
+            hint=f"job ids are 12 lowercase hex characters (any unique prefix of at least "
+            f"{MIN_PREFIX} will do), as `vq list` shows them",
+        )
+    matches = sorted(i for i in ids if i.startswith(wanted))
+    if not matches:
+        raise NotFound(f"no job id starts with {wanted!r}", hint="`vq list` shows the job ids")
+    if len(matches) > 1:
+        named = ", ".join(matches[:_NAMED]) + (" …" if len(matches) > _NAMED else "")
+        raise AmbiguousId(
+            f"{wanted!r} is ambiguous: matches {named}",
+            hint="give more characters of the id",
+        )
+    return matches[0]

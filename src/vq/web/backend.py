@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeVar
 from fastapi import Request
 
 from vq._fs import read_regular, read_tail_lines
-from vq.domain.ids import is_job_id
+from vq.domain.ids import is_job_id, resolve_prefix
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
@@ -113,6 +113,16 @@ class Backend:
         if not is_job_id(job_id):
             raise NotFound("no such job: job ids are 12 lowercase hex characters", hint=LIST_HINT)
         return job_id
+
+    def full_id(self, text: str) -> str:
+        """The job id ``text`` names: itself, or the one id it is a unique prefix of (at
+        least 4 characters); NotFound, InvalidInput or AmbiguousId otherwise."""
+        if is_job_id(text):
+            return text
+        try:
+            return resolve_prefix(text, self.store.list_ids())
+        except InvalidInput:
+            raise self.no_job(text[:64]) from None
 
     @staticmethod
     def no_job(job_id: str) -> NotFound:

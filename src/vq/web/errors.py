@@ -36,6 +36,7 @@ _STATUS_BY_CLASS: dict[str, int] = {
     "InvalidInput": 422,
     "UsageError": 400,
     "Conflict": 409,
+    "AmbiguousId": 409,
     "DaemonNotRunning": 503,
     "CorruptSpec": 409,
     "ConfigError": 500,

@@ -31,7 +31,7 @@ from typing import Any, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import FileResponse, RedirectResponse, Response
 
 from vq._fs import read_tail_lines
 from vq.errors import ConfigError, VqError
@@ -195,7 +195,15 @@ def _detail_context(request: Request, job_id: str) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job_id: str) -> Response:
-    return guarded(request, lambda: page(request, "job.html", _detail_context(request, job_id)))
+    """A job's page; a short id (a unique prefix of 4+ characters) redirects to it."""
+
+    def build() -> Response:
+        full = backend(request).full_id(job_id)
+        if full != job_id:
+            return RedirectResponse(f"/jobs/{full}", status_code=307)
+        return page(request, "job.html", _detail_context(request, job_id))
+
+    return guarded(request, build)
 
 
 @router.get("/fragments/jobs/{job_id}/live")
