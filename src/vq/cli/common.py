@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "call_daemon",
     "client",
+    "daemon_answers",
     "echo_json",
     "gateway",
     "local_context",
@@ -48,6 +49,11 @@ def gateway() -> Gateway:
 def call_daemon(method: str, params: dict[str, Any] | None = None) -> Any | None:
     """The daemon's answer, or None when no daemon is answering (use the fallback)."""
     return gateway().call(method, params)
+
+
+def daemon_answers() -> bool:
+    """Whether a daemon answers on this state root's socket right now (a quick ping)."""
+    return gateway().ask("ping") is not None
 
 
 def local_context() -> ServiceContext:

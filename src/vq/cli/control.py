@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, gateway, local_context, paths
+from vq.cli.common import call_daemon, daemon_answers, echo_json, gateway, local_context, paths
 from vq.cli.job_ids import JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
@@ -64,6 +64,26 @@ def job_exit_status(state: str, exit_code: int | None) -> int:
     return 1
 
 
+def _timed_out(store: Any, remaining: list[str], timeout: str) -> WaitTimeout:
+    """The timeout error, saying what each unfinished job is doing ("pending, no daemon"
+    when nothing will ever start it, rather than "still running")."""
+    states = {job_id: store.read(job_id).state.value for job_id in remaining}
+    no_daemon = "PENDING" in states.values() and not daemon_answers()
+    described = ", ".join(
+        f"{job_id} (pending, no daemon)"
+        if state == "PENDING" and no_daemon
+        else f"{job_id} ({state.lower()})"
+        for job_id, state in states.items()
+    )
+    verb = "has" if len(remaining) == 1 else "have"
+    return WaitTimeout(
+        f"{len(remaining)} job(s) {verb} not ended after {timeout}: {described}",
+        hint="start a daemon (`vq daemon start`), then wait again"
+        if no_daemon
+        else "wait again, or raise --timeout",
+    )
+
+
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
 @click.option("--group", help="Wait for every element of this array or chain group.")
@@ -101,10 +121,7 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
         if not remaining:
             break
         if deadline is not None and time.monotonic() >= deadline:
-            raise WaitTimeout(
-                f"{len(remaining)} job(s) still running after {timeout}: {', '.join(remaining)}",
-                hint="wait again, or raise --timeout",
-            )
+            raise _timed_out(store, remaining, str(timeout))
         time.sleep(delay)
         delay = min(0.5, delay * 1.5)
     ordered = [final[job_id] for job_id in job_ids]

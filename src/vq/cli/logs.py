@@ -9,14 +9,17 @@ import time
 import click
 
 from vq._fs import open_regular_path
-from vq.cli.common import paths
+from vq.cli.common import daemon_answers, paths
 from vq.cli.job_ids import JOB_ID
+from vq.cli.output import NO_DAEMON, note
 from vq.cli.types import AsciiIntRange
 from vq.domain.text import escape_control_bytes
 
 __all__ = ["logs"]
 
 _CHUNK = 64 * 1024
+#: How often ``-f`` on a PENDING job checks that a daemon is there to start it.
+_DAEMON_CHECK_SECONDS = 5.0
 
 
 def _tail_offset(path: str, lines: int) -> int:
@@ -104,7 +107,14 @@ def logs(
     if not follow:
         return
     delay = 0.05
+    next_daemon_check = 0.0
+    told = False
     while not spec.is_terminal:
+        if spec.state.value == "PENDING" and time.monotonic() >= next_daemon_check:
+            next_daemon_check = time.monotonic() + _DAEMON_CHECK_SECONDS
+            if not told and not daemon_answers():
+                note(f"job {job_id} is PENDING and {NO_DAEMON}; waiting for it (Ctrl-C stops)")
+                told = True
         time.sleep(delay)
         delay = min(0.5, delay * 1.5)
         before = offset

@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["echo_json", "print_error", "warn"]
+__all__ = ["NO_DAEMON", "echo_json", "note", "print_error", "warn"]
+
+#: The one wording for "this waits for a daemon" (submit, logs -f, wait --timeout).
+NO_DAEMON = "no daemon is running: it will start when one does (`vq daemon start`)"
 
 
 def print_error(message: str, hint: str | None) -> None:
@@ -25,6 +28,12 @@ def print_error(message: str, hint: str | None) -> None:
 
 def warn(message: str) -> None:
     sys.stderr.write(f"vq: warning: {message}\n")
+
+
+def note(message: str) -> None:
+    """An informational line on stderr (stdout stays machine-readable)."""
+    sys.stderr.write(f"vq: {message}\n")
+    sys.stderr.flush()
 
 
 def echo_json(payload: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from vq import _roots
-from vq.cli.output import echo_json, print_error, warn
+from vq.cli.output import NO_DAEMON, echo_json, note, print_error, warn
 from vq.cli.submit_options import build_params, parse_fast
 from vq.errors import DaemonNotRunning, VqError
 
@@ -60,7 +60,10 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
         programs=settings.programs,
         base_caps=read_capacity(state),  # the last advertised snapshot (§4.3)
     )
-    return result_payload(submit(ctx, parse_params(SubmitParams, params)))
+    payload = result_payload(submit(ctx, parse_params(SubmitParams, params)))
+    count = len(payload.get("jobs", ())) or 1
+    note(f"{'the job is' if count == 1 else f'the {count} jobs are'} PENDING; {NO_DAEMON}")
+    return payload
 
 
 def emit(payload: dict[str, Any], as_json: bool) -> None:
