@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -61,6 +62,16 @@ def test_order_key_is_descending_priority_then_time_then_id() -> None:
     assert order_key(high_late) < order_key(low_early)
     assert order_key(req("a", submitted=0)) < order_key(req("b", submitted=0))
     assert order_key(req("z", submitted=0)) < order_key(req("a", submitted=1))
+
+
+def test_array_elements_start_in_index_order_not_id_order() -> None:
+    """Elements of one array share a submission time; their index decides, not the id."""
+    ids = ["f1", "a2", "c3", "b4", "e5", "d6"]
+    elements = [
+        replace(req(job_id, submitted=0), sequence=index) for index, job_id in enumerate(ids)
+    ]
+    assert plan_dispatch(elements, Usage(), Caps(max_jobs=6), NOW) == ids
+    assert plan_dispatch(reversed(elements), Usage(), Caps(max_jobs=3), NOW) == ids[:3]
 
 
 def test_input_order_does_not_matter() -> None:

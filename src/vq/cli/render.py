@@ -220,6 +220,20 @@ def _value(key: str, value: Any) -> str | Text:
     return str(value)
 
 
+def group_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``array``/``chain`` lines of ``vq status``: index, total, value and group."""
+    rows: list[tuple[str, str]] = []
+    if view.get("array_index") is not None:
+        text = f"[{view['array_index']}] of {view.get('array_total')}"
+        rows.append(("array", f"{text} in group {view.get('array_group_id')}"))
+        if view.get("array_value") is not None:
+            rows.append(("array value", str(view["array_value"])))
+    if view.get("chain_index") is not None:
+        text = f"segment {view['chain_index']} of {view.get('chain_total')}"
+        rows.append(("chain", f"{text} in group {view.get('chain_group_id')}"))
+    return rows
+
+
 def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     """One job's fields; user text escaped as in :func:`print_jobs` unless ``raw``."""
     if not raw:
@@ -245,6 +259,8 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
                 style="bold yellow",
             ),
         )
+    for label, text in group_rows(view):
+        table.add_row(label, text)
     eta = view.get("queue_eta")
     if eta is not None:
         seconds = eta.get("eta_seconds")

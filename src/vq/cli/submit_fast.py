@@ -79,6 +79,10 @@ def emit(payload: dict[str, Any], as_json: bool) -> None:
         print("\n".join(job["id"] for job in payload["jobs"]), flush=True)
     else:
         print(payload["id"], flush=True)
+    if "jobs" in payload:  # the group id on stderr (stdout stays the ids; --json has it)
+        kind = "array" if "array_group_id" in payload else "chain"
+        group = payload[f"{kind}_group_id"]
+        note(f"{kind} group {group}: {len(payload['jobs'])} jobs (`vq list --group {group}`)")
 
 
 def run_fast(args: list[str]) -> int | None:

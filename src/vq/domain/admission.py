@@ -1,10 +1,12 @@
 """Declared-resource admission for local jobs (§4.3, §5.1). Pure.
 
-Candidates are considered by descending priority, then submission time (then id, so
-the order is total). A candidate that does not fit the remaining budget is *skipped*,
-so a smaller later job can start; its durable state stays PENDING. A job whose request
-exceeds a configured base cap (``max_cpus`` / ``max_mem_mb``) can never start until the
-caps change: it stays PENDING and is classified ``pending_over_capacity``.
+Candidates are considered by descending priority, then submission time, then position
+in their array or chain (elements of one ``--array`` share a submission time and start
+in index order), then id, so the order is total. A candidate that does not fit the
+remaining budget is *skipped*, so a smaller later job can start; its durable state stays
+PENDING. A job whose request exceeds a configured base cap (``max_cpus`` /
+``max_mem_mb``) can never start until the caps change: it stays PENDING and is
+classified ``pending_over_capacity``.
 
 Two cap sets are in play. The *base* caps are what the daemon advertises as configured;
 the configured-cap classification compares with them only. The *effective* caps are the
@@ -55,6 +57,8 @@ class Request:
     priority: int
     submitted_at: datetime
     not_before: datetime | None = None
+    #: the array index (or chain index) of an element; 0 for a plain job
+    sequence: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,9 @@ def capacity_overages(cpus: int, mem_mb: int | None, caps: Caps) -> list[Overage
     return out
 
 
-def order_key(request: Request) -> tuple[int, datetime, str]:
-    """Descending priority, then FIFO by submission time, then id."""
-    return (-request.priority, request.submitted_at, request.job_id)
+def order_key(request: Request) -> tuple[int, datetime, int, str]:
+    """Descending priority, then FIFO by submission time, then array index, then id."""
+    return (-request.priority, request.submitted_at, request.sequence, request.job_id)
 
 
 def _fits(request: Request, usage: Usage, caps: Caps) -> bool:

@@ -34,6 +34,7 @@ def request_of(spec: JobSpec) -> Request:
         priority=spec.priority,
         submitted_at=spec.submitted_at,
         not_before=spec.not_before,
+        sequence=spec.array_index if spec.array_index is not None else spec.chain_index or 0,
     )
 
 
@@ -120,6 +121,7 @@ def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "retry_count": spec.retry_count,
         "array_group_id": spec.array_group_id,
         "array_index": spec.array_index,
+        "array_value": spec.array_value,
         "chain_group_id": spec.chain_group_id,
         "chain_index": spec.chain_index,
         "parent_jobid": spec.parent_jobid,
