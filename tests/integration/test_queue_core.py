@@ -168,7 +168,7 @@ def test_over_capacity_job_stays_pending_while_smaller_ones_run(vq: Vq) -> None:
 
 def test_skip_lets_smaller_later_job_start(vq: Vq) -> None:
     vq.start_daemon("--max-cpus", "2")
-    first = vq.submit("--cpus", "1", "--", "sleep", "30")
+    first = vq.submit("--cpus", "1", "--wall-time", "60s", "--", "sleep", "30")
     vq.wait_state(first, "RUNNING")
     blocked = vq.submit("--cpus", "2", "--", "true")
     small = vq.submit("--cpus", "1", "--", "true")
@@ -176,9 +176,9 @@ def test_skip_lets_smaller_later_job_start(vq: Vq) -> None:
     assert vq.state(blocked) == "PENDING"
     blocked_view = vq.status(blocked)
     assert "waiting for CPUs" in blocked_view["pending_reason"]
-    # One job has finished, so dispatch history gives an estimate.
-    assert blocked_view["queue_eta"]["basis"] == "dispatch history"
-    assert blocked_view["queue_eta"]["eta_seconds"] is not None
+    # It waits for `first` to end, at the latest when its declared wall time is up.
+    assert blocked_view["queue_eta"]["basis"] == "declared wall time"
+    assert 0 < blocked_view["queue_eta"]["eta_seconds"] <= 60
     assert "queue ETA" in vq.run("status", blocked).stdout
     vq.run("kill", first)
     vq.wait_state(blocked, "COMPLETED")

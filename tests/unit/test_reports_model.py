@@ -230,17 +230,19 @@ def test_eta_is_unavailable_for_an_over_capacity_job() -> None:
     assert eta["eta_seconds"] is None and eta["basis"] == "over configured capacity"
 
 
-def test_eta_needs_history_and_caps() -> None:
+def test_eta_needs_caps_and_says_free_capacity_when_it_fits() -> None:
     job = row("PENDING")
-    assert queue_eta(job, [job], CAPS, NOW)["basis"] == "no history"
+    assert queue_eta(job, [job], CAPS, NOW)["basis"] == "free capacity"
     assert queue_eta(job, [job, *_history(10)], None, NOW)["basis"] == "capacity unknown"
     running = ran("RUNNING", NOW - HOUR, None)
     assert queue_eta(running, [running], CAPS, NOW)["basis"] == "not pending"
 
 
-def test_eta_counts_waves_of_jobs_ahead_in_admission_order() -> None:
+def test_eta_replays_jobs_ahead_in_admission_order() -> None:
     caps = Caps(max_cpus=4)
     history = _history(10, 20, 30, 1000)  # median of the four: 25 min
+    # Two running jobs without wall time, one hour in: of the recent runs only the
+    # 1000-minute one lasted longer, so each is expected to run 940 more minutes.
     running = [ran("RUNNING", NOW - HOUR, None, cpus=2) for _ in range(2)]
     earlier = row("PENDING", cpus=2, submitted_at=NOW - 9 * HOUR)
     urgent = row("PENDING", cpus=2, submitted_at=NOW - HOUR, priority=5)
@@ -249,16 +251,49 @@ def test_eta_counts_waves_of_jobs_ahead_in_admission_order() -> None:
     job = row("PENDING", cpus=2, submitted_at=NOW - 2 * HOUR)
     rows = [*history, *running, earlier, urgent, later, impossible, job]
     eta = queue_eta(job, rows, caps, NOW)
-    # 2 running + 2 ahead (earlier, urgent) + itself = 5 jobs in 2 slots: 2 waves first.
+    # At 940 min both running jobs end; urgent and earlier take the 4 CPUs for 25 min.
     assert eta == {
-        "eta_seconds": 2 * 25 * 60.0,
+        "eta_seconds": (940 + 25) * 60.0,
         "basis": "dispatch history",
         "median_run_seconds": 25 * 60.0,
         "jobs_ahead": 2,
         "slots": 2,
     }
-    assert queue_eta(urgent, rows, caps, NOW)["eta_seconds"] == 25 * 60.0
+    assert queue_eta(urgent, rows, caps, NOW)["eta_seconds"] == 940 * 60.0
     assert queue_eta(later, rows, caps, NOW)["jobs_ahead"] == 3
+
+
+def test_eta_counts_the_declared_wall_time_of_a_running_job() -> None:
+    """The first-day report: behind `sleep 600 --wall-time 10m`, not "about 0.8s"."""
+    caps = Caps(max_jobs=1)
+    quick = [ran("COMPLETED", NOW - HOUR, NOW - HOUR + timedelta(seconds=0.8))]
+    sleeper = ran("RUNNING", NOW - timedelta(seconds=10), None, wall_time_seconds=600)
+    job = row("PENDING")
+    eta = queue_eta(job, [*quick, sleeper, job], caps, NOW)
+    assert eta["eta_seconds"] == 590.0 and eta["basis"] == "declared wall time"
+    ahead = row("PENDING", submitted_at=NOW - 11 * HOUR, wall_time_seconds=120)
+    both = queue_eta(job, [*quick, sleeper, ahead, job], caps, NOW)
+    assert both["eta_seconds"] == 710.0 and both["jobs_ahead"] == 1
+
+
+def test_eta_is_unknown_and_says_why() -> None:
+    caps = Caps(max_jobs=1)
+    job = row("PENDING")
+    blocker = ran("RUNNING", NOW - HOUR, None)
+    eta = queue_eta(job, [blocker, job], caps, NOW)
+    assert eta["eta_seconds"] is None
+    assert eta["basis"] == (
+        f"unknown: running job {blocker['id']} declares no wall time and no job has "
+        "finished yet to time it"
+    )
+    longer = queue_eta(job, [*_history(1, 2), blocker, job], caps, NOW)["basis"]
+    assert longer.endswith("has run longer than any of the last 2 finished jobs")
+    paused = ran("SUSPENDED", NOW - HOUR, None, wall_time_seconds=7200)
+    assert queue_eta(job, [paused, job], caps, NOW)["basis"] == (
+        f"unknown: running job {paused['id']} is paused"
+    )
+    # Room for it anyway: unknown ends elsewhere do not matter.
+    assert queue_eta(job, [blocker, job], Caps(max_jobs=2), NOW)["eta_seconds"] == 0.0
 
 
 def test_eta_is_zero_with_a_free_slot_but_respects_not_before() -> None:

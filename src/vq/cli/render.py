@@ -264,11 +264,13 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     eta = view.get("queue_eta")
     if eta is not None:
         seconds = eta.get("eta_seconds")
-        text = (
-            f"about {format_duration(seconds)} ({eta['basis']})"
-            if seconds is not None
-            else f"unavailable ({eta['basis']})"
-        )
+        basis = str(eta.get("basis") or "")
+        if seconds is not None:
+            text = f"about {format_duration(seconds)} ({basis})"
+        elif basis.startswith("unknown: "):
+            text = f"unknown ({basis.removeprefix('unknown: ')})"
+        else:
+            text = f"unavailable ({basis})"
         table.add_row("queue ETA", text)
     console.print(table)
     if view.get("failure_tail"):

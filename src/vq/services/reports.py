@@ -22,8 +22,6 @@ Contracts:
 
 from __future__ import annotations
 
-import bisect
-import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vq.domain.admission import Caps, capacity_overages, effective_mem_mb
+from vq.domain.eta import HISTORY, WALL, Queued, Running, estimate_start, remaining_from_history
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, TERMINAL, JobState
 from vq.services.query import list_row
@@ -264,9 +263,13 @@ def build_usage(
     }
 
 
-def _order_key(row: Row) -> tuple[int, datetime, str]:
+def _order_key(row: Row) -> tuple[int, datetime, int, str]:
+    """Admission order (:func:`vq.domain.admission.order_key`) of a row."""
     submitted = _time(row, "submitted_at") or datetime.max.replace(tzinfo=UTC)
-    return (-int(row.get("priority") or 0), submitted, str(row["id"]))
+    index = row.get("array_index")
+    if index is None:
+        index = row.get("chain_index")
+    return (-int(row.get("priority") or 0), submitted, int(index or 0), str(row["id"]))
 
 
 def _slots(row: Row, caps: Caps) -> int | None:
@@ -281,6 +284,38 @@ def _slots(row: Row, caps: Caps) -> int | None:
     return min(limits) if limits else None
 
 
+def _running(row: Row, runs: tuple[float, ...], now: datetime) -> Running:
+    """A running row as the ETA simulation sees it: its expected remaining time."""
+    job_id, cpus, mem = str(row["id"]), int(row["cpus"]), row.get("mem_mb")
+    if row["state"] == JobState.SUSPENDED.value:
+        return Running(job_id, cpus, mem, None, why_unknown=f"running job {job_id} is paused")
+    elapsed = active_seconds(row, now) or 0.0
+    wall = row.get("wall_time_seconds")
+    if wall:
+        return Running(job_id, cpus, mem, max(0.0, float(wall) - elapsed), WALL)
+    remaining = remaining_from_history(elapsed, runs)
+    if remaining is not None:
+        return Running(job_id, cpus, mem, remaining, HISTORY)
+    why = (
+        f"running job {job_id} declares no wall time and no job has finished yet to time it"
+        if not runs
+        else f"running job {job_id} declares no wall time and has run longer than any of "
+        f"the last {len(runs)} finished jobs"
+    )
+    return Running(job_id, cpus, mem, None, why_unknown=why)
+
+
+def _queued(row: Row, median: float | None) -> Queued:
+    job_id, cpus, mem = str(row["id"]), int(row["cpus"]), row.get("mem_mb")
+    wall = row.get("wall_time_seconds")
+    if wall:
+        return Queued(job_id, cpus, mem, float(wall), WALL)
+    if median is not None:
+        return Queued(job_id, cpus, mem, median, HISTORY)
+    why = f"job {job_id} ahead declares no wall time and no job has finished yet to time it"
+    return Queued(job_id, cpus, mem, None, why_unknown=why)
+
+
 def queue_eta(
     pending_row: Row,
     all_rows: Iterable[Row],
@@ -288,30 +323,28 @@ def queue_eta(
     now: datetime,
     basis: EtaBasis | None = None,
 ) -> dict[str, Any]:
-    """Estimated seconds until ``pending_row`` starts, from dispatch history.
+    """Estimated seconds until ``pending_row`` starts (:mod:`vq.domain.eta`).
 
     Returns ``{"eta_seconds": float | None, "basis": str, "median_run_seconds",
     "jobs_ahead", "slots"}``. ``eta_seconds`` is null with ``basis``:
 
     * ``"over configured capacity"`` — the job exceeds a base cap and cannot dispatch
-      (§4.3: its ETA is *unavailable*; dispatch-history timing does not apply);
-    * ``"no history"`` — no job has finished yet (nothing to time);
+      (§4.3: its ETA is *unavailable*);
+    * ``"unknown: <why>"`` — the job waits for the end of a job whose duration nobody
+      knows: a running job without ``--wall-time`` that has run longer than every recent
+      run (or with no finished job to go by), a paused job, or a job ahead without
+      ``--wall-time`` and no history;
     * ``"capacity unknown"`` (no caps), ``"not pending"``, ``"scheduler job"``.
 
-    Otherwise ``basis`` is ``"dispatch history"`` and the estimate assumes:
-
-    * every job ahead and every running job takes the median active run time of the
-      :data:`ETA_HISTORY` most recently finished jobs (any terminal state; a running
-      job's elapsed time is ignored, so the estimate leans late);
-    * the jobs ahead are the PENDING local jobs before it in admission order (priority
-      descending, then ``submitted_at``, then id) that fit the caps; ``not_before`` and
-      dependency gates of those jobs, and retries, are ignored;
-    * they run in waves of ``slots`` parallel jobs, where ``slots`` is the tightest of
-      ``max_jobs``, ``max_cpus // cpus`` and ``max_mem_mb // effective memory`` for a job
-      the size of this one (unlimited caps: it starts at once);
-    * the job's own ``not_before`` is a lower bound.
-
-    ETA = ceil((running + ahead + 1 − slots) / slots) × median, at least 0.
+    Otherwise ``basis`` says what the estimate rests on: ``"free capacity"`` (it fits
+    now), ``"declared wall time"``, ``"dispatch history"``, or both joined by "and".
+    The replay starts the PENDING local jobs ahead of it in admission order (priority,
+    submission time, array index, id) that fit the caps, and each running job ends after
+    its remaining declared wall time (a limit: the estimate leans late) or, without one,
+    its expected remaining time from the :data:`ETA_HISTORY` most recent runs. Their
+    ``not_before`` and dependencies, and retries, are ignored; the job's own
+    ``not_before`` is a lower bound. ``slots`` is the tightest of ``max_jobs``,
+    ``max_cpus // cpus`` and ``max_mem_mb // memory`` for a job of this size.
 
     ``basis``: :func:`eta_basis` of ``all_rows`` and ``caps``, when the caller keeps one
     (it depends on the rows and caps only, not on ``now``); ``all_rows`` is then unused.
@@ -333,28 +366,26 @@ def queue_eta(
         return {**result, "basis": "over configured capacity"}
     if basis is None:
         basis = eta_basis(all_rows, caps)
-    if basis.median is None:
-        return {**result, "basis": "no history"}
-    median = basis.median
     mine = _order_key(pending_row)
-    ahead = bisect.bisect_left(basis.pending_keys, mine)
-    own = basis.pending_key_of.get(str(pending_row["id"]))
-    if own is not None and own < mine:
-        ahead -= 1  # the job's own (indexed) row is never ahead of it
-    running = basis.running
-    slots = _slots(pending_row, caps)
-    waves = 0 if slots is None else math.ceil(max(0, running + ahead + 1 - slots) / slots)
-    eta = waves * median
+    own_id = str(pending_row["id"])
+    ahead_rows = [row for key, row in basis.pending if key < mine and str(row["id"]) != own_id]
+    estimate = estimate_start(
+        [_running(row, basis.runs, now) for row in basis.running_rows],
+        [_queued(row, basis.median) for row in ahead_rows],
+        _queued(pending_row, basis.median),
+        caps,
+    )
+    result.update(
+        median_run_seconds=basis.median, jobs_ahead=len(ahead_rows), slots=_slots(pending_row, caps)
+    )
+    if estimate.seconds is None:
+        return {**result, "basis": f"unknown: {estimate.why_unknown}"}
+    eta = estimate.seconds
     not_before = _time(pending_row, "not_before")
     if not_before is not None:
         eta = max(eta, (not_before - now).total_seconds())
-    return {
-        "eta_seconds": eta,
-        "basis": "dispatch history",
-        "median_run_seconds": median,
-        "jobs_ahead": ahead,
-        "slots": slots,
-    }
+    label = " and ".join(sorted(estimate.sources)) or "free capacity"
+    return {**result, "eta_seconds": eta, "basis": label}
 
 
 @dataclass(frozen=True)
@@ -362,15 +393,19 @@ class EtaBasis:
     """What :func:`queue_eta` takes from every row: independent of ``now`` and the job.
 
     ``median``: the median active run time of the :data:`ETA_HISTORY` most recently
-    finished local jobs (None: no history); ``running``: local RUNNING/SUSPENDED jobs;
-    ``pending_keys``: admission-order keys of the local PENDING jobs within the caps,
-    sorted; ``pending_key_of``: the same by job id.
+    finished local jobs (None: no history), ``runs`` those run times; ``running``: local
+    RUNNING/SUSPENDED jobs, ``running_rows`` their rows; ``pending``: (admission key, row)
+    of the local PENDING jobs within the caps, sorted; ``pending_keys`` and
+    ``pending_key_of``: their keys, sorted and by job id.
     """
 
     median: float | None
     running: int
-    pending_keys: list[tuple[int, datetime, str]]
-    pending_key_of: dict[str, tuple[int, datetime, str]]
+    pending_keys: list[tuple[int, datetime, int, str]]
+    pending_key_of: dict[str, tuple[int, datetime, int, str]]
+    runs: tuple[float, ...] = ()
+    running_rows: tuple[Row, ...] = ()
+    pending: tuple[tuple[tuple[int, datetime, int, str], Row], ...] = ()
 
 
 def eta_basis(all_rows: Iterable[Row], caps: Caps) -> EtaBasis:
@@ -383,11 +418,24 @@ def eta_basis(all_rows: Iterable[Row], caps: Caps) -> EtaBasis:
     )
     # Terminal rows: their active time ends at finished_at, whatever the clock says.
     runs = [s for s in (active_seconds(row, _NO_CLOCK) for row in finished) if s is not None]
-    median = float(statistics.median(runs[:ETA_HISTORY])) if runs else None
-    key_of = {
-        str(row["id"]): _order_key(row)
-        for row in rows
-        if row["state"] == _PENDING and not is_over_capacity(row, caps)
-    }
-    running = sum(1 for row in rows if row["state"] in _ACTIVE)
-    return EtaBasis(median, running, sorted(key_of.values()), key_of)
+    recent = tuple(runs[:ETA_HISTORY])
+    median = float(statistics.median(recent)) if recent else None
+    pending = sorted(
+        (
+            (_order_key(row), row)
+            for row in rows
+            if row["state"] == _PENDING and not is_over_capacity(row, caps)
+        ),
+        key=lambda pair: pair[0],
+    )
+    key_of = {str(row["id"]): key for key, row in pending}
+    running_rows = tuple(row for row in rows if row["state"] in _ACTIVE)
+    return EtaBasis(
+        median,
+        len(running_rows),
+        [key for key, _ in pending],
+        key_of,
+        recent,
+        running_rows,
+        tuple(pending),
+    )
