@@ -234,6 +234,30 @@ def group_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def usage_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+    """``paused by`` (who and since when) and an ended job's receipt figures."""
+    rows: list[tuple[str, str]] = []
+    if view.get("paused_by"):
+        who = {"operator": "an operator (vq pause)", "memory-pressure": "memory pressure"}
+        text = who.get(view["paused_by"], str(view["paused_by"]))
+        if view.get("paused_at"):
+            text += f", since {_short_time(view['paused_at'])}"
+        rows.append(("paused by", text))
+    usage = view.get("resource_usage")
+    if usage:
+        if usage.get("peak_rss_mb") is not None:
+            rows.append(("peak RSS", f"{usage['peak_rss_mb']:.1f} MB (receipt: largest process)"))
+        if usage.get("cpu_seconds") is not None:
+            rows.append(
+                (
+                    "CPU time",
+                    f"{usage['cpu_seconds']:.2f} s (user {usage['user_cpu_seconds']:.2f} s"
+                    f" + system {usage['system_cpu_seconds']:.2f} s)",
+                )
+            )
+    return rows
+
+
 def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     """One job's fields; user text escaped as in :func:`print_jobs` unless ``raw``."""
     if not raw:
@@ -259,7 +283,7 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
                 style="bold yellow",
             ),
         )
-    for label, text in group_rows(view):
+    for label, text in [*group_rows(view), *usage_rows(view)]:
         table.add_row(label, text)
     eta = view.get("queue_eta")
     if eta is not None:

@@ -4,7 +4,8 @@ Stable schemas (documented in ``docs/json.md``):
 
 * :func:`status_view` — the whole spec plus derived fields: ``workspace``,
   ``pending_over_capacity`` (tri-state: true / false / null when not applicable),
-  ``configured_capacity_overages``, ``pending_reason`` and ``elapsed_seconds``.
+  ``configured_capacity_overages``, ``pending_reason``, ``elapsed_seconds``,
+  ``active_seconds`` and, for an ended job, ``resource_usage`` (from its receipt).
 * :func:`list_row` — one compact row per job for listings.
 """
 
@@ -22,7 +23,15 @@ from vq.domain.states import JobState
 from vq.errors import InvalidInput
 from vq.paths import StatePaths
 
-__all__ = ["ListFilter", "list_row", "request_of", "select", "status_view", "wait_answer"]
+__all__ = [
+    "ListFilter",
+    "list_row",
+    "request_of",
+    "select",
+    "status_view",
+    "usage_summary",
+    "wait_answer",
+]
 
 
 def request_of(spec: JobSpec) -> Request:
@@ -97,7 +106,37 @@ def status_view(
             view["pending_reason"] = gate.reason
     view["elapsed_seconds"] = _elapsed(spec, now)
     view["active_seconds"] = _active(spec, now)
+    if spec.is_terminal:
+        from vq.store.receipts import read_receipt
+
+        view["resource_usage"] = usage_summary(read_receipt(paths, spec.id))
     return view
+
+
+def usage_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What ``vq status`` shows of an ended job's receipt: peak RSS (wait4's largest
+    resident set of any one process, in MB) and CPU time (user + system, of the command
+    and its waited-for descendants). None without a readable receipt."""
+    if receipt is None:
+        return None
+
+    def number(key: str) -> float | None:
+        value = receipt.get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    rss_kb, user, system = (
+        number("max_rss_kb"),
+        number("user_cpu_seconds"),
+        number("system_cpu_seconds"),
+    )
+    return {
+        "source": "receipt",
+        "peak_rss_mb": None if rss_kb is None else round(rss_kb / 1024, 1),
+        "cpu_seconds": None if user is None or system is None else round(user + system, 3),
+        "user_cpu_seconds": user,
+        "system_cpu_seconds": system,
+        "wall_seconds": number("wall_seconds"),
+    }
 
 
 def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
