@@ -94,6 +94,15 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Like Click's, but an unknown verb gets a did-you-mean (``vq stauts``)."""
+        name = click.utils.make_str(args[0])
+        if name not in COMMANDS and not name.startswith("-"):
+            raise click.UsageError(f"no such command {name!r}", ctx) from None
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, SHORT_HELP[name]) for name in COMMANDS])
@@ -130,10 +139,10 @@ def run(args: list[str]) -> None:
         _print_error(exc.message, exc.hint)
         sys.exit(exc.exit_code)
     except click.exceptions.NoSuchOption as exc:
-        _print_error(exc.format_message(), _help_hint(exc.ctx))
+        _print_error(exc.format_message(), _option_hint(exc, args))
         sys.exit(2)
     except click.UsageError as exc:
-        _print_error(exc.format_message(), _help_hint(exc.ctx))
+        _print_error(exc.format_message(), _usage_hint(exc, args))
         sys.exit(2)
     except click.exceptions.Abort:  # Click's form of Ctrl-C inside a command
         _print_error("interrupted", None)
@@ -152,6 +161,31 @@ def run(args: list[str]) -> None:
         _print_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug")
         sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _option_hint(exc: click.exceptions.NoSuchOption, args: list[str]) -> str:
+    """For ``vq submit python3 -c …`` (no ``--``): the job's own options are not vq's."""
+    ctx = exc.ctx
+    if ctx is not None and ctx.info_name == "submit" and "--" not in args:
+        return (
+            "put the job's command after `--`, so its options are not read as vq's: "
+            "vq submit [OPTIONS] -- COMMAND [ARGS...]"
+        )
+    return _help_hint(ctx)
+
+
+def _usage_hint(exc: click.UsageError, args: list[str]) -> str:
+    """A did-you-mean for an unknown verb, else the usual pointer to ``--help``."""
+    import difflib
+
+    message = exc.format_message()
+    if message.startswith("no such command "):
+        verb = next((a for a in args if not a.startswith("-")), "")
+        close = difflib.get_close_matches(verb, COMMANDS, n=3, cutoff=0.7)
+        if close:
+            return "did you mean " + " or ".join(f"`vq {name}`" for name in close) + "?"
+        return "`vq --help` lists the commands"
+    return _help_hint(exc.ctx)
 
 
 def _help_hint(ctx: click.Context | None) -> str:

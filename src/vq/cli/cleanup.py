@@ -24,7 +24,7 @@ __all__ = ["cleanup"]
     default="14d",
     show_default=True,
     metavar="D",
-    help="Only jobs that finished at least this long ago (90m, 2d, ...).",
+    help="Only jobs that finished at least this long ago (90m, 2d, ...; 0 means any age).",
 )
 @click.option("--state", "states", multiple=True, help="Only this terminal state (repeatable).")
 @click.option("--archive", is_flag=True, help="Archive to .tar.bz2, then remove workspace+workdir.")
@@ -73,12 +73,16 @@ def _print(report: CleanupReport) -> None:
         table.add_row(job.id, state_text(job.state), finished, job.action, result)
     if jobs:
         console.print(table)
-    what = "archived" if any(job.action == "archive" for job in jobs) else "workdir swept"
+    archiving = any(job.action == "archive" for job in jobs)
     if dry:
         ready = sum(1 for job in jobs if not job.error)
-        summary = f"dry run: {ready} of {len(jobs)} selected job(s) would be {what}"
-        console.print(summary + "; nothing changed (add --execute to do it)", style="dim")
+        what = "would be archived" if archiving else "would have their workdirs removed"
+        summary = f"dry run: {ready} of {len(jobs)} selected job(s) {what}"
+        console.print(
+            summary + "; nothing changed (add --execute to do it)", style="dim", soft_wrap=True
+        )
     else:
         done = sum(1 for job in jobs if job.done)
         rest = len(jobs) - done
+        what = "archived" if archiving else "had their workdirs removed"
         console.print(f"{done} job(s) {what}" + (f"; {rest} not done" if rest else ""))

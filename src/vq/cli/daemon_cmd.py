@@ -272,6 +272,27 @@ def undrain() -> None:
     click.echo("dispatch resumed")
 
 
+def throttle_table(result: dict[str, Any]) -> str:
+    """``vq daemon throttle``'s answer as an aligned table (``--json`` has the object)."""
+    limits = result.get("throttle") or {}
+    effective = result.get("effective_caps") or {}
+    expires = limits.get("expires_at")
+    lines = [f"throttled {'until ' + expires if expires else 'until cleared (--clear)'}"]
+    rows = [("CAP", "THROTTLE", "EFFECTIVE")]
+    for cap in ("max_jobs", "max_cpus"):
+        value = limits.get(cap)
+        now = effective.get(cap) if effective else None
+        rows.append((cap, "-" if value is None else str(value), "-" if now is None else str(now)))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        lines.append(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+    if not effective:
+        lines.append("(no daemon running: it applies the throttle when it starts)")
+    return "\n".join(lines)
+
+
 @daemon.command()
 @click.option("--max-jobs", type=AsciiIntRange(1), help="Temporary job limit.")
 @click.option("--max-cpus", type=AsciiIntRange(1), help="Temporary CPU limit.")
@@ -306,7 +327,7 @@ def throttle(
     elif clear:
         click.echo("throttle cleared")
     else:
-        click.echo(f"throttled: {result['throttle']}")
+        click.echo(throttle_table(result))
 
 
 @daemon.command()

@@ -199,7 +199,7 @@ _STATUS_FIELDS = (
     ("exit_code", "exit code"),
     ("retry_count", "retries"),
     ("failure_reason", "failure reason"),
-    ("pending_reason", "waiting for"),
+    ("pending_reason", "pending"),
     ("parent_jobid", "parent job"),
     ("last_fetched_at", "last fetched"),
     ("workdir_swept_at", "workdir removed"),

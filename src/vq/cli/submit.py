@@ -63,8 +63,13 @@ def submit(ctx: click.Context, /, positional: tuple[str, ...], **values: Any) ->
     """Submit COMMAND (after `--`) as a job, optionally with a SOURCE workspace.
 
     SOURCE is copied (file, directory) or extracted (.tar, .tar.gz, .tar.bz2, .zip) into
-    the job's workspace, where the command runs. Example:
+    the job's workspace, where the command runs. The job gets the submitting shell's
+    environment (--export ALL) unless --export or [submit] export says otherwise.
+    Any unique prefix (4+ characters) of a job id works for --after/--after-any.
 
+    Example:
+
+    \b
         vq submit --cpus 2 --mem-mb 500 --wall-time 10m -- python3 -c 'print(42)'
     """
     for option in SUBMIT_OPTIONS:

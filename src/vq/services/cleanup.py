@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -96,7 +97,14 @@ class CleanupPolicy:
                     hint="terminal states are " + ", ".join(sorted(s.value for s in TERMINAL)),
                 )
             chosen.add(state)
-        return cls(parse_duration(older_than), frozenset(chosen), archive)
+        return cls(_age(older_than), frozenset(chosen), archive)
+
+
+def _age(text: str) -> int:
+    """``--older-than`` in seconds; a zero duration (``0``, ``0s``, ``0d``…) means any age."""
+    if re.fullmatch(r"\s*0+[dhms]?\s*|\s*0+:0{1,2}:0{1,2}\s*", text.lower()):
+        return 0
+    return parse_duration(text)
 
 
 @dataclass
