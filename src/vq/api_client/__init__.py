@@ -22,7 +22,8 @@ FastAPI (httpx, the stdlib and vq's leaf modules only). Contract:
   extracts it into ``dest`` (must be absent or empty) after checking every member with
   vq's archive rules, stripping the archive's top directory.
 * ``run(command, *, outputs=None, timeout=None, **submit_args)`` = submit + wait until
-  terminal + download → :class:`RunResult` ``(id, state, exit_code, outputs_dir)``.
+  terminal + download → :class:`RunResult` ``(id, state, exit_code, outputs_dir,
+  failure_reason, failure_tail)``.
 """
 
 from vq.api_client._async import AsyncClient

@@ -185,9 +185,6 @@ class AsyncClient:
         submitted = await self.submit(command, **submit_args)
         final = await self.wait_terminal(submitted.id, timeout)
         if final.state not in TERMINAL:
-            return RunResult(submitted.id, final.state, None, None)
+            return RunResult.of(submitted.id, final, None)
         target = await self.download_outputs(submitted.id, outputs) if outputs else None
-        exit_code = final.job.get("exit_code")
-        return RunResult(
-            submitted.id, final.state, exit_code if isinstance(exit_code, int) else None, target
-        )
+        return RunResult.of(submitted.id, final, target)

@@ -123,10 +123,34 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class RunResult:
+    """What :meth:`Client.run` ends with. ``failure_reason`` and ``failure_tail`` (the
+    last lines of stderr) are set for a job that did not complete, as in ``vq status``."""
+
     id: str
     state: str
     exit_code: int | None
     outputs_dir: Path | None
+    failure_reason: str | None = None
+    failure_tail: str | None = None
+
+    @classmethod
+    def of(cls, job_id: str, final: WaitResult, outputs_dir: Path | None) -> RunResult:
+        """The result of a finished wait (``final``) and the downloaded outputs."""
+        job = final.job if final.state in TERMINAL else {}
+
+        def text(key: str) -> str | None:
+            value = job.get(key)
+            return value if isinstance(value, str) else None
+
+        exit_code = job.get("exit_code")
+        return cls(
+            job_id,
+            final.state,
+            exit_code if isinstance(exit_code, int) else None,
+            outputs_dir,
+            text("failure_reason"),
+            text("failure_tail"),
+        )
 
 
 def error_of(response: httpx.Response) -> ApiError:

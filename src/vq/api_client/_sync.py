@@ -175,11 +175,8 @@ class Client:
         submitted = self.submit(command, **submit_args)
         final = self.wait_terminal(submitted.id, timeout)
         if final.state not in TERMINAL:
-            return RunResult(submitted.id, final.state, None, None)
+            return RunResult.of(submitted.id, final, None)
         target = None
         if outputs is not None:
             target = self.download_outputs(submitted.id, outputs)
-        exit_code = final.job.get("exit_code")
-        return RunResult(
-            submitted.id, final.state, exit_code if isinstance(exit_code, int) else None, target
-        )
+        return RunResult.of(submitted.id, final, target)

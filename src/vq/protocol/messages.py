@@ -73,6 +73,9 @@ class SubmitParams(BaseModel):
     #: the captured environment (``vq.domain.environment``): stored in the workspace as
     #: ``_vq/environment``, never in the spec; excluded from reprs and idempotency intents
     environment: dict[str, Any] | None = Field(default=None, repr=False)
+    #: who submitted: the HTTP API records its principal (an agent token's or an
+    #: account's name); not part of the idempotency intent
+    submitter: str | None = Field(default=None, min_length=1, max_length=128)
 
     @field_validator("environment")
     @classmethod

@@ -131,6 +131,7 @@ def intent_digest(params: SubmitParams) -> str:
             "source_label",
             "not_before_requested",
             "environment",
+            "submitter",
         },
         exclude_none=False,
     )

@@ -116,6 +116,7 @@ def _new_id(ctx: ServiceContext, reserved: set[str]) -> str:
 def _base_fields(params: SubmitParams) -> dict[str, Any]:
     return {
         "job_name": params.job_name,
+        "submitter": params.submitter,
         "tags": params.tags,
         "workspace_source": params.source_label or params.source,
         "command": params.command,

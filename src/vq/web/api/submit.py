@@ -233,6 +233,8 @@ def _submit(
     config: WebConfig, settings: Settings, principal: Principal, body: JobRequest
 ) -> JSONResponse:
     fields = body.submit_fields()
+    if principal.kind != "anonymous":  # the token's or the account's name
+        fields["submitter"] = principal.name
     key = body.idempotency_key
     params = to_params(fields, key)  # 422 before any side effect
     program = params.program
