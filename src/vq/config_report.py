@@ -20,7 +20,15 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from vq.config import Settings
 
-__all__ = ["SECRET_KEYS", "effective_config", "flatten", "redact", "report_lines"]
+__all__ = [
+    "SECRET_KEYS",
+    "UNSET_MEANS",
+    "effective_config",
+    "effective_values",
+    "flatten",
+    "redact",
+    "report_lines",
+]
 
 #: Configuration keys whose value is a secret or a reference to one (§7.4).
 SECRET_KEYS = frozenset({"notifications.webhook_url"})
@@ -74,11 +82,50 @@ def effective_config(
     return {key: redact(key, value) for key, value in effective.items()}, sources
 
 
+#: What an unset key means, for keys whose unset value is not itself the behaviour.
+UNSET_MEANS = {
+    "daemon.max_jobs": "unlimited",
+    "daemon.default_job_mem_mb": "none (a job without --mem-mb reserves 0 MB)",
+}
+
+
+def effective_values(settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Each key's value in effect: unset caps become what the daemon detects on this host
+    (``max_cpus``: logical CPUs, ``max_mem_mb``: physical memory) and the keys of
+    :data:`UNSET_MEANS` say what unset means; the list names the detected keys."""
+    from vq.config import host_logical_cpus, host_memory_mb
+
+    detect = {"daemon.max_cpus": host_logical_cpus, "daemon.max_mem_mb": host_memory_mb}
+    resolved = dict(settings)
+    detected = []
+    for key, value in settings.items():
+        if value is not None:
+            continue
+        if key in detect and (found := detect[key]()) is not None:
+            resolved[key] = found
+            detected.append(key)
+        elif key in UNSET_MEANS:
+            resolved[key] = UNSET_MEANS[key]
+    return resolved, sorted(detected)
+
+
 def report_lines(
     settings: Settings,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """``key = value  (source)`` per key, sorted: what ``vq config show`` prints."""
+    """``key = value  (source)`` per key, sorted: what ``vq config show`` prints. Unset
+    values show what is in effect: ``daemon.max_cpus = 2  (detected)``,
+    ``daemon.max_jobs = unlimited  (default)`` (:func:`effective_values`)."""
     values, sources = effective_config(settings, env, overrides)
-    return [f"{key} = {values[key]!r}  ({sources[key]})" for key in sorted(values)]
+    resolved, detected = effective_values(values)
+    lines = []
+    for key in sorted(values):
+        value, source = resolved[key], sources[key]
+        if key in detected:
+            lines.append(f"{key} = {value}  (detected)")
+        elif values[key] is None and isinstance(value, str):
+            lines.append(f"{key} = {value}  ({source})")
+        else:
+            lines.append(f"{key} = {value!r}  ({source})")
+    return lines

@@ -29,12 +29,15 @@ def config() -> None:
 def show(as_json: bool) -> None:
     """The effective configuration and where each value comes from."""
     from vq.config import load_settings
-    from vq.config_report import effective_config, report_lines
+    from vq.config_report import effective_config, effective_values, report_lines
 
     settings = load_settings()
     if as_json:
         redacted, sources = effective_config(settings)
-        echo_json({"settings": redacted, "sources": sources})
+        resolved, detected = effective_values(redacted)
+        echo_json(
+            {"settings": redacted, "sources": sources, "effective": resolved, "detected": detected}
+        )
         return
     for line in report_lines(settings):
         click.echo(line)

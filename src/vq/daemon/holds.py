@@ -150,11 +150,11 @@ class Holds:
         except ConfigError as exc:
             if self.config_error is None:
                 log.error("config became invalid; dispatch held until it is fixed: %s", exc.message)
-            self.config_error = exc.message
+            self.config_error = self.ctx.config_error = exc.message
             return None
         if self.config_error is not None:
             log.info("config is valid again; dispatch resumes")
-        self.config_error = None
+        self.config_error = self.ctx.config_error = None
         return settings
 
     # --- control calls ------------------------------------------------------------------

@@ -38,6 +38,9 @@ class ServiceContext:
     #: ``[programs.NAME]`` registry (name → ``vq.config.ProgramSettings``), §3.4
     programs: Mapping[str, Any] = field(default_factory=dict)
     base_caps: Caps | None = None
+    #: set (by the daemon) while the configuration files on disk are invalid: what is
+    #: wrong and where; ``profiles`` and ``programs`` are then the last good ones
+    config_error: str | None = None
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

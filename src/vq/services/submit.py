@@ -23,7 +23,7 @@ from vq.domain.environment import CapturedEnvironment
 from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
-from vq.errors import InvalidInput, NotFound
+from vq.errors import ConfigError, InvalidInput, NotFound
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
@@ -55,10 +55,18 @@ def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
         return params
     profile = ctx.profiles.get(params.profile)
     if profile is None:
+        if ctx.config_error is not None:
+            raise ConfigError(
+                f"the configuration is invalid, so profile {params.profile!r} cannot be "
+                f"read: {ctx.config_error}",
+                hint="fix that line (`vq config check FILE` checks it); the daemon keeps "
+                "its last good configuration and holds dispatch until then",
+            )
         known = ", ".join(sorted(ctx.profiles)) or "none are configured"
         raise NotFound(
             f"unknown profile {params.profile!r}",
-            hint=f"`vq profiles` lists them ({known})",
+            hint=f"`vq profiles` lists them ({known}); a running daemon reads profiles "
+            "added since it started on `vq daemon reload`",
         )
     data = params.model_dump(exclude_unset=True)
     for name, value in profile.model_dump(exclude_none=True).items():

@@ -1,0 +1,58 @@
+"""An invalid config is named as such (not "unknown profile"); `config show` tells values."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import Vq, wait_until
+
+
+def _config(vq: Vq) -> Path:
+    path = Path(vq.env["VQ_CONFIG_DIR"]) / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_profile_of_an_invalid_config_says_the_config_is_invalid(vq: Vq) -> None:
+    config = _config(vq)
+    config.write_text("[profile.slow]\ncpus = 1\n")
+    vq.start_daemon()
+    config.write_text('[profile.quick]\ncpus = "many"\n')
+    stamp = config.stat().st_mtime_ns
+    os.utime(config, ns=(stamp + 10**9, stamp + 10**9))  # a new mtime even on coarse clocks
+
+    def refused() -> str | None:
+        proc = vq.run("submit", "--profile", "quick", "--", "true", check=False)
+        return proc.stderr if proc.returncode == 9 else None
+
+    stderr = wait_until(refused, timeout=20)
+    assert "the configuration is invalid" in stderr
+    assert f"{config}:2: profile.quick.cpus" in stderr
+    assert "unknown profile" not in stderr and "none are configured" not in stderr
+    assert not list((vq.root / "queue").glob("*.json"))
+
+
+def test_unknown_profile_of_a_valid_config_mentions_reload(vq: Vq) -> None:
+    vq.start_daemon()
+    proc = vq.run("submit", "--profile", "quick", "--", "true", check=False)
+    assert proc.returncode == 3
+    assert "unknown profile 'quick'" in proc.stderr and "vq daemon reload" in proc.stderr
+
+
+def test_without_a_daemon_an_invalid_config_is_named(vq: Vq) -> None:
+    _config(vq).write_text('[profile.quick]\ncpus = "many"\n')
+    proc = vq.run("submit", "--profile", "quick", "--", "true", check=False)
+    assert proc.returncode == 9 and "profile.quick.cpus" in proc.stderr
+
+
+def test_config_show_prints_effective_values(vq: Vq) -> None:
+    lines = vq.run("config", "show").stdout.splitlines()
+    cpus = os.cpu_count()
+    assert f"daemon.max_cpus = {cpus}  (detected)" in lines
+    assert "daemon.max_jobs = unlimited  (default)" in lines
+    assert not any(line.endswith("= None  (default)") for line in lines)
+    shown = vq.json("config", "show")
+    assert shown["settings"]["daemon.max_cpus"] is None  # the configured value, unchanged
+    assert shown["effective"]["daemon.max_cpus"] == cpus
+    assert "daemon.max_cpus" in shown["detected"]
