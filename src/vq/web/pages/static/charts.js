@@ -127,9 +127,13 @@
       { label: "CPU", scale: "pct", stroke: COLORS.cpu, width: 2, spanGaps: true,
         value: fmt(1, " %"), points: { show: function (u) { return u.data[0].length < 60; } } }
     ];
+    var hooks = { setCursor: [latestWhenIdle], setData: [latestWhenIdle], ready: [latestWhenIdle] };
     if (data.mem_limit_mb) {
-      series.push({ label: "memory limit", scale: "mb", stroke: COLORS.limit, width: 1.5,
-        dash: [6, 4], value: fmt(0, " MB"), points: { show: false } });
+      // The limit is memory (left axis, MB), never CPU: its legend entry says so and the
+      // line carries its own label, so it cannot be read against the CPU % axis.
+      series.push({ label: "memory limit (MB, left axis)", scale: "mb", stroke: COLORS.limit,
+        width: 1.5, dash: [6, 4], value: fmt(0, " MB"), points: { show: false } });
+      hooks.draw = [limitLabel(data.mem_mb)];
     }
     return {
       width: width(el),
@@ -142,12 +146,30 @@
       },
       axes: [
         { space: 70, values: clockAxis(true) },
-        { scale: "mb", label: "RSS MB", size: narrow ? 50 : 60, stroke: COLORS.rss },
+        { scale: "mb", label: data.mem_limit_mb ? "memory MB (RSS, limit)" : "RSS MB",
+          size: narrow ? 50 : 60, stroke: COLORS.rss },
         { scale: "pct", label: "CPU %", side: 1, grid: { show: false }, size: narrow ? 44 : 50,
           stroke: COLORS.cpu }
       ],
       legend: { live: true },
-      hooks: { setCursor: [latestWhenIdle], setData: [latestWhenIdle], ready: [latestWhenIdle] }
+      hooks: hooks
+    };
+  }
+
+  // Writes "memory limit N MB" just above the dashed limit line, at the plot's left.
+  function limitLabel(memMb) {
+    return function (u) {
+      var y = u.valToPos(memMb, "mb", true);
+      if (!isFinite(y)) return;
+      var ctx = u.ctx;
+      var pad = 4 * (window.devicePixelRatio || 1);
+      ctx.save();
+      ctx.fillStyle = COLORS.limit;
+      ctx.font = Math.round(11 * (window.devicePixelRatio || 1)) + "px system-ui, sans-serif";
+      ctx.textBaseline = "bottom";
+      ctx.fillText("memory limit " + memMb + " MB", u.bbox.left + pad, y - pad / 2);
+      ctx.restore();
+      u.root.dataset.limitLabel = "memory limit " + memMb + " MB";
     };
   }
 
