@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import Vq, wait_until
 
 
@@ -14,7 +16,7 @@ def test_eta_behind_a_long_job_counts_its_wall_time(vq: Vq) -> None:
     eta = vq.status(job)["queue_eta"]
     assert eta["basis"] == "declared wall time"
     assert 500 < eta["eta_seconds"] <= 600
-    assert "queue ETA    about 9m" in vq.run("status", job).stdout
+    assert re.search(r"queue ETA\s+about 9m", vq.run("status", job).stdout)
     unknown = vq.submit("--", "sleep", "600")  # behind both; no wall time of its own
     assert vq.status(unknown)["queue_eta"]["eta_seconds"] > 500
     vq.run("kill", sleeper)
@@ -28,5 +30,5 @@ def test_eta_behind_a_long_job_counts_its_wall_time(vq: Vq) -> None:
         f"unknown: running job {unknown} declares no wall time and has run longer than "
         "any of the last 3 finished jobs"
     )
-    assert "queue ETA    unknown (running job" in vq.run("status", last).stdout
+    assert re.search(r"queue ETA\s+unknown \(running job", vq.run("status", last).stdout)
     vq.run("kill", unknown, last)
