@@ -51,7 +51,9 @@ def test_config_show_prints_effective_values(vq: Vq) -> None:
     cpus = os.cpu_count()
     assert f"daemon.max_cpus = {cpus}  (detected)" in lines
     assert "daemon.max_jobs = unlimited  (default)" in lines
-    assert not any(line.endswith("= None  (default)") for line in lines)
+    assert not any(
+        line.startswith("daemon.") and line.endswith("= None  (default)") for line in lines
+    )
     shown = vq.json("config", "show")
     assert shown["settings"]["daemon.max_cpus"] is None  # the configured value, unchanged
     assert shown["effective"]["daemon.max_cpus"] == cpus
