@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.conftest import Vq, wait_until
@@ -41,7 +43,7 @@ def test_pause_and_resume_update_the_page_at_once(vq: Vq, console: Console) -> N
     expect(live).to_have_attribute("data-state", "SUSPENDED", timeout=ACT_WITHIN_MS)
     expect(page.locator(".job-head .badge")).to_have_text("SUSPENDED", timeout=ACT_WITHIN_MS)
     expect(page.locator("dl.spec dd").filter(has_text="paused by operator")).to_have_count(1)
-    expect(page.locator("ol.timeline")).to_contain_text("SUSPENDED")
+    expect(page.locator("ol.timeline")).to_contain_text(re.compile("suspended", re.I))
     console.screenshot("job-paused-desktop")
     with page.expect_response(lambda r: "/live?" in r.url, timeout=10_000):
         pass
