@@ -56,3 +56,22 @@ def test_round_trip_and_validation_of_stored_form() -> None:
         CapturedEnvironment.from_json({"base": "elsewhere", "variables": {}})
     with pytest.raises(BadEnvironment):
         CapturedEnvironment.from_json({"base": "daemon", "variables": {"VQ_X": "1"}})
+
+
+def test_remote_submit_options_default_to_none_and_forward_named_values() -> None:
+    from vq.cli.submit_env import remote_environment_options
+    from vq.errors import UsageError
+
+    shell = {"MYBASIS": "def2-svp", "OTHER": "x", "PATH": "/chem/bin"}
+    assert remote_environment_options(["--cpus", "2"], shell) == [
+        "--cpus",
+        "2",
+        "--export",
+        "NONE",
+    ]
+    forwarded = remote_environment_options(
+        ["--export", "MYBASIS", "--env=K=v", "--tag", "t"], shell
+    )
+    assert forwarded == ["--tag", "t", "--export", "NONE", "--env=K=v", "--env=MYBASIS=def2-svp"]
+    with pytest.raises(UsageError):
+        remote_environment_options(["--export=ALL"], shell)

@@ -13,6 +13,7 @@ here, with the usual message, before anything is sent), then:
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -98,6 +99,7 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
 
 
 def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
+    from vq.cli.submit_env import remote_environment_options
     from vq.cli.submit_fast import emit
     from vq.remote.submit import delegate_submit
 
@@ -125,6 +127,7 @@ def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
             )
     as_json = bool(ctx.params.get("as_json"))
     options = [word for word in head if word != "--json"]
+    options = remote_environment_options(options, os.environ)  # remote default: NONE
     payload = delegate_submit(
         host, options, command, source, idempotency_key=ctx.params.get("idempotency_key")
     )

@@ -1,4 +1,5 @@
-"""``[submit] export`` read cheaply for ``vq submit``'s fast path (no pydantic, no Click).
+"""``[submit] export`` read cheaply for ``vq submit``'s fast path (no pydantic, no Click),
+and the environment options of a remote submit (:func:`remote_environment_options`).
 
 The full configuration is validated by :func:`vq.config.load_settings` (the daemon and
 ``vq config check`` refuse a bad ``submit.export``); here only that one key is needed, so
@@ -16,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["SITE_CONFIG", "configured_export"]
+__all__ = ["SITE_CONFIG", "configured_export", "remote_environment_options"]
 
 SITE_CONFIG = "/etc/vq/config.toml"
 
@@ -65,3 +66,45 @@ def configured_export(environ: Mapping[str, str], *, site_config: str = SITE_CON
         if value is not None:
             found = value
     return found
+
+
+def remote_environment_options(options: list[str], environ: Mapping[str, str]) -> list[str]:
+    """``vq submit HOST`` options with the environment made explicit for the remote side.
+
+    A remote submit defaults to ``--export NONE`` (:func:`vq.domain.environment.default_export`
+    with ``remote=True``): the remote job gets the remote daemon's environment plus only
+    what ``--export NAME[,NAME=value]`` and ``--env`` name, with ``NAME`` read from *this*
+    shell. The result replaces those options by ``--export NONE`` and one
+    ``--env NAME=value`` per variable, so the remote ``vq submit`` (which runs in an SSH
+    session, not in this shell) captures nothing of its own.
+    """
+    from vq.domain.environment import BadEnvironment, capture
+    from vq.errors import UsageError
+
+    kept: list[str] = []
+    export: str | None = None
+    assignments: list[str] = []
+    words = iter(options)
+    for word in words:
+        flag, has_value, inline = word.partition("=")
+        if flag in ("--export", "--env"):
+            value = inline if has_value else next(words, "")
+            if flag == "--export":
+                export = value
+            else:
+                assignments.append(value)
+            continue
+        kept.append(word)
+    try:
+        captured = capture(environ, export, assignments, remote=True)
+    except BadEnvironment as exc:
+        raise UsageError(
+            str(exc), hint="--export ALL|NONE|NAME[,NAME=value…] and --env NAME=value"
+        ) from None
+    if captured.base != "daemon":
+        raise UsageError(
+            "--export ALL is not supported with a remote HOST",
+            hint="name the variables: --export NAME[,NAME…] or --env NAME=value",
+        )
+    forwarded = [f"--env={name}={value}" for name, value in sorted(captured.variables.items())]
+    return [*kept, "--export", "NONE", *forwarded]

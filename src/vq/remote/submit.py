@@ -78,6 +78,12 @@ def options_from_fields(fields: dict[str, Any]) -> list[str]:
                 options += [flag[name], str(item)]
         elif name == "clean_workdir_on_terminal":
             options += ["--clean-workdir"] if value else []
+        elif name == "submitter":
+            continue  # the remote queue records who submitted there
+        elif name == "environment":  # the API's env: added to the remote daemon's
+            options += ["--export", "NONE"]
+            for key, item in sorted(dict(value.get("variables") or {}).items()):
+                options.append(f"--env={key}={item}")
         else:
             raise ValueError(f"submit field {name!r} cannot be delegated to a remote host")
     return options
