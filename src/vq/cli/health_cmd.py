@@ -2,7 +2,7 @@
 
 Exit 0 when every check passed, 1 when one failed, 5 when no daemon answers. The checks
 (loop progress, dispatch holds, fork server, index against disk, state root) are the
-daemon's ``health`` RPC method (:mod:`vq.daemon.health`).
+daemon's ``health`` RPC method (:mod:`vq.daemon.handlers.health`).
 """
 
 from __future__ import annotations

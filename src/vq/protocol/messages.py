@@ -143,12 +143,18 @@ class SubmitParams(BaseModel):
         return value
 
 
-def parse_params(model: type[M], params: object) -> M:
-    """Validate ``params`` into ``model`` or raise InvalidInput naming the field."""
+def parse_params(model: type[M], params: object, *, hint: str = "see `vq submit --help`") -> M:
+    """Validate ``params`` into ``model`` or raise InvalidInput naming the field.
+
+    The message is the first problem found, in vq's words (``field: what is wrong``),
+    without pydantic's wording (``Value error, ...``) or a link to its documentation.
+    """
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "params"
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise InvalidInput(f"{where}: {message}", hint="see `vq submit --help`") from exc
+        if first["type"] == "extra_forbidden":
+            message = "unknown parameter"
+        raise InvalidInput(f"{where}: {message}", hint=hint) from None

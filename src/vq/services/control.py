@@ -20,25 +20,35 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq._fs import append_line, atomic_write_json, read_regular
 from vq.domain.admission import Caps
 from vq.errors import Conflict, InvalidInput
 from vq.paths import StatePaths
 
+if TYPE_CHECKING:
+    from vq.domain.spec import JobSpec
+    from vq.services.context import ServiceContext
+
 __all__ = [
+    "PAUSED_BY_DRAIN",
     "DrainState",
     "Throttle",
     "audit",
     "check_submits_allowed",
+    "drained_job_ids",
     "effective_caps",
+    "new_throttle",
     "read_capacity",
     "read_drain",
     "read_throttle",
+    "resume_drained",
+    "undrain_answer",
     "write_capacity",
     "write_drain",
     "write_throttle",
@@ -50,6 +60,9 @@ DRAIN_FILE = "drain.json"
 THROTTLE_FILE = "throttle.json"
 CAPACITY_FILE = "daemon_capacity.json"
 AUDIT_FILE = "rpc-audit.jsonl"
+
+#: ``paused_by`` of the jobs a full drain paused (undrain resumes exactly those).
+PAUSED_BY_DRAIN = "drain"
 
 
 @dataclass(frozen=True)
@@ -206,3 +219,47 @@ def read_capacity(paths: StatePaths) -> Caps | None:
 def audit(paths: StatePaths, record: dict[str, Any]) -> None:
     """Append one control call to ``rpc-audit.jsonl`` (best-effort, like events)."""
     append_line(paths.root / AUDIT_FILE, json.dumps(record, separators=(",", ":"), default=str))
+
+
+def new_throttle(
+    max_jobs: int | None, max_cpus: int | None, seconds: int | None, now: datetime
+) -> Throttle:
+    """The throttle ``vq daemon throttle`` sets: limits, expiry ``seconds`` after ``now``.
+
+    InvalidInput when neither limit is given (a throttle must lower something).
+    """
+    if max_jobs is None and max_cpus is None:
+        raise InvalidInput(
+            "give max_jobs and/or max_cpus (or clear)",
+            hint="`vq daemon throttle --max-jobs N`, or `--clear` to remove it",
+        )
+    expires = (now + timedelta(seconds=seconds)).isoformat() if seconds else None
+    return Throttle(max_jobs, max_cpus, expires, now.isoformat())
+
+
+def drained_job_ids(specs: Iterable[JobSpec]) -> list[str]:
+    """The jobs a full drain paused and nothing ended since (``paused_by = "drain"``)."""
+    return [spec.id for spec in specs if spec.paused_by == PAUSED_BY_DRAIN and not spec.is_terminal]
+
+
+def resume_drained(ctx: ServiceContext, job_ids: Iterable[str]) -> list[str]:
+    """Resume the given jobs if a drain paused them; the ids actually resumed.
+
+    A job resumed, killed or paused by someone else meanwhile is left alone.
+    """
+    from vq.errors import VqError
+    from vq.services.pause import resume_job
+
+    resumed = []
+    for job_id in job_ids:
+        try:
+            if resume_job(ctx, job_id, only_paused_by=PAUSED_BY_DRAIN).changed:
+                resumed.append(job_id)
+        except VqError as exc:
+            log.info("job %s not resumed after the drain: %s", job_id, exc.message)
+    return resumed
+
+
+def undrain_answer() -> dict[str, Any]:
+    """The answer of ``undrain`` (daemon and disk alike): no drain, drain pauses undone."""
+    return {"mode": "none", "resumed_paused_by": PAUSED_BY_DRAIN}
