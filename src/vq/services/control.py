@@ -56,10 +56,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DRAIN_FILE = "drain.json"
-THROTTLE_FILE = "throttle.json"
-CAPACITY_FILE = "daemon_capacity.json"
-AUDIT_FILE = "rpc-audit.jsonl"
 
 #: ``paused_by`` of the jobs a full drain paused (undrain resumes exactly those).
 PAUSED_BY_DRAIN = "drain"
@@ -102,7 +98,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def read_drain(paths: StatePaths) -> DrainState:
-    data = _read(paths.root / DRAIN_FILE)
+    data = _read(paths.drain_file)
     if not data or data.get("mode") not in ("new", "full"):
         return DrainState()
     return DrainState(
@@ -111,7 +107,7 @@ def read_drain(paths: StatePaths) -> DrainState:
 
 
 def write_drain(paths: StatePaths, state: DrainState) -> None:
-    path = paths.root / DRAIN_FILE
+    path = paths.drain_file
     if not state.active:
         path.unlink(missing_ok=True)
         return
@@ -132,7 +128,7 @@ def check_submits_allowed(paths: StatePaths) -> None:
 
 
 def read_throttle(paths: StatePaths) -> Throttle:
-    data = _read(paths.root / THROTTLE_FILE)
+    data = _read(paths.throttle_file)
     if not data:
         return Throttle()
     try:
@@ -142,7 +138,7 @@ def read_throttle(paths: StatePaths) -> Throttle:
         if throttle.expires_at is not None:
             datetime.fromisoformat(throttle.expires_at)
     except (TypeError, ValueError) as exc:
-        log.warning("ignoring malformed %s: %s", THROTTLE_FILE, exc)
+        log.warning("ignoring malformed %s: %s", paths.throttle_file, exc)
         return Throttle()
     return throttle
 
@@ -151,7 +147,7 @@ def write_throttle(paths: StatePaths, throttle: Throttle) -> None:
     for value in (throttle.max_jobs, throttle.max_cpus):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InvalidInput("throttle limits must be positive integers")
-    path = paths.root / THROTTLE_FILE
+    path = paths.throttle_file
     if throttle.max_jobs is None and throttle.max_cpus is None:
         path.unlink(missing_ok=True)
         return
@@ -181,7 +177,7 @@ def write_capacity(
 ) -> None:
     """Record the advertised caps: ``base`` (default ``caps``) and the effective ``caps``."""
     atomic_write_json(
-        paths.root / CAPACITY_FILE,
+        paths.capacity_file,
         {
             **asdict(base or caps),
             "effective": asdict(caps),
@@ -199,7 +195,7 @@ def read_capacity(paths: StatePaths) -> Caps | None:
     (missing, malformed, or a field that is not a positive integer or null). Silent:
     a missing snapshot is the ordinary "capacity unknown" case."""
     try:
-        with open(paths.root / CAPACITY_FILE, "rb") as handle:
+        with open(paths.capacity_file, "rb") as handle:
             data = json.loads(handle.read(65536))
     except (OSError, ValueError):
         return None
@@ -218,7 +214,7 @@ def read_capacity(paths: StatePaths) -> Caps | None:
 
 def audit(paths: StatePaths, record: dict[str, Any]) -> None:
     """Append one control call to ``rpc-audit.jsonl`` (best-effort, like events)."""
-    append_line(paths.root / AUDIT_FILE, json.dumps(record, separators=(",", ":"), default=str))
+    append_line(paths.rpc_audit_log, json.dumps(record, separators=(",", ":"), default=str))
 
 
 def new_throttle(
