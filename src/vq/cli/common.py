@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.cli.output import echo_json, warn
 from vq.client import Client
@@ -18,14 +18,12 @@ from vq.gateway import Gateway, since_moment
 from vq.paths import StatePaths
 
 if TYPE_CHECKING:
-    from vq.services.context import ServiceContext
+    pass
 
 __all__ = [
-    "call_daemon",
     "client",
     "echo_json",
     "gateway",
-    "local_context",
     "paths",
     "since_moment",
     "warn",
@@ -43,16 +41,6 @@ def client(timeout: float = 60.0) -> Client:
 def gateway() -> Gateway:
     """The shared daemon-or-disk access (:mod:`vq.gateway`) to this shell's state root."""
     return Gateway(paths())
-
-
-def call_daemon(method: str, params: dict[str, Any] | None = None) -> Any | None:
-    """The daemon's answer, or None when no daemon is answering (use the fallback)."""
-    return gateway().call(method, params)
-
-
-def local_context() -> ServiceContext:
-    """A service context over the disk with the configured caps (no daemon needed)."""
-    return gateway().local_context()
 
 
 def stdout_is_tty() -> bool:

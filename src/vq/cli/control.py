@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, gateway, local_context, paths
+from vq.cli.common import echo_json, gateway
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
@@ -70,8 +70,6 @@ def job_exit_status(state: str, exit_code: int | None) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
 def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
     """Block until every job has ended. Exit code: the first job's nonzero code, else 0."""
-    from vq.store.specs import SpecStore
-
     if group is not None:
         job_ids = (*job_ids, *_group_members(group, nonterminal_only=False))
     elif not job_ids:
@@ -79,23 +77,18 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
 
         raise UsageError("no jobs given", hint="vq wait ID... or vq wait --group G")
 
-    store = SpecStore(paths())
+    access = gateway()
     deadline = None if timeout is None else time.monotonic() + parse_duration(timeout)
     for job_id in job_ids:
-        store.read(job_id)  # fail fast on unknown or corrupt ids
+        access.spec(job_id)  # fail fast on unknown or corrupt ids
     remaining = list(job_ids)
     final: dict[str, Any] = {}
     delay = 0.02
     while remaining:
         for job_id in list(remaining):
-            spec = store.read(job_id)
-            if spec.is_terminal:
-                final[job_id] = {
-                    "id": job_id,
-                    "state": spec.state.value,
-                    "exit_code": spec.exit_code,
-                    "failure_reason": spec.failure_reason,
-                }
+            ended = access.final_state(job_id)
+            if ended is not None:
+                final[job_id] = ended
                 remaining.remove(job_id)
         if not remaining:
             break
@@ -129,16 +122,7 @@ def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state:
         from vq.errors import UsageError
 
         raise UsageError("no jobs selected", hint="give job ids, --tag TAG or --all")
-    params = {"states": [state], "tags": list(tags)}
-    listing = call_daemon("list", params)
-    if listing is None:
-        from vq.services.query import ListFilter, select
-
-        ctx = local_context()
-        return [
-            s.id for s in select(ctx.store.scan().specs.values(), ListFilter.from_params(params))
-        ]
-    return [row["id"] for row in listing["jobs"]]
+    return gateway().job_ids([state], list(tags))
 
 
 def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:

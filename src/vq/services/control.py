@@ -48,7 +48,9 @@ __all__ = [
     "read_drain",
     "read_throttle",
     "resume_drained",
+    "throttle_on_disk",
     "undrain_answer",
+    "undrain_on_disk",
     "write_capacity",
     "write_drain",
     "write_throttle",
@@ -259,3 +261,31 @@ def resume_drained(ctx: ServiceContext, job_ids: Iterable[str]) -> list[str]:
 def undrain_answer() -> dict[str, Any]:
     """The answer of ``undrain`` (daemon and disk alike): no drain, drain pauses undone."""
     return {"mode": "none", "resumed_paused_by": PAUSED_BY_DRAIN}
+
+
+def undrain_on_disk(ctx: ServiceContext) -> dict[str, Any]:
+    """``undrain`` without a daemon: remove ``drain.json``, resume the drain's pauses."""
+    write_drain(ctx.paths, DrainState())
+    resume_drained(ctx, drained_job_ids(ctx.store.scan().specs.values()))
+    return undrain_answer()
+
+
+def throttle_on_disk(
+    ctx: ServiceContext,
+    *,
+    clear: bool,
+    max_jobs: int | None,
+    max_cpus: int | None,
+    seconds: int | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """``throttle`` without a daemon: write ``throttle.json``; the daemon's answer shape.
+
+    ``effective_caps`` are ``ctx.caps`` (the configured caps) lowered by the throttle.
+    """
+    limits = Throttle() if clear else new_throttle(max_jobs, max_cpus, seconds, now)
+    write_throttle(ctx.paths, limits)
+    return {
+        "throttle": asdict(limits) if limits.active(now) else None,
+        "effective_caps": asdict(effective_caps(ctx.caps, limits, now)),
+    }

@@ -149,12 +149,7 @@ def _submit(
     if request is not None and request.host is not None and request.host not in LOCAL_NAMES:
         return _submit_remote(config, params, request)
     gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
-    payload = gateway.call("submit", params.model_dump(mode="json", exclude_unset=True))
-    if payload is not None:
-        return dict(payload)
-    from vq.services.submit import result_payload, submit
-
-    return result_payload(submit(gateway.local_context(), params))
+    return gateway.submit(params.model_dump(mode="json", exclude_unset=True))
 
 
 def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission) -> dict[str, Any]:

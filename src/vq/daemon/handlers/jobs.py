@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vq.domain.admission import Usage
-from vq.domain.states import JobState
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -24,9 +23,8 @@ from vq.services.context import ServiceContext
 from vq.services.kill import kill_job
 from vq.services.lifecycle import Lifecycle
 from vq.services.pause import pause_job, resume_job
-from vq.services.query import status_view
-from vq.services.reports import queue_eta, report_row
 from vq.services.resubmit import resubmit
+from vq.services.status import job_status
 from vq.services.submit import result_payload, submit
 
 from ..inbox import LoopInbox
@@ -70,23 +68,16 @@ class JobHandlers:
         return SubmitResult.model_validate(result_payload(result))
 
     def status(self, params: JobIdParams) -> StatusResult:
-        ctx = self._ctx
-        spec = ctx.store.read(params.id)
+        spec = self._ctx.store.read(params.id)
         self._index.upsert(spec)
-        now = ctx.now()
-        view = status_view(
+        view = job_status(
+            self._ctx,
             spec,
-            ctx.paths,
-            ctx.base_caps,
-            now,
-            self._usage(),
-            self._index.dependency_state,
-            effective=ctx.caps,
+            effective=self._ctx.caps,
+            usage=self._usage(),
+            dependency_state=self._index.dependency_state,
+            basis=self._views.eta_basis,
         )
-        if spec.state is JobState.PENDING:
-            row = report_row(spec, ctx.base_caps, now)
-            basis = self._views.eta_basis()
-            view["queue_eta"] = queue_eta(row, (), ctx.base_caps, now, basis=basis)
         return StatusResult.model_validate(view)
 
     def kill(self, params: JobIdParams) -> JobOutcome:

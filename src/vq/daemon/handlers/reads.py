@@ -84,7 +84,7 @@ class ReadHandlers:
         answer: dict[str, Any] = {
             "jobs": [list_row(spec, self._ctx.base_caps, now) for spec in specs],
             "quarantined": [item.as_dict() for item in self._index.quarantined.values()],
-            "counts": self._index.counts(),
+            "counts": {state.value: 0 for state in JobState} | self._index.counts(),
         }
         if page is not None:
             answer.update(total=page.total, total_jobs=page.total_jobs)
