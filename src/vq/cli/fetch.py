@@ -48,6 +48,7 @@ def fetch(
 
         from vq.services.fetch_stream import acknowledge_fetch, stream_snapshot
 
+        ctx = gateway().local_context()
         if receipt is not None:
             echo_json(acknowledge_fetch(ctx, job_id, receipt))
         else:
