@@ -26,6 +26,7 @@ Layout (single user)::
       daemon.pid  daemon.log  daemon.sock  web.log
       drain.json  throttle.json  daemon_capacity.json
       rpc-audit.jsonl  fleet-audit.jsonl
+      campaigns.json                the registered campaign run directories
 
 Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency)
 move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
@@ -175,6 +176,11 @@ class StateLayout:
     def audit_logs(self) -> tuple[Path, ...]:
         """Every audit log, daemon's first."""
         return (self.rpc_audit_log, self.fleet_audit_log)
+
+    @property
+    def campaigns_registry(self) -> Path:
+        """The campaign run directories registered on this state root (``vq campaign``)."""
+        return self.root / "campaigns.json"
 
     @property
     def web_log(self) -> Path:
