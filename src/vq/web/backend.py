@@ -38,7 +38,6 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
-from vq.services.reports import state_counts
 from vq.services.top import parse_sample
 from vq.web.context import WebConfig
 
@@ -171,12 +170,6 @@ class Backend:
             }
             asked = {key: value for key, value in paging.items() if value is not None}
             result = self.gateway.list_rows({**params, **asked})
-            if asked and "total" not in result:  # a daemon from before paging: the disk pages
-                result = self.gateway.disk_list_rows({**params, **asked})
-            if "counts" not in result:  # the disk path counts every job, like the daemon
-                filtered = any(v for v in params.values())
-                rows = self.gateway.list_rows({})["jobs"] if filtered else result["jobs"]
-                result["counts"] = state_counts(rows)
             result["quarantined"] = [self._quarantined(q) for q in result["quarantined"]]
             return result
 

@@ -15,9 +15,9 @@ and ``/api/v1`` return the same shapes from the same code:
   matching :mod:`vq.services` function over a
   :class:`~vq.services.context.ServiceContext` built from the configured caps; both
   paths answer the same shape (``tests/integration/test_gateway_parity.py``);
-* the disk-only verbs (``spec``, ``events``, ``final_state``, ``fetch_tree``,
-  ``fetch_artifact``, ``cleanup``): the spec files and workspaces are the truth for
-  them whether or not a daemon runs.
+* the disk-only verbs (:mod:`vq.gateway.disk`: ``spec``, ``events``, ``final_state``,
+  ``fetch_tree``, ``fetch_artifact``, ``cleanup``): the spec files and workspaces are
+  the truth for them whether or not a daemon runs.
 
 The CLI (:mod:`vq.cli`) and the web console (:mod:`vq.web`) reach the state through this
 class and the services only, never the store (an import contract enforces it).
@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vq._fs import read_regular
 from vq.client import Client
@@ -41,14 +41,7 @@ from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, ProtocolError
 from vq.paths import StatePaths
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from vq.domain.spec import JobSpec
-    from vq.services.cleanup import CleanupPolicy, CleanupReport
-    from vq.services.context import ServiceContext
-    from vq.services.fetch import FetchResult
-    from vq.services.fetch_snapshot import SourceKind
+from .disk import DiskVerbs
 
 __all__ = ["Gateway", "since_moment"]
 
@@ -66,7 +59,7 @@ def since_moment(text: str | None) -> datetime | None:
     return parse_moment(text, datetime.now(UTC), ago=True)
 
 
-class Gateway:
+class Gateway(DiskVerbs):
     """The daemon-or-disk access to one state root.
 
     ``env`` selects the configuration (``VQ_CONFIG_DIR`` and its fallbacks) used for the
@@ -117,34 +110,25 @@ class Gateway:
             )
         return answer
 
-    def local_context(self) -> ServiceContext:
-        """A service context over the disk (no daemon needed): the configured caps as the
-        budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
-        caps the capacity classification uses; None, so null, when none is readable."""
-        from vq.config import load_settings
-        from vq.services.context import ServiceContext
-        from vq.services.control import read_capacity
-
-        settings = load_settings(self.env)
-        return ServiceContext(
-            self.paths,
-            settings.daemon.caps(),
-            profiles=settings.profile,
-            programs=settings.programs,
-            base_caps=read_capacity(self.paths),
-        )
-
     # --- reads --------------------------------------------------------------------------
     def list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``{"jobs", "quarantined"[, "counts"]}``: the ``vq list --json`` payload.
+        """``{"jobs", "quarantined", "counts"}``: the ``vq list --json`` payload.
 
-        With paging parameters (:mod:`vq.services.listing`) one page, plus ``total``,
-        ``total_jobs`` and ``counts`` (every job by state) from the disk path too.
+        ``counts``: every job by state. With paging parameters (:mod:`vq.services.listing`)
+        one page, plus ``total`` and ``total_jobs``. A daemon of an older version that
+        does not page or count is answered from the disk instead.
         """
         result = self.call("list", params)
-        if result is not None:
-            return dict(result)
-        return self.disk_list_rows(params)
+        if result is None:
+            return self.disk_list_rows(params)
+        if "counts" not in result:
+            return self.disk_list_rows(params)
+        if "total" not in result:
+            from vq.services.listing import page_params
+
+            if page_params(params) is not None:
+                return self.disk_list_rows(params)
+        return dict(result)
 
     def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
         """:meth:`list_rows` from the spec files, whether or not a daemon runs."""
@@ -238,61 +222,6 @@ class Gateway:
 
         scan = SpecStore(self.paths).scan()
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
-
-    # --- disk-only reads -----------------------------------------------------------------
-    def spec(self, job_id: str) -> JobSpec:
-        """The job's spec file (NotFound, CorruptSpec)."""
-        from vq.store.specs import SpecStore
-
-        return SpecStore(self.paths).read(job_id)
-
-    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
-        """The job's timeline (``_vq/events.jsonl``); NotFound once it is archived (unless
-        ``refuse_archived`` is False: then whatever is left, maybe nothing)."""
-        from vq.errors import NotFound
-        from vq.store.events import read_events
-
-        spec = self.spec(job_id)
-        archived = spec.archive_path and not self.paths.workspace(job_id).exists()
-        if archived and refuse_archived:
-            raise NotFound(
-                f"job {job_id} was archived to {spec.archive_path}; its events are in the archive",
-                hint=f"tar -xjf {spec.archive_path} -C DIR",
-            )
-        return read_events(self.paths, job_id)
-
-    def final_state(self, job_id: str) -> dict[str, Any] | None:
-        """``{id, state, exit_code, failure_reason}`` once the job has ended, else None."""
-        spec = self.spec(job_id)
-        if not spec.is_terminal:
-            return None
-        return {
-            "id": job_id,
-            "state": spec.state.value,
-            "exit_code": spec.exit_code,
-            "failure_reason": spec.failure_reason,
-        }
-
-    def fetch_tree(self, job_id: str, dest: Path | None, kind: SourceKind) -> FetchResult:
-        """Copy the job's workspace or workdir to ``dest`` (``vq fetch``)."""
-        from vq.services.fetch import fetch_tree
-
-        return fetch_tree(self.local_context(), job_id, dest, kind=kind)
-
-    def fetch_artifact(
-        self, job_id: str, name: str, dest: Path | None, kind: SourceKind
-    ) -> FetchResult:
-        """Copy one regular file of the job's workspace or workdir (``vq fetch --name``)."""
-        from vq.services.fetch import fetch_artifact
-
-        ctx = self.local_context()
-        return fetch_artifact(ctx, job_id, name, dest, kind=kind)
-
-    def cleanup(self, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
-        """Sweep or archive ended jobs (``vq cleanup``; a dry run unless ``execute``)."""
-        from vq.services.cleanup import run_cleanup
-
-        return run_cleanup(self.local_context(), policy, execute=execute)
 
     # --- submission ---------------------------------------------------------------------
     def submit(self, params: dict[str, Any]) -> dict[str, Any]:
