@@ -66,6 +66,8 @@ def test_an_unknown_method_is_a_usage_error(client: Client) -> None:
 
 def test_every_answer_matches_its_result_model(vq: Vq, client: Client) -> None:
     job = vq.submit("--", "sleep", "30")
+    vq.wait_state(job, "RUNNING")
+    wait_until(lambda: vq.spec(job)["pgid"])  # started: pause and kill act on its group
     calls: dict[str, dict[str, Any]] = {
         "ping": {},
         "wake": {},
