@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from vq.cli.common import echo_json, gateway
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
+from vq.protocol.submit_fields import SUBMIT_FIELDS
 
 __all__ = ["job_exit_status", "kill", "pause", "resubmit", "resume", "wait"]
 
@@ -157,32 +159,35 @@ def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json
     _pause_or_resume("resume", _select(job_ids, tags, every, "SUSPENDED"), as_json)
 
 
+#: The submit fields a resubmit may change (declared ``override=True``).
+_OVERRIDES = tuple(f for f in SUBMIT_FIELDS if f.override)
+
+
+def _override_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One option per overridable submit field, spelt and bounded as ``vq submit`` does."""
+    for f in reversed(_OVERRIDES):
+        if f.cli == "int":
+            kind: Any = AsciiIntRange(f.minimum, f.maximum)
+            fn = click.option(f.flag, f.dest, type=kind, help=f"New value: {f.help}")(fn)
+        else:
+            fn = click.option(f.flag, f.dest, help=f"New value: {f.help}")(fn)
+    return fn
+
+
 @click.command()
 @click.argument("job_id")
-@click.option("--cpus", type=AsciiIntRange(1, 4096))
-@click.option("--mem-mb", type=AsciiIntRange(1))
-@click.option("--wall-time", help="A new wall-time limit, e.g. 2h.")
-@click.option("--priority", type=AsciiIntRange(-1000, 1000))
-@click.option("--job-name")
+@_override_options
 @click.option("--json", "as_json", is_flag=True, help="Print the new spec.")
-def resubmit(
-    job_id: str,
-    cpus: int | None,
-    mem_mb: int | None,
-    wall_time: str | None,
-    priority: int | None,
-    job_name: str | None,
-    as_json: bool,
-) -> None:
+def resubmit(job_id: str, as_json: bool, **values: Any) -> None:
     """Run an ended job again as a new job (fresh id, copied workspace, no old results)."""
-    overrides = {
-        "cpus": cpus,
-        "mem_mb": mem_mb,
-        "wall_time_seconds": parse_duration(wall_time, bare_seconds=False) if wall_time else None,
-        "priority": priority,
-        "job_name": job_name,
-    }
-    overrides = {k: v for k, v in overrides.items() if v is not None}
+    overrides: dict[str, Any] = {}
+    for f in _OVERRIDES:
+        value = values[f.dest]
+        if value is None:
+            continue
+        # an int field given as text on the command line is a duration (e.g. 2h)
+        duration = f.kind == "int" and f.cli == "str"
+        overrides[f.name] = parse_duration(value, bare_seconds=False) if duration else value
     spec = gateway().resubmit(job_id, overrides)
     if as_json:
         echo_json(spec)
