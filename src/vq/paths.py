@@ -23,6 +23,7 @@ Layout (single user)::
       uploads/                      the web API's staged uploads
       hosts/<name>.json             what is known about each configured remote host
       outbox/                       messages waiting to be delivered (e.g. webhooks)
+      outbox-fetch/                 scratch snapshots streamed to a remote vq fetch
       daemon.pid  daemon.log  daemon.sock  web.log
       drain.json  throttle.json  daemon_capacity.json
       rpc-audit.jsonl  fleet-audit.jsonl
@@ -148,6 +149,11 @@ class StateLayout:
     def outbox_dir(self) -> Path:
         """Messages waiting to be delivered, one file each."""
         return self.root / "outbox"
+
+    @property
+    def fetch_scratch_dir(self) -> Path:
+        """Scratch copies of job snapshots being streamed to a remote ``vq fetch``."""
+        return self.root / "outbox-fetch"
 
     @property
     def drain_file(self) -> Path:

@@ -39,6 +39,9 @@ def _is_literal_name(node: ast.expr, constants: set[str]) -> bool:
 
 
 def _is_state_root(node: ast.expr) -> bool:
+    """A root named directly (``root``, ``paths.root``, ``root / "x"``), not a call's result."""
+    if not isinstance(node, ast.Name | ast.Attribute | ast.BinOp):
+        return False
     text = ast.unparse(node)
     return "root" in text and "config" not in text and "run_dir" not in text
 
