@@ -60,8 +60,8 @@ class Client:
         with self._connect(self.timeout if timeout is None else timeout) as sock:
             try:
                 sock.sendall(data)
-                reader = sock.makefile("rb")
-                line = reader.readline(MAX_RESPONSE_BYTES + 1)
+                with sock.makefile("rb") as reader:
+                    line = reader.readline(MAX_RESPONSE_BYTES + 1)
             except OSError as exc:  # the daemon died or stalled mid-call
                 raise ProtocolError(
                     f"the daemon connection failed during {method!r} ({exc}); "

@@ -28,11 +28,12 @@ from pydantic import (
 from vq._fs import read_regular
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
-from vq.domain.durations import MAX_DURATION_SECONDS, parse_duration
+from vq.domain.durations import parse_duration
 from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError, InvalidInput
 from vq.hosts_config import HostSettings, check_default_host, check_host_names
 from vq.paths import resolve_config_root
+from vq.protocol.submit_fields import constraints
 
 if TYPE_CHECKING:
     from vq.packing.profiles import PackingProfile
@@ -181,14 +182,17 @@ class ProfileSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    cpus: int | None = Field(default=None, ge=1, le=4096)
-    mem_mb: int | None = Field(default=None, ge=1)
-    wall_time_seconds: int | None = Field(default=None, ge=1, le=MAX_DURATION_SECONDS)
-    priority: int | None = Field(default=None, ge=-1000, le=1000)
-    tags: list[str] | None = None
-    retry_max: int | None = Field(default=None, ge=0, le=100)
-    clean_workdir_on_terminal: bool | None = None
-    program: str | None = Field(default=None, min_length=1, max_length=128)
+    # The submit fields declared profile=True (vq.protocol.submit_fields), their limits.
+    cpus: int | None = Field(**constraints("cpus", optional=True))
+    mem_mb: int | None = Field(**constraints("mem_mb", optional=True))
+    wall_time_seconds: int | None = Field(**constraints("wall_time_seconds", optional=True))
+    priority: int | None = Field(**constraints("priority", optional=True))
+    tags: list[str] | None = Field(**constraints("tags", optional=True))
+    retry_max: int | None = Field(**constraints("retry_max", optional=True))
+    clean_workdir_on_terminal: bool | None = Field(
+        **constraints("clean_workdir_on_terminal", optional=True)
+    )
+    program: str | None = Field(**constraints("program", optional=True))
 
     @model_validator(mode="before")
     @classmethod

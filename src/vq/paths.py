@@ -5,6 +5,10 @@ Nothing here touches the disk except :meth:`StatePaths.ensure`, which creates th
 State root: ``VQ_STATE_DIR`` → ``$XDG_DATA_HOME/vq`` → ``~/.local/share/vq``.
 Config root: ``VQ_CONFIG_DIR`` → ``$XDG_CONFIG_HOME/vq`` → ``~/.config/vq``.
 
+Every file and directory of a state root is named here, and only here: other modules
+ask a :class:`StateLayout` for a path instead of joining a file name onto the root (a
+test in ``tests/architecture`` enforces it).
+
 Layout (single user)::
 
     <state-root>/
@@ -15,7 +19,19 @@ Layout (single user)::
       workdirs/<jobid>/             VQ_WORKDIR scratch
       archive/                      cleanup archives (VQ_ARCHIVE_DIR moves it)
       packs/<name>/pack.json        a packed sweep's roster and attempts (0600)
-      daemon.pid  daemon.log  daemon.sock
+      idempotency/<hash>.json       idempotency-key claims (and their .lock files)
+      uploads/                      the web API's staged uploads
+      hosts/<name>.json             what is known about each configured remote host
+      outbox/                       messages waiting to be delivered (e.g. webhooks)
+      outbox-fetch/                 scratch snapshots streamed to a remote vq fetch
+      daemon.pid  daemon.log  daemon.sock  web.log
+      drain.json  throttle.json  daemon_capacity.json
+      rpc-audit.jsonl  fleet-audit.jsonl
+      campaigns.json                the registered campaign run directories
+
+Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency)
+move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
+:meth:`StateLayout.for_owner` gives that owner's layout.
 """
 
 from __future__ import annotations
@@ -28,7 +44,7 @@ from pathlib import Path
 
 from vq import _roots
 
-__all__ = ["StatePaths", "resolve_config_root", "resolve_state_root"]
+__all__ = ["StateLayout", "StatePaths", "resolve_config_root", "resolve_state_root"]
 
 SPEC_SUFFIX = ".json"
 
@@ -44,32 +60,47 @@ def resolve_config_root(env: Mapping[str, str] | None = None) -> Path:
 
 
 @dataclass(frozen=True)
-class StatePaths:
-    """Every path of one state root. Pure arithmetic; job ids must already be validated."""
+class StateLayout:
+    """Every path of one state root. Pure arithmetic; job ids must already be validated.
+
+    ``owner_dir`` (multi-user: ``<root>/users/<uid>``) holds the per-owner trees; None
+    means they live at the root itself (single user). Daemon-wide files are always at
+    the root.
+    """
 
     root: Path
     archive_override: Path | None = None
+    owner_dir: Path | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> StatePaths:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StateLayout:
         env = os.environ if env is None else env
         archive = env.get("VQ_ARCHIVE_DIR")
         return cls(
             resolve_state_root(env), Path(archive).expanduser().absolute() if archive else None
         )
 
-    # --- top level -------------------------------------------------------------------
+    def for_owner(self, uid: int) -> StateLayout:
+        """The layout of one owner's trees under ``users/<uid>/`` (multi-user mode)."""
+        return StateLayout(self.root, self.archive_override, self.users_dir / str(uid))
+
+    # --- per-owner trees -----------------------------------------------------------------
+    @property
+    def owner_root(self) -> Path:
+        """Where the per-owner trees live: ``users/<uid>`` or the root itself."""
+        return self.owner_dir or self.root
+
     @cached_property
     def queue_dir(self) -> Path:
-        return self.root / "queue"
+        return self.owner_root / "queue"
 
     @cached_property
     def jobs_dir(self) -> Path:
-        return self.root / "jobs"
+        return self.owner_root / "jobs"
 
     @cached_property
     def workdirs_dir(self) -> Path:
-        return self.root / "workdirs"
+        return self.owner_root / "workdirs"
 
     @cached_property
     def packs_dir(self) -> Path:
@@ -81,7 +112,86 @@ class StatePaths:
 
     @property
     def archive_dir(self) -> Path:
-        return self.archive_override or self.root / "archive"
+        return self.archive_override or self.owner_root / "archive"
+
+    @property
+    def idempotency_dir(self) -> Path:
+        """Idempotency-key claims: ``<hash>.json`` and ``<hash>.lock``."""
+        return self.owner_root / "idempotency"
+
+    def idempotency_claim(self, key_hash: str) -> Path:
+        return self.idempotency_dir / f"{key_hash}.json"
+
+    def idempotency_lock(self, key_hash: str) -> Path:
+        return self.idempotency_dir / f"{key_hash}.lock"
+
+    # --- daemon-wide files ---------------------------------------------------------------
+    @property
+    def users_dir(self) -> Path:
+        """Multi-user mode: one ``<uid>/`` tree per owner."""
+        return self.root / "users"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """The web API's staged uploads (private to the state root's owner)."""
+        return self.root / "uploads"
+
+    @property
+    def hosts_dir(self) -> Path:
+        """What is known about each configured remote host, one file per host."""
+        return self.root / "hosts"
+
+    def host(self, name: str) -> Path:
+        """``hosts/<name>.json`` (``name`` must already be a validated host name)."""
+        return self.hosts_dir / f"{name}.json"
+
+    @property
+    def outbox_dir(self) -> Path:
+        """Messages waiting to be delivered, one file each."""
+        return self.root / "outbox"
+
+    @property
+    def fetch_scratch_dir(self) -> Path:
+        """Scratch copies of job snapshots being streamed to a remote ``vq fetch``."""
+        return self.root / "outbox-fetch"
+
+    @property
+    def drain_file(self) -> Path:
+        return self.root / "drain.json"
+
+    @property
+    def throttle_file(self) -> Path:
+        return self.root / "throttle.json"
+
+    @property
+    def capacity_file(self) -> Path:
+        """The caps the running daemon advertises."""
+        return self.root / "daemon_capacity.json"
+
+    @property
+    def rpc_audit_log(self) -> Path:
+        """One line per state-changing control call on the daemon's socket."""
+        return self.root / "rpc-audit.jsonl"
+
+    @property
+    def fleet_audit_log(self) -> Path:
+        """One line per state-changing request to the web API."""
+        return self.root / "fleet-audit.jsonl"
+
+    @property
+    def audit_logs(self) -> tuple[Path, ...]:
+        """Every audit log, daemon's first."""
+        return (self.rpc_audit_log, self.fleet_audit_log)
+
+    @property
+    def campaigns_registry(self) -> Path:
+        """The campaign run directories registered on this state root (``vq campaign``)."""
+        return self.root / "campaigns.json"
+
+    @property
+    def web_log(self) -> Path:
+        """The output of the daemon's web console child (``--web``)."""
+        return self.root / "web.log"
 
     @property
     def daemon_lock(self) -> Path:
@@ -133,3 +243,7 @@ class StatePaths:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for directory in (self.queue_dir, self.jobs_dir, self.workdirs_dir):
             directory.mkdir(exist_ok=True)
+
+
+#: The name this layout had before it covered multi-user trees; the same class.
+StatePaths = StateLayout

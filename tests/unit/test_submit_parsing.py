@@ -1,4 +1,9 @@
-"""The Click-free fast path and the Click command parse `vq submit` identically."""
+"""The Click-free fast path and the Click command parse `vq submit` identically.
+
+The agreement is a Hypothesis property over generated command lines: any subset of the
+options (each spelt ``--flag value`` or ``--flag=value``, repeatable ones repeated),
+values in range, an optional SOURCE and a command that may itself look like options.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ from typing import Any
 
 import click
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from vq.cli.submit import submit
-from vq.cli.submit_options import SUBMIT_OPTIONS, parse_fast
+from vq.cli.submit_options import SUBMIT_OPTIONS, Option, parse_fast
 
 CASES = [
     ["--", "true"],
@@ -35,7 +42,48 @@ def _click_values(args: list[str]) -> tuple[list[str], dict[str, Any], list[str]
     return positional, values, ctx.meta["vq_command"]
 
 
-@pytest.mark.parametrize("args", CASES)
+_WORD = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABC0123456789._/ :+", min_size=1, max_size=12
+).filter(lambda text: not text.startswith("-"))
+
+
+def _value(option: Option) -> st.SearchStrategy[str]:
+    if option.kind == "int":
+        low = option.minimum if option.minimum is not None else -(10**6)
+        high = option.maximum if option.maximum is not None else 10**6
+        return st.integers(low, high).map(str)
+    return _WORD
+
+
+@st.composite
+def _spelt(draw: st.DrawFn, option: Option) -> list[str]:
+    """One occurrence of ``option`` on a command line, in either spelling."""
+    if option.kind == "flag":
+        return [option.flag]
+    value = draw(_value(option))
+    return [f"{option.flag}={value}"] if draw(st.booleans()) else [option.flag, value]
+
+
+@st.composite
+def command_lines(draw: st.DrawFn) -> list[str]:
+    chosen = draw(st.lists(st.sampled_from(SUBMIT_OPTIONS), unique_by=lambda o: o.flag))
+    head: list[str] = []
+    for option in chosen:
+        times = draw(st.integers(1, 3)) if option.kind == "multi" else 1
+        for _ in range(times):
+            head += draw(_spelt(option))
+    source = draw(st.lists(_WORD, max_size=1))
+    command = draw(st.lists(st.one_of(_WORD, st.sampled_from(["--cpus", "-x", "--"]))))
+    return [*source, *head, "--", *command]
+
+
+@given(command_lines())
+@settings(max_examples=150, deadline=None)
+@example(CASES[0])
+@example(CASES[1])
+@example(CASES[2])
+@example(CASES[3])
+@example(CASES[4])
 def test_fast_parser_agrees_with_click(args: list[str]) -> None:
     assert parse_fast(args) == _click_values(args)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from vq.cli.common import echo_json, local_context
+from vq.cli.common import echo_json, gateway
 
 if TYPE_CHECKING:
     from vq.services.cleanup import CleanupReport
@@ -39,10 +39,10 @@ def cleanup(
     to VQ_ARCHIVE_DIR (else <state-root>/archive) as NAME-ID.tar.bz2; the spec stays, so
     `vq status ID` shows archive_path.
     """
-    from vq.services.cleanup import CleanupPolicy, run_cleanup
+    from vq.services.cleanup import CleanupPolicy
 
     policy = CleanupPolicy.parse(older_than, states, archive)
-    report = run_cleanup(local_context(), policy, execute=execute)
+    report = gateway().cleanup(policy, execute=execute)
     if as_json:
         echo_json(report.as_dict())
     else:

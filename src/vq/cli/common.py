@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.cli.output import echo_json, warn
 from vq.client import Client
@@ -18,15 +18,13 @@ from vq.gateway import Gateway, since_moment
 from vq.paths import StatePaths
 
 if TYPE_CHECKING:
-    from vq.services.context import ServiceContext
+    pass
 
 __all__ = [
-    "call_daemon",
     "client",
     "daemon_answers",
     "echo_json",
     "gateway",
-    "local_context",
     "paths",
     "since_moment",
     "warn",
@@ -46,19 +44,9 @@ def gateway() -> Gateway:
     return Gateway(paths())
 
 
-def call_daemon(method: str, params: dict[str, Any] | None = None) -> Any | None:
-    """The daemon's answer, or None when no daemon is answering (use the fallback)."""
-    return gateway().call(method, params)
-
-
 def daemon_answers() -> bool:
     """Whether a daemon answers on this state root's socket right now (a quick ping)."""
     return gateway().ask("ping") is not None
-
-
-def local_context() -> ServiceContext:
-    """A service context over the disk with the configured caps (no daemon needed)."""
-    return gateway().local_context()
 
 
 def stdout_is_tty() -> bool:

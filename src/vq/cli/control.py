@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import call_daemon, daemon_answers, echo_json, gateway, local_context, paths
+from vq.cli.common import daemon_answers, echo_json, gateway
 from vq.cli.job_ids import JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
+from vq.protocol.submit_fields import SUBMIT_FIELDS
+
+if TYPE_CHECKING:
+    from vq.gateway import Gateway
 
 __all__ = ["job_exit_status", "kill", "pause", "resubmit", "resume", "wait"]
 
@@ -64,10 +69,10 @@ def job_exit_status(state: str, exit_code: int | None) -> int:
     return 1
 
 
-def _timed_out(store: Any, remaining: list[str], timeout: str) -> WaitTimeout:
+def _timed_out(access: Gateway, remaining: list[str], timeout: str) -> WaitTimeout:
     """The timeout error, saying what each unfinished job is doing ("pending, no daemon"
     when nothing will ever start it, rather than "still running")."""
-    states = {job_id: store.read(job_id).state.value for job_id in remaining}
+    states = {job_id: access.spec(job_id).state.value for job_id in remaining}
     no_daemon = "PENDING" in states.values() and not daemon_answers()
     described = ", ".join(
         f"{job_id} (pending, no daemon)"
@@ -91,8 +96,6 @@ def _timed_out(store: Any, remaining: list[str], timeout: str) -> WaitTimeout:
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
 def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
     """Block until every job has ended. Exit code: the first job's nonzero code, else 0."""
-    from vq.store.specs import SpecStore
-
     if group is not None:
         job_ids = (*job_ids, *_group_members(group, nonterminal_only=False))
     elif not job_ids:
@@ -100,28 +103,23 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
 
         raise UsageError("no jobs given", hint="vq wait ID... or vq wait --group G")
 
-    store = SpecStore(paths())
+    access = gateway()
     deadline = None if timeout is None else time.monotonic() + parse_duration(timeout)
     for job_id in job_ids:
-        store.read(job_id)  # fail fast on unknown or corrupt ids
+        access.spec(job_id)  # fail fast on unknown or corrupt ids
     remaining = list(job_ids)
     final: dict[str, Any] = {}
     delay = 0.02
     while remaining:
         for job_id in list(remaining):
-            spec = store.read(job_id)
-            if spec.is_terminal:
-                final[job_id] = {
-                    "id": job_id,
-                    "state": spec.state.value,
-                    "exit_code": spec.exit_code,
-                    "failure_reason": spec.failure_reason,
-                }
+            ended = access.final_state(job_id)
+            if ended is not None:
+                final[job_id] = ended
                 remaining.remove(job_id)
         if not remaining:
             break
         if deadline is not None and time.monotonic() >= deadline:
-            raise _timed_out(store, remaining, str(timeout))
+            raise _timed_out(access, remaining, str(timeout))
         time.sleep(delay)
         delay = min(0.5, delay * 1.5)
     ordered = [final[job_id] for job_id in job_ids]
@@ -147,16 +145,7 @@ def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state:
         from vq.errors import UsageError
 
         raise UsageError("no jobs selected", hint="give job ids, --tag TAG or --all")
-    params = {"states": [state], "tags": list(tags)}
-    listing = call_daemon("list", params)
-    if listing is None:
-        from vq.services.query import ListFilter, select
-
-        ctx = local_context()
-        return [
-            s.id for s in select(ctx.store.scan().specs.values(), ListFilter.from_params(params))
-        ]
-    return [row["id"] for row in listing["jobs"]]
+    return gateway().job_ids([state], list(tags))
 
 
 def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
@@ -191,32 +180,35 @@ def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json
     _pause_or_resume("resume", _select(job_ids, tags, every, "SUSPENDED"), as_json)
 
 
+#: The submit fields a resubmit may change (declared ``override=True``).
+_OVERRIDES = tuple(f for f in SUBMIT_FIELDS if f.override)
+
+
+def _override_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One option per overridable submit field, spelt and bounded as ``vq submit`` does."""
+    for f in reversed(_OVERRIDES):
+        if f.cli == "int":
+            kind: Any = AsciiIntRange(f.minimum, f.maximum)
+            fn = click.option(f.flag, f.dest, type=kind, help=f"New value: {f.help}")(fn)
+        else:
+            fn = click.option(f.flag, f.dest, help=f"New value: {f.help}")(fn)
+    return fn
+
+
 @click.command()
 @click.argument("job_id", type=JOB_ID)
-@click.option("--cpus", type=AsciiIntRange(1, 4096))
-@click.option("--mem-mb", type=AsciiIntRange(1))
-@click.option("--wall-time", help="A new wall-time limit, e.g. 2h.")
-@click.option("--priority", type=AsciiIntRange(-1000, 1000))
-@click.option("--job-name")
+@_override_options
 @click.option("--json", "as_json", is_flag=True, help="Print the new spec.")
-def resubmit(
-    job_id: str,
-    cpus: int | None,
-    mem_mb: int | None,
-    wall_time: str | None,
-    priority: int | None,
-    job_name: str | None,
-    as_json: bool,
-) -> None:
+def resubmit(job_id: str, as_json: bool, **values: Any) -> None:
     """Run an ended job again as a new job (fresh id, copied workspace, no old results)."""
-    overrides = {
-        "cpus": cpus,
-        "mem_mb": mem_mb,
-        "wall_time_seconds": parse_duration(wall_time, bare_seconds=False) if wall_time else None,
-        "priority": priority,
-        "job_name": job_name,
-    }
-    overrides = {k: v for k, v in overrides.items() if v is not None}
+    overrides: dict[str, Any] = {}
+    for f in _OVERRIDES:
+        value = values[f.dest]
+        if value is None:
+            continue
+        # an int field given as text on the command line is a duration (e.g. 2h)
+        duration = f.kind == "int" and f.cli == "str"
+        overrides[f.name] = parse_duration(value, bare_seconds=False) if duration else value
     spec = gateway().resubmit(job_id, overrides)
     if as_json:
         echo_json(spec)

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, client, echo_json, paths
+from vq.cli.common import client, echo_json, paths
 from vq.cli.types import AsciiIntRange
 from vq.errors import Conflict, DaemonNotRunning, UsageError, VqError, error_from_payload
 
@@ -232,18 +232,6 @@ def status(as_json: bool) -> None:
         )
 
 
-def _control(method: str, params: dict[str, Any], offline: Callable[[], Any] | None) -> Any:
-    """Ask the daemon; with none running, apply ``offline`` to the files (if allowed)."""
-    answer = call_daemon(method, params)
-    if answer is not None:
-        return answer
-    if offline is None:
-        raise DaemonNotRunning(
-            f"no vq daemon is running for {paths().root}", hint="start one with `vq daemon start`"
-        )
-    return offline()
-
-
 @daemon.command()
 @click.option("--full", is_flag=True, help="Also pause the running jobs until undrain.")
 @click.option("--reject-submits", is_flag=True, help="Refuse new submissions meanwhile.")
@@ -303,25 +291,13 @@ def throttle(
     max_jobs: int | None, max_cpus: int | None, duration: str | None, clear: bool, as_json: bool
 ) -> None:
     """Temporarily lower max_jobs/max_cpus (kept across restarts in throttle.json)."""
-    from datetime import timedelta
-
+    from vq.cli.common import gateway
     from vq.domain.durations import parse_duration
-    from vq.domain.spec import utcnow
-    from vq.services.control import Throttle, write_throttle
 
     if not clear and max_jobs is None and max_cpus is None:
         raise UsageError("give --max-jobs and/or --max-cpus, or --clear")
     seconds = parse_duration(duration) if duration else None
-    params = {"max_jobs": max_jobs, "max_cpus": max_cpus, "seconds": seconds, "clear": clear}
-
-    def offline() -> dict[str, Any]:
-        now = utcnow()
-        expires = (now + timedelta(seconds=seconds)).isoformat() if seconds else None
-        limits = Throttle() if clear else Throttle(max_jobs, max_cpus, expires, now.isoformat())
-        write_throttle(paths(), limits)
-        return {"throttle": None if clear else limits.__dict__, "effective_caps": None}
-
-    result = _control("throttle", params, offline)
+    result = gateway().throttle(clear=clear, max_jobs=max_jobs, max_cpus=max_cpus, seconds=seconds)
     if as_json:
         echo_json(result)
     elif clear:
@@ -334,7 +310,9 @@ def throttle(
 @click.option("--json", "as_json", is_flag=True)
 def reload(as_json: bool) -> None:
     """Re-read the configuration; report what changed and what needs a restart."""
-    result = _control("reload", {}, None)
+    from vq.cli.common import gateway
+
+    result = gateway().daemon_only("reload")
     if as_json:
         echo_json(result)
         return
@@ -347,7 +325,9 @@ def reload(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def ping(as_json: bool) -> None:
     """Ask the daemon to answer (version, pid, uptime, methods); exit 5 if none does."""
-    answer = _control("ping", {}, None)
+    from vq.cli.common import gateway
+
+    answer = gateway().daemon_only("ping")
     if as_json:
         echo_json(answer)
     else:
@@ -358,7 +338,9 @@ def ping(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def admin_status(as_json: bool) -> None:
     """Drain, throttle, config and pressure holds, and the effective caps."""
-    answer = _control("admin_status", {}, None)
+    from vq.cli.common import gateway
+
+    answer = gateway().daemon_only("admin_status")
     if as_json:
         echo_json(answer)
         return

@@ -11,7 +11,7 @@ from typing import Literal
 
 import click
 
-from vq.cli.common import echo_json, local_context
+from vq.cli.common import echo_json, gateway
 from vq.cli.job_ids import JOB_ID
 
 __all__ = ["fetch"]
@@ -43,24 +43,22 @@ def fetch(
     directory) and writes no sidecars. Symbolic links leading outside the job's tree are
     never followed.
     """
-    from vq.services.fetch import fetch_artifact, fetch_tree
-
-    ctx = local_context()
     kind: Literal["workspace", "workdir"] = "workdir" if workdir else "workspace"
     if tar_stream or receipt is not None:
         import sys
 
         from vq.services.fetch_stream import acknowledge_fetch, stream_snapshot
 
+        ctx = gateway().local_context()
         if receipt is not None:
             echo_json(acknowledge_fetch(ctx, job_id, receipt))
         else:
             stream_snapshot(ctx, job_id, kind, sys.stdout.buffer)
         return
     if name is not None:
-        result = fetch_artifact(ctx, job_id, name, dest, kind=kind)
+        result = gateway().fetch_artifact(job_id, name, dest, kind)
     else:
-        result = fetch_tree(ctx, job_id, dest, kind=kind)
+        result = gateway().fetch_tree(job_id, dest, kind)
     if as_json:
         echo_json(result.as_dict())
         return

@@ -2,7 +2,7 @@
 
 Exit 0 when every check passed, 1 when one failed, 5 when no daemon answers. The checks
 (loop progress, dispatch holds, fork server, index against disk, state root) are the
-daemon's ``health`` RPC method (:mod:`vq.daemon.health`).
+daemon's ``health`` RPC method (:mod:`vq.daemon.handlers.health`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import call_daemon, echo_json, paths
+from vq.cli.common import echo_json, gateway, paths
 from vq.errors import DaemonNotRunning
 
 __all__ = ["health"]
@@ -21,7 +21,7 @@ __all__ = ["health"]
 @click.option("--json", "as_json", is_flag=True, help='{"ok", "checked_at", "checks"}.')
 def health(as_json: bool) -> None:
     """Check the daemon's loop, dispatch, fork server, index and state root (exit 1 if not)."""
-    answer: dict[str, Any] | None = call_daemon("health")
+    answer: dict[str, Any] | None = gateway().call("health")
     if answer is None:
         if as_json:
             echo_json({"ok": False, "running": False, "checks": []})

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import echo_json, gateway, paths, since_moment
+from vq.cli.common import echo_json, gateway, since_moment
 from vq.cli.job_ids import JOB_ID
 
 __all__ = ["events", "list_jobs", "status"]
@@ -124,19 +124,7 @@ def status(job_id: str | None, group: str | None, as_json: bool, raw: bool) -> N
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
 def events(job_id: str, as_json: bool, raw: bool) -> None:
     """The job's timeline from _vq/events.jsonl (best-effort history; the spec is the truth)."""
-    from vq.store.events import read_events
-    from vq.store.specs import SpecStore
-
-    state = paths()
-    spec = SpecStore(state).read(job_id)  # unknown or corrupt ids fail clearly
-    if spec.archive_path and not state.workspace(job_id).exists():
-        from vq.errors import NotFound
-
-        raise NotFound(
-            f"job {job_id} was archived to {spec.archive_path}; its events are in the archive",
-            hint=f"tar -xjf {spec.archive_path} -C DIR",
-        )
-    timeline = read_events(state, job_id)
+    timeline = gateway().events(job_id)  # unknown, corrupt or archived ids fail clearly
     if as_json:
         echo_json(timeline)
         return

@@ -9,7 +9,7 @@ import time
 import click
 
 from vq._fs import open_regular_path
-from vq.cli.common import daemon_answers, paths
+from vq.cli.common import daemon_answers, gateway
 from vq.cli.job_ids import JOB_ID
 from vq.cli.output import NO_DAEMON, note
 from vq.cli.types import AsciiIntRange
@@ -84,11 +84,9 @@ def logs(
     piped or redirected output is always the exact bytes.
     """
     escape = not raw and sys.stdout.isatty()
-    from vq.store.specs import SpecStore
-
-    state = paths()
-    store = SpecStore(state)
-    spec = store.read(job_id)
+    access = gateway()
+    state = access.paths
+    spec = access.spec(job_id)
     if spec.archive_path and not state.workspace(job_id).exists():
         from vq.errors import NotFound
 
@@ -121,5 +119,5 @@ def logs(
         offset = _copy_from(path, offset, escape)
         if offset != before:
             delay = 0.05
-        spec = store.read(job_id)
+        spec = access.spec(job_id)
     _copy_from(path, offset, escape)  # what was written between the last read and the end

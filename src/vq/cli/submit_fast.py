@@ -35,6 +35,12 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
+    """:meth:`vq.gateway.Gateway.submit`, with a cheaper import when a daemon answers.
+
+    The daemon is asked with the stdlib client; only when none answers is the gateway
+    (and with it pydantic, the configuration and the services) imported to write the
+    spec on disk.
+    """
     from vq.client import Client
 
     sock = _roots.daemon_socket(os.environ)
@@ -44,23 +50,10 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
             return payload
         except DaemonNotRunning:
             pass
-    from vq.config import load_settings
+    from vq.gateway import Gateway
     from vq.paths import StatePaths
-    from vq.protocol.messages import SubmitParams, parse_params
-    from vq.services.context import ServiceContext
-    from vq.services.control import read_capacity
-    from vq.services.submit import result_payload, submit
 
-    settings = load_settings()
-    state = StatePaths.from_env()
-    ctx = ServiceContext(
-        state,
-        settings.daemon.caps(),
-        profiles=settings.profile,
-        programs=settings.programs,
-        base_caps=read_capacity(state),  # the last advertised snapshot (§4.3)
-    )
-    payload = result_payload(submit(ctx, parse_params(SubmitParams, params)))
+    payload = Gateway(StatePaths.from_env()).submit_on_disk(params)
     count = len(payload.get("jobs", ())) or 1
     note(f"{'the job is' if count == 1 else f'the {count} jobs are'} PENDING; {NO_DAEMON}")
     return payload

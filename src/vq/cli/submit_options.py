@@ -12,8 +12,8 @@ import os
 
 from vq.domain.arrays import MAX_ARRAY_SIZE
 from vq.domain.durations import parse_duration, parse_moment
-from vq.domain.sizes import MAX_MEM_MB
 from vq.errors import InvalidInput, NotFound, UsageError
+from vq.protocol.submit_fields import SUBMIT_FIELDS
 
 # typing is imported for the type checker only: this module is on the Click-free
 # `vq submit` fast path, where importing typing costs milliseconds.
@@ -62,76 +62,20 @@ class Option:
         self.default, self.minimum, self.maximum = default, minimum, maximum
 
 
+#: ``--mem 2G``: the command line's unit form of ``mem_mb`` (no submit field of its own).
+_MEM = Option("--mem", "mem", "str", "Memory limit with a unit: 500M, 2G (M = MiB).")
+
+_FIELD_OPTIONS = tuple(
+    Option(f.flag, f.dest, f.cli, f.help, f.default, f.minimum, f.maximum) for f in SUBMIT_FIELDS
+)
+
+#: The submit fields' options (:data:`vq.protocol.submit_fields.SUBMIT_FIELDS`, with
+#: ``--mem`` beside ``--mem-mb``), then the command's own ``--source-tar``, ``--export``,
+#: ``--env`` and ``--json``.
 SUBMIT_OPTIONS: tuple[Option, ...] = (
-    Option("--cpus", "cpus", "int", "CPUs to reserve.", 1, 1, 4096),
-    Option("--mem", "mem", "str", "Memory limit with a unit: 500M, 2G (M = MiB)."),
-    Option("--mem-mb", "mem_mb", "int", "Memory limit in MB.", None, 1, MAX_MEM_MB),
-    Option(
-        "--wall-time",
-        "wall_time",
-        "str",
-        "Wall-time limit: 90s, 10m, 2h30m, 1d or [D-]HH:MM:SS (a bare number is refused).",
-    ),
-    Option("--priority", "priority", "int", "Higher runs first.", 0, -1000, 1000),
-    Option("--not-before", "not_before", "str", "Start no earlier than an ISO time or a delay."),
-    Option("--job-name", "job_name", "str", "A name for the job."),
-    Option("--tag", "tags", "multi", "A tag (repeatable).", ()),
-    Option("--retry", "retry_max", "int", "Rerun a failing command up to N more times.", 0, 0, 100),
-    Option("--retry-backoff", "retry_backoff", "str", "First retry delay (doubles each time)."),
-    Option("--after", "after", "multi", "Start after this job COMPLETED (repeatable).", ()),
-    Option("--after-any", "after_any", "multi", "Start after this job ended (repeatable).", ()),
-    Option("--array", "array", "str", "Submit an array: indices like 0-99 or 1,5,7-9."),
-    Option("--array-from", "array_from", "str", "Submit an array: one element per line of FILE."),
-    Option(
-        "--max-parallel",
-        "max_parallel",
-        "int",
-        "Run at most N elements of the array at once.",
-        None,
-        1,
-        None,
-    ),
-    Option(
-        "--chain",
-        "chain",
-        "int",
-        "Submit N segments, each after the previous success.",
-        None,
-        2,
-        10000,
-    ),
-    Option(
-        "--rerun-until-file-exists",
-        "rerun_until",
-        "str",
-        "Rerun a COMPLETED job (as a sibling) until PATH exists.",
-    ),
-    Option("--rerun-max", "rerun_max", "int", "At most N reruns (default 10).", None, 1, 1000),
-    Option(
-        "--clean-workdir", "clean_workdir", "flag", "Delete $VQ_WORKDIR when the job ends.", False
-    ),
-    Option(
-        "--auto-resume",
-        "auto_resume",
-        "flag",
-        "After a reboot or daemon crash lost it, rerun the job as a sibling.",
-        False,
-    ),
-    Option(
-        "--idempotency-key",
-        "idempotency_key",
-        "str",
-        "Repeat-safe submit: the same key and intent return the same job.",
-    ),
-    Option("--profile", "profile", "str", "Presets from [profile.NAME]; flags given win."),
-    Option("--program", "program", "str", "A registered [programs.NAME]; pins checked."),
-    Option(
-        "--expected-sha",
-        "expected_sha",
-        "str",
-        "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
-    ),
-    Option("--cwd", "cwd", "str", "Run here instead of the workspace."),
+    _FIELD_OPTIONS[0],
+    _MEM,
+    *_FIELD_OPTIONS[1:],
     Option(
         "--source-tar",
         "source_tar",
@@ -157,16 +101,7 @@ GIVEN = "_given"
 
 #: Submit parameter → the option that sets it. A parameter whose option was not given is
 #: left out of the request, so a ``--profile`` (or the server's default) can fill it.
-PARAM_OPTION = {
-    "cpus": "cpus",
-    "mem_mb": "mem_mb",
-    "wall_time_seconds": "wall_time",
-    "priority": "priority",
-    "tags": "tags",
-    "retry_max": "retry_max",
-    "clean_workdir_on_terminal": "clean_workdir",
-    "program": "program",
-}
+PARAM_OPTION = {f.name: f.dest for f in SUBMIT_FIELDS if f.profile}
 
 
 def _int_in_range(option: Option, text: str) -> int | None:

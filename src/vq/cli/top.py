@@ -22,18 +22,15 @@ daemon answers; the tail of each live job's ``samples.jsonl``) and renders; the 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import echo_json, gateway, local_context, paths
+from vq.cli.common import echo_json, gateway
 from vq.cli.types import AsciiFloatRange
-from vq.domain.admission import Caps
 from vq.domain.durations import format_duration
 from vq.errors import UsageError
-from vq.services.reports import caps_from_ping
-from vq.services.top import build_top, read_latest_sample
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -71,40 +68,9 @@ def top(watch: bool, interval: float, as_json: bool) -> None:
 # --- gathering -------------------------------------------------------------------------
 
 
-def _ask(method: str, params: dict[str, Any] | None = None) -> Any | None:
-    """The daemon's answer, or None when it does not answer (or dies mid-call)."""
-    return gateway().ask(method, params, timeout=CALL_TIMEOUT_SECONDS)
-
-
-def _list_from_disk() -> list[dict[str, Any]]:
-    from vq.services.query import ListFilter, list_row, select
-
-    ctx = local_context()
-    now = ctx.now()
-    specs = select(ctx.store.scan().specs.values(), ListFilter())
-    return [list_row(spec, ctx.base_caps, now) for spec in specs]
-
-
 def snapshot() -> dict[str, Any]:
-    """Gather the inputs and build one ``vq top`` snapshot."""
-    state = paths()
-    ping = _ask("ping") if state.daemon_sock.exists() else None
-    live_only = {"states": sorted(_LIVE_STATES)}
-    listing = _ask("list", live_only) if isinstance(ping, dict) else None
-    counts: dict[str, int] | None = None
-    if isinstance(ping, dict) and isinstance(listing, dict):
-        rows: list[dict[str, Any]] = listing["jobs"]
-        counts = listing.get("counts")  # every job's state, counted by the daemon
-        caps: Caps | None = caps_from_ping(ping)
-        pid = ping.get("pid")
-    else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
-        rows, caps, pid = _list_from_disk(), None, None
-    samples = {
-        row["id"]: read_latest_sample(state.samples(row["id"]))
-        for row in rows
-        if row["state"] in _LIVE_STATES
-    }
-    return build_top(rows, samples, caps, datetime.now(UTC), pid, counts=counts)
+    """One ``vq top`` snapshot (:meth:`vq.gateway.Gateway.top`)."""
+    return gateway().top(_LIVE_STATES, CALL_TIMEOUT_SECONDS)
 
 
 # --- rendering -------------------------------------------------------------------------

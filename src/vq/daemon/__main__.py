@@ -13,7 +13,7 @@ from vq.config import load_settings
 from vq.errors import VqError
 from vq.paths import StatePaths
 
-from .app import Daemon
+from .compose import compose_daemon
 from .sidecar import DEFAULT_WEB_PORT, WebOptions
 
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         handlers=handlers,
     )
     try:
-        daemon = Daemon(
+        daemon = compose_daemon(
             paths,
             settings,
             auto_resume=auto_resume,

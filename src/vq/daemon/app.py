@@ -1,14 +1,17 @@
-"""The daemon: composition root and main loop.
+"""The daemon: its parts, start-up, main loop and shutdown.
 
-Start-up order (each step's failure leaves a clear message in daemon.log and stderr):
+:func:`vq.daemon.compose.compose_daemon` builds a :class:`Daemon` from a state root and
+settings; nothing is wired after construction. Start-up order (each step's failure
+leaves a clear message in daemon.log and stderr):
 
 1. take the singleton flock ``queue/.vq-daemon.lock`` (held for the process lifetime;
    the kernel drops it if we die), write ``daemon.pid``;
 2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
 3. start the fork server; run the recovery pass (interruptible at spec boundaries);
 4. load the index; bind ``daemon.sock`` (0600) — only now is the daemon visible;
-5. loop: apply collector exits, poll orphans and kill graces, dispatch, sleep until
-   woken (submit, exit, wake RPC, signal) or the tick elapses.
+5. loop: :meth:`Daemon.tick` (apply collector exits, poll orphans and kill graces,
+   dispatch), then sleep until woken (submit, exit, wake RPC, signal) or the tick
+   elapses.
 
 Stopping stops dispatch and exits. Running jobs keep running (collectors are in their own
 sessions) and are reattached by the next start; a stop never marks a job failed.
@@ -22,41 +25,46 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.domain.spec import JobSpec
-from vq.errors import Conflict, VqError
-from vq.executors.cgroups import CgroupMode
+from vq.errors import Conflict
 from vq.executors.local import LocalExecutor
-from vq.executors.registry import ExecutorRegistry
 from vq.paths import StatePaths
-from vq.services.cleanup import sweep_workdir
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
-from vq.services.rerun import maybe_rerun
 from vq.transport.local import LocalRunner
 
 from .config_log import log_effective_config
 from .dispatch import Dispatcher
-from .handlers import build_methods
+from .handlers.info import DaemonFacts
 from .holds import Holds, LoopCalls
+from .inbox import LoopInbox
 from .index import JobIndex
 from .notify import Notifier
 from .pressure import PressureGuard
 from .recovery import recover
-from .rpc import RpcServer
-from .sidecar import WebOptions, WebSidecar
+from .rpc import Route, RpcServer
+from .sidecar import WebSidecar
 from .supervisor import Supervisor
 from .watchdog import Watchdog
 
-__all__ = ["Daemon", "provenance"]
+__all__ = ["Daemon", "DaemonParts", "provenance"]
+
+log = logging.getLogger("vq.daemon")
+
+#: How often the index looks for spec files written by other processes (names only).
+RESCAN_SECONDS = 5.0
+#: Poll interval while a group is owed a grace or an orphan is watched.
+FAST_POLL_SECONDS = 0.2
+#: How often running jobs are judged (memory, starvation); samples are written every 5 s.
+WATCH_SECONDS = 1.0
 
 
 def provenance(runner: LocalRunner) -> dict[str, str | None]:
@@ -72,144 +80,47 @@ def provenance(runner: LocalRunner) -> dict[str, str | None]:
     }
 
 
-log = logging.getLogger("vq.daemon")
+@dataclass(frozen=True)
+class DaemonParts:
+    """Everything one daemon is made of, built and wired by ``compose_daemon``."""
 
-#: How often the index looks for spec files written by other processes (names only).
-RESCAN_SECONDS = 5.0
-#: Poll interval while a group is owed a grace or an orphan is watched.
-FAST_POLL_SECONDS = 0.2
-#: How often running jobs are judged (memory, starvation); samples are written every 5 s.
-WATCH_SECONDS = 1.0
+    paths: StatePaths
+    settings: Settings
+    ctx: ServiceContext
+    inbox: LoopInbox
+    index: JobIndex
+    holds: Holds
+    loop_calls: LoopCalls
+    lifecycle: Lifecycle
+    supervisor: Supervisor
+    executor: LocalExecutor
+    watchdog: Watchdog
+    pressure: PressureGuard
+    dispatcher: Dispatcher
+    notifier: Notifier
+    facts: DaemonFacts
+    routes: Mapping[str, Route]
+    runner: LocalRunner
+    web: WebSidecar | None
+    auto_resume: bool
 
 
 class Daemon:
-    """One daemon for one state root."""
+    """One daemon for one state root: :meth:`run` serves until stopped."""
 
-    def __init__(
-        self,
-        paths: StatePaths,
-        settings: Settings,
-        *,
-        auto_resume: bool = False,
-        overrides: dict[str, Any] | None = None,
-        web: WebOptions | None = None,
-    ) -> None:
-        self.paths = paths
-        #: The web console child (``--web``), started once the socket is published.
-        self.web = WebSidecar(paths, web) if web is not None else None
-        self.auto_resume = auto_resume
-        self.settings = settings
-        self.ctx = ServiceContext(
-            paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
-        )
-        self.loop_calls = LoopCalls(self.call_soon)
-        self.holds = Holds(
-            self.ctx,
-            settings,
-            overrides,
-            lambda: [
-                job_id
-                for job_id, holder in self.supervisor.holders.items()
-                if not holder.collector_done and holder.pgid is not None
-            ],
-            self.loop_calls,
-        )
-        self.index = JobIndex(self.ctx.store)
+    def __init__(self, parts: DaemonParts) -> None:
+        self.parts = parts
+        self.paths = parts.paths
         self.stop_requested = threading.Event()
-        self.wake_event = threading.Event()
-        self.started_monotonic = time.monotonic()
-        #: ``time.monotonic()`` of the main loop's latest pass (``health``), None before it.
-        self.loop_progress_at: float | None = None
-        self.started_at = self.ctx.now()
-        self.runner = LocalRunner()
-        self.provenance: dict[str, str | None] = {}
-        #: Called once for every job that has fully ended (terminal, process gone): terminal
-        #: bookkeeping such as notifications and reruns registers here.
-        self.ended_listeners: list[Callable[[JobSpec], None]] = [self._rerun, self._sweep]
-        #: Terminal webhook (§6.2); resolving its secret can refuse the start (ConfigError).
-        self.notifier = Notifier.from_settings(settings.notifications, os.environ)
-        self.ended_listeners.append(self.notifier.notify)
-        #: The one writer of state transitions; the end of a job runs on the loop.
-        self.lifecycle = Lifecycle(
-            self.ctx,
-            on_change=self.index.upsert,
-            on_ended=lambda spec: self.call_soon(lambda: self.job_ended(spec)),
-        )
-        self.executor = LocalExecutor(paths, runner=self.runner)
-        self.executors = ExecutorRegistry(self.executor)  # no scheduler lane configured
-        self.supervisor = Supervisor(self.ctx, self.lifecycle, self.executor)
-        self.supervisor.wake = self.wake
-        self.executor.attach_fork_server(self.supervisor.on_collector_exit)
-        self.watchdog = Watchdog(self.ctx, self.supervisor, self.index.get, settings.watchdog)
-        self.pressure = PressureGuard(
-            self.ctx, self.supervisor, self.index.get, settings.watchdog, self.index.upsert
-        )
-        self.dispatcher = Dispatcher(
-            self.ctx,
-            self.supervisor,
-            self.executors,
-            self.index,
-            self.lifecycle,
-            dict(os.environ),
-            hold=lambda: self.pressure.holding or self.holds.holding,
-        )
-        self.supervisor.launch_handler = self.dispatcher.apply_launch
-        self._calls: list[Callable[[], None]] = []
-        self._calls_lock = threading.Lock()
+        self._last_rescan = time.monotonic()
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
 
-    @property
-    def cgroup(self) -> CgroupMode:
-        """How local jobs are scoped (§5.2), as the local executor probed it."""
-        return self.executor.cgroup
-
-    def _rerun(self, spec: JobSpec) -> None:
-        sibling = maybe_rerun(self.ctx, spec)
-        if sibling is not None:
-            self.index.upsert(sibling)
-
-    def _sweep(self, spec: JobSpec) -> None:
-        """``--clean-workdir``: remove VQ_WORKDIR off the loop (a big tree takes a while)."""
-        if not spec.clean_workdir_on_terminal or spec.workdir_swept_at is not None:
-            return
-
-        def work() -> None:
-            try:
-                self.index.upsert(sweep_workdir(self.ctx, spec))
-            except VqError as exc:
-                log.warning("job %s: workdir not swept: %s", spec.id, exc.message)
-
-        threading.Thread(target=work, name=f"vq-sweep-{spec.id}", daemon=True).start()
-
-    def job_ended(self, spec: JobSpec) -> None:
-        """Terminal bookkeeping for one ended job (on the loop; listeners must not raise)."""
-        for listener in self.ended_listeners:
-            try:
-                listener(spec)
-            except Exception:
-                log.exception("terminal bookkeeping failed for job %s", spec.id)
-
-    # --- cross-thread plumbing ---------------------------------------------------------
-    def wake(self) -> None:
-        self.wake_event.set()
-
-    def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the main loop (the only thread that touches the supervisor)."""
-        with self._calls_lock:
-            self._calls.append(fn)
-        self.wake()
-
-    def _run_calls(self) -> None:
-        with self._calls_lock:
-            calls, self._calls = self._calls, []
-        for fn in calls:
-            fn()
-
+    # --- signals ---------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
         self.stop_requested.set()
-        self.wake()
+        self.parts.inbox.wake()
 
     # --- lifecycle -------------------------------------------------------------------------
     def acquire(self) -> None:
@@ -233,80 +144,95 @@ class Daemon:
         except (OSError, ValueError):
             return None
 
+    def start(self) -> bool:
+        """Fork server, cgroup probe, recovery pass, index load. False if stopped meanwhile."""
+        parts = self.parts
+        parts.executor.start()
+        parts.executor.probe_scopes()
+        mode = parts.executor.cgroup
+        parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
+        parts.facts.provenance = provenance(parts.runner)
+        log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)
+        report = recover(
+            parts.ctx, parts.supervisor, self.stop_requested, auto_resume=parts.auto_resume
+        )
+        log.info(
+            "recovery: %d specs examined, %d reattached, %d finished from markers, "
+            "%d aborted (%d auto-resumed), %d leaked groups reaped",
+            report.examined,
+            len(report.reattached),
+            len(report.finished),
+            len(report.aborted),
+            len(report.resumed_as),
+            len(report.reaped_leaks),
+        )
+        if self.stop_requested.is_set():
+            log.info("stopped during recovery; the socket was never published")
+            return False
+        parts.index.load(parts.ctx.store.scan())
+        for item in parts.index.quarantined.values():
+            log.warning("quarantined %s: %s", item.path, item.reason)
+        return True
+
     def run(self) -> int:
         """Run until stopped. Returns the process exit code."""
         self.acquire()
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
-        log_effective_config(self.settings, self.holds.overrides, "start")
+        log_effective_config(self.parts.settings, self.parts.holds.overrides, "start")
         try:
-            self.executor.start()
-            self.executor.probe_scopes()
-            self.provenance = provenance(self.runner)
-            log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
-            report = recover(
-                self.ctx, self.supervisor, self.stop_requested, auto_resume=self.auto_resume
-            )
-            log.info(
-                "recovery: %d specs examined, %d reattached, %d finished from markers, "
-                "%d aborted (%d auto-resumed), %d leaked groups reaped",
-                report.examined,
-                len(report.reattached),
-                len(report.finished),
-                len(report.aborted),
-                len(report.resumed_as),
-                len(report.reaped_leaks),
-            )
-            if self.stop_requested.is_set():
-                log.info("stopped during recovery; the socket was never published")
+            if not self.start():
                 return 0
-            self.index.load(self.ctx.store.scan())
-            for item in self.index.quarantined.values():
-                log.warning("quarantined %s: %s", item.path, item.reason)
-            self._server = RpcServer(self.paths.daemon_sock, build_methods(self))
+            self._server = RpcServer(self.paths.daemon_sock, self.parts.routes)
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
-            if self.web is not None:
-                self.web.start()
-            self._loop()
+            if self.parts.web is not None:
+                self.parts.web.start()
+            self.parts.loop_calls.loop_started()
+            while not self.stop_requested.is_set():
+                self.parts.inbox.wait(self.tick())
             return 0
         finally:
-            self._shutdown()
+            self.shutdown()
 
-    def _loop(self) -> None:
-        tick = self.settings.daemon.tick_seconds
-        last_rescan = time.monotonic()
-        self.loop_calls.loop_started()
-        while not self.stop_requested.is_set():
-            self.loop_progress_at = time.monotonic()
-            self._run_calls()
-            if self.executor.restart_if_dead():
-                log.error("the fork server died; restarting it (running jobs become orphans)")
-                self.supervisor.orphan_all()
-            self.holds.tick()
-            self.supervisor.process()
-            self.watchdog.check()
-            if self.supervisor.holders:
-                self.pressure.check()
-            if time.monotonic() - last_rescan >= RESCAN_SECONDS:
-                self.index.refresh_names(if_changed=True)
-                last_rescan = time.monotonic()
-            self.dispatcher.run_pass()
-            timeout = tick
-            for deadline in (self.supervisor.next_deadline(), self.watchdog.next_deadline()):
-                if deadline is not None:
-                    timeout = min(timeout, deadline + 0.01)
-            if self.watchdog.has_work():
-                timeout = min(timeout, WATCH_SECONDS)
-            if self.supervisor.needs_polling():
-                timeout = min(timeout, FAST_POLL_SECONDS)
-            self.wake_event.wait(timeout)
-            self.wake_event.clear()
+    def tick(self) -> float:
+        """One pass of the main loop; returns how long to sleep (unless woken) before the next.
 
-    def _shutdown(self) -> None:
-        if self.web is not None:
-            self.web.stop()
+        Runs the calls other threads queued, restarts a dead fork server, applies holds,
+        collector exits, kill graces and the watchdog, rescans for foreign spec files every
+        :data:`RESCAN_SECONDS`, and dispatches what admission allows.
+        """
+        parts = self.parts
+        parts.facts.loop_progress_at = time.monotonic()
+        parts.inbox.run_calls()
+        if parts.executor.restart_if_dead():
+            log.error("the fork server died; restarting it (running jobs become orphans)")
+            parts.supervisor.orphan_all()
+        parts.holds.tick()
+        parts.supervisor.process()
+        parts.watchdog.check()
+        if parts.supervisor.holders:
+            parts.pressure.check()
+        if time.monotonic() - self._last_rescan >= RESCAN_SECONDS:
+            parts.index.refresh_names(if_changed=True)
+            self._last_rescan = time.monotonic()
+        parts.dispatcher.run_pass()
+        timeout = parts.settings.daemon.tick_seconds
+        for deadline in (parts.supervisor.next_deadline(), parts.watchdog.next_deadline()):
+            if deadline is not None:
+                timeout = min(timeout, deadline + 0.01)
+        if parts.watchdog.has_work():
+            timeout = min(timeout, WATCH_SECONDS)
+        if parts.supervisor.needs_polling():
+            timeout = min(timeout, FAST_POLL_SECONDS)
+        return timeout
+
+    def shutdown(self) -> None:
+        """Stop the web child and the RPC server, close the fork server, drop the lock."""
+        parts = self.parts
+        if parts.web is not None:
+            parts.web.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -314,8 +240,8 @@ class Daemon:
                 self.paths.daemon_sock.unlink()
             except FileNotFoundError:
                 pass
-        self.executor.close()
-        self.notifier.stop()
+        parts.executor.close()
+        parts.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():
                 self.paths.daemon_pid.unlink()
@@ -325,7 +251,3 @@ class Daemon:
             os.close(self._lock_fd)
             self._lock_fd = None
         log.info("daemon stopped")
-
-    # --- used by the RPC handlers ------------------------------------------------------
-    def remember(self, spec: JobSpec) -> None:
-        self.index.upsert(spec)

@@ -26,6 +26,7 @@ from vq.errors import ConfigError, VqError
 from vq.paths import resolve_config_root
 from vq.services.context import ServiceContext
 from vq.services.control import (
+    PAUSED_BY_DRAIN,
     DrainState,
     Throttle,
     effective_caps,
@@ -42,8 +43,6 @@ from .config_log import log_effective_config
 __all__ = ["PAUSED_BY_DRAIN", "Holds", "LoopCalls"]
 
 log = logging.getLogger(__name__)
-
-PAUSED_BY_DRAIN = "drain"
 
 T = TypeVar("T")
 

@@ -4,6 +4,11 @@ Contract: a malformed, oversized or failing request gets a JSON error response; 
 kills the daemon or the connection loop (an oversized line closes that one connection,
 because its framing is lost). The socket is created mode 0600.
 
+The server serves a table of :class:`Route` (:mod:`vq.daemon.routes`): it validates the
+request's params into the route's params model (invalid params are an ``invalid-input``
+error naming the field, code 4, never a traceback), calls the handler with them and
+answers the handler's typed result as JSON.
+
 A method that blocks (``wait_change``) calls :func:`peer_closed` between short waits: it
 peeks at the connection being served on this thread without consuming anything, so a
 peer that hung up early frees its thread within one wait slice.
@@ -19,14 +24,18 @@ import socket
 import socketserver
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from vq.errors import ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
+from vq.protocol.messages import parse_params
 
-__all__ = ["Method", "RpcServer", "current_peer", "peer_closed"]
+__all__ = ["Handler", "Route", "RpcServer", "current_peer", "peer_closed"]
 
 _peer = threading.local()
 
@@ -55,7 +64,27 @@ def peer_closed() -> bool:
 
 log = logging.getLogger(__name__)
 
-Method = Callable[[dict[str, Any]], Any]
+#: A handler: typed params in, typed result out (raises VqError for refusals).
+Handler = Callable[[Any], BaseModel]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One served method: its params model, its result model and its handler."""
+
+    params: type[BaseModel]
+    result: type[BaseModel]
+    handler: Handler
+
+    def answer(self, method: str, params: dict[str, Any]) -> bytes:
+        """Validate ``params``, run the handler, and return its result as JSON text."""
+        typed = parse_params(
+            self.params, params, hint=f"see the `{method}` method in docs/architecture.md"
+        )
+        result = self.handler(typed)
+        if not isinstance(result, self.result):
+            raise TypeError(f"{method} answered {type(result).__name__}")
+        return result.model_dump_json(exclude_unset=True).encode()
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -92,9 +121,12 @@ class _Handler(socketserver.StreamRequestHandler):
             if not self._send(self.server.respond(line)):
                 return
 
-    def _send(self, response: dict[str, Any]) -> bool:
+    def _send(self, response: dict[str, Any] | bytes) -> bool:
+        """Write one response line (a dict is encoded here; bytes are a ready line)."""
         try:
-            self.wfile.write(json.dumps(response, separators=(",", ":")).encode() + b"\n")
+            if isinstance(response, dict):
+                response = json.dumps(response, separators=(",", ":")).encode() + b"\n"
+            self.wfile.write(response)
             self.wfile.flush()
         except (OSError, ValueError, TypeError) as exc:
             log.warning("could not answer an RPC peer: %s", exc)
@@ -108,8 +140,8 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     #: Long-polls (``wait_change``) hold a connection each: let many connect at once.
     request_queue_size = 256
 
-    def __init__(self, path: Path, methods: dict[str, Method]) -> None:
-        self.methods = methods
+    def __init__(self, path: Path, routes: Mapping[str, Route]) -> None:
+        self.routes = routes
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the daemon lock, so no live daemon owns it
         old_umask = os.umask(0o177)
@@ -119,22 +151,25 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             os.umask(old_umask)
         os.chmod(path, 0o600)
 
-    def respond(self, line: bytes) -> dict[str, Any]:
+    def respond(self, line: bytes) -> dict[str, Any] | bytes:
+        """The response to one request line: an error object, or the encoded result line."""
         request_id: Any = None
         try:
             message = decode_message(line)
             request_id = message.get("id")
             method = message.get("method")
             params = message.get("params") or {}
-            if not isinstance(method, str) or method not in self.methods:
+            if not isinstance(method, str) or method not in self.routes:
                 raise UsageError(
                     f"unknown method {method!r}",
-                    hint="known methods: " + ", ".join(sorted(self.methods)),
+                    hint="known methods: " + ", ".join(sorted(self.routes)),
                     reference="unknown-method",
                 )
             if not isinstance(params, dict):
                 raise ProtocolError("params must be a JSON object")
-            return {"id": request_id, "result": self.methods[method](params)}
+            result = self.routes[method].answer(method, params)
+            head = json.dumps({"id": request_id}, separators=(",", ":")).encode()
+            return head[:-1] + b',"result":' + result + b"}\n"
         except VqError as exc:
             return error_response(request_id, exc.to_payload())
         except Exception as exc:

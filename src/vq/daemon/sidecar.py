@@ -90,7 +90,7 @@ class WebSidecar:
         with self._lock:
             if self._stopping.is_set():
                 return
-            with open(self.paths.root / "web.log", "ab") as out:
+            with open(self.paths.web_log, "ab") as out:
                 self._child = subprocess.Popen(
                     self.argv(),
                     stdin=subprocess.DEVNULL,

@@ -93,6 +93,8 @@ class Supervisor:
         monotonic: Callable[[], float] = time.monotonic,
         grace_seconds: float = KILL_GRACE_SECONDS,
         on_release: Callable[[str], None] = lambda job_id: None,
+        wake: Callable[[], None] = lambda: None,
+        on_launch: Callable[[LaunchResult], None] = lambda result: None,
     ) -> None:
         self.ctx = ctx
         self.lifecycle = lifecycle
@@ -103,9 +105,10 @@ class Supervisor:
         self.holders: dict[str, Holder] = {}
         self._usage = Usage(jobs=0, cpus=0, mem_mb=0)
         self._events: queue.SimpleQueue[CollectorExit | LaunchResult] = queue.SimpleQueue()
-        self.wake: Callable[[], None] = lambda: None
-        #: Applies a launch answer on the loop (the dispatcher sets it).
-        self.launch_handler: Callable[[LaunchResult], None] = lambda result: None
+        #: Wakes the main loop (a collector exit or launch answer arrived).
+        self.wake = wake
+        #: Applies a launch answer on the loop (the dispatcher's ``apply_launch``).
+        self.launch_handler = on_launch
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:

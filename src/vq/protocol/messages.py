@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from vq.domain.durations import MAX_DURATION_SECONDS, MAX_MOMENT, MIN_MOMENT
+from vq.domain.durations import MAX_MOMENT, MIN_MOMENT
 from vq.domain.names import name_problem
-from vq.domain.sizes import MAX_MEM_MB
 from vq.domain.text import refuse_surrogates
 from vq.errors import InvalidInput
+
+from .submit_fields import constraints
 
 __all__ = ["SubmitParams", "parse_params"]
 
@@ -35,41 +36,42 @@ class SubmitParams(BaseModel):
     #: What the job records as ``workspace_source`` instead of the ``source`` path, for
     #: sources that are private staging files (the HTTP API's inline files and uploads).
     source_label: str | None = Field(default=None, min_length=1, max_length=256)
-    cwd: str | None = None
-    cpus: int = Field(default=1, ge=1, le=4096)
-    mem_mb: int | None = Field(default=None, ge=1, le=MAX_MEM_MB)
-    wall_time_seconds: int | None = Field(default=None, ge=1, le=MAX_DURATION_SECONDS)
-    priority: int = Field(default=0, ge=-1000, le=1000)
-    not_before: datetime | None = None
+    # The submit fields (vq.protocol.submit_fields): defaults, limits and help from there.
+    cwd: str | None = Field(**constraints("cwd"))
+    cpus: int = Field(**constraints("cpus"))
+    mem_mb: int | None = Field(**constraints("mem_mb"))
+    wall_time_seconds: int | None = Field(**constraints("wall_time_seconds"))
+    priority: int = Field(**constraints("priority"))
+    not_before: datetime | None = Field(**constraints("not_before"))
     #: The ``--not-before`` text as the user gave it when it was a delay (``1h``): the
     #: idempotency intent (§4.8) holds this rather than the time it resolved to.
     not_before_requested: str | None = Field(default=None, min_length=1, max_length=64)
-    job_name: str | None = Field(default=None, min_length=1, max_length=128)
-    tags: list[str] = Field(default_factory=list, max_length=32)
-    retry_max: int = Field(default=0, ge=0, le=100)
-    retry_backoff_seconds: int | None = Field(default=None, ge=1, le=86400)
-    depends_on: list[str] = Field(default_factory=list, max_length=10000)
-    depends_on_any: list[str] = Field(default_factory=list, max_length=10000)
-    rerun_until_file_exists: str | None = Field(default=None, min_length=1, max_length=1024)
-    rerun_max: int | None = Field(default=None, ge=1, le=1000)
-    clean_workdir_on_terminal: bool = False
+    job_name: str | None = Field(**constraints("job_name"))
+    tags: list[str] = Field(**constraints("tags"))
+    retry_max: int = Field(**constraints("retry_max"))
+    retry_backoff_seconds: int | None = Field(**constraints("retry_backoff_seconds"))
+    depends_on: list[str] = Field(**constraints("depends_on"))
+    depends_on_any: list[str] = Field(**constraints("depends_on_any"))
+    rerun_until_file_exists: str | None = Field(**constraints("rerun_until_file_exists"))
+    rerun_max: int | None = Field(**constraints("rerun_max"))
+    clean_workdir_on_terminal: bool = Field(**constraints("clean_workdir_on_terminal"))
     #: ``--auto-resume``: ``JobSpec.recover_on_reboot`` (§4.7)
-    recover_on_reboot: bool = False
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+    recover_on_reboot: bool = Field(**constraints("recover_on_reboot"))
+    idempotency_key: str | None = Field(**constraints("idempotency_key"))
     #: array element indices (``--array 0-99``); each becomes its own job
-    array: list[int] | None = Field(default=None, min_length=1, max_length=100000)
+    array: list[int] | None = Field(**constraints("array"))
     #: one parameter line per element (``--array-from FILE``), exported as VQ_ARRAY_VALUE
-    array_values: list[str] | None = Field(default=None, min_length=1, max_length=100000)
-    max_parallel: int | None = Field(default=None, ge=1)
+    array_values: list[str] | None = Field(**constraints("array_values"))
+    max_parallel: int | None = Field(**constraints("max_parallel"))
     #: ``--chain N``: N sequential segments, each after the previous one's success
-    chain: int | None = Field(default=None, ge=2, le=10000)
+    chain: int | None = Field(**constraints("chain"))
     #: ``--profile NAME``: presets from ``[profile.NAME]``; explicit fields win
-    profile: str | None = Field(default=None, min_length=1, max_length=128)
+    profile: str | None = Field(**constraints("profile"))
     #: ``--program NAME``: a ``[programs.NAME]`` entry, checked at submit and dispatch
-    program: str | None = Field(default=None, min_length=1, max_length=128)
+    program: str | None = Field(**constraints("program"))
     #: ``--expected-sha SHA``: an explicit git pin for a venv ``program`` (§3.4), beside
     #: the configured ones; enforced at submit and again before dispatch
-    expected_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{4,64}$")
+    expected_sha: str | None = Field(**constraints("expected_sha"))
     #: the captured environment (``vq.domain.environment``): stored in the workspace as
     #: ``_vq/environment``, never in the spec; excluded from reprs and idempotency intents
     environment: dict[str, Any] | None = Field(default=None, repr=False)
@@ -161,12 +163,18 @@ class SubmitParams(BaseModel):
         return value
 
 
-def parse_params(model: type[M], params: object) -> M:
-    """Validate ``params`` into ``model`` or raise InvalidInput naming the field."""
+def parse_params(model: type[M], params: object, *, hint: str = "see `vq submit --help`") -> M:
+    """Validate ``params`` into ``model`` or raise InvalidInput naming the field.
+
+    The message is the first problem found, in vq's words (``field: what is wrong``),
+    without pydantic's wording (``Value error, ...``) or a link to its documentation.
+    """
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "params"
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise InvalidInput(f"{where}: {message}", hint="see `vq submit --help`") from exc
+        if first["type"] == "extra_forbidden":
+            message = "unknown parameter"
+        raise InvalidInput(f"{where}: {message}", hint=hint) from None

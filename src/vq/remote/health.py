@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from vq._fs import atomic_write_json
 from vq.errors import TransportError
+from vq.paths import StateLayout
 
 __all__ = [
     "HostHealth",
@@ -79,7 +80,7 @@ class HostHealth:
 
 def health_path(state_root: Path, name: str) -> Path:
     """``<state-root>/hosts/<name>.json`` (``name`` is a validated host name)."""
-    return state_root / "hosts" / f"{name}.json"
+    return StateLayout(state_root).host(name)
 
 
 def read_health(state_root: Path, name: str) -> HostHealth:

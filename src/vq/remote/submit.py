@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import NotFound, OutcomeUnknown, TransportError
+from vq.paths import StateLayout
 from vq.remote.host import RemoteHost, check_spec_versions, remote_error
 
 __all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
@@ -90,7 +91,7 @@ def options_from_fields(fields: dict[str, Any]) -> list[str]:
 
 
 def outbox_dir(state_root: Path) -> Path:
-    return state_root / "outbox"
+    return StateLayout(state_root).outbox_dir
 
 
 def pack_source(source: Path) -> bytes:

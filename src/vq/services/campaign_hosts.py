@@ -96,14 +96,7 @@ class LocalHost:
         for name in ("mem_mb", "wall_time_seconds", "program"):
             if getattr(request, name) is not None:
                 params[name] = getattr(request, name)
-        answer = self.gateway.call("submit", params)
-        if answer is None:
-            from vq.protocol.messages import SubmitParams, parse_params
-            from vq.services.submit import result_payload, submit
-
-            ctx = self.gateway.local_context()
-            answer = result_payload(submit(ctx, parse_params(SubmitParams, params)))
-        return str(answer["id"])
+        return str(self.gateway.submit(params)["id"])
 
     def observe(self, job_id: str) -> Observation:
         view = self.gateway.status(job_id)
@@ -115,12 +108,10 @@ class LocalHost:
         )
 
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
-        from vq.services.fetch import fetch_tree
-
         if dest.exists():
             shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        result = fetch_tree(self.gateway.local_context(), job_id, dest)
+        result = self.gateway.fetch_tree(job_id, dest, "workspace")
         return list(result.skipped)
 
 

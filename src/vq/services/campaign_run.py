@@ -24,6 +24,7 @@ from typing import Any
 from vq._fs import atomic_write_json, spec_lock
 from vq.campaign.planner import CampaignPlan, attention
 from vq.errors import InvalidInput, VqError
+from vq.paths import StateLayout
 from vq.services.campaign_controller import Controller, PassResult
 from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
 from vq.services.campaign_hosts import CampaignHost, host_problem
@@ -82,7 +83,7 @@ def preflight(loaded: LoadedCampaign) -> None:
 def register(state_root: Path, run_dir: RunDir, loaded: LoadedCampaign, now: str) -> None:
     """Add or refresh this run directory in ``<state-root>/campaigns.json``."""
     state_root.mkdir(parents=True, exist_ok=True)
-    path = state_root / "campaigns.json"
+    path = StateLayout(state_root).campaigns_registry
     with spec_lock(path):
         try:
             data: Any = read_json_file(path, "campaign registry")

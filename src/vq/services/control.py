@@ -20,25 +20,37 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq._fs import append_line, atomic_write_json, read_regular
 from vq.domain.admission import Caps
 from vq.errors import Conflict, InvalidInput
 from vq.paths import StatePaths
 
+if TYPE_CHECKING:
+    from vq.domain.spec import JobSpec
+    from vq.services.context import ServiceContext
+
 __all__ = [
+    "PAUSED_BY_DRAIN",
     "DrainState",
     "Throttle",
     "audit",
     "check_submits_allowed",
+    "drained_job_ids",
     "effective_caps",
+    "new_throttle",
     "read_capacity",
     "read_drain",
     "read_throttle",
+    "resume_drained",
+    "throttle_on_disk",
+    "undrain_answer",
+    "undrain_on_disk",
     "write_capacity",
     "write_drain",
     "write_throttle",
@@ -46,10 +58,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DRAIN_FILE = "drain.json"
-THROTTLE_FILE = "throttle.json"
-CAPACITY_FILE = "daemon_capacity.json"
-AUDIT_FILE = "rpc-audit.jsonl"
+
+#: ``paused_by`` of the jobs a full drain paused (undrain resumes exactly those).
+PAUSED_BY_DRAIN = "drain"
 
 
 @dataclass(frozen=True)
@@ -89,7 +100,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def read_drain(paths: StatePaths) -> DrainState:
-    data = _read(paths.root / DRAIN_FILE)
+    data = _read(paths.drain_file)
     if not data or data.get("mode") not in ("new", "full"):
         return DrainState()
     return DrainState(
@@ -98,7 +109,7 @@ def read_drain(paths: StatePaths) -> DrainState:
 
 
 def write_drain(paths: StatePaths, state: DrainState) -> None:
-    path = paths.root / DRAIN_FILE
+    path = paths.drain_file
     if not state.active:
         path.unlink(missing_ok=True)
         return
@@ -119,7 +130,7 @@ def check_submits_allowed(paths: StatePaths) -> None:
 
 
 def read_throttle(paths: StatePaths) -> Throttle:
-    data = _read(paths.root / THROTTLE_FILE)
+    data = _read(paths.throttle_file)
     if not data:
         return Throttle()
     try:
@@ -129,7 +140,7 @@ def read_throttle(paths: StatePaths) -> Throttle:
         if throttle.expires_at is not None:
             datetime.fromisoformat(throttle.expires_at)
     except (TypeError, ValueError) as exc:
-        log.warning("ignoring malformed %s: %s", THROTTLE_FILE, exc)
+        log.warning("ignoring malformed %s: %s", paths.throttle_file, exc)
         return Throttle()
     return throttle
 
@@ -138,7 +149,7 @@ def write_throttle(paths: StatePaths, throttle: Throttle) -> None:
     for value in (throttle.max_jobs, throttle.max_cpus):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InvalidInput("throttle limits must be positive integers")
-    path = paths.root / THROTTLE_FILE
+    path = paths.throttle_file
     if throttle.max_jobs is None and throttle.max_cpus is None:
         path.unlink(missing_ok=True)
         return
@@ -168,7 +179,7 @@ def write_capacity(
 ) -> None:
     """Record the advertised caps: ``base`` (default ``caps``) and the effective ``caps``."""
     atomic_write_json(
-        paths.root / CAPACITY_FILE,
+        paths.capacity_file,
         {
             **asdict(base or caps),
             "effective": asdict(caps),
@@ -186,7 +197,7 @@ def read_capacity(paths: StatePaths) -> Caps | None:
     (missing, malformed, or a field that is not a positive integer or null). Silent:
     a missing snapshot is the ordinary "capacity unknown" case."""
     try:
-        with open(paths.root / CAPACITY_FILE, "rb") as handle:
+        with open(paths.capacity_file, "rb") as handle:
             data = json.loads(handle.read(65536))
     except (OSError, ValueError):
         return None
@@ -205,4 +216,76 @@ def read_capacity(paths: StatePaths) -> Caps | None:
 
 def audit(paths: StatePaths, record: dict[str, Any]) -> None:
     """Append one control call to ``rpc-audit.jsonl`` (best-effort, like events)."""
-    append_line(paths.root / AUDIT_FILE, json.dumps(record, separators=(",", ":"), default=str))
+    append_line(paths.rpc_audit_log, json.dumps(record, separators=(",", ":"), default=str))
+
+
+def new_throttle(
+    max_jobs: int | None, max_cpus: int | None, seconds: int | None, now: datetime
+) -> Throttle:
+    """The throttle ``vq daemon throttle`` sets: limits, expiry ``seconds`` after ``now``.
+
+    InvalidInput when neither limit is given (a throttle must lower something).
+    """
+    if max_jobs is None and max_cpus is None:
+        raise InvalidInput(
+            "give max_jobs and/or max_cpus (or clear)",
+            hint="`vq daemon throttle --max-jobs N`, or `--clear` to remove it",
+        )
+    expires = (now + timedelta(seconds=seconds)).isoformat() if seconds else None
+    return Throttle(max_jobs, max_cpus, expires, now.isoformat())
+
+
+def drained_job_ids(specs: Iterable[JobSpec]) -> list[str]:
+    """The jobs a full drain paused and nothing ended since (``paused_by = "drain"``)."""
+    return [spec.id for spec in specs if spec.paused_by == PAUSED_BY_DRAIN and not spec.is_terminal]
+
+
+def resume_drained(ctx: ServiceContext, job_ids: Iterable[str]) -> list[str]:
+    """Resume the given jobs if a drain paused them; the ids actually resumed.
+
+    A job resumed, killed or paused by someone else meanwhile is left alone.
+    """
+    from vq.errors import VqError
+    from vq.services.pause import resume_job
+
+    resumed = []
+    for job_id in job_ids:
+        try:
+            if resume_job(ctx, job_id, only_paused_by=PAUSED_BY_DRAIN).changed:
+                resumed.append(job_id)
+        except VqError as exc:
+            log.info("job %s not resumed after the drain: %s", job_id, exc.message)
+    return resumed
+
+
+def undrain_answer() -> dict[str, Any]:
+    """The answer of ``undrain`` (daemon and disk alike): no drain, drain pauses undone."""
+    return {"mode": "none", "resumed_paused_by": PAUSED_BY_DRAIN}
+
+
+def undrain_on_disk(ctx: ServiceContext) -> dict[str, Any]:
+    """``undrain`` without a daemon: remove ``drain.json``, resume the drain's pauses."""
+    write_drain(ctx.paths, DrainState())
+    resume_drained(ctx, drained_job_ids(ctx.store.scan().specs.values()))
+    return undrain_answer()
+
+
+def throttle_on_disk(
+    ctx: ServiceContext,
+    *,
+    clear: bool,
+    max_jobs: int | None,
+    max_cpus: int | None,
+    seconds: int | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """``throttle`` without a daemon: write ``throttle.json``; the daemon's answer shape.
+
+    ``effective_caps`` are ``ctx.caps`` (the configured caps) lowered by the throttle.
+    """
+    limits = Throttle() if clear else new_throttle(max_jobs, max_cpus, seconds, now)
+    write_throttle(ctx.paths, limits)
+    return {
+        "throttle": asdict(limits) if limits.active(now) else None,
+        "effective_caps": asdict(effective_caps(ctx.caps, limits, now)),
+    }

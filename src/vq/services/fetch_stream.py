@@ -30,7 +30,7 @@ __all__ = ["acknowledge_fetch", "stream_snapshot"]
 
 def stream_snapshot(ctx: ServiceContext, job_id: str, kind: SourceKind, out: IO[bytes]) -> None:
     """Write the job's snapshot to ``out`` as a tar (see the module docstring)."""
-    scratch_root = ctx.paths.root / "outbox-fetch"
+    scratch_root = ctx.paths.fetch_scratch_dir
     scratch_root.mkdir(mode=0o700, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix=f"{job_id}-", dir=scratch_root)
     try:

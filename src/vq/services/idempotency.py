@@ -153,10 +153,8 @@ def intent_digest(params: SubmitParams) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _claims(ctx: ServiceContext) -> Path:
-    directory = ctx.paths.root / "idempotency"
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
+def _ensure_claims_dir(ctx: ServiceContext) -> None:
+    ctx.paths.idempotency_dir.mkdir(parents=True, exist_ok=True)
 
 
 def _read_claim(path: Path) -> dict[str, Any] | None:
@@ -197,9 +195,11 @@ def submit_keyed(
     assert params.idempotency_key is not None
     hashed = key_hash(params.idempotency_key)
     digest = intent_digest(params)
-    claims = _claims(ctx)
-    claim_path = claims / f"{hashed}.json"
-    lock_fd = os.open(claims / f"{hashed}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    _ensure_claims_dir(ctx)
+    claim_path = ctx.paths.idempotency_claim(hashed)
+    lock_fd = os.open(
+        ctx.paths.idempotency_lock(hashed), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+    )
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         claim = _read_claim(claim_path)

@@ -26,11 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from vq.services.context import ServiceContext
 
 __all__ = [
     "API_SORTS",
@@ -38,6 +41,7 @@ __all__ = [
     "Ordering",
     "Page",
     "PageParams",
+    "list_on_disk",
     "order",
     "order_key",
     "page_of",
@@ -218,3 +222,30 @@ def page_of(ordering: Ordering, params: PageParams) -> Page:
 def paged(selected: list[JobSpec], params: PageParams) -> Page:
     """One page of ``selected`` (the listing's order, as :func:`~vq.services.query.select`)."""
     return page_of(order(selected, params), params)
+
+
+def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The daemon's ``list`` answer, from the spec files (the no-daemon path).
+
+    ``{"jobs", "quarantined", "counts"}`` (``counts``: every job by state), plus
+    ``total`` and ``total_jobs`` with paging parameters.
+    """
+    from vq.services.query import ListFilter, list_row, select
+
+    flt = ListFilter.from_params(dict(params))
+    paging = page_params(params)
+    scan = ctx.store.scan()
+    now = ctx.now()
+    selected = select(scan.specs.values(), flt)
+    page = paged(selected, paging) if paging is not None else None
+    counts = {state.value: 0 for state in JobState}
+    for spec in scan.specs.values():
+        counts[spec.state.value] += 1
+    answer: dict[str, Any] = {
+        "jobs": [list_row(s, ctx.base_caps, now) for s in (page.specs if page else selected)],
+        "quarantined": [item.as_dict() for item in scan.quarantined.values()],
+        "counts": counts,
+    }
+    if page is not None:
+        answer.update(total=page.total, total_jobs=page.total_jobs)
+    return answer

@@ -47,7 +47,7 @@ def create_app(config: WebConfig) -> FastAPI:
     app.state.vq = config
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
-    app.add_middleware(AuditMiddleware, state_root=config.state.root)
+    app.add_middleware(AuditMiddleware, log_path=config.state.fleet_audit_log)
     app.add_middleware(
         RedactPathsMiddleware,
         roots=(

@@ -28,9 +28,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vq._fs import append_line
 
-__all__ = ["AUDIT_FILE", "AuditMiddleware", "describe"]
+__all__ = ["AuditMiddleware", "describe"]
 
-AUDIT_FILE = "fleet-audit.jsonl"
 
 _JOB_ACTION = re.compile(
     r"^/(?:api/v1|actions)/jobs/(?P<id>[^/]+)/(?P<action>kill|pause|resume|resubmit)$"
@@ -73,9 +72,10 @@ def _outcome(status: int) -> str:
 class AuditMiddleware:
     """Pure ASGI middleware (no buffering, so streaming and long-polls are untouched)."""
 
-    def __init__(self, app: ASGIApp, state_root: Path) -> None:
+    def __init__(self, app: ASGIApp, log_path: Path) -> None:
+        """``log_path``: the state root's ``fleet_audit_log``."""
         self.app = app
-        self.path = state_root / AUDIT_FILE
+        self.path = log_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -38,9 +38,7 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
-from vq.services.reports import state_counts
 from vq.services.top import parse_sample
-from vq.store.specs import SpecStore
 from vq.web.context import WebConfig
 
 __all__ = [
@@ -79,7 +77,6 @@ class Backend:
         self.paths = config.state
         env = {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)}
         self.gateway = Gateway(config.state, env)
-        self.store = SpecStore(config.state)  # reads need no configuration
 
     # --- errors -------------------------------------------------------------------------
     def _scrub(self, text: str | None) -> str | None:
@@ -120,7 +117,7 @@ class Backend:
         if is_job_id(text):
             return text
         try:
-            return resolve_prefix(text, self.store.list_ids())
+            return resolve_prefix(text, self.gateway.known_ids())
         except InvalidInput:
             raise self.no_job(text[:64]) from None
 
@@ -149,7 +146,7 @@ class Backend:
                 raise
 
     def _spec(self, job_id: str) -> JobSpec:
-        return self._by_id(job_id, self.store.read)
+        return self._by_id(job_id, self.gateway.spec)
 
     def spec(self, job_id: str) -> JobSpec:
         """The job's spec as stored (NotFound for unknown or malformed ids)."""
@@ -183,12 +180,6 @@ class Backend:
             }
             asked = {key: value for key, value in paging.items() if value is not None}
             result = self.gateway.list_rows({**params, **asked})
-            if asked and "total" not in result:  # a daemon from before paging: the disk pages
-                result = self.gateway.disk_list_rows({**params, **asked})
-            if "counts" not in result:  # the disk path counts every job, like the daemon
-                filtered = any(v for v in params.values())
-                rows = self.gateway.list_rows({})["jobs"] if filtered else result["jobs"]
-                result["counts"] = state_counts(rows)
             result["quarantined"] = [self._quarantined(q) for q in result["quarantined"]]
             return result
 
@@ -218,11 +209,10 @@ class Backend:
 
     def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
         """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
-        from vq.store.events import read_events
 
         def work() -> list[dict[str, Any]]:
             spec = self._spec(job_id)
-            records = read_events(self.paths, spec.id)
+            records = self.gateway.events(spec.id, refuse_archived=False)
             return records[-tail:] if tail else records
 
         return self._run(work)
@@ -355,7 +345,7 @@ class Backend:
         (default) writes ``.tar.bz2`` archives and removes workspaces; otherwise only
         workdirs are swept. The specs stay (``archive_path`` records where).
         """
-        from vq.services.cleanup import CleanupPolicy, run_cleanup
+        from vq.services.cleanup import CleanupPolicy
 
         def work() -> dict[str, Any]:
             chosen = [s.upper() for s in states] if states else sorted(FAILED_STATES)
@@ -369,7 +359,7 @@ class Backend:
             policy = CleanupPolicy.parse("1s" if any_age else str(older_than), chosen, archive)
             if any_age:
                 policy = replace(policy, older_than_seconds=0)
-            report = run_cleanup(self.gateway.local_context(), policy, execute=execute)
+            report = self.gateway.cleanup(policy, execute=execute)
             result = report.as_dict()
             for item in result["jobs"]:
                 item["archive_path"] = self._scrub(item["archive_path"])

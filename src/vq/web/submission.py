@@ -96,7 +96,7 @@ def to_params(
 
 def claim_exists(config: WebConfig, key: str) -> bool:
     """Whether ``key`` already names a job (a replay or a conflict, never a new job)."""
-    return (config.state.root / "idempotency" / f"{key_hash(key)}.json").exists()
+    return config.state.idempotency_claim(key_hash(key)).exists()
 
 
 def _check_names(files: dict[str, str]) -> None:
@@ -129,7 +129,7 @@ def scrubbed(config: WebConfig, *inputs: Path) -> Iterator[None]:
     except VqError as exc:
         replacements = [(str(p), "inputs") for p in inputs]
         replacements += [
-            (str(config.state.root / "uploads"), "<uploads>"),
+            (str(config.state.uploads_dir), "<uploads>"),
             (str(config.state.root), "<state-root>"),
             (str(config.config_root), "<config-root>"),
         ]
@@ -149,12 +149,7 @@ def _submit(
     if request is not None and request.host is not None and request.host not in LOCAL_NAMES:
         return _submit_remote(config, params, request)
     gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
-    payload = gateway.call("submit", params.model_dump(mode="json", exclude_unset=True))
-    if payload is not None:
-        return dict(payload)
-    from vq.services.submit import result_payload, submit
-
-    return result_payload(submit(gateway.local_context(), params))
+    return gateway.submit(params.model_dump(mode="json", exclude_unset=True))
 
 
 def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission) -> dict[str, Any]:
@@ -172,7 +167,7 @@ def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission)
 
 def submit_request(config: WebConfig, settings: Settings, request: Submission) -> dict[str, Any]:
     """Stage the inputs, submit, clean up; the ``vq submit --json`` payload."""
-    store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+    store = UploadStore(config.state.uploads_dir, settings.web.upload_ttl_seconds)
     key = request.idempotency_key
     if request.files:
         if len(request.files) > settings.web.upload_max_members:

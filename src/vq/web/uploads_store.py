@@ -187,8 +187,9 @@ def _too_large_inline(size: int, cap: int) -> ApiError:
 class UploadStore:
     """The uploads directory of one state root (see the module contract)."""
 
-    def __init__(self, root: Path, ttl_seconds: int) -> None:
-        self.dir = root / "uploads"
+    def __init__(self, directory: Path, ttl_seconds: int) -> None:
+        """``directory``: the state root's ``uploads_dir`` (created on first use)."""
+        self.dir = directory
         self.ttl = ttl_seconds
 
     def ensure(self) -> Path:

@@ -12,9 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vq.domain.durations import MAX_DURATION_SECONDS
-from vq.domain.names import MAX_JOB_NAME
 from vq.domain.text import refuse_surrogates
+from vq.protocol.submit_fields import constraints
 
 __all__ = [
     "CleanupRequest",
@@ -45,13 +44,17 @@ class KillRequest(_Body):
 
 
 class ResubmitRequest(_Body):
-    """Overrides for the copy; omitted fields keep the old job's values."""
+    """Overrides for the copy; omitted fields keep the old job's values.
 
-    cpus: int | None = Field(None, ge=1, le=4096)
-    mem_mb: int | None = Field(None, ge=1)
-    wall_time_seconds: int | None = Field(None, ge=1, le=MAX_DURATION_SECONDS)
-    priority: int | None = Field(None, ge=-1000, le=1000)
-    job_name: str | None = Field(None, min_length=1, max_length=MAX_JOB_NAME)
+    The fields are the submit fields declared ``override=True``
+    (:mod:`vq.protocol.submit_fields`), with their limits and help.
+    """
+
+    cpus: int | None = Field(**constraints("cpus", optional=True))
+    mem_mb: int | None = Field(**constraints("mem_mb", optional=True))
+    wall_time_seconds: int | None = Field(**constraints("wall_time_seconds", optional=True))
+    priority: int | None = Field(**constraints("priority", optional=True))
+    job_name: str | None = Field(**constraints("job_name", optional=True))
 
     def overrides(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

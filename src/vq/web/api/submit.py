@@ -245,7 +245,7 @@ def _submit(
     check_within_profile(principal, fields, profile.model_dump() if profile else None)
     inputs = body.inputs or Inputs()
     if inputs.upload_token is not None:
-        store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+        store = UploadStore(config.state.uploads_dir, settings.web.upload_ttl_seconds)
         store.peek(inputs.upload_token, key_hash(key))
     charged = False
     if not claim_exists(config, key):  # charged once per key, even when first submits race

@@ -85,7 +85,7 @@ async def upload(
     config = web_config(request)
     settings = await run_in_threadpool(load_web_settings, config)
     cap = settings.web.upload_max_bytes
-    store = UploadStore(config.state.root, settings.web.upload_ttl_seconds)
+    store = UploadStore(config.state.uploads_dir, settings.web.upload_ttl_seconds)
     declared = request.headers.get("content-length")
     envelope = _FORM_ENVELOPE if form is not None else 0
     if declared is not None and declared.isdigit() and int(declared) > cap + envelope:

@@ -52,7 +52,6 @@ TAIL_LINES = 200
 #: Audit lines shown, and the most bytes read from the end of each audit file.
 AUDIT_LINES = 200
 AUDIT_BYTES = 512 * 1024
-AUDIT_FILES = ("rpc-audit.jsonl", "fleet-audit.jsonl")
 #: Entries (a job, or one whole array or chain) on one page of the queue table.
 PAGE_ENTRIES = 100
 #: The queue page's summary accepts the table's check of the spec files this recent.
@@ -326,14 +325,15 @@ def audit_page(request: Request) -> Response:
             return login_redirect(request)
         if not principal.can("admin"):
             return render_error(request, 403, f"{principal.name} may not read the audit log")
-        root = web_config(request).state.root
+        logs = web_config(request).state.audit_logs
         rows = [
-            _audit_row(name, record)
-            for name in AUDIT_FILES
-            for record in _tail_jsonl(root / name, AUDIT_LINES)
+            _audit_row(path.name, record)
+            for path in logs
+            for record in _tail_jsonl(path, AUDIT_LINES)
         ]
         rows.sort(key=lambda r: str(r["ts"]), reverse=True)
-        context = {"nav": "audit", "rows": rows[:AUDIT_LINES], "files": AUDIT_FILES}
+        files = [path.name for path in logs]
+        context = {"nav": "audit", "rows": rows[:AUDIT_LINES], "files": files}
         return page(request, "audit.html", context)
 
     return guarded(request, build)

@@ -15,6 +15,7 @@
 
 The answer is ``{"ok", "checked_at", "checks": [{"name", "ok", "detail"}]}``; ``ok`` is
 true only when every check passed. The method never raises for a failed check.
+:class:`HealthHandler` receives what it checks through its constructor.
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vq.errors import VqError
+from vq.executors.local import LocalExecutor
+from vq.protocol.methods import EmptyParams, HealthResult
+from vq.services.context import ServiceContext
 
-from .rpc import Method
+from ..holds import Holds
+from ..index import JobIndex
+from .info import DaemonFacts
 
-if TYPE_CHECKING:
-    from .app import Daemon
-
-__all__ = ["FORK_SERVER_TIMEOUT", "INDEX_SAMPLE", "build_health_method", "loop_bound"]
+__all__ = ["FORK_SERVER_TIMEOUT", "INDEX_SAMPLE", "HealthHandler", "HealthParts", "loop_bound"]
 
 FORK_SERVER_TIMEOUT = 3.0
 INDEX_SAMPLE = 32
@@ -59,27 +62,41 @@ def loop_bound(tick_seconds: float) -> float:
     return 3 * tick_seconds + 10.0
 
 
-def _loop(daemon: Daemon) -> Check:
-    last = daemon.loop_progress_at
+@dataclass(frozen=True)
+class HealthParts:
+    """What ``health`` looks at."""
+
+    ctx: ServiceContext
+    facts: DaemonFacts
+    tick_seconds: float
+    holds: Holds
+    pressure_hold: Callable[[], bool]
+    executor: LocalExecutor
+    index: JobIndex
+
+
+def _loop(parts: HealthParts) -> Check:
+    last = parts.facts.loop_progress_at
     if last is None:
         return Check("loop", False, "the main loop has not started")
     age = time.monotonic() - last
-    bound = loop_bound(daemon.settings.daemon.tick_seconds)
+    bound = loop_bound(parts.tick_seconds)
     if age > bound:
         return Check("loop", False, f"no loop pass for {age:.1f}s (bound {bound:.0f}s)")
     return Check("loop", True, f"last pass {age:.1f}s ago (bound {bound:.0f}s)")
 
 
-def _dispatch(daemon: Daemon) -> Check:
+def _dispatch(parts: HealthParts) -> Check:
     reasons = []
-    drain = daemon.holds.drain_state
+    drain = parts.holds.drain_state
     if drain.active:
         reasons.append(f"drain ({drain.mode})" + (f": {drain.reason}" if drain.reason else ""))
-    if daemon.holds.config_error is not None:
+    if parts.holds.config_error is not None:
         reasons.append("the configuration is invalid")
-    if daemon.pressure.holding:
+    pressure = parts.pressure_hold()
+    if pressure:
         reasons.append("host memory pressure")
-    held = daemon.holds.holding or daemon.pressure.holding
+    held = parts.holds.holding or pressure
     if held and not reasons:
         return Check("dispatch", False, "dispatch is held without a known reason")
     if held:
@@ -87,8 +104,8 @@ def _dispatch(daemon: Daemon) -> Check:
     return Check("dispatch", True, "not held")
 
 
-def _fork_server(daemon: Daemon) -> Check:
-    forkserver = daemon.executor.forkserver
+def _fork_server(parts: HealthParts) -> Check:
+    forkserver = parts.executor.forkserver
     if forkserver is None:
         return Check("fork_server", False, "the fork server has not been started")
     pid = forkserver.server_pid
@@ -97,18 +114,18 @@ def _fork_server(daemon: Daemon) -> Check:
     return Check("fork_server", False, f"the fork server (pid {pid}) does not answer")
 
 
-def _disagreement(daemon: Daemon, job_id: str) -> str | None:
+def _disagreement(parts: HealthParts, job_id: str) -> str | None:
     """Why the index and the disk disagree on ``job_id``, or None."""
-    if job_id in daemon.index.quarantined:
+    if job_id in parts.index.quarantined:
         return None
     try:
-        on_disk = daemon.ctx.store.read(job_id)
+        on_disk = parts.ctx.store.read(job_id)
     except VqError:
         return None  # deleted or unreadable meanwhile: quarantine is the index's concern
-    cached = daemon.index.get(job_id)
+    cached = parts.index.get(job_id)
     if cached is None:
         try:
-            age = time.time() - daemon.paths.spec(job_id).stat().st_mtime
+            age = time.time() - parts.ctx.paths.spec(job_id).stat().st_mtime
         except OSError:
             return None
         if age <= UNSEEN_GRACE_SECONDS:
@@ -119,20 +136,20 @@ def _disagreement(daemon: Daemon, job_id: str) -> str | None:
     return None
 
 
-def _index(daemon: Daemon, pick: Callable[[list[str], int], list[str]]) -> Check:
-    ids = daemon.ctx.store.list_ids()
+def _index(parts: HealthParts, pick: Callable[[list[str], int], list[str]]) -> Check:
+    ids = parts.ctx.store.list_ids()
     sample = pick(ids, min(INDEX_SAMPLE, len(ids)))
-    suspects = [job_id for job_id in sample if _disagreement(daemon, job_id) is not None]
+    suspects = [job_id for job_id in sample if _disagreement(parts, job_id) is not None]
     if suspects:
         time.sleep(SETTLE_SECONDS)  # a write in flight settles; a real drift stays
-    problems = [p for p in (_disagreement(daemon, j) for j in suspects) if p is not None]
+    problems = [p for p in (_disagreement(parts, j) for j in suspects) if p is not None]
     if problems:
         return Check("index", False, "; ".join(problems[:5]))
     return Check("index", True, f"{len(sample)} of {len(ids)} spec files agree")
 
 
-def _state_root(daemon: Daemon) -> Check:
-    root = daemon.paths.root
+def _state_root(parts: HealthParts) -> Check:
+    root = parts.ctx.paths.root
     try:
         fd, name = tempfile.mkstemp(prefix=".vq-health.", dir=root)
         try:
@@ -146,21 +163,23 @@ def _state_root(daemon: Daemon) -> Check:
     return Check("state_root", True, f"{root} is writable")
 
 
-def build_health_method(daemon: Daemon) -> dict[str, Method]:
-    """``{"health": method}`` for the RPC table."""
+class HealthHandler:
+    """``health``: every check, in order; never raises for a failed one."""
 
-    def health(_: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, parts: HealthParts) -> None:
+        self._parts = parts
+
+    def health(self, _: EmptyParams) -> HealthResult:
+        parts = self._parts
         checks = [
-            _loop(daemon),
-            _dispatch(daemon),
-            _fork_server(daemon),
-            _index(daemon, random.sample),
-            _state_root(daemon),
+            _loop(parts),
+            _dispatch(parts),
+            _fork_server(parts),
+            _index(parts, random.sample),
+            _state_root(parts),
         ]
-        return {
-            "ok": all(check.ok for check in checks),
-            "checked_at": daemon.ctx.now().isoformat(),
-            "checks": [check.as_dict() for check in checks],
-        }
-
-    return {"health": health}
+        return HealthResult(
+            ok=all(check.ok for check in checks),
+            checked_at=parts.ctx.now().isoformat(),
+            checks=[check.as_dict() for check in checks],
+        )

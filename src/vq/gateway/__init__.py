@@ -7,14 +7,25 @@ and ``/api/v1`` return the same shapes from the same code:
 * :meth:`Gateway.call` — the daemon's answer, or None when no daemon is answering;
 * :meth:`Gateway.ask` — the same, but a daemon that dies mid-call also yields None
   (for read-only snapshots that can fall back to the disk safely);
-* the verbs (``list_rows``, ``status``, ``kill``, ``pause``, ``resume``, ``resubmit``,
-  ``drain``, ``undrain``, ``overview``, ``usage``) — each tries the daemon's RPC method
-  and otherwise calls the matching :mod:`vq.services` function over a
-  :class:`~vq.services.context.ServiceContext` built from the configured caps.
+* :meth:`Gateway.daemon_only` — verbs that mean nothing without a daemon (``reload``,
+  ``ping``, ``admin_status``): the answer, or :class:`~vq.errors.DaemonNotRunning`;
+* the verbs (``submit``, ``list_rows``, ``job_ids``, ``status``, ``top``, ``kill``,
+  ``pause``, ``resume``, ``resubmit``, ``drain``, ``undrain``, ``throttle``,
+  ``overview``, ``usage``) — each tries the daemon's RPC method and otherwise calls the
+  matching :mod:`vq.services` function over a
+  :class:`~vq.services.context.ServiceContext` built from the configured caps; both
+  paths answer the same shape (``tests/integration/test_gateway_parity.py``);
+* the disk-only verbs (:mod:`vq.gateway.disk`: ``spec``, ``events``, ``final_state``,
+  ``fetch_tree``, ``fetch_artifact``, ``cleanup``): the spec files and workspaces are
+  the truth for them whether or not a daemon runs.
+
+The CLI (:mod:`vq.cli`) and the web console (:mod:`vq.web`) reach the state through this
+class and the services only, never the store (an import contract enforces it).
 
 Import cost: only the stdlib client, errors and paths at import time; services, pydantic
-and the configuration are imported on the fallback paths (``vq submit``'s fast path does
-not import this module at all).
+and the configuration are imported on the fallback paths. ``vq submit``'s fast path
+(:mod:`vq.cli.submit_fast`) tries the daemon with the stdlib client itself and calls
+:meth:`Gateway.submit_on_disk` only when none answers.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vq._fs import read_regular
 from vq.client import Client
@@ -30,8 +41,7 @@ from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, ProtocolError
 from vq.paths import StatePaths
 
-if TYPE_CHECKING:
-    from vq.services.context import ServiceContext
+from .disk import DiskVerbs
 
 __all__ = ["Gateway", "since_moment"]
 
@@ -49,7 +59,7 @@ def since_moment(text: str | None) -> datetime | None:
     return parse_moment(text, datetime.now(UTC), ago=True)
 
 
-class Gateway:
+class Gateway(DiskVerbs):
     """The daemon-or-disk access to one state root.
 
     ``env`` selects the configuration (``VQ_CONFIG_DIR`` and its fallbacks) used for the
@@ -90,86 +100,90 @@ class Gateway:
         except (DaemonNotRunning, ProtocolError, OSError):
             return None
 
-    def local_context(self) -> ServiceContext:
-        """A service context over the disk (no daemon needed): the configured caps as the
-        budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
-        caps the capacity classification uses; None, so null, when none is readable."""
-        from vq.config import load_settings
-        from vq.services.context import ServiceContext
-        from vq.services.control import read_capacity
-
-        settings = load_settings(self.env)
-        return ServiceContext(
-            self.paths,
-            settings.daemon.caps(),
-            profiles=settings.profile,
-            programs=settings.programs,
-            base_caps=read_capacity(self.paths),
-        )
+    def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """The daemon's answer to a verb that needs it; DaemonNotRunning when none answers."""
+        answer = self.call(method, params)
+        if answer is None:
+            raise DaemonNotRunning(
+                f"no vq daemon is running for {self.paths.root}",
+                hint="start one with `vq daemon start`",
+            )
+        return answer
 
     # --- reads --------------------------------------------------------------------------
     def list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``{"jobs", "quarantined"[, "counts"]}``: the ``vq list --json`` payload.
+        """``{"jobs", "quarantined", "counts"}``: the ``vq list --json`` payload.
 
-        With paging parameters (:mod:`vq.services.listing`) one page, plus ``total``,
-        ``total_jobs`` and ``counts`` (every job by state) from the disk path too.
+        ``counts``: every job by state. With paging parameters (:mod:`vq.services.listing`)
+        one page, plus ``total`` and ``total_jobs``. A daemon of an older version that
+        does not page or count is answered from the disk instead.
         """
         result = self.call("list", params)
-        if result is not None:
-            return dict(result)
-        return self.disk_list_rows(params)
+        if result is None:
+            return self.disk_list_rows(params)
+        if "counts" not in result:
+            return self.disk_list_rows(params)
+        if "total" not in result:
+            from vq.services.listing import page_params
+
+            if page_params(params) is not None:
+                return self.disk_list_rows(params)
+        return dict(result)
 
     def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
         """:meth:`list_rows` from the spec files, whether or not a daemon runs."""
-        from vq.domain.states import JobState
-        from vq.services.listing import page_params, paged
-        from vq.services.query import ListFilter, list_row, select
+        from vq.services.listing import list_on_disk
 
-        ctx = self.local_context()
-        flt = ListFilter.from_params(params)
-        paging = page_params(params)
-        scan = ctx.store.scan()
-        now = ctx.now()
-        selected = select(scan.specs.values(), flt)
-        page = paged(selected, paging) if paging is not None else None
-        answer: dict[str, Any] = {
-            "jobs": [list_row(s, ctx.base_caps, now) for s in (page.specs if page else selected)],
-            "quarantined": [item.as_dict() for item in scan.quarantined.values()],
-        }
-        if page is not None:
-            counts = {state.value: 0 for state in JobState}
-            for spec in scan.specs.values():
-                counts[spec.state.value] += 1
-            answer.update(total=page.total, total_jobs=page.total_jobs, counts=counts)
-        return answer
+        return list_on_disk(self.local_context(), params)
 
     def status(self, job_id: str) -> dict[str, Any]:
-        """The ``vq status --json`` view of one job."""
+        """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING)."""
         view = self.call("status", {"id": job_id})
         if view is not None:
             return dict(view)
-        from vq.errors import CorruptSpec, NotFound
-        from vq.services.query import status_view
-        from vq.services.reports import queue_eta, report_row
+        from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
+        return job_status(
+            ctx,
+            ctx.store.read(job_id),
+            effective=None,
+            usage=None,
+            dependency_state=disk_dependency_state(ctx),
+            basis=lambda: disk_eta_basis(ctx),
+        )
 
-        def dependency_state(dep: str) -> str | None:
-            try:
-                return ctx.store.read(dep).state
-            except NotFound:
-                return None
-            except CorruptSpec:
-                return "unreadable"
+    def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
+        """The ids of the jobs in ``states`` carrying every tag in ``tags``."""
+        listing = self.list_rows({"states": states, "tags": tags})
+        return [str(row["id"]) for row in listing["jobs"]]
 
-        spec = ctx.store.read(job_id)
-        now = ctx.now()
-        base = ctx.base_caps  # the last advertised snapshot; None: unknown
-        view = status_view(spec, ctx.paths, base, now, None, dependency_state)
-        if spec.state.value == "PENDING":
-            rows = [report_row(s, base, now) for s in ctx.store.scan().specs.values()]
-            view["queue_eta"] = queue_eta(report_row(spec, base, now), rows, base, now)
-        return view
+    def top(self, live_states: tuple[str, ...], timeout: float) -> dict[str, Any]:
+        """The ``vq top --json`` snapshot: the daemon's jobs and caps, or the disk's."""
+        from vq.services.query import ListFilter, list_row, select
+        from vq.services.reports import caps_from_ping
+        from vq.services.top import build_top, read_latest_sample
+
+        ping = self.ask("ping", timeout=timeout)
+        live = {"states": sorted(live_states)}
+        listing = self.ask("list", live, timeout=timeout) if isinstance(ping, dict) else None
+        counts: dict[str, int] | None = None
+        if isinstance(ping, dict) and isinstance(listing, dict):
+            rows: list[dict[str, Any]] = listing["jobs"]
+            counts = listing.get("counts")  # every job's state, counted by the daemon
+            caps = caps_from_ping(ping)
+            pid = ping.get("pid")
+        else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
+            ctx = self.local_context()
+            now = ctx.now()
+            specs = select(ctx.store.scan().specs.values(), ListFilter())
+            rows, caps, pid = [list_row(spec, ctx.base_caps, now) for spec in specs], None, None
+        samples = {
+            row["id"]: read_latest_sample(self.paths.samples(row["id"]))
+            for row in rows
+            if row["state"] in live_states
+        }
+        return build_top(rows, samples, caps, datetime.now(UTC), pid, counts=counts)
 
     def overview(self) -> dict[str, Any]:
         """The ``vq overview --json`` snapshot (without a daemon: the last advertised caps,
@@ -208,6 +222,21 @@ class Gateway:
 
         scan = SpecStore(self.paths).scan()
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
+
+    # --- submission ---------------------------------------------------------------------
+    def submit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The ``vq submit --json`` payload of one submission (job, array or chain)."""
+        payload = self.call("submit", params)
+        if payload is not None:
+            return dict(payload)
+        return self.submit_on_disk(params)
+
+    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`submit` without a daemon: validate, then write the spec(s) ourselves."""
+        from vq.protocol.messages import SubmitParams, parse_params
+        from vq.services.submit import result_payload, submit
+
+        return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
 
     # --- job control --------------------------------------------------------------------
     def kill(self, job_id: str) -> dict[str, Any]:
@@ -264,13 +293,38 @@ class Gateway:
         return asdict(state)
 
     def undrain(self) -> dict[str, Any]:
+        """Dispatch again and resume the jobs a full drain paused."""
         result = self.call("undrain", {})
         if result is not None:
             return dict(result)
-        from vq.services.control import DrainState, write_drain
+        from vq.services.control import undrain_on_disk
 
-        write_drain(self.paths, DrainState())
-        return {"mode": "none", "resumed_paused_by": None}
+        return undrain_on_disk(self.local_context())
+
+    def throttle(
+        self,
+        *,
+        clear: bool,
+        max_jobs: int | None = None,
+        max_cpus: int | None = None,
+        seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """Lower the caps for a while (``throttle.json``), or clear the throttle."""
+        params = {"max_jobs": max_jobs, "max_cpus": max_cpus, "seconds": seconds, "clear": clear}
+        result = self.call("throttle", {k: v for k, v in params.items() if v is not None})
+        if result is not None:
+            return dict(result)
+        from vq.domain.spec import utcnow
+        from vq.services.control import throttle_on_disk
+
+        return throttle_on_disk(
+            self.local_context(),
+            clear=clear,
+            max_jobs=max_jobs,
+            max_cpus=max_cpus,
+            seconds=seconds,
+            now=utcnow(),
+        )
 
     def daemon_pid(self) -> int | None:
         """The pid in ``daemon.pid`` when that process is alive (no RPC)."""

@@ -1,0 +1,172 @@
+"""The composition root: :func:`compose_daemon` builds and wires every part of a daemon.
+
+This is the one place that knows how the parts fit together; each part receives what
+it needs through its constructor (callbacks included), so nothing is patched after
+construction and a test can build the same daemon on a temporary state root and drive
+:meth:`~vq.daemon.app.Daemon.tick` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from vq.config import Settings, WatchdogSettings
+from vq.domain.spec import JobSpec
+from vq.errors import VqError
+from vq.executors.local import LocalExecutor
+from vq.executors.registry import ExecutorRegistry
+from vq.paths import StatePaths
+from vq.services.context import ServiceContext
+from vq.services.lifecycle import Lifecycle
+from vq.transport.local import LocalRunner
+
+from .app import Daemon, DaemonParts
+from .dispatch import Dispatcher
+from .handlers.control import ControlHandlers
+from .handlers.health import HealthHandler, HealthParts
+from .handlers.info import DaemonFacts, InfoHandlers
+from .handlers.jobs import JobHandlers
+from .handlers.reads import ReadHandlers
+from .handlers.views import IndexViews
+from .holds import Holds, LoopCalls
+from .inbox import LoopInbox
+from .index import JobIndex
+from .notify import Notifier
+from .pressure import PressureGuard
+from .routes import build_routes
+from .rpc import peer_closed
+from .sidecar import WebOptions, WebSidecar
+from .supervisor import LaunchResult, Supervisor
+from .terminal import EndedJobs
+from .watchdog import Watchdog
+
+__all__ = ["compose_daemon"]
+
+
+def compose_daemon(
+    paths: StatePaths,
+    settings: Settings,
+    *,
+    auto_resume: bool = False,
+    overrides: dict[str, Any] | None = None,
+    web: WebOptions | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Daemon:
+    """One daemon for ``paths`` with ``settings`` (ConfigError: an unusable webhook secret).
+
+    ``overrides`` are the command line's ``[daemon]`` settings, kept across reloads;
+    ``env`` is the environment jobs inherit (default: this process's).
+    """
+    environ = dict(os.environ if env is None else env)
+    ctx = ServiceContext(
+        paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
+    )
+    inbox = LoopInbox()
+    loop_calls = LoopCalls(inbox.call_soon)
+    index = JobIndex(ctx.store)
+    runner = LocalRunner()
+    notifier = Notifier.from_settings(settings.notifications, environ)
+    ended = EndedJobs(ctx, index.upsert, [notifier.notify])
+    #: The one writer of state transitions; the end of a job runs on the loop.
+    lifecycle = Lifecycle(
+        ctx,
+        on_change=index.upsert,
+        on_ended=lambda spec: inbox.call_soon(lambda: ended.job_ended(spec)),
+    )
+    executor = LocalExecutor(paths, runner=runner)
+    executors = ExecutorRegistry(executor)  # no scheduler lane configured
+
+    # The supervisor hands launch answers to the dispatcher, which needs the supervisor:
+    # the one forward reference, resolved before the loop (or any launch) runs.
+    def apply_launch(result: LaunchResult) -> None:
+        dispatcher.apply_launch(result)
+
+    supervisor = Supervisor(ctx, lifecycle, executor, wake=inbox.wake, on_launch=apply_launch)
+    executor.attach_fork_server(supervisor.on_collector_exit)
+    watchdog = Watchdog(ctx, supervisor, index.get, settings.watchdog)
+    pressure = PressureGuard(ctx, supervisor, index.get, settings.watchdog, index.upsert)
+
+    def running_groups() -> list[str]:
+        return [
+            job_id
+            for job_id, holder in supervisor.holders.items()
+            if not holder.collector_done and holder.pgid is not None
+        ]
+
+    holds = Holds(ctx, settings, overrides, running_groups, loop_calls)
+    dispatcher = Dispatcher(
+        ctx,
+        supervisor,
+        executors,
+        index,
+        lifecycle,
+        environ,
+        hold=lambda: pressure.holding or holds.holding,
+    )
+
+    def reconfigure(watch: WatchdogSettings) -> None:
+        watchdog.configure(watch)
+        pressure.configure(watch)
+
+    def unended_specs() -> list[JobSpec]:
+        """The indexed jobs that have not ended, as on disk now (holds write behind it)."""
+        specs = []
+        for spec in index.all():
+            if not spec.is_terminal:
+                try:
+                    specs.append(ctx.store.read(spec.id))
+                except VqError:
+                    continue
+        return specs
+
+    facts = DaemonFacts(started_monotonic=time.monotonic(), started_at=ctx.now())
+    views = IndexViews(ctx, index)
+    jobs = JobHandlers(
+        ctx, index, views, inbox, lifecycle, supervisor.usage, supervisor.start_grace
+    )
+    routes = build_routes(
+        paths,
+        InfoHandlers(ctx, facts, inbox),
+        jobs,
+        ReadHandlers(ctx, index, views, jobs.status, peer_closed),
+        ControlHandlers(
+            holds, inbox, reconfigure, supervisor.usage, lambda: pressure.holding, unended_specs
+        ),
+        HealthHandler(
+            HealthParts(
+                ctx,
+                facts,
+                settings.daemon.tick_seconds,
+                holds,
+                lambda: pressure.holding,
+                executor,
+                index,
+            )
+        ),
+    )
+    return Daemon(
+        DaemonParts(
+            paths=paths,
+            settings=settings,
+            ctx=ctx,
+            inbox=inbox,
+            index=index,
+            holds=holds,
+            loop_calls=loop_calls,
+            lifecycle=lifecycle,
+            supervisor=supervisor,
+            executor=executor,
+            watchdog=watchdog,
+            pressure=pressure,
+            dispatcher=dispatcher,
+            notifier=notifier,
+            facts=facts,
+            routes=routes,
+            runner=runner,
+            web=WebSidecar(paths, web) if web is not None else None,
+            auto_resume=auto_resume,
+        )
+    )

@@ -1,0 +1,107 @@
+"""Handlers of the job methods: ``submit``, ``status``, ``kill``, ``pause``, ``resume``,
+``resubmit``.
+
+Each calls the service the no-daemon path calls too, then records the changed spec in
+the index and wakes the loop when dispatch may have something new to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vq.domain.admission import Usage
+from vq.protocol.messages import SubmitParams
+from vq.protocol.methods import (
+    JobIdParams,
+    JobOutcome,
+    ResubmitParams,
+    SpecResult,
+    StatusResult,
+    SubmitResult,
+)
+from vq.services.context import ServiceContext
+from vq.services.kill import kill_job
+from vq.services.lifecycle import Lifecycle
+from vq.services.pause import pause_job, resume_job
+from vq.services.resubmit import resubmit
+from vq.services.status import job_status
+from vq.services.submit import result_payload, submit
+
+from ..inbox import LoopInbox
+from ..index import JobIndex
+from .views import IndexViews
+
+__all__ = ["JobHandlers"]
+
+
+class JobHandlers:
+    """The job methods over one service context, index and loop.
+
+    ``lifecycle`` writes the kill's transition; ``usage`` reads the supervisor's reserved
+    resources (for a PENDING job's reason);
+    ``start_grace`` is called on the loop after a kill signalled a running group.
+    """
+
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        index: JobIndex,
+        views: IndexViews,
+        inbox: LoopInbox,
+        lifecycle: Lifecycle,
+        usage: Callable[[], Usage],
+        start_grace: Callable[[str], None],
+    ) -> None:
+        self._ctx = ctx
+        self._index = index
+        self._views = views
+        self._inbox = inbox
+        self._lifecycle = lifecycle
+        self._usage = usage
+        self._start_grace = start_grace
+
+    def submit(self, params: SubmitParams) -> SubmitResult:
+        result = submit(self._ctx, params)
+        for spec in result.specs:
+            self._index.upsert(spec)
+        self._inbox.wake()
+        return SubmitResult.model_validate(result_payload(result))
+
+    def status(self, params: JobIdParams) -> StatusResult:
+        spec = self._ctx.store.read(params.id)
+        self._index.upsert(spec)
+        view = job_status(
+            self._ctx,
+            spec,
+            effective=self._ctx.caps,
+            usage=self._usage(),
+            dependency_state=self._index.dependency_state,
+            basis=self._views.eta_basis,
+        )
+        return StatusResult.model_validate(view)
+
+    def kill(self, params: JobIdParams) -> JobOutcome:
+        job_id = params.id
+        outcome = kill_job(self._ctx, job_id, lifecycle=self._lifecycle)
+        self._index.upsert(outcome.spec)
+        if outcome.signaled:
+            self._inbox.call_soon(lambda: self._start_grace(job_id))
+        self._inbox.wake()
+        return JobOutcome.model_validate(outcome.as_dict())
+
+    def pause(self, params: JobIdParams) -> JobOutcome:
+        outcome = pause_job(self._ctx, params.id)
+        self._index.upsert(outcome.spec)
+        return JobOutcome.model_validate(outcome.as_dict())
+
+    def resume(self, params: JobIdParams) -> JobOutcome:
+        outcome = resume_job(self._ctx, params.id)
+        self._index.upsert(outcome.spec)
+        self._inbox.wake()
+        return JobOutcome.model_validate(outcome.as_dict())
+
+    def resubmit(self, params: ResubmitParams) -> SpecResult:
+        clone = resubmit(self._ctx, params.id, params.overrides)
+        self._index.upsert(clone)
+        self._inbox.wake()
+        return SpecResult.model_validate(clone.model_dump(mode="json"))

@@ -1,0 +1,112 @@
+"""The gateway's disk-only verbs: the spec files and workspaces are the truth for them
+whether or not a daemon runs (``vq events``, ``vq logs``, ``vq wait``, ``vq fetch``,
+``vq cleanup``), and the service context every no-daemon path runs on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from vq.paths import StatePaths
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from vq.domain.spec import JobSpec
+    from vq.services.cleanup import CleanupPolicy, CleanupReport
+    from vq.services.context import ServiceContext
+    from vq.services.fetch import FetchResult
+    from vq.services.fetch_snapshot import SourceKind
+
+__all__ = ["DiskVerbs"]
+
+
+class DiskVerbs:
+    """The verbs that read or change the files directly, for one state root.
+
+    ``env`` selects the configuration (``VQ_CONFIG_DIR`` and its fallbacks) used for the
+    caps, profiles and programs; None means ``os.environ``.
+    """
+
+    paths: StatePaths
+    env: Mapping[str, str] | None
+
+    def local_context(self) -> ServiceContext:
+        """A service context over the disk (no daemon needed): the configured caps as the
+        budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
+        caps the capacity classification uses; None, so null, when none is readable."""
+        from vq.config import load_settings
+        from vq.services.context import ServiceContext
+        from vq.services.control import read_capacity
+
+        settings = load_settings(self.env)
+        return ServiceContext(
+            self.paths,
+            settings.daemon.caps(),
+            profiles=settings.profile,
+            programs=settings.programs,
+            base_caps=read_capacity(self.paths),
+        )
+
+    # --- disk-only reads -----------------------------------------------------------------
+    def known_ids(self) -> list[str]:
+        """Every job id with a spec file in the queue (names only, no spec is read): what a
+        short id prefix is resolved against."""
+        from vq.store.specs import SpecStore
+
+        return SpecStore(self.paths).list_ids()
+
+    def spec(self, job_id: str) -> JobSpec:
+        """The job's spec file (NotFound, CorruptSpec)."""
+        from vq.store.specs import SpecStore
+
+        return SpecStore(self.paths).read(job_id)
+
+    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
+        """The job's timeline (``_vq/events.jsonl``); NotFound once it is archived (unless
+        ``refuse_archived`` is False: then whatever is left, maybe nothing)."""
+        from vq.errors import NotFound
+        from vq.store.events import read_events
+
+        spec = self.spec(job_id)
+        archived = spec.archive_path and not self.paths.workspace(job_id).exists()
+        if archived and refuse_archived:
+            raise NotFound(
+                f"job {job_id} was archived to {spec.archive_path}; its events are in the archive",
+                hint=f"tar -xjf {spec.archive_path} -C DIR",
+            )
+        return read_events(self.paths, job_id)
+
+    def final_state(self, job_id: str) -> dict[str, Any] | None:
+        """``{id, state, exit_code, failure_reason}`` once the job has ended, else None."""
+        spec = self.spec(job_id)
+        if not spec.is_terminal:
+            return None
+        return {
+            "id": job_id,
+            "state": spec.state.value,
+            "exit_code": spec.exit_code,
+            "failure_reason": spec.failure_reason,
+        }
+
+    def fetch_tree(self, job_id: str, dest: Path | None, kind: SourceKind) -> FetchResult:
+        """Copy the job's workspace or workdir to ``dest`` (``vq fetch``)."""
+        from vq.services.fetch import fetch_tree
+
+        return fetch_tree(self.local_context(), job_id, dest, kind=kind)
+
+    def fetch_artifact(
+        self, job_id: str, name: str, dest: Path | None, kind: SourceKind
+    ) -> FetchResult:
+        """Copy one regular file of the job's workspace or workdir (``vq fetch --name``)."""
+        from vq.services.fetch import fetch_artifact
+
+        ctx = self.local_context()
+        return fetch_artifact(ctx, job_id, name, dest, kind=kind)
+
+    def cleanup(self, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
+        """Sweep or archive ended jobs (``vq cleanup``; a dry run unless ``execute``)."""
+        from vq.services.cleanup import run_cleanup
+
+        return run_cleanup(self.local_context(), policy, execute=execute)

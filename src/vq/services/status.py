@@ -1,0 +1,67 @@
+"""One job's status view (``vq status --json``), assembled the same way on every path.
+
+The daemon passes its index's dependency states, its reserved usage and its kept ETA
+basis; the no-daemon path (:mod:`vq.gateway`) passes the same from the spec files
+(:func:`disk_dependency_state`, :func:`disk_eta_basis`). A PENDING job's view carries
+``queue_eta`` (:func:`~vq.services.reports.queue_eta`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from vq.domain.admission import Caps, Usage
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import CorruptSpec, NotFound
+from vq.services.context import ServiceContext
+from vq.services.query import status_view
+from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
+
+__all__ = ["disk_dependency_state", "disk_eta_basis", "job_status"]
+
+
+def job_status(
+    ctx: ServiceContext,
+    spec: JobSpec,
+    *,
+    effective: Caps | None,
+    usage: Usage | None,
+    dependency_state: Callable[[str], JobState | str | None],
+    basis: Callable[[], EtaBasis],
+) -> dict[str, Any]:
+    """The status view of ``spec`` against the base caps (``ctx.base_caps``: the daemon's,
+    or its last advertised snapshot; None: unknown) and the ``effective`` ones (after a
+    throttle; the daemon knows them). ``basis`` is asked only for a PENDING job whose
+    base caps are known."""
+    now = ctx.now()
+    base = ctx.base_caps
+    view = status_view(spec, ctx.paths, base, now, usage, dependency_state, effective=effective)
+    if spec.state is JobState.PENDING:
+        row = report_row(spec, base, now)
+        known = basis() if base is not None else None
+        view["queue_eta"] = queue_eta(row, (), base, now, basis=known)
+    return view
+
+
+def disk_dependency_state(ctx: ServiceContext) -> Callable[[str], JobState | str | None]:
+    """A dependency's state read from its spec file (None: gone; "unreadable")."""
+
+    def state(job_id: str) -> JobState | str | None:
+        try:
+            return ctx.store.read(job_id).state
+        except NotFound:
+            return None
+        except CorruptSpec:
+            return "unreadable"
+
+    return state
+
+
+def disk_eta_basis(ctx: ServiceContext) -> EtaBasis:
+    """The ETA basis of every readable spec file (what the daemon keeps for its index)."""
+    now = ctx.now()
+    base = ctx.base_caps or ctx.caps
+    rows = [report_row(s, base, now) for s in ctx.store.scan().specs.values()]
+    return eta_basis(rows, base)

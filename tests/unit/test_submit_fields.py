@@ -1,0 +1,91 @@
+"""Every model that accepts submit fields agrees with their one declaration.
+
+:data:`vq.protocol.submit_fields.SUBMIT_FIELDS` names each field once; the RPC params,
+the profile presets, the web API's resubmit overrides, ``vq submit``'s options and
+``vq resubmit``'s options must carry exactly the declared fields with the declared limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from vq.cli.control import resubmit
+from vq.cli.submit import submit
+from vq.cli.submit_options import PARAM_OPTION, SUBMIT_OPTIONS
+from vq.config import ProfileSettings
+from vq.protocol.messages import SubmitParams
+from vq.protocol.submit_fields import SUBMIT_FIELDS, SubmitField, field
+from vq.web.api.models import ResubmitRequest
+
+#: SubmitParams fields that are not submit options (set by the CLI or the web itself).
+NOT_OPTIONS = {
+    "command",
+    "source",
+    "source_label",
+    "not_before_requested",
+    "environment",  # built from --export/--env (CLI-only options below)
+    "submitter",  # stamped by the HTTP API
+}
+#: vq submit options that are no submit field of their own.
+CLI_ONLY = ("--mem", "--source-tar", "--export", "--env", "--json")
+
+
+def _limits(model: type[BaseModel], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for item in model.model_fields[name].metadata:
+        for key in ("ge", "le", "min_length", "max_length", "pattern"):
+            if getattr(item, key, None) is not None:
+                found[key] = getattr(item, key)
+    return found
+
+
+def _declared(f: SubmitField) -> dict[str, Any]:
+    pairs = {"ge": f.minimum, "le": f.maximum, "min_length": f.min_length}
+    pairs["max_length"], pairs["pattern"] = f.max_length, f.pattern
+    return {key: value for key, value in pairs.items() if value is not None}
+
+
+@pytest.mark.parametrize(
+    ("model", "selected"),
+    [
+        (SubmitParams, SUBMIT_FIELDS),
+        (ProfileSettings, tuple(f for f in SUBMIT_FIELDS if f.profile)),
+        (ResubmitRequest, tuple(f for f in SUBMIT_FIELDS if f.override)),
+    ],
+    ids=["rpc", "profile", "web-resubmit"],
+)
+def test_models_carry_the_declared_fields_and_limits(
+    model: type[BaseModel], selected: tuple[SubmitField, ...]
+) -> None:
+    names = set(model.model_fields) - NOT_OPTIONS
+    assert names == {f.name for f in selected}
+    for f in selected:
+        assert _limits(model, f.name) == _declared(f), f.name
+        assert model.model_fields[f.name].description == f.help
+
+
+def test_submit_options_are_the_declared_flags_in_order() -> None:
+    flags = [o.flag for o in SUBMIT_OPTIONS if o.flag not in CLI_ONLY]
+    assert flags == [f.flag for f in SUBMIT_FIELDS]
+    click_flags = [p.opts[0] for p in submit.params if p.opts[0].startswith("--")]
+    assert [flag for flag in click_flags if flag not in CLI_ONLY][: len(flags)] == flags
+    assert set(PARAM_OPTION) == {f.name for f in SUBMIT_FIELDS if f.profile}
+
+
+def test_resubmit_options_are_the_override_fields() -> None:
+    flags = {p.opts[0] for p in resubmit.params if p.opts[0].startswith("--")}
+    assert flags - {"--json"} == {f.flag for f in SUBMIT_FIELDS if f.override}
+
+
+def test_a_declared_limit_reaches_every_model() -> None:
+    cpus = field("cpus")
+    too_many = cpus.maximum + 1  # type: ignore[operator]
+    for model in (SubmitParams, ProfileSettings, ResubmitRequest):
+        data: dict[str, Any] = {"cpus": too_many}
+        if model is SubmitParams:
+            data["command"] = ["true"]
+        with pytest.raises(ValueError, match="cpus"):
+            model.model_validate(data)
