@@ -152,12 +152,20 @@ class Daemon:
             self.lifecycle,
             dict(os.environ),
             hold=lambda: self.pressure.holding or self.holds.holding,
+            affinity_cores=self.affinity_cores,
         )
         self.supervisor.launch_handler = self.dispatcher.apply_launch
         self._calls: list[Callable[[], None]] = []
         self._calls_lock = threading.Lock()
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
+
+    def affinity_cores(self) -> frozenset[int] | None:
+        """The cores jobs are pinned within (the daemon's own affinity), or None when
+        ``[daemon] cpu_affinity`` is off (read on the loop; a reload applies)."""
+        if not self.holds.settings.daemon.cpu_affinity or not hasattr(os, "sched_getaffinity"):
+            return None
+        return frozenset(os.sched_getaffinity(0))
 
     @property
     def cgroup(self) -> CgroupMode:

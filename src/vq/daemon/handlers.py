@@ -105,6 +105,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "provenance": daemon.provenance,
             "cgroup_mode": daemon.cgroup.mode,
             "cgroup_reason": daemon.cgroup.reason,
+            "cpu_affinity": daemon.affinity_cores() is not None,
             **advertised_caps(ctx),
         }
 

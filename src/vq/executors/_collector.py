@@ -227,6 +227,37 @@ def _job_environment(req: Request) -> dict[str, str]:
     return env
 
 
+def _with_thread_defaults(req: Request) -> dict[str, str]:
+    """The command's environment plus each ``thread_defaults`` entry it does not set
+    (``OMP_NUM_THREADS`` and friends = the job's CPUs; the job's own value wins)."""
+    env: dict[str, str] = dict(req["env"])
+    for name, value in (req.get("thread_defaults") or {}).items():
+        env.setdefault(name, value)
+    return env
+
+
+def _apply_affinity(req: Request) -> None:
+    """Pin this collector, and so the command it starts, to ``cpu_affinity``. A core set
+    the host refuses (a cpuset changed under the daemon) leaves the job unpinned, with
+    a note on its stderr."""
+    cores = req.get("cpu_affinity")
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        os.sched_setaffinity(0, cores)
+    except (OSError, ValueError) as exc:
+        note = f"vq: warning: CPU affinity {cores} not applied: {exc}\n"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            fd = os.open(req["stderr"], flags, 0o644)
+            try:
+                _write_all(fd, note.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     """Body of the collector process; returns its own exit status (0 = marker written)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
@@ -257,6 +288,8 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
 
     req = {**req, "env": _job_environment(req)}
+    req = {**req, "env": _with_thread_defaults(req)}  # the job's own values win
+    _apply_affinity(req)
     started_at = time.time()
     started = time.monotonic()
     if hasattr(os, "posix_spawn"):

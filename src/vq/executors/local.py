@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vq._fs import read_regular
+from vq.domain.affinity import thread_defaults
 from vq.domain.spec import JobSpec
 from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
@@ -162,6 +163,8 @@ class LocalExecutor:
                 stderr=workspace / spec.stderr_path,
                 exit_code_path=paths.exit_code(job_id),
                 usage_path=paths.resource_usage(job_id),
+                thread_defaults=thread_defaults(spec.cpus),
+                cpu_affinity=spec.cpu_affinity,
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
             if self.cgroup.scoped:

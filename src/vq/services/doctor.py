@@ -134,6 +134,54 @@ def check_cgroups(ping: dict[str, Any] | None) -> Check:
     )
 
 
+def _affinity_configured(ping: dict[str, Any] | None, load: Callable[[], object]) -> bool:
+    """Whether jobs get a CPU affinity: the daemon's answer, else this config."""
+    if ping is not None and "cpu_affinity" in ping:
+        return bool(ping["cpu_affinity"])
+    settings = load()
+    daemon = getattr(settings, "daemon", None)
+    return bool(getattr(daemon, "cpu_affinity", False)) and hasattr(os, "sched_setaffinity")
+
+
+def check_enforcement(ping: dict[str, Any] | None, load: Callable[[], object]) -> Check:
+    """What this host enforces of a job's declared memory and CPUs, in plain words."""
+    if ping is not None and "cgroup_mode" in ping:
+        scoped = ping["cgroup_mode"] == "scope"
+    else:
+        from vq.executors.cgroups import probe
+        from vq.transport.local import LocalRunner
+
+        scoped = probe(LocalRunner()).scoped
+    try:
+        pinned = _affinity_configured(ping, load)
+    except VqError:
+        pinned = False
+    memory = (
+        "memory: enforced by the job's cgroup scope (MemoryMax)"
+        if scoped
+        else "memory: enforced by sampling (the watchdog kills a job whose RSS passes its "
+        "limit between samples)"
+    )
+    if scoped and pinned:
+        cpus = "CPUs: enforced by cgroup CPU quota and by CPU affinity"
+    elif scoped:
+        cpus = "CPUs: enforced by cgroup CPU quota (no CPU affinity)"
+    elif pinned:
+        cpus = "CPUs: enforced by CPU affinity (each job pinned to its declared cores)"
+    else:
+        cpus = "CPUs: NOT enforced (no cgroup scopes and [daemon] cpu_affinity is off)"
+    threads = "thread variables (OMP_NUM_THREADS and friends) default to the job's CPUs"
+    message = f"{memory}; {cpus}; {threads}"
+    if scoped or pinned:
+        return Check("enforcement", "ok", message)
+    return Check(
+        "enforcement",
+        "warn",
+        message,
+        "set `[daemon] cpu_affinity = true` or see docs/cgroup-setup.md for cgroup scopes",
+    )
+
+
 def check_specs(paths: StatePaths, now: datetime) -> list[Check]:
     from vq.store.specs import SpecStore
 
@@ -244,6 +292,7 @@ def run_checks(
         ("daemon", lambda: check_daemon(ping, paths)),
         ("config", lambda: check_config(load_config)),
         ("cgroups", lambda: check_cgroups(ping)),
+        ("enforcement", lambda: check_enforcement(ping, load_config)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("leftovers", lambda: check_leftovers(paths)),

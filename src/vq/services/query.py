@@ -149,6 +149,7 @@ def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "command": spec.command,
         "tags": spec.tags,
         "cpus": spec.cpus,
+        "cpu_affinity": spec.cpu_affinity,
         "mem_mb": spec.mem_mb,
         "wall_time_seconds": spec.wall_time_seconds,
         "priority": spec.priority,
