@@ -167,6 +167,13 @@ class Daemon:
             return None
         return frozenset(os.sched_getaffinity(0))
 
+    def dispatch_hold(self) -> str | None:
+        """Why dispatch is held now (memory pressure, a drain, the config), or None; the
+        ``pending_reason`` of a PENDING job that would otherwise be dispatched."""
+        if self.pressure.hold_reason is not None:
+            return self.pressure.hold_reason
+        return self.holds.hold_reason()
+
     @property
     def cgroup(self) -> CgroupMode:
         """How local jobs are scoped (§5.2), as the local executor probed it."""
@@ -295,8 +302,7 @@ class Daemon:
             self.holds.tick()
             self.supervisor.process()
             self.watchdog.check()
-            if self.supervisor.holders:
-                self.pressure.check()
+            self.pressure.check()  # every pass: it holds dispatch with no job running too
             if time.monotonic() - last_rescan >= RESCAN_SECONDS:
                 self.index.refresh_names(if_changed=True)
                 last_rescan = time.monotonic()

@@ -132,6 +132,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             daemon.supervisor.usage(),
             daemon.index.dependency_state,
             effective=ctx.caps,
+            hold=daemon.dispatch_hold(),
         )
         if spec.state is JobState.PENDING:
             basis = eta_basis_now()

@@ -112,6 +112,15 @@ class Holds:
     def holding(self) -> bool:
         return self.drain_state.active or self.config_error is not None
 
+    def hold_reason(self) -> str | None:
+        """Why these holds stop dispatch, in one line; None when they do not."""
+        if self.config_error is not None:
+            return f"dispatch held: the configuration is invalid ({self.config_error})"
+        if self.drain_state.active:
+            why = f": {self.drain_state.reason}" if self.drain_state.reason else ""
+            return f"dispatch held: the daemon is draining{why} (`vq daemon undrain` ends it)"
+        return None
+
     def apply_caps(self) -> Caps:
         """Recompute the effective caps (configured, lowered by a live throttle)."""
         caps = effective_caps(self.configured, self.throttle, utcnow())
