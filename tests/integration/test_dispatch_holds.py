@@ -51,3 +51,37 @@ def test_a_drain_is_named_as_the_pending_reason(vq: Vq) -> None:
     assert "draining: maintenance" in _reason(vq, job)
     vq.run("daemon", "undrain")
     vq.wait_state(job, "COMPLETED", timeout=30)
+
+
+def _doctor(vq: Vq) -> dict[str, dict[str, str]]:
+    return {c["name"]: c for c in vq.json("doctor")["checks"]}
+
+
+def test_a_loaded_config_file_that_disappears_holds_until_restored(vq: Vq) -> None:
+    path = _config(vq, HIGH)
+    vq.start_daemon()
+    path.unlink()
+    wait_until(lambda: vq.json("daemon", "admin-status")["holding_dispatch"])
+    status = vq.json("daemon", "admin-status")
+    assert status["config_missing"] == [str(path)]
+    assert "is missing" in status["dispatch_hold"]
+    job = vq.submit("--", "true")
+    assert f"configuration file {path} the daemon loaded is missing" in _reason(vq, job)
+    assert "is missing" in _doctor(vq)["dispatch"]["message"]
+    human = vq.run("daemon", "admin-status").stdout
+    assert f"configuration file {path}" in human
+    assert vq.state(job) == "PENDING"
+    path.write_text(HIGH)  # a valid file is back: the hold ends
+    vq.wait_state(job, "COMPLETED", timeout=30)
+    assert "dispatch" not in _doctor(vq)
+
+
+def test_a_reload_accepts_a_deleted_config_file(vq: Vq) -> None:
+    path = _config(vq, HIGH)
+    vq.start_daemon()
+    path.unlink()
+    wait_until(lambda: vq.json("daemon", "admin-status")["config_missing"])
+    job = vq.submit("--", "true")
+    vq.run("daemon", "reload")
+    vq.wait_state(job, "COMPLETED", timeout=30)
+    assert vq.json("daemon", "admin-status")["config_missing"] == []

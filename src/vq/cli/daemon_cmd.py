@@ -368,6 +368,8 @@ def admin_status(as_json: bool) -> None:
     )
     if answer["config_error"]:
         click.echo(f"config error: {answer['config_error']}")
+    if answer.get("dispatch_hold"):
+        click.echo(answer["dispatch_hold"])
     click.echo(f"effective caps: {answer['effective_caps']}")
 
 

@@ -113,7 +113,11 @@ def build_control_methods(daemon: Daemon) -> dict[str, Method]:
         }
 
     def admin_status(_: dict[str, Any]) -> dict[str, Any]:
-        return {**holds.status(), "memory_pressure_hold": daemon.pressure.holding}
+        return {
+            **holds.status(),
+            "memory_pressure_hold": daemon.pressure.holding,
+            "dispatch_hold": daemon.dispatch_hold(),
+        }
 
     mutating: dict[str, Callable[[dict[str, Any]], Any]] = {
         "reload": reload,

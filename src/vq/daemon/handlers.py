@@ -106,6 +106,7 @@ def build_methods(daemon: Daemon) -> dict[str, Method]:
             "cgroup_mode": daemon.cgroup.mode,
             "cgroup_reason": daemon.cgroup.reason,
             "cpu_affinity": daemon.affinity_cores() is not None,
+            "dispatch_hold": daemon.dispatch_hold(),
             **advertised_caps(ctx),
         }
 

@@ -75,7 +75,9 @@ def _dispatch(daemon: Daemon) -> Check:
     drain = daemon.holds.drain_state
     if drain.active:
         reasons.append(f"drain ({drain.mode})" + (f": {drain.reason}" if drain.reason else ""))
-    if daemon.holds.config_error is not None:
+    if daemon.holds.config_missing:
+        reasons.append(f"the loaded config file {daemon.holds.config_missing[0]} is missing")
+    elif daemon.holds.config_error is not None:
         reasons.append("the configuration is invalid")
     if daemon.pressure.holding:
         reasons.append("host memory pressure")

@@ -72,7 +72,7 @@ def check_state_root(paths: StatePaths) -> Check:
 
 def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
     if ping is not None:
-        return [
+        running = [
             Check(
                 "daemon",
                 "ok",
@@ -80,6 +80,16 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                 f"up {ping['uptime_seconds']:.0f}s)",
             )
         ]
+        if ping.get("dispatch_hold"):
+            running.append(
+                Check(
+                    "dispatch",
+                    "warn",
+                    str(ping["dispatch_hold"]),
+                    "`vq daemon admin-status` shows every hold",
+                )
+            )
+        return running
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():
         checks.append(
