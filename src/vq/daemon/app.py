@@ -100,7 +100,11 @@ class Daemon:
         self.auto_resume = auto_resume
         self.settings = settings
         self.ctx = ServiceContext(
-            paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
+            paths,
+            settings.daemon.caps(),
+            profiles=settings.profile,
+            programs=settings.programs,
+            default_recover_on_reboot=auto_resume,  # only the default of later submits
         )
         self.loop_calls = LoopCalls(self.call_soon)
         self.holds = Holds(
@@ -260,9 +264,7 @@ class Daemon:
             self.executor.probe_scopes()
             self.provenance = provenance(self.runner)
             log.info("cgroup mode: %s (%s)", self.cgroup.mode, self.cgroup.reason)
-            report = recover(
-                self.ctx, self.supervisor, self.stop_requested, auto_resume=self.auto_resume
-            )
+            report = recover(self.ctx, self.supervisor, self.stop_requested)
             log.info(
                 "recovery: %d specs examined, %d reattached, %d finished from markers, "
                 "%d aborted (%d auto-resumed), %d leaked groups reaped",

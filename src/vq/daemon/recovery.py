@@ -12,9 +12,11 @@ The rules, per spec state at startup:
 * RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
   retry/COMPLETED/FAILED classification; a command the collector could not start is a
   dispatch failure); without one, ABORTED_BY_QUEUE with a reason.
-* ``auto_resume``: a spec that entered as RUNNING and was just moved to ABORTED_BY_QUEUE
-  gets a fresh PENDING sibling (new id, ``parent_jobid``, the same working directory).
-  Never for a spec that entered SUSPENDED or was already terminal.
+* Auto-resume is per job: a spec with ``recover_on_reboot`` (``vq submit --auto-resume``,
+  or a submit through a daemon started with ``--auto-resume``, whose flag is only that
+  default) that entered as RUNNING and was just moved to ABORTED_BY_QUEUE gets a fresh
+  PENDING sibling (new id, ``parent_jobid``, the same working directory). Never for a
+  spec without it, one that entered SUSPENDED, or one already terminal.
 * A RUNNING claim whose launch was never recorded (crash between claim and pid record)
   is found by the ``VQ_JOB_ID`` environment of its processes, else treated as gone.
 
@@ -72,7 +74,6 @@ def _recover_active(
     lifecycle: Lifecycle,
     supervisor: Supervisor,
     report: RecoveryReport,
-    auto_resume: bool,
 ) -> None:
     found = executor.recover(spec)
     handle = found.handle
@@ -102,7 +103,8 @@ def _recover_active(
         )
     (report.aborted if found.exit_code is None else report.finished).append(spec.id)
     entered_running = spec.state is JobState.RUNNING
-    if auto_resume and entered_running and end.spec.state is JobState.ABORTED_BY_QUEUE:
+    wanted = spec.recover_on_reboot
+    if wanted and entered_running and end.spec.state is JobState.ABORTED_BY_QUEUE:
         sibling = create_sibling(
             lifecycle.ctx, end.spec, "auto-resume after a restart lost the job"
         )
@@ -116,8 +118,6 @@ def recover(
     ctx: ServiceContext,
     supervisor: Supervisor,
     stop: threading.Event,
-    *,
-    auto_resume: bool = False,
 ) -> RecoveryReport:
     """Run the pass over every spec in the queue (see module rules)."""
     report = RecoveryReport()
@@ -139,7 +139,7 @@ def recover(
             if spec.state is JobState.PENDING or spec.scheduler_target is not None:
                 continue
             if spec.state in ACTIVE:
-                _recover_active(spec, executor, lifecycle, supervisor, report, auto_resume)
+                _recover_active(spec, executor, lifecycle, supervisor, report)
                 continue
             # Terminal: reap a group that survives behind it — recorded, or (killed before
             # its pid was recorded) found through its processes' VQ_JOB_ID.
