@@ -9,6 +9,8 @@ The rules, per spec state at startup:
 * RUNNING / SUSPENDED with a live group that is the job's: reattached as an orphan and
   supervised again (state kept, budget charged). If only the collector is gone, the
   group is reaped first, as when a collector dies under a running daemon.
+* RUNNING / SUSPENDED whose job scope names a MainPID outside the job's group: never
+  reattached (the group is reaped); classified as below.
 * RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
   retry/COMPLETED/FAILED classification; a command the collector could not start is a
   dispatch failure); without one, ABORTED_BY_QUEUE with a reason.
@@ -95,11 +97,19 @@ def _recover_active(
     if found.spawn_failure is not None:
         end = lifecycle.fail_dispatch(spec.id, f"launch failed: {found.spawn_failure}")
     else:
+        reason = ABORT_REASON
+        if found.scope_conflict is not None:
+            reason = (
+                f"vq restarted and found the job's cgroup scope naming main pid "
+                f"{found.scope_conflict}, which is not the job's: not reattached (its group "
+                "was stopped); its outcome is unknown"
+            )
+            log.warning("job %s: %s", spec.id, reason)
         end = lifecycle.finish_attempt(
             spec.id,
             found.exit_code,
             unknown_state=JobState.ABORTED_BY_QUEUE,
-            unknown_reason=ABORT_REASON,
+            unknown_reason=reason,
         )
     (report.aborted if found.exit_code is None else report.finished).append(spec.id)
     entered_running = spec.state is JobState.RUNNING

@@ -34,8 +34,47 @@ _USAGE_SEMANTICS = {
         "(RUSAGE_CHILDREN semantics of wait4)"
     ),
     "max_rss_kb": "largest resident set of the command or any waited-for descendant, in KiB",
-    "process_count": "not available without a cgroup v2 pids.peak counter",
+    "process_count": (
+        "pids.peak of the job's cgroup scope minus the tasks it held before the command "
+        "(0: the collector runs outside the scope); threads count as tasks; null without a "
+        "scope whose pids controller has pids.peak"
+    ),
 }
+#: The note a scoped command writes on entering its scope: its /proc/self/cgroup lines.
+_SCOPE_ENTERED = "scope-entered"
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _scope_process_count(marker_dir: str) -> int | None:
+    """pids.peak of the scope the command entered (read from its entry note), minus the
+    pre-command baseline (0: nothing of vq runs inside the scope); None when unknown."""
+    try:
+        with open(os.path.join(marker_dir, _SCOPE_ENTERED), "rb") as handle:
+            lines = handle.read(64 * 1024).decode("ascii", "replace").splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        relative = parts[2].lstrip("/")
+        if not relative:
+            continue  # the root cgroup is never a job's scope
+        if "pids" in parts[1].split(","):
+            candidates.append(os.path.join(_CGROUP_ROOT, "pids", relative))
+        elif parts[1] == "":
+            candidates.append(os.path.join(_CGROUP_ROOT, relative))
+            candidates.append(os.path.join(_CGROUP_ROOT, "unified", relative))
+    for directory in candidates:
+        try:
+            with open(os.path.join(directory, "pids.peak"), "rb") as handle:
+                text = handle.read(64).strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return int(text)
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -345,7 +384,7 @@ def _record(req: Request, started_at: float, started: float, status: int, rusage
         "command_status": command_status,
         "started_at": _iso_utc(started_at),
         "finished_at": _iso_utc(finished_at),
-        "process_count": None,
+        "process_count": _scope_process_count(os.path.dirname(req["exit_code_path"])),
         "semantics": _USAGE_SEMANTICS,
     }
     try:
