@@ -27,11 +27,11 @@ from vq.transport.local import LocalRunner
 
 from . import procs
 from .base import JobHandle, LaunchResult, Recovered, RecoveryKind
-from .cgroup_usage import cgroup_paths_of, read_cgroup
-from .cgroups import CgroupMode, scope_argv, scope_info, scope_name, stop_scope
+from .cgroups import CgroupMode, scope_argv, scope_name, stop_scope
 from .cgroups import probe as probe_cgroups
 from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
+from .job_scopes import JobScopes
 from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
 from .sampling import GroupUsage, sample_groups, sample_process
 
@@ -47,9 +47,6 @@ SCOPE_ENTERED_NAME = "scope-entered"
 #: Run inside the scope: note the entry with the scope's cgroup lines (``$0`` is the
 #: note's path; shell builtins only, so no extra task is counted), then become the command.
 _ENTER_SCOPE = 'while read -r l; do echo "$l"; done < /proc/self/cgroup > "$0" && exec "$@"'
-#: Seconds before a scope whose cgroup systemd did not name (yet: the first scan can
-#: come before systemd-run made it) is asked about again.
-SCOPE_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -78,9 +75,7 @@ class LocalExecutor:
         self.cgroup = CgroupMode("direct", "not probed yet")
         self._extra_prefix = command_prefix
         self._census: _Census | None = None
-        #: job id -> (its scope's cgroup path or None, monotonic time of the lookup)
-        self._scope_paths: dict[str, tuple[str | None, float]] = {}
-        self._own_cgroup = cgroup_paths_of(os.getpid()) or {}
+        self.scopes = JobScopes(self.runner)
 
     # --- the fork server ------------------------------------------------------------------
     def attach_fork_server(self, on_exit: Callable[[CollectorExit], None]) -> ForkServer:
@@ -128,35 +123,9 @@ class LocalExecutor:
 
     def released(self, job_id: str) -> None:
         """The attempt's budget is freed: stop its scope (best-effort)."""
-        self._scope_paths.pop(job_id, None)
+        self.scopes.forget(job_id)
         if self.cgroup.scoped:
             stop_scope(self.runner, job_id)
-
-    def _clear_leaked_scope(self, job_id: str) -> None:
-        """A scope of this job's name still active (a leak of an earlier attempt) is
-        stopped before the launch; one that will not stop refuses the launch."""
-        info = scope_info(self.runner, job_id)
-        if info is None or not info.active:
-            return
-        stop_scope(self.runner, job_id)
-        again = scope_info(self.runner, job_id)
-        if again is not None and again.active:
-            raise LaunchError(
-                f"a leftover cgroup scope {scope_name(job_id)} (main pid {again.main_pid}) "
-                "is still active and could not be stopped",
-                hint=f"`systemctl --user stop {scope_name(job_id)}`, then resubmit the job",
-            )
-
-    def _scope_conflict(self, job_id: str, pgid: int) -> int | None:
-        """The scope's MainPID when it names a process outside the job's group (the
-        scope is not this attempt's: no reattach), else None."""
-        if not self.cgroup.scoped:
-            return None
-        info = scope_info(self.runner, job_id)
-        if info is None or not info.main_pid:
-            return None
-        stat = procs.read_stat(info.main_pid)
-        return None if stat is not None and stat.pgid == pgid else info.main_pid
 
     # --- launch --------------------------------------------------------------------------
     def spawn_error_path(self, job_id: str) -> Path:
@@ -186,7 +155,7 @@ class LocalExecutor:
         if self.forkserver is None:
             raise LaunchError("this executor has no fork server")
         if self.cgroup.scoped:
-            self._clear_leaked_scope(job_id)
+            self.scopes.clear_leak(job_id)
         workspace = paths.workspace(job_id)
         try:
             paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
@@ -270,7 +239,7 @@ class LocalExecutor:
         walk: dict[int, str] = {}
         for handle in handles:
             assert handle.pgid is not None  # filtered above
-            usage = self._cgroup_usage(handle.job_id, handle.pgid)
+            usage = self.scopes.usage(handle.job_id, handle.pgid, scoped=self.cgroup.scoped)
             if usage is not None:
                 found[handle.job_id] = usage
             else:
@@ -281,45 +250,6 @@ class LocalExecutor:
             if usage is not None:
                 found[job_id] = usage
         return found
-
-    def _scope_path(self, job_id: str) -> str | None:
-        cached = self._scope_paths.get(job_id)
-        now = time.monotonic()
-        if cached is not None and (cached[0] is not None or now - cached[1] < SCOPE_RETRY_SECONDS):
-            return cached[0]
-        info = scope_info(self.runner, job_id)
-        path = info.control_group if info is not None else None
-        self._scope_paths[job_id] = (path, now)
-        return path
-
-    def _cgroup_usage(self, job_id: str, pgid: int) -> GroupUsage | None:
-        """The job's usage from a cgroup: its named scope, else its process's own."""
-        tries: list[tuple[str, dict[str, str]]] = []
-        if self.cgroup.scoped:
-            path = self._scope_path(job_id)
-            if path:
-                tries.append(("scope", {"memory": path, "cpu": path, "pids": path}))
-        own = cgroup_paths_of(pgid)
-        if own and any(
-            own.get(name) not in (None, "/", self._own_cgroup.get(name))
-            for name in ("memory", "cpu")
-        ):
-            tries.append(("process-cgroup", own))
-        for lookup, paths in tries:
-            reading = read_cgroup(paths)
-            if reading is None or reading.cpu_seconds is None:
-                continue
-            return GroupUsage(
-                pgid,
-                reading.rss_bytes or 0,
-                reading.cpu_seconds,
-                [],
-                cgroup_lookup=lookup,
-                cpu_time_source=reading.cpu_time_source or "unavailable",
-                cgroup_path=reading.path,
-                tasks=reading.pids_current,
-            )
-        return None
 
     # --- control -----------------------------------------------------------------------------
     def _signal(self, handle: JobHandle, sig: int) -> bool:
@@ -409,7 +339,7 @@ class LocalExecutor:
         what is left of the group and report the durable outcome."""
         handle = self._locate(spec)
         if handle.pgid is not None and group_is_job(spec.id, handle.pgid, handle.start_ticks):
-            conflict = self._scope_conflict(spec.id, handle.pgid)
+            conflict = self.scopes.conflict(spec.id, handle.pgid) if self.cgroup.scoped else None
             if conflict is not None:  # the scope is another process's: never reattach
                 self._kill_group(handle.pgid)
                 return Recovered(
