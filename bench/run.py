@@ -26,6 +26,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children inherit bytecode cac
 from rich.console import Console
 from rich.table import Table
 
+import bench_affinity
 import bench_campaign
 import bench_drain
 import bench_floors
@@ -60,6 +61,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(p) campaign artifact hashing", bench_campaign.run),
     ("(q) publish", bench_publish.run),
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
+    ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
 ]
 
 

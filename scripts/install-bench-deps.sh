@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Benchmark dependencies: Debian's task-spooler (the peer `make bench` compares vq with).
-# Idempotent: installs nothing when it is already there. Prints the path of the binary
-# (Debian names it `tsp`; some builds call it `ts`).
+# Benchmark dependencies: NumPy in the project's venv (the CPU-affinity benchmark's
+# threaded matmul; never a dependency of vq itself) and Debian's task-spooler (the peer
+# `make bench` compares vq with). Idempotent: installs nothing when it is already there.
+# Prints the path of the tsp binary (Debian names it `tsp`; some builds call it `ts`).
 set -euo pipefail
+
+venv_python="${VQ_BENCH_PYTHON:-$(dirname "$0")/../.venv/bin/python}"
+if [[ -x "$venv_python" ]] && ! "$venv_python" -c 'import numpy' 2>/dev/null; then
+  "$venv_python" -m pip install -q numpy
+fi
 
 find_tsp() {
   local name path help

@@ -78,6 +78,9 @@ class DaemonSettings(BaseModel):
     max_mem_mb: int | None = Field(default=None, ge=1)
     default_job_mem_mb: int | None = Field(default=None, ge=1)
     tick_seconds: float = Field(default=1.0, gt=0, le=60)
+    #: Pin each local job to as many cores as it declares (disjoint while cores
+    #: suffice). On by default where the platform has ``sched_setaffinity`` (Linux).
+    cpu_affinity: bool = Field(default_factory=lambda: hasattr(os, "sched_setaffinity"))
 
     def caps(self) -> Caps:
         """Effective caps: unset ``max_cpus``/``max_mem_mb`` mean the host's totals."""

@@ -25,20 +25,30 @@ TERMINAL = (
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "crashed"
 
 
-def _install_fixture(vq: Vq) -> None:
+def _install_fixture(vq: Vq, recover_on_reboot: tuple[str, ...] = ()) -> None:
+    """The crashed tree; the specs named in ``recover_on_reboot`` carry that flag."""
     vq.root.mkdir(parents=True)
     shutil.copytree(FIXTURE / "queue", vq.root / "queue")
     shutil.copytree(FIXTURE / "jobs", vq.root / "jobs")
     # git keeps no empty directories: give every job its workspace as a crash leaves it.
     for spec in (vq.root / "queue").glob("*.json"):
         (vq.root / "jobs" / spec.stem / "_vq").mkdir(parents=True, exist_ok=True)
+    for job_id in recover_on_reboot:
+        path = vq.root / "queue" / f"{job_id}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "recover_on_reboot": True}))
 
 
-@pytest.mark.parametrize("auto_resume", [False, True])
-def test_recovery_of_a_crashed_state_tree(vq: Vq, auto_resume: bool) -> None:
-    _install_fixture(vq)
+#: Marked for auto-resume: a lost RUNNING job (3), a lost SUSPENDED one (4) and one that
+#: entered already terminal (6). The lost RUNNING job 7 is not marked.
+MARKED = ("a00000000003", "a00000000004", "a00000000006")
+
+
+@pytest.mark.parametrize("mode", ["none", "daemon-flag", "per-job"])
+def test_recovery_of_a_crashed_state_tree(vq: Vq, mode: str) -> None:
+    _install_fixture(vq, MARKED if mode == "per-job" else ())
     corrupt_before = (vq.root / "queue" / "a00000000009.json").read_bytes()
-    vq.start_daemon(*(["--auto-resume"] if auto_resume else []))
+    # The daemon flag is only the default of later submits: it resumes nothing here.
+    vq.start_daemon(*(["--auto-resume"] if mode == "daemon-flag" else []))
     assert vq.state("a00000000001") == "COMPLETED"
     failed = vq.spec("a00000000002")
     assert failed["state"] == "FAILED" and failed["exit_code"] == 3
@@ -56,11 +66,12 @@ def test_recovery_of_a_crashed_state_tree(vq: Vq, auto_resume: bool) -> None:
     listing = vq.json("list")
     assert [q["name"] for q in listing["quarantined"]] == ["a00000000009"]
     siblings = {j["id"]: j for j in listing["jobs"] if not j["id"].startswith("a0000000000")}
-    if not auto_resume:
+    if mode != "per-job":
         assert siblings == {}
         return
     parents = {vq.spec(job_id)["parent_jobid"]: job_id for job_id in siblings}
-    assert set(parents) == {"a00000000003", "a00000000007"}  # never the SUSPENDED one
+    assert set(parents) == {"a00000000003"}  # marked and entered RUNNING: only it
+    assert vq.spec(parents["a00000000003"])["recover_on_reboot"] is True
     for parent, child in parents.items():
         final = vq.wait_state(child, *TERMINAL, timeout=60)
         assert final == "COMPLETED", (vq.spec(child), (vq.root / "daemon.log").read_text()[-3000:])
@@ -85,7 +96,7 @@ def _alive(pid: int) -> bool:
 
 def test_kill_9_daemon_reattaches_finishes_and_aborts(vq: Vq, tmp_path: Path) -> None:
     hold_survivor, hold_finisher = tmp_path / "survivor-go", tmp_path / "finisher-go"
-    vq.start_daemon("--auto-resume", "--max-cpus", "8")
+    vq.start_daemon("--auto-resume", "--max-cpus", "8")  # the default of these submits
     survivor = vq.submit(
         "--", "sh", "-c", f"while [ ! -e {hold_survivor} ]; do sleep 0.05; done; echo ok"
     )
@@ -109,6 +120,7 @@ def test_kill_9_daemon_reattaches_finishes_and_aborts(vq: Vq, tmp_path: Path) ->
     others = [j["id"] for j in vq.json("list")["jobs"]]
     siblings = [j for j in others if j not in (survivor, finisher, doomed)]
     assert len(siblings) == 1 and vq.spec(siblings[0])["parent_jobid"] == doomed
+    assert vq.spec(doomed)["recover_on_reboot"] is True  # the daemon's default
     vq.run("kill", siblings[0])
     # The survivor was reattached: still RUNNING, still its own group, and killable.
     assert vq.state(survivor) == "RUNNING"

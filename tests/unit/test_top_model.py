@@ -48,7 +48,7 @@ def _one(rows: list[dict[str, Any]], samples: dict[str, Any], caps: Caps | None 
 
 def test_percentages_from_sample_and_declared_limits() -> None:
     job = _one(
-        [_row("a", mem_mb=200, wall_time_seconds=600, job_name="sim", cpus=2)],
+        [_row("a", mem_mb=200, wall_time_seconds=600, job_name="sim", cpus=2, cpu_affinity=[4, 5])],
         {"a": _sample(3, elapsed_seconds=60.0, rss_mb=50.0)},
         Caps(max_cpus=8),
     )
@@ -57,6 +57,7 @@ def test_percentages_from_sample_and_declared_limits() -> None:
         "job_name": "sim",
         "state": "RUNNING",
         "cpus": 2,
+        "cpu_affinity": [4, 5],
         "cpu_percent": 97.5,
         "rss_mb": 50.0,
         "mem_limit_mb": 200,

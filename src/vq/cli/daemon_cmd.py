@@ -47,7 +47,10 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
         "--auto-resume",
         is_flag=True,
-        help="After a crash or reboot, rerun jobs whose outcome was lost as new sibling jobs.",
+        help=(
+            "Default `vq submit --auto-resume` for jobs submitted through this daemon "
+            "without it (auto-resume is per job)."
+        ),
     )(fn)
     for flag, text in (
         ("--default-job-mem-mb", "Memory reserved by a job that declares none."),
@@ -350,6 +353,8 @@ def admin_status(as_json: bool) -> None:
     )
     if answer["config_error"]:
         click.echo(f"config error: {answer['config_error']}")
+    if answer.get("dispatch_hold"):
+        click.echo(answer["dispatch_hold"])
     click.echo(f"effective caps: {answer['effective_caps']}")
 
 

@@ -187,6 +187,7 @@ _STATUS_FIELDS = (
     ("tags", "tags"),
     ("workspace", "workspace"),
     ("cpus", "cpus"),
+    ("cpu_affinity", "cpu affinity"),
     ("mem_mb", "memory (MB)"),
     ("wall_time_seconds", "wall time"),
     ("priority", "priority"),
@@ -217,6 +218,10 @@ def _value(key: str, value: Any) -> str | Text:
         return " ".join(value)
     if key == "tags":
         return ", ".join(value)
+    if key == "cpu_affinity":
+        from vq.domain.affinity import format_cores
+
+        return f"cores {format_cores(value)}"
     return str(value)
 
 

@@ -162,6 +162,7 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
     from rich.text import Text
 
     from vq.cli.render import state_text
+    from vq.domain.affinity import format_cores
 
     if not jobs:
         return Text("no running or suspended jobs", style="dim")
@@ -169,6 +170,7 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
     table.add_column("ID", no_wrap=True, min_width=12)
     table.add_column("NAME", no_wrap=True, overflow="ellipsis", max_width=12)
     table.add_column("STATE", no_wrap=True)
+    table.add_column("CORES", no_wrap=True)
     table.add_column("CPU%", justify="right", no_wrap=True)
     table.add_column("RSS/LIMIT", justify="right", no_wrap=True)
     table.add_column("ELAPSED/WALL", justify="right", no_wrap=True)
@@ -190,6 +192,7 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
             job["id"],
             job["job_name"] or "-",
             state_text(job["state"]),
+            format_cores(job.get("cpu_affinity") or []) or "-",
             "-" if cpu is None else f"{cpu:.0f}%",
             _with_pct(memory, job["mem_percent"]),
             _with_pct(elapsed, job["wall_percent"]),

@@ -153,9 +153,7 @@ class Daemon:
         parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
         parts.facts.provenance = provenance(parts.runner)
         log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)
-        report = recover(
-            parts.ctx, parts.supervisor, self.stop_requested, auto_resume=parts.auto_resume
-        )
+        report = recover(parts.ctx, parts.supervisor, self.stop_requested)
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
             "%d aborted (%d auto-resumed), %d leaked groups reaped",
@@ -212,8 +210,7 @@ class Daemon:
         parts.holds.tick()
         parts.supervisor.process()
         parts.watchdog.check()
-        if parts.supervisor.holders:
-            parts.pressure.check()
+        parts.pressure.check()  # every pass: it holds dispatch with no job running too
         if time.monotonic() - self._last_rescan >= RESCAN_SECONDS:
             parts.index.refresh_names(if_changed=True)
             self._last_rescan = time.monotonic()

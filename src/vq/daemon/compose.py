@@ -62,7 +62,11 @@ def compose_daemon(
     """
     environ = dict(os.environ if env is None else env)
     ctx = ServiceContext(
-        paths, settings.daemon.caps(), profiles=settings.profile, programs=settings.programs
+        paths,
+        settings.daemon.caps(),
+        profiles=settings.profile,
+        programs=settings.programs,
+        default_recover_on_reboot=auto_resume,  # only the default of later submits
     )
     inbox = LoopInbox()
     loop_calls = LoopCalls(inbox.call_soon)
@@ -97,6 +101,21 @@ def compose_daemon(
         ]
 
     holds = Holds(ctx, settings, overrides, running_groups, loop_calls)
+
+    def affinity_cores() -> frozenset[int] | None:
+        """The cores jobs are pinned within (the daemon's own affinity), or None when
+        ``[daemon] cpu_affinity`` is off (read on the loop; a reload applies)."""
+        if not holds.settings.daemon.cpu_affinity or not hasattr(os, "sched_getaffinity"):
+            return None
+        return frozenset(os.sched_getaffinity(0))
+
+    def dispatch_hold() -> str | None:
+        """Why dispatch is held now (memory pressure, a drain, the config), or None; the
+        ``pending_reason`` of a PENDING job that would otherwise be dispatched."""
+        if pressure.hold_reason is not None:
+            return pressure.hold_reason
+        return holds.hold_reason()
+
     dispatcher = Dispatcher(
         ctx,
         supervisor,
@@ -105,6 +124,7 @@ def compose_daemon(
         lifecycle,
         environ,
         hold=lambda: pressure.holding or holds.holding,
+        affinity_cores=affinity_cores,
     )
 
     def reconfigure(watch: WatchdogSettings) -> None:
@@ -125,15 +145,28 @@ def compose_daemon(
     facts = DaemonFacts(started_monotonic=time.monotonic(), started_at=ctx.now())
     views = IndexViews(ctx, index)
     jobs = JobHandlers(
-        ctx, index, views, inbox, lifecycle, supervisor.usage, supervisor.start_grace
+        ctx,
+        index,
+        views,
+        inbox,
+        lifecycle,
+        supervisor.usage,
+        supervisor.start_grace,
+        dispatch_hold,
     )
     routes = build_routes(
         paths,
-        InfoHandlers(ctx, facts, inbox),
+        InfoHandlers(ctx, facts, inbox, lambda: affinity_cores() is not None, dispatch_hold),
         jobs,
         ReadHandlers(ctx, index, views, jobs.status, peer_closed),
         ControlHandlers(
-            holds, inbox, reconfigure, supervisor.usage, lambda: pressure.holding, unended_specs
+            holds,
+            inbox,
+            reconfigure,
+            supervisor.usage,
+            lambda: pressure.holding,
+            unended_specs,
+            dispatch_hold,
         ),
         HealthHandler(
             HealthParts(

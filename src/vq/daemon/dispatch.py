@@ -34,6 +34,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
+from vq.domain.affinity import choose_cores
 from vq.domain.dependencies import evaluate
 from vq.domain.programs import (
     PROGRAM_VARIABLES,
@@ -105,6 +106,7 @@ class Dispatcher:
         base_env: Mapping[str, str],
         hold: Callable[[], bool] = lambda: False,
         runner: LocalRunner | None = None,
+        affinity_cores: Callable[[], frozenset[int] | None] = lambda: None,
     ) -> None:
         self.ctx = ctx
         self.supervisor = supervisor
@@ -115,6 +117,7 @@ class Dispatcher:
         self._order_generation = -1
         self._base_env = dict(base_env)
         self._hold = hold
+        self._affinity_cores = affinity_cores
         self._runner = runner or LocalRunner()
         self._gated: dict[str, JobSpec] = {}  # pending specs with predecessors
         self._groups: dict[str, tuple[str, int]] = {}  # job -> (array group, max parallel)
@@ -262,10 +265,21 @@ class Dispatcher:
             return False, None
         return True, status
 
+    def _cores_for(self, job_id: str) -> list[int] | None:
+        """The cores to pin a job to (disjoint from the running jobs' while cores
+        suffice), or None when affinity is off."""
+        available = self._affinity_cores()
+        spec = self._index.get(job_id)
+        if not available or spec is None:
+            return None
+        return choose_cores(spec.cpus, available, self.supervisor.cores_in_use())
+
     def _claim(self, job_id: str, program: ProgramStatus | None = None) -> JobSpec | None:
         workdir = str(self.ctx.paths.workdir(job_id))
         try:
-            moved = self.lifecycle.claim(job_id, workdir=workdir, program=program)
+            moved = self.lifecycle.claim(
+                job_id, workdir=workdir, program=program, cpu_affinity=self._cores_for(job_id)
+            )
         except VqError as exc:
             log.warning("cannot claim job %s: %s", job_id, exc.message)
             return None

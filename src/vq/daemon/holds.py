@@ -1,4 +1,9 @@
-"""The daemon's operator holds: drain, throttle, and an invalid-config hold (§4.3).
+"""The daemon's operator holds: drain, throttle, and a config hold (§4.3).
+
+The config hold: a configuration file that changed and is invalid, or a file the daemon
+loaded that has disappeared (a missing file is never read as "defaults"), holds dispatch
+until a valid file is back or ``vq daemon reload`` accepts what is there now (a reload
+of a deleted file runs on the defaults, by the operator's choice).
 
 Thread ownership, kept in code: the holds, the effective caps (``ctx.caps``) and the
 reloadable settings are written only on the main loop. RPC threads change them through
@@ -99,6 +104,9 @@ class Holds:
         self.throttle: Throttle = read_throttle(ctx.paths)
         self.config_error: str | None = None
         self._config_stamp = self._stamp()
+        #: The config files the settings in force were read from (a missing one holds).
+        self._loaded_files = [path for path, mtime in self._config_stamp if mtime is not None]
+        self.config_missing: list[str] = []
         self.apply_caps()
 
     @property
@@ -110,6 +118,20 @@ class Holds:
     @property
     def holding(self) -> bool:
         return self.drain_state.active or self.config_error is not None
+
+    def hold_reason(self) -> str | None:
+        """Why these holds stop dispatch, in one line; None when they do not."""
+        if self.config_missing:
+            return (
+                f"dispatch held: the configuration file {self.config_missing[0]} the daemon "
+                "loaded is missing (restore it, or `vq daemon reload` to run on what is there)"
+            )
+        if self.config_error is not None:
+            return f"dispatch held: the configuration is invalid ({self.config_error})"
+        if self.drain_state.active:
+            why = f": {self.drain_state.reason}" if self.drain_state.reason else ""
+            return f"dispatch held: the daemon is draining{why} (`vq daemon undrain` ends it)"
+        return None
 
     def apply_caps(self) -> Caps:
         """Recompute the effective caps (configured, lowered by a live throttle)."""
@@ -143,17 +165,31 @@ class Holds:
                 out.append((str(path), None))
         return tuple(out)
 
-    def _validate_files(self) -> Settings | None:
+    def _validate_files(self, *, accept_missing: bool = False) -> Settings | None:
+        """The settings the files give now, or None (and the hold) when a file is invalid
+        or, unless ``accept_missing`` (a reload), a loaded file is gone."""
+        missing = [path for path in self._loaded_files if not Path(path).exists()]
+        if missing and not accept_missing:
+            if not self.config_missing:
+                log.error(
+                    "config file %s disappeared; dispatch held until it is restored or reloaded",
+                    missing[0],
+                )
+            self.config_missing = missing
+            self.config_error = f"the configuration file {missing[0]} is missing"
+            return None
         try:
             settings = load_settings(overrides=self._overrides)
         except ConfigError as exc:
-            if self.config_error is None:
+            if self.config_error is None or self.config_missing:
                 log.error("config became invalid; dispatch held until it is fixed: %s", exc.message)
+            self.config_missing = []
             self.config_error = self.ctx.config_error = exc.message
             return None
         if self.config_error is not None:
             log.info("config is valid again; dispatch resumes")
         self.config_error = self.ctx.config_error = None
+        self.config_missing = []
         return settings
 
     # --- control calls ------------------------------------------------------------------
@@ -162,7 +198,7 @@ class Holds:
         return self.loop.run(self._reload)
 
     def _reload(self) -> dict[str, Any]:
-        settings = self._validate_files()
+        settings = self._validate_files(accept_missing=True)
         if settings is None:
             raise ConfigError(
                 f"the new configuration is invalid; the daemon keeps its last good one and "
@@ -172,6 +208,8 @@ class Holds:
         changed = _changed_keys(self.settings.model_dump(), settings.model_dump())
         restart = [key for key in changed if key.startswith("notifications.")]
         self.settings = settings
+        self._config_stamp = self._stamp()
+        self._loaded_files = [path for path, mtime in self._config_stamp if mtime is not None]
         log_effective_config(settings, self._overrides, "reload")
         self.ctx.profiles = settings.profile
         self.ctx.programs = settings.programs
@@ -224,6 +262,7 @@ class Holds:
             "drain": asdict(self.drain_state),
             "throttle": asdict(self.throttle) if self.throttle.active(utcnow()) else None,
             "config_error": self.config_error,
+            "config_missing": list(self.config_missing),
             "configured_caps": asdict(self.configured),
             "effective_caps": asdict(self.ctx.caps),
             "holding_dispatch": self.holding,

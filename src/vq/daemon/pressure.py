@@ -1,10 +1,13 @@
 """Host memory pressure (§4.4): pause local jobs above a threshold, resume below another.
 
-Above ``memory_pause_percent`` of host memory in use, every RUNNING local job is paused
-(``paused_by = "memory-pressure"``) and dispatch is held. Once use falls below
-``memory_resume_percent`` only the jobs *this guard* paused are resumed; jobs an operator
-paused stay paused. An unreadable reading is a no-op (nothing paused, nothing resumed,
-no hold).
+Read on every loop pass, whether or not a job runs (a reading is one small ``/proc``
+read). Above ``memory_pause_percent`` of host memory in use, every RUNNING local job is
+paused (``paused_by = "memory-pressure"``) and dispatch is held, also when no job runs.
+Once use falls below ``memory_resume_percent`` (the thresholds in force, so a reload
+that raises them releases the hold at the next pass) the hold clears whatever the jobs,
+and only the jobs *this guard* paused are resumed; jobs an operator paused stay paused.
+An unreadable reading is a no-op (nothing paused, nothing resumed, the hold unchanged).
+:attr:`PressureGuard.hold_reason` says why dispatch is held, for ``pending_reason``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class PressureGuard:
         self.configure(settings)
         self.paused: set[str] = set()
         self.holding = False
+        #: Why dispatch is held (None: not held); a str swapped whole, safe to read anywhere.
+        self.hold_reason: str | None = None
 
     def configure(self, settings: WatchdogSettings) -> None:
         """Apply (re)loaded thresholds."""
@@ -61,11 +66,19 @@ class PressureGuard:
             self.holding = True
             self._pause_running()
         elif percent < self._resume_below and self.holding:
-            log.info("host memory at %.1f%%: resuming the jobs paused for pressure", percent)
+            log.info(
+                "host memory at %.1f%%: dispatch resumes; resuming the jobs paused for it", percent
+            )
             self.holding = False
             for job_id in sorted(self.paused):
                 self._resume(job_id)
             self.paused.clear()
+        self.hold_reason = (
+            f"dispatch held for host memory pressure: {percent:.1f}% in use (pauses at "
+            f"{self._pause_at:g}%, resumes below {self._resume_below:g}%)"
+            if self.holding
+            else None
+        )
 
     def _pause_running(self) -> None:
         for job_id, holder in list(self.supervisor.holders.items()):

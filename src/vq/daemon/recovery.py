@@ -9,12 +9,16 @@ The rules, per spec state at startup:
 * RUNNING / SUSPENDED with a live group that is the job's: reattached as an orphan and
   supervised again (state kept, budget charged). If only the collector is gone, the
   group is reaped first, as when a collector dies under a running daemon.
+* RUNNING / SUSPENDED whose job scope names a MainPID outside the job's group: never
+  reattached (the group is reaped); classified as below.
 * RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
   retry/COMPLETED/FAILED classification; a command the collector could not start is a
   dispatch failure); without one, ABORTED_BY_QUEUE with a reason.
-* ``auto_resume``: a spec that entered as RUNNING and was just moved to ABORTED_BY_QUEUE
-  gets a fresh PENDING sibling (new id, ``parent_jobid``, the same working directory).
-  Never for a spec that entered SUSPENDED or was already terminal.
+* Auto-resume is per job: a spec with ``recover_on_reboot`` (``vq submit --auto-resume``,
+  or a submit through a daemon started with ``--auto-resume``, whose flag is only that
+  default) that entered as RUNNING and was just moved to ABORTED_BY_QUEUE gets a fresh
+  PENDING sibling (new id, ``parent_jobid``, the same working directory). Never for a
+  spec without it, one that entered SUSPENDED, or one already terminal.
 * A RUNNING claim whose launch was never recorded (crash between claim and pid record)
   is found by the ``VQ_JOB_ID`` environment of its processes, else treated as gone.
 
@@ -72,7 +76,6 @@ def _recover_active(
     lifecycle: Lifecycle,
     supervisor: Supervisor,
     report: RecoveryReport,
-    auto_resume: bool,
 ) -> None:
     found = executor.recover(spec)
     handle = found.handle
@@ -94,15 +97,24 @@ def _recover_active(
     if found.spawn_failure is not None:
         end = lifecycle.fail_dispatch(spec.id, f"launch failed: {found.spawn_failure}")
     else:
+        reason = ABORT_REASON
+        if found.scope_conflict is not None:
+            reason = (
+                f"vq restarted and found the job's cgroup scope naming main pid "
+                f"{found.scope_conflict}, which is not the job's: not reattached (its group "
+                "was stopped); its outcome is unknown"
+            )
+            log.warning("job %s: %s", spec.id, reason)
         end = lifecycle.finish_attempt(
             spec.id,
             found.exit_code,
             unknown_state=JobState.ABORTED_BY_QUEUE,
-            unknown_reason=ABORT_REASON,
+            unknown_reason=reason,
         )
     (report.aborted if found.exit_code is None else report.finished).append(spec.id)
     entered_running = spec.state is JobState.RUNNING
-    if auto_resume and entered_running and end.spec.state is JobState.ABORTED_BY_QUEUE:
+    wanted = spec.recover_on_reboot
+    if wanted and entered_running and end.spec.state is JobState.ABORTED_BY_QUEUE:
         sibling = create_sibling(
             lifecycle.ctx, end.spec, "auto-resume after a restart lost the job"
         )
@@ -116,8 +128,6 @@ def recover(
     ctx: ServiceContext,
     supervisor: Supervisor,
     stop: threading.Event,
-    *,
-    auto_resume: bool = False,
 ) -> RecoveryReport:
     """Run the pass over every spec in the queue (see module rules)."""
     report = RecoveryReport()
@@ -139,7 +149,7 @@ def recover(
             if spec.state is JobState.PENDING or spec.scheduler_target is not None:
                 continue
             if spec.state in ACTIVE:
-                _recover_active(spec, executor, lifecycle, supervisor, report, auto_resume)
+                _recover_active(spec, executor, lifecycle, supervisor, report)
                 continue
             # Terminal: reap a group that survives behind it — recorded, or (killed before
             # its pid was recorded) found through its processes' VQ_JOB_ID.

@@ -75,6 +75,7 @@ class Holder:
     collector_done: bool = False
     unresolved_since: float | None = None  # launch in flight when the fork server died
     grace_deadline: float | None = None  # monotonic; set once a SIGTERM is owed its grace
+    cores: tuple[int, ...] = ()  # the CPU affinity of this attempt (empty: not pinned)
 
     @property
     def handle(self) -> JobHandle:
@@ -142,8 +143,14 @@ class Supervisor:
             epoch=self._monotonic(),
             paused_base=_paused_before(spec, self._monotonic()),
             orphan=orphan,
+            cores=tuple(spec.cpu_affinity or ()),
         )
         self._publish()
+
+    def cores_in_use(self) -> list[tuple[int, ...]]:
+        """The core sets of the jobs holding budget (the loop's affinity allocation; a
+        job's cores are free again once it is released)."""
+        return [h.cores for h in self.holders.values() if h.cores]
 
     def set_launched(self, launched: Launched) -> Holder | None:
         holder = self.holders.get(launched.job_id)

@@ -162,12 +162,12 @@ class Watchdog:
             "rss_mb": round(group.rss_mb, 2),
             "cpu_percent": cpu_percent,
             "cpu_time_seconds": round(group.cpu_seconds, 3),
-            "cpu_time_source": "proc-stat-process-group",
-            "cgroup_lookup": "unavailable",
-            "cgroup_path": None,
+            "cpu_time_source": group.cpu_time_source,
+            "cgroup_lookup": group.cgroup_lookup,
+            "cgroup_path": group.cgroup_path,
             "sample_pid": holder.pid,
             "sample_pgid": holder.pgid,
-            "process_count": len(group.pids),
+            "process_count": group.tasks if group.tasks is not None else len(group.pids),
         }
         append_line(
             self.ctx.paths.samples(holder.job_id), json.dumps(record, separators=(",", ":"))

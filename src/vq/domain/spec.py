@@ -97,6 +97,9 @@ class JobSpec(BaseModel):
     pid: int | None = None
     pgid: int | None = None
     pid_start_time: int | None = None
+    #: The cores this attempt is pinned to (chosen at dispatch, applied by the collector
+    #: with ``sched_setaffinity``); None when affinity is off or the job never ran here.
+    cpu_affinity: list[int] | None = None
     workdir: str | None = None
     recover_on_reboot: bool = False
     parent_jobid: str | None = None

@@ -34,8 +34,47 @@ _USAGE_SEMANTICS = {
         "(RUSAGE_CHILDREN semantics of wait4)"
     ),
     "max_rss_kb": "largest resident set of the command or any waited-for descendant, in KiB",
-    "process_count": "not available without a cgroup v2 pids.peak counter",
+    "process_count": (
+        "pids.peak of the job's cgroup scope minus the tasks it held before the command "
+        "(0: the collector runs outside the scope); threads count as tasks; null without a "
+        "scope whose pids controller has pids.peak"
+    ),
 }
+#: The note a scoped command writes on entering its scope: its /proc/self/cgroup lines.
+_SCOPE_ENTERED = "scope-entered"
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _scope_process_count(marker_dir: str) -> int | None:
+    """pids.peak of the scope the command entered (read from its entry note), minus the
+    pre-command baseline (0: nothing of vq runs inside the scope); None when unknown."""
+    try:
+        with open(os.path.join(marker_dir, _SCOPE_ENTERED), "rb") as handle:
+            lines = handle.read(64 * 1024).decode("ascii", "replace").splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        relative = parts[2].lstrip("/")
+        if not relative:
+            continue  # the root cgroup is never a job's scope
+        if "pids" in parts[1].split(","):
+            candidates.append(os.path.join(_CGROUP_ROOT, "pids", relative))
+        elif parts[1] == "":
+            candidates.append(os.path.join(_CGROUP_ROOT, relative))
+            candidates.append(os.path.join(_CGROUP_ROOT, "unified", relative))
+    for directory in candidates:
+        try:
+            with open(os.path.join(directory, "pids.peak"), "rb") as handle:
+                text = handle.read(64).strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return int(text)
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -227,6 +266,37 @@ def _job_environment(req: Request) -> dict[str, str]:
     return env
 
 
+def _with_thread_defaults(req: Request) -> dict[str, str]:
+    """The command's environment plus each ``thread_defaults`` entry it does not set
+    (``OMP_NUM_THREADS`` and friends = the job's CPUs; the job's own value wins)."""
+    env: dict[str, str] = dict(req["env"])
+    for name, value in (req.get("thread_defaults") or {}).items():
+        env.setdefault(name, value)
+    return env
+
+
+def _apply_affinity(req: Request) -> None:
+    """Pin this collector, and so the command it starts, to ``cpu_affinity``. A core set
+    the host refuses (a cpuset changed under the daemon) leaves the job unpinned, with
+    a note on its stderr."""
+    cores = req.get("cpu_affinity")
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        os.sched_setaffinity(0, cores)
+    except (OSError, ValueError) as exc:
+        note = f"vq: warning: CPU affinity {cores} not applied: {exc}\n"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            fd = os.open(req["stderr"], flags, 0o644)
+            try:
+                _write_all(fd, note.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     """Body of the collector process; returns its own exit status (0 = marker written)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
@@ -257,6 +327,8 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
 
     req = {**req, "env": _job_environment(req)}
+    req = {**req, "env": _with_thread_defaults(req)}  # the job's own values win
+    _apply_affinity(req)
     started_at = time.time()
     started = time.monotonic()
     if hasattr(os, "posix_spawn"):
@@ -312,7 +384,7 @@ def _record(req: Request, started_at: float, started: float, status: int, rusage
         "command_status": command_status,
         "started_at": _iso_utc(started_at),
         "finished_at": _iso_utc(finished_at),
-        "process_count": None,
+        "process_count": _scope_process_count(os.path.dirname(req["exit_code_path"])),
         "semantics": _USAGE_SEMANTICS,
     }
     try:

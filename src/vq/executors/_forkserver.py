@@ -227,6 +227,16 @@ def _validate(req: Request) -> str | None:
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         return "env must be an object of strings"
+    defaults = req.get("thread_defaults", {})
+    if not isinstance(defaults, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in defaults.items()
+    ):
+        return "thread_defaults must be an object of strings"
+    cores = req.get("cpu_affinity")
+    if cores is not None and (
+        not isinstance(cores, list) or not cores or not all(isinstance(c, int) for c in cores)
+    ):
+        return "cpu_affinity must be null or a non-empty list of core numbers"
     for key in ("cwd", "stdout", "stderr", "exit_code_path", "usage_path"):
         value = req.get(key)
         if not isinstance(value, str) or not value.startswith("/"):

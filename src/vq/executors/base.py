@@ -92,6 +92,9 @@ class Recovered:
     #: True when the handle was found without the spec recording it (crash between the
     #: claim and the pid record): the caller records it.
     found_unrecorded: bool = False
+    #: The pid a job scope named as its MainPID when that is not the job's (reattach
+    #: refused; the group was reaped and the outcome comes from the marker).
+    scope_conflict: int | None = None
 
 
 class Executor(Protocol):

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from vq.transport.local import LocalRunner
 
-__all__ = ["PROBE_TIMEOUT_SECONDS", "CgroupMode", "probe", "scope_argv", "scope_name", "stop_scope"]
+__all__ = [
+    "PROBE_TIMEOUT_SECONDS",
+    "CgroupMode",
+    "ScopeInfo",
+    "probe",
+    "scope_argv",
+    "scope_info",
+    "scope_name",
+    "stop_scope",
+]
 
 PROBE_TIMEOUT_SECONDS = 5.0
 PROBE_ARGV = (
@@ -78,3 +87,38 @@ def scope_argv(job_id: str, cpus: int, mem_mb: int | None) -> list[str]:
 def stop_scope(runner: LocalRunner, job_id: str) -> None:
     """Stop the job's scope (best-effort; a scope that is already gone is fine)."""
     runner.run(["systemctl", "--user", "stop", scope_name(job_id)], timeout=PROBE_TIMEOUT_SECONDS)
+
+
+@dataclass(frozen=True)
+class ScopeInfo:
+    """What systemd says of a job's scope: its cgroup path, main pid (0: none) and
+    whether it is active (a leftover of an earlier attempt when found before launch)."""
+
+    control_group: str | None
+    main_pid: int
+    active: bool
+
+
+def scope_info(runner: LocalRunner, job_id: str) -> ScopeInfo | None:
+    """``systemctl --user show`` of the job's scope; None when systemd does not answer."""
+    result = runner.run(
+        [
+            "systemctl",
+            "--user",
+            "show",
+            "--property=ControlGroup",
+            "--property=MainPID",
+            "--property=ActiveState",
+            scope_name(job_id),
+        ],
+        timeout=PROBE_TIMEOUT_SECONDS,
+    )
+    if not result.ok:
+        return None
+    values = dict(line.partition("=")[::2] for line in result.stdout.splitlines())
+    pid_text = values.get("MainPID", "0").strip()
+    return ScopeInfo(
+        control_group=values.get("ControlGroup", "").strip() or None,
+        main_pid=int(pid_text) if pid_text.isdigit() else 0,
+        active=values.get("ActiveState", "").strip() in ("active", "activating", "deactivating"),
+    )

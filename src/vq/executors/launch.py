@@ -7,7 +7,7 @@ daemon's supervisor and dispatcher. Plain data; no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,9 @@ class LaunchRequest:
 
     ``argv[0]`` is looked up on ``env["PATH"]`` (not the daemon's PATH) unless it contains
     a slash. ``stdout``/``stderr`` are opened in append mode (created 0644 if missing).
+    ``thread_defaults`` are set in the command's final environment only where it does
+    not set them; ``cpu_affinity`` (None: not pinned) is applied by the collector with
+    ``sched_setaffinity`` before the command starts, so the whole group inherits it.
     """
 
     job_id: str
@@ -50,6 +53,8 @@ class LaunchRequest:
     stderr: Path
     exit_code_path: Path
     usage_path: Path
+    thread_defaults: dict[str, str] = field(default_factory=dict)
+    cpu_affinity: list[int] | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The ``launch`` wire message; raises ValueError for an ill-formed request."""
@@ -71,6 +76,8 @@ class LaunchRequest:
             "argv": [str(arg) for arg in self.argv],
             "env": {str(k): str(v) for k, v in self.env.items()},
             **{name: str(path) for name, path in paths.items()},
+            "thread_defaults": {str(k): str(v) for k, v in self.thread_defaults.items()},
+            "cpu_affinity": [int(c) for c in self.cpu_affinity] if self.cpu_affinity else None,
         }
 
 

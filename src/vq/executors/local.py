@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vq._fs import read_regular
+from vq.domain.affinity import thread_defaults
 from vq.domain.spec import JobSpec
 from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
@@ -30,8 +31,9 @@ from .cgroups import CgroupMode, scope_argv, scope_name, stop_scope
 from .cgroups import probe as probe_cgroups
 from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
+from .job_scopes import JobScopes
 from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
-from .sampling import GroupUsage, sample_groups
+from .sampling import GroupUsage, sample_groups, sample_process
 
 __all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
 
@@ -42,8 +44,9 @@ SPAWN_ERROR_NAME = "spawn-error"
 #: means the scope could not be created: a launch failure, not the command's exit code.
 SCOPE_REQUESTED_NAME = "scope-requested"
 SCOPE_ENTERED_NAME = "scope-entered"
-#: Run inside the scope: note the entry (``$0`` is the note's path), then become the command.
-_ENTER_SCOPE = ': > "$0" && exec "$@"'
+#: Run inside the scope: note the entry with the scope's cgroup lines (``$0`` is the
+#: note's path; shell builtins only, so no extra task is counted), then become the command.
+_ENTER_SCOPE = 'while read -r l; do echo "$l"; done < /proc/self/cgroup > "$0" && exec "$@"'
 
 
 @dataclass
@@ -72,6 +75,7 @@ class LocalExecutor:
         self.cgroup = CgroupMode("direct", "not probed yet")
         self._extra_prefix = command_prefix
         self._census: _Census | None = None
+        self.scopes = JobScopes(self.runner)
 
     # --- the fork server ------------------------------------------------------------------
     def attach_fork_server(self, on_exit: Callable[[CollectorExit], None]) -> ForkServer:
@@ -119,6 +123,7 @@ class LocalExecutor:
 
     def released(self, job_id: str) -> None:
         """The attempt's budget is freed: stop its scope (best-effort)."""
+        self.scopes.forget(job_id)
         if self.cgroup.scoped:
             stop_scope(self.runner, job_id)
 
@@ -149,6 +154,8 @@ class LocalExecutor:
                 os.unlink(stale)  # a previous attempt's files must never be read as ours
         if self.forkserver is None:
             raise LaunchError("this executor has no fork server")
+        if self.cgroup.scoped:
+            self.scopes.clear_leak(job_id)
         workspace = paths.workspace(job_id)
         try:
             paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
@@ -162,6 +169,8 @@ class LocalExecutor:
                 stderr=workspace / spec.stderr_path,
                 exit_code_path=paths.exit_code(job_id),
                 usage_path=paths.resource_usage(job_id),
+                thread_defaults=thread_defaults(spec.cpus),
+                cpu_affinity=spec.cpu_affinity,
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
             if self.cgroup.scoped:
@@ -221,10 +230,26 @@ class LocalExecutor:
         return Launched(job_id, stat.pgid, stat.pgid, leader.start_ticks if leader else None)
 
     def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]:
-        """One ``/proc`` scan: usage of each job's group, by job id (absent: no group)."""
-        by_pgid = {h.pgid: h.job_id for h in handles if h.pgid is not None}
-        usage = sample_groups(by_pgid)
-        return {by_pgid[pgid]: group for pgid, group in usage.items() if pgid in by_pgid}
+        """Usage of each job, by job id (absent: nothing of it could be read). Per job:
+        its named scope's cgroup, else the cgroup of its recorded process (when that is
+        not the daemon's own), else the process group (one ``/proc`` scan for all), else
+        the single recorded process. ``GroupUsage.cgroup_lookup`` says which."""
+        handles = [h for h in handles if h.pgid is not None]
+        found: dict[str, GroupUsage] = {}
+        walk: dict[int, str] = {}
+        for handle in handles:
+            assert handle.pgid is not None  # filtered above
+            usage = self.scopes.usage(handle.job_id, handle.pgid, scoped=self.cgroup.scoped)
+            if usage is not None:
+                found[handle.job_id] = usage
+            else:
+                walk[handle.pgid] = handle.job_id
+        groups = sample_groups(walk)
+        for pgid, job_id in walk.items():
+            usage = groups.get(pgid) or sample_process(pgid)
+            if usage is not None:
+                found[job_id] = usage
+        return found
 
     # --- control -----------------------------------------------------------------------------
     def _signal(self, handle: JobHandle, sig: int) -> bool:
@@ -314,6 +339,16 @@ class LocalExecutor:
         what is left of the group and report the durable outcome."""
         handle = self._locate(spec)
         if handle.pgid is not None and group_is_job(spec.id, handle.pgid, handle.start_ticks):
+            conflict = self.scopes.conflict(spec.id, handle.pgid) if self.cgroup.scoped else None
+            if conflict is not None:  # the scope is another process's: never reattach
+                self._kill_group(handle.pgid)
+                return Recovered(
+                    RecoveryKind.ENDED,
+                    handle,
+                    exit_code=self.exit_code(spec.id),
+                    spawn_failure=self.spawn_failure(spec.id),
+                    scope_conflict=conflict,
+                )
             if procs.is_alive(handle.pgid):
                 return Recovered(
                     RecoveryKind.REATTACHED, handle, found_unrecorded=spec.pgid is None

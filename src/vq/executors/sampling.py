@@ -6,8 +6,9 @@ summed over live members (pages shared between members are counted once per memb
 ``ps`` would) and the CPU seconds of live members including their reaped children
 (utime + stime + cutime + cstime). Zombies are skipped (they hold no memory).
 
-The watchdog uses this path because no job scope exists on hosts without a working
-``systemd-run --user`` (§5.2); samples record ``cgroup_lookup = "unavailable"`` then.
+The local executor uses this walk when no cgroup of the job can be read (no job scope,
+§5.2, and the recorded process shares the daemon's cgroup): samples then record
+``cgroup_lookup = "process-group"`` (or ``"process"`` for :func:`sample_process`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["GroupUsage", "host_memory_used_percent", "sample_groups"]
+__all__ = ["GroupUsage", "host_memory_used_percent", "sample_groups", "sample_process"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -24,10 +25,19 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass
 class GroupUsage:
+    """One job's usage. ``cgroup_lookup`` says where it was read: ``scope`` (the named
+    ``vq-job-<id>.scope``), ``process-cgroup`` (the recorded process's own cgroup),
+    ``process-group`` (a ``/proc`` walk of the group) or ``process`` (one process);
+    ``cpu_time_source`` which counter gave the CPU time."""
+
     pgid: int
     rss_bytes: int = 0
     cpu_seconds: float = 0.0
     pids: list[int] = field(default_factory=list)
+    cgroup_lookup: str = "process-group"
+    cpu_time_source: str = "proc-stat-process-group"
+    cgroup_path: str | None = None
+    tasks: int | None = None  # pids.current of a cgroup; else the live members counted
 
     @property
     def rss_mb(self) -> float:
@@ -69,6 +79,30 @@ def sample_groups(pgids: Iterable[int]) -> dict[int, GroupUsage]:
         group.cpu_seconds += ticks / _TICKS
         group.pids.append(int(entry))
     return usage
+
+
+def sample_process(pid: int) -> GroupUsage | None:
+    """One live process alone (the last fallback, when no group can be walked)."""
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None:
+        return None
+    try:
+        fields = raw[raw.rindex(b")") + 1 :].split()
+        if fields[0] in (b"Z", b"X", b"x"):
+            return None
+        ticks = sum(int(value) for value in fields[11:15])
+    except (ValueError, IndexError):
+        return None
+    statm = _read(f"/proc/{pid}/statm")
+    resident = int(statm.split()[1]) * _PAGE if statm else 0
+    return GroupUsage(
+        pid,
+        resident,
+        ticks / _TICKS,
+        [pid],
+        cgroup_lookup="process",
+        cpu_time_source="proc-stat-process",
+    )
 
 
 def host_memory_used_percent() -> float | None:

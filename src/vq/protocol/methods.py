@@ -153,6 +153,10 @@ class PingResult(Result):
     provenance: dict[str, str | None]
     cgroup_mode: str
     cgroup_reason: str
+    #: whether local jobs are pinned to disjoint cores (``[daemon] cpu_affinity``)
+    cpu_affinity: bool = False
+    #: why dispatch is held now (memory pressure, a drain, the config), or None
+    dispatch_hold: str | None = None
     #: the configured (base) caps, and the caps in force after a throttle
     caps: dict[str, Any]
     effective_caps: dict[str, Any]
@@ -243,10 +247,14 @@ class AdminStatusResult(Result):
     drain: dict[str, Any]
     throttle: dict[str, Any] | None
     config_error: str | None
+    #: loaded config files that have disappeared (dispatch is held until one is back)
+    config_missing: list[str] = Field(default_factory=list)
     configured_caps: dict[str, int | None]
     effective_caps: dict[str, int | None]
     holding_dispatch: bool
     memory_pressure_hold: bool
+    #: why dispatch is held now, in words (the ``pending_reason`` it gives), or None
+    dispatch_hold: str | None = None
 
 
 class HealthResult(Result):

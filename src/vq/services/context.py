@@ -41,6 +41,9 @@ class ServiceContext:
     #: set (by the daemon) while the configuration files on disk are invalid: what is
     #: wrong and where; ``profiles`` and ``programs`` are then the last good ones
     config_error: str | None = None
+    #: ``recover_on_reboot`` of a job submitted without ``--auto-resume`` (the daemon's
+    #: ``vq daemon start --auto-resume`` sets it for submits through that daemon).
+    default_recover_on_reboot: bool = False
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

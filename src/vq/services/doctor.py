@@ -72,7 +72,7 @@ def check_state_root(paths: StatePaths) -> Check:
 
 def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
     if ping is not None:
-        return [
+        running = [
             Check(
                 "daemon",
                 "ok",
@@ -80,6 +80,16 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                 f"up {ping['uptime_seconds']:.0f}s)",
             )
         ]
+        if ping.get("dispatch_hold"):
+            running.append(
+                Check(
+                    "dispatch",
+                    "warn",
+                    str(ping["dispatch_hold"]),
+                    "`vq daemon admin-status` shows every hold",
+                )
+            )
+        return running
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():
         checks.append(
@@ -131,6 +141,54 @@ def check_cgroups(ping: dict[str, Any] | None) -> Check:
         reason,
         "see docs/cgroup-setup.md to enable systemd user scopes; enforcement still works "
         "by sampling",
+    )
+
+
+def _affinity_configured(ping: dict[str, Any] | None, load: Callable[[], object]) -> bool:
+    """Whether jobs get a CPU affinity: the daemon's answer, else this config."""
+    if ping is not None and "cpu_affinity" in ping:
+        return bool(ping["cpu_affinity"])
+    settings = load()
+    daemon = getattr(settings, "daemon", None)
+    return bool(getattr(daemon, "cpu_affinity", False)) and hasattr(os, "sched_setaffinity")
+
+
+def check_enforcement(ping: dict[str, Any] | None, load: Callable[[], object]) -> Check:
+    """What this host enforces of a job's declared memory and CPUs, in plain words."""
+    if ping is not None and "cgroup_mode" in ping:
+        scoped = ping["cgroup_mode"] == "scope"
+    else:
+        from vq.executors.cgroups import probe
+        from vq.transport.local import LocalRunner
+
+        scoped = probe(LocalRunner()).scoped
+    try:
+        pinned = _affinity_configured(ping, load)
+    except VqError:
+        pinned = False
+    memory = (
+        "memory: enforced by the job's cgroup scope (MemoryMax)"
+        if scoped
+        else "memory: enforced by sampling (the watchdog kills a job whose RSS passes its "
+        "limit between samples)"
+    )
+    if scoped and pinned:
+        cpus = "CPUs: enforced by cgroup CPU quota and by CPU affinity"
+    elif scoped:
+        cpus = "CPUs: enforced by cgroup CPU quota (no CPU affinity)"
+    elif pinned:
+        cpus = "CPUs: enforced by CPU affinity (each job pinned to its declared cores)"
+    else:
+        cpus = "CPUs: NOT enforced (no cgroup scopes and [daemon] cpu_affinity is off)"
+    threads = "thread variables (OMP_NUM_THREADS and friends) default to the job's CPUs"
+    message = f"{memory}; {cpus}; {threads}"
+    if scoped or pinned:
+        return Check("enforcement", "ok", message)
+    return Check(
+        "enforcement",
+        "warn",
+        message,
+        "set `[daemon] cpu_affinity = true` or see docs/cgroup-setup.md for cgroup scopes",
     )
 
 
@@ -244,6 +302,7 @@ def run_checks(
         ("daemon", lambda: check_daemon(ping, paths)),
         ("config", lambda: check_config(load_config)),
         ("cgroups", lambda: check_cgroups(ping)),
+        ("enforcement", lambda: check_enforcement(ping, load_config)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("leftovers", lambda: check_leftovers(paths)),

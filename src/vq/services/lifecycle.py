@@ -111,10 +111,16 @@ class Lifecycle:
 
     # --- dispatch --------------------------------------------------------------------------
     def claim(
-        self, job_id: str, *, workdir: str, program: ProgramStatus | None = None
+        self,
+        job_id: str,
+        *,
+        workdir: str,
+        program: ProgramStatus | None = None,
+        cpu_affinity: list[int] | None = None,
     ) -> Transition:
-        """PENDING (and due) → RUNNING, durable before the launch; records ``workdir`` and
-        the program SHA that will actually run."""
+        """PENDING (and due) → RUNNING, durable before the launch; records ``workdir``,
+        the program SHA that will actually run and the cores the attempt is pinned to
+        (None: not pinned)."""
         now = self.ctx.now()
 
         def decide(spec: JobSpec) -> JobSpec | None:
@@ -123,6 +129,7 @@ class Lifecycle:
             if spec.not_before is not None and spec.not_before > now:
                 return None
             spec.workdir = workdir
+            spec.cpu_affinity = cpu_affinity
             if program is not None:  # the SHA that will actually run, never the submit one
                 spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
             return apply_transition(spec, JobState.RUNNING, now)

@@ -80,8 +80,12 @@ def status_view(
     usage: Usage | None = None,
     dependency_state: Callable[[str], JobState | str | None] | None = None,
     effective: Caps | None = None,
+    hold: str | None = None,
 ) -> dict[str, Any]:
     """Everything known about one job, as JSON-safe data.
+
+    ``hold``: why the daemon holds all dispatch (memory pressure, a drain, the config),
+    which ``pending_reason`` names for a PENDING job that only waits for a pass.
 
     ``caps``: the advertised base caps (the configured-cap classification; None when
     unknown); ``effective``: the dispatch budget a throttle may have lowered (default
@@ -100,6 +104,8 @@ def status_view(
         if spec.state is JobState.PENDING and caps is not None
         else None
     )
+    if spec.state is JobState.PENDING and hold is not None and not overages:
+        view["pending_reason"] = hold
     if spec.state is JobState.PENDING and dependency_state is not None:
         gate = evaluate(spec.depends_on, spec.depends_on_any, dependency_state)
         if not gate.ready:
@@ -149,6 +155,7 @@ def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "command": spec.command,
         "tags": spec.tags,
         "cpus": spec.cpus,
+        "cpu_affinity": spec.cpu_affinity,
         "mem_mb": spec.mem_mb,
         "wall_time_seconds": spec.wall_time_seconds,
         "priority": spec.priority,

@@ -30,14 +30,17 @@ def job_status(
     usage: Usage | None,
     dependency_state: Callable[[str], JobState | str | None],
     basis: Callable[[], EtaBasis],
+    hold: str | None = None,
 ) -> dict[str, Any]:
     """The status view of ``spec`` against the base caps (``ctx.base_caps``: the daemon's,
     or its last advertised snapshot; None: unknown) and the ``effective`` ones (after a
     throttle; the daemon knows them). ``basis`` is asked only for a PENDING job whose
-    base caps are known."""
+    base caps are known. ``hold``: why the daemon holds all dispatch, if it does."""
     now = ctx.now()
     base = ctx.base_caps
-    view = status_view(spec, ctx.paths, base, now, usage, dependency_state, effective=effective)
+    view = status_view(
+        spec, ctx.paths, base, now, usage, dependency_state, effective=effective, hold=hold
+    )
     if spec.state is JobState.PENDING:
         row = report_row(spec, base, now)
         known = basis() if base is not None else None

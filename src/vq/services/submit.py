@@ -121,7 +121,7 @@ def _new_id(ctx: ServiceContext, reserved: set[str]) -> str:
     return job_id
 
 
-def _base_fields(params: SubmitParams) -> dict[str, Any]:
+def _base_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
     return {
         "job_name": params.job_name,
         "submitter": params.submitter,
@@ -140,7 +140,7 @@ def _base_fields(params: SubmitParams) -> dict[str, Any]:
             params.rerun_max or 10 if params.rerun_until_file_exists is not None else None
         ),
         "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
-        "recover_on_reboot": params.recover_on_reboot,
+        "recover_on_reboot": params.recover_on_reboot or ctx.default_recover_on_reboot,
     }
 
 
@@ -151,7 +151,7 @@ def _plan(
     after, after_any = _dependencies(ctx, params)
     reserved: set[str] = set()
     now = ctx.now()
-    base = _base_fields(params)
+    base = _base_fields(ctx, params)
     base.update(submitted_at=now, depends_on=after, depends_on_any=after_any)
     if params.chain is None and params.array is None and params.array_values is None:
         job_id = _new_id(ctx, reserved)

@@ -21,6 +21,7 @@ Stable JSON schema (``vq top --json``)::
         {
           "id": str, "job_name": str | null, "state": "RUNNING" | "SUSPENDED",
           "cpus": int,
+          "cpu_affinity": [int] | null,       # the cores the job is pinned to
           "cpu_percent": float | null,        # latest sample's cpu_percent
           "rss_mb": float | null,             # latest sample's rss_mb
           "mem_limit_mb": int | null,         # effective memory: mem_mb, else the default
@@ -153,6 +154,7 @@ def _job_row(
         "job_name": row.get("job_name"),
         "state": row["state"],
         "cpus": row.get("cpus", 0),
+        "cpu_affinity": row.get("cpu_affinity"),
         "cpu_percent": _number(sample.get("cpu_percent")) if sample is not None else None,
         "rss_mb": rss,
         "mem_limit_mb": limit,

@@ -91,7 +91,9 @@ def _dispatch(parts: HealthParts) -> Check:
     drain = parts.holds.drain_state
     if drain.active:
         reasons.append(f"drain ({drain.mode})" + (f": {drain.reason}" if drain.reason else ""))
-    if parts.holds.config_error is not None:
+    if parts.holds.config_missing:
+        reasons.append(f"the loaded config file {parts.holds.config_missing[0]} is missing")
+    elif parts.holds.config_error is not None:
         reasons.append("the configuration is invalid")
     pressure = parts.pressure_hold()
     if pressure:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -33,7 +34,16 @@ class DaemonFacts:
 class InfoHandlers:
     """``ping`` and ``wake`` over the daemon's facts, service context and loop."""
 
-    def __init__(self, ctx: ServiceContext, facts: DaemonFacts, inbox: LoopInbox) -> None:
+    def __init__(
+        self,
+        ctx: ServiceContext,
+        facts: DaemonFacts,
+        inbox: LoopInbox,
+        affinity_on: Callable[[], bool],
+        dispatch_hold: Callable[[], str | None],
+    ) -> None:
+        self._affinity_on = affinity_on
+        self._dispatch_hold = dispatch_hold
         self._ctx = ctx
         self._facts = facts
         self._inbox = inbox
@@ -50,6 +60,8 @@ class InfoHandlers:
             provenance=facts.provenance,
             cgroup_mode=facts.cgroup_mode,
             cgroup_reason=facts.cgroup_reason,
+            cpu_affinity=self._affinity_on(),
+            dispatch_hold=self._dispatch_hold(),
             **advertised_caps(self._ctx),
         )
 

@@ -51,6 +51,7 @@ class JobHandlers:
         lifecycle: Lifecycle,
         usage: Callable[[], Usage],
         start_grace: Callable[[str], None],
+        dispatch_hold: Callable[[], str | None],
     ) -> None:
         self._ctx = ctx
         self._index = index
@@ -59,6 +60,7 @@ class JobHandlers:
         self._lifecycle = lifecycle
         self._usage = usage
         self._start_grace = start_grace
+        self._dispatch_hold = dispatch_hold
 
     def submit(self, params: SubmitParams) -> SubmitResult:
         result = submit(self._ctx, params)
@@ -77,6 +79,7 @@ class JobHandlers:
             usage=self._usage(),
             dependency_state=self._index.dependency_state,
             basis=self._views.eta_basis,
+            hold=self._dispatch_hold(),
         )
         return StatusResult.model_validate(view)
 
