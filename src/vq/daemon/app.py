@@ -8,6 +8,7 @@ leaves a clear message in daemon.log and stderr):
    the kernel drops it if we die), write ``daemon.pid``;
 2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
 3. start the fork server; run the recovery pass (interruptible at spec boundaries);
+   finish what a killed ``vq cleanup`` left (:mod:`vq.services.cleanup_recovery`);
 4. load the index; bind ``daemon.sock`` (0600) — only now is the daemon visible;
 5. loop: :meth:`Daemon.tick` (apply collector exits, poll orphans and kill graces,
    dispatch), then sleep until woken (submit, exit, wake RPC, signal) or the tick
@@ -34,9 +35,10 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.errors import Conflict
+from vq.errors import Conflict, VqError
 from vq.executors.local import LocalExecutor
 from vq.paths import StatePaths
+from vq.services import cleanup_recovery
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.transport.local import LocalRunner
@@ -169,10 +171,20 @@ class Daemon:
         if self.stop_requested.is_set():
             log.info("stopped during recovery; the socket was never published")
             return False
+        self._finish_leftovers()
         parts.index.load(parts.ctx.store.scan())
         for item in parts.index.quarantined.values():
             log.warning("quarantined %s: %s", item.path, item.reason)
         return True
+
+    def _finish_leftovers(self) -> None:
+        """Complete what a killed ``vq cleanup``/``vq fetch`` left half done (archives
+        recorded but not deleted, stale temp files); a failure is logged, never fatal."""
+        try:
+            for item in cleanup_recovery.recover(self.parts.ctx):
+                log.info("leftover %s %s: %s", item.kind, item.path, item.action)
+        except (OSError, VqError) as exc:
+            log.warning("leftovers of interrupted cleanups not finished: %s", exc)
 
     def run(self) -> int:
         """Run until stopped. Returns the process exit code."""
