@@ -149,6 +149,7 @@ ADDITIVE = {
     "retry_backoff_seconds",
     "idempotency_key_hash",
     "idempotency_intent_digest",
+    "launch_attempt",
 }
 
 

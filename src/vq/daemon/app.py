@@ -160,12 +160,14 @@ class Daemon:
         )
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
-            "%d aborted (%d auto-resumed), %d leaked groups reaped",
+            "%d aborted (%d auto-resumed), %d never started (requeued), "
+            "%d leaked groups reaped",
             report.examined,
             len(report.reattached),
             len(report.finished),
             len(report.aborted),
             len(report.resumed_as),
+            len(report.requeued),
             len(report.reaped_leaks),
         )
         if self.stop_requested.is_set():

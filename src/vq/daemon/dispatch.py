@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from vq._fault_points import crash_point
 from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
 from vq.domain.dependencies import evaluate
 from vq.domain.programs import (
@@ -276,6 +277,7 @@ class Dispatcher:
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
         executor = self.executors.select(spec)  # the local one: candidates are local
         env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
+        crash_point("dispatch_after_claim")
         try:
             # The answer is queued for the loop, so tracking right after sending is safe.
             executor.launch(
@@ -287,6 +289,7 @@ class Dispatcher:
         except VqError as exc:
             self._fail_dispatch(spec.id, f"launch failed: {exc.message}")
             return False
+        crash_point("dispatch_after_send")
         self.supervisor.track(spec, None, None, None, orphan=False)
         return True
 

@@ -31,7 +31,7 @@ from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.executors.base import JobHandle, LaunchResult
-from vq.executors.launch import CollectorExit, Launched
+from vq.executors.launch import COLLECTOR_NOT_STARTED, CollectorExit, Launched
 from vq.executors.local import LocalExecutor
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
@@ -41,6 +41,9 @@ __all__ = ["SETTLE_SECONDS", "Holder", "LaunchResult", "Supervisor"]
 
 #: How long after a fork-server death an in-flight launch is given to show itself.
 SETTLE_SECONDS = 2.0
+#: A job whose collector could not record its start waits this long before its next
+#: claim (the usual cause, a full disk, rarely clears at once).
+NOT_STARTED_DELAY_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +173,11 @@ class Supervisor:
             self.launch_handler(LaunchResult(job_id, launched, None))
             return
         marker = self.executor.exit_code(job_id)
+        if marker is None and self._fenced(job_id):
+            self._requeue_unstarted(
+                job_id, "the fork server died while launching this job, before its command started"
+            )
+            return
         self._finish(
             job_id,
             marker,
@@ -178,6 +186,28 @@ class Supervisor:
             "marker were found, so its outcome is unknown",
             marker_backed=True,
         )
+        self.release(job_id)
+
+    def _fenced(self, job_id: str) -> bool:
+        """Whether the job's current attempt provably never started (and now cannot)."""
+        spec = self.ctx.store.read(job_id)
+        return (
+            spec.state is JobState.RUNNING
+            and self.executor.spawn_failure(job_id) is None
+            and self.executor.fence_unstarted(spec)
+        )
+
+    def _requeue_unstarted(self, job_id: str, why: str, delay_seconds: float = 0.0) -> None:
+        """RUNNING → PENDING for an attempt whose command never started; budget freed."""
+        attempt = self.ctx.store.read(job_id).launch_attempt
+        moved = self.lifecycle.requeue_never_started(
+            job_id,
+            attempt,
+            f"{why}; it did not run and is back in the queue",
+            delay_seconds=delay_seconds,
+        )
+        if moved.changed:
+            log.info("job %s: never started (%s); back in the queue", job_id, why)
         self.release(job_id)
 
     def release(self, job_id: str) -> None:
@@ -233,6 +263,12 @@ class Supervisor:
                 break
             if isinstance(event, LaunchResult):
                 self.launch_handler(event)
+            elif event.exit_code == COLLECTOR_NOT_STARTED and event.job_id in self.holders:
+                self._requeue_unstarted(
+                    event.job_id,
+                    "its collector could not create the start record (see daemon.log)",
+                    NOT_STARTED_DELAY_SECONDS,
+                )
             else:
                 self._collector_exited(event.job_id, event.signal)
         for holder in list(self.holders.values()):
@@ -288,6 +324,13 @@ class Supervisor:
             # Killed collector, job still live in the spec: reap the group first so the
             # command can never run on beside its own retry (§4.4).
             self._reap(holder)
+            if self.executor.exit_code(job_id) is None and self._fenced(job_id):
+                self._requeue_unstarted(
+                    job_id,
+                    "its collector was killed before the command started",
+                    NOT_STARTED_DELAY_SECONDS,
+                )
+                return
             how = f"signal {collector_signal}" if collector_signal > 0 else "an unknown cause"
             self._finish(
                 job_id,

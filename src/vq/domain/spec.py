@@ -98,6 +98,9 @@ class JobSpec(BaseModel):
     pgid: int | None = None
     pid_start_time: int | None = None
     workdir: str | None = None
+    #: The current attempt's token, set by the claim: its launch writes the start record
+    #: ``_vq/started.<token>`` before the command starts (the never-started proof).
+    launch_attempt: str | None = None
     recover_on_reboot: bool = False
     parent_jobid: str | None = None
     paused_at: datetime | None = None

@@ -26,6 +26,9 @@ _MAX_FD = 1 << 16
 _READ_SIZE = 1 << 16
 _POLL_SECONDS = 1.0
 _PERMISSION_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
+#: Exit status of a collector that did not start its command because it could not create
+#: the attempt's start record (``vq.executors.launch.COLLECTOR_NOT_STARTED``).
+NOT_STARTED = 3
 
 _USAGE_SEMANTICS = {
     "wall_seconds": "monotonic time from command fork to wait4 return",
@@ -86,6 +89,31 @@ def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def _create_start_record(path: str, data: bytes) -> None:
+    """Create ``path`` exclusively with ``data``, durably (file and directory fsync'd).
+
+    Raises FileExistsError when it already exists: recovery fenced this attempt (or
+    another collector claimed it). Any OSError means the command must not start.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _test_fault(name: str) -> None:
+    """``VQ_TEST_FAULT=<name>``: SIGKILL this process here (fault-injection tests)."""
+    if os.environ.get("VQ_TEST_FAULT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -242,11 +270,22 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         os.write(sync_w, b"!")  # tells the server that pgid == pid now holds
     finally:
         os.close(sync_w)
+    pid = os.getpid()
+    marker_dir = os.path.dirname(req["exit_code_path"])
+    _test_fault("collector_before_start_record")
+    record = req.get("start_record")
+    if record:
+        # The never-started proof (docs/architecture.md): the command starts only after
+        # this attempt's start record exists durably. If recovery created it first (it
+        # found no trace of us), or it cannot be written, nothing starts.
+        try:
+            _create_start_record(record, f"{pid} {_start_ticks(pid)}\n".encode())
+        except OSError as exc:
+            _stderr(f"job {req.get('job_id')}: not started: cannot create {record}: {exc}")
+            return NOT_STARTED
     # Make this group findable by a restarted daemon even before the daemon has recorded
     # our pid: "<pid> <start ticks>" next to the exit marker (atomic, not fsync'd — no
     # process survives a power loss anyway).
-    pid = os.getpid()
-    marker_dir = os.path.dirname(req["exit_code_path"])
     try:
         _atomic_write(
             os.path.join(marker_dir, "collector.pid"),

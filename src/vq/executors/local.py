@@ -21,6 +21,7 @@ from pathlib import Path
 
 from vq._fs import read_regular
 from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
 from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
 
@@ -44,6 +45,11 @@ SCOPE_REQUESTED_NAME = "scope-requested"
 SCOPE_ENTERED_NAME = "scope-entered"
 #: Run inside the scope: note the entry (``$0`` is the note's path), then become the command.
 _ENTER_SCOPE = ': > "$0" && exec "$@"'
+#: The start record of attempt T is ``_vq/started.T``: the collector creates it
+#: exclusively before starting the command; recovery creates it (content FENCED) to prove
+#: and fix that an attempt never started.
+START_RECORD_PREFIX = "started."
+FENCED = b"fenced\n"
 
 
 @dataclass
@@ -123,6 +129,48 @@ class LocalExecutor:
             stop_scope(self.runner, job_id)
 
     # --- launch --------------------------------------------------------------------------
+    def start_record_path(self, spec: JobSpec) -> Path | None:
+        """The current attempt's start record (None: a claim without a token)."""
+        if spec.launch_attempt is None:
+            return None
+        return self.paths.meta_dir(spec.id) / f"{START_RECORD_PREFIX}{spec.launch_attempt}"
+
+    def fence_unstarted(self, spec: JobSpec) -> bool:
+        """Prove that the current attempt's command never started and never will.
+
+        True when this call (or an earlier fence) created the start record: a collector
+        creates it exclusively *before* starting the command and refuses to start if it
+        exists, so no collector of this attempt started or can start. False when a
+        collector wrote it (the command may have started), when the spec carries no
+        attempt token (an older claim: no proof), or when the record cannot be written.
+        """
+        path = self.start_record_path(spec)
+        if path is None:
+            return False
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            try:
+                return read_regular(path, 64) == FENCED
+            except OSError:
+                return False
+        except OSError:
+            return False
+        try:
+            try:
+                os.write(fd, FENCED)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass  # the exclusive create already fenced the attempt; the content is a note
+        return True
+
     def spawn_error_path(self, job_id: str) -> Path:
         return self.paths.exit_code(job_id).with_name(SPAWN_ERROR_NAME)
 
@@ -162,6 +210,7 @@ class LocalExecutor:
                 stderr=workspace / spec.stderr_path,
                 exit_code_path=paths.exit_code(job_id),
                 usage_path=paths.resource_usage(job_id),
+                start_record=self.start_record_path(spec),
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
             if self.cgroup.scoped:
@@ -278,16 +327,19 @@ class LocalExecutor:
             self._census = _Census(procs.live_groups(), job_processes())
         return self._census
 
-    def _collector_record(self, job_id: str) -> tuple[int, int] | None:
-        """The live collector named by ``_vq/collector.pid`` (identity-checked), if any."""
-        try:
-            pid_text, ticks_text = (
-                read_regular(self.paths.collector_pid(job_id), 256).decode().split()
-            )
-            pid, ticks = int(pid_text), int(ticks_text)
-        except (OSError, ValueError):
-            return None
-        return (pid, ticks) if procs.matches_identity(pid, ticks) else None
+    def _collector_record(self, spec: JobSpec) -> tuple[int, int] | None:
+        """The live collector named by ``_vq/collector.pid`` or by the attempt's start
+        record (both "<pid> <start ticks>", identity-checked), if any."""
+        record = self.start_record_path(spec)
+        for path in (self.paths.collector_pid(spec.id), *([record] if record else [])):
+            try:
+                pid_text, ticks_text = read_regular(path, 256).decode().split()
+                pid, ticks = int(pid_text), int(ticks_text)
+            except (OSError, ValueError):
+                continue
+            if procs.matches_identity(pid, ticks):
+                return pid, ticks
+        return None
 
     def _locate(self, spec: JobSpec) -> JobHandle:
         """The job's group: from the spec, else (a launch whose pid was never recorded)
@@ -295,7 +347,7 @@ class LocalExecutor:
         environment of its processes."""
         if spec.pgid is not None:
             return JobHandle.of(spec)
-        record = self._collector_record(spec.id)
+        record = self._collector_record(spec)
         if record is not None:
             return JobHandle(spec.id, record[0], record[1])
         for pid in self._census_now().by_job.get(spec.id, []):
@@ -311,7 +363,9 @@ class LocalExecutor:
 
     def recover(self, spec: JobSpec) -> Recovered:
         """Reattach a live group that is the job's (its collector alive); otherwise reap
-        what is left of the group and report the durable outcome."""
+        what is left of the group and report the durable outcome — or, for a RUNNING
+        attempt that left no exit marker and no spawn note, NEVER_STARTED when
+        :meth:`fence_unstarted` proves the command never started."""
         handle = self._locate(spec)
         if handle.pgid is not None and group_is_job(spec.id, handle.pgid, handle.start_ticks):
             if procs.is_alive(handle.pgid):
@@ -319,11 +373,16 @@ class LocalExecutor:
                     RecoveryKind.REATTACHED, handle, found_unrecorded=spec.pgid is None
                 )
             self._kill_group(handle.pgid)  # collector gone, members live: reap them
+        exit_code, spawn_failure = self.exit_code(spec.id), self.spawn_failure(spec.id)
+        if (
+            exit_code is None
+            and spawn_failure is None
+            and spec.state is JobState.RUNNING
+            and self.fence_unstarted(spec)
+        ):
+            return Recovered(RecoveryKind.NEVER_STARTED, handle)
         return Recovered(
-            RecoveryKind.ENDED,
-            handle,
-            exit_code=self.exit_code(spec.id),
-            spawn_failure=self.spawn_failure(spec.id),
+            RecoveryKind.ENDED, handle, exit_code=exit_code, spawn_failure=spawn_failure
         )
 
     def reap_leak(self, spec: JobSpec) -> bool:
