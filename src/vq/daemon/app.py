@@ -35,7 +35,7 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.errors import Conflict, VqError
+from vq.errors import Conflict, StorageError, VqError
 from vq.executors.local import LocalExecutor
 from vq.paths import StatePaths
 from vq.services import cleanup_recovery
@@ -54,6 +54,7 @@ from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import Route, RpcServer
 from .sidecar import WebSidecar
+from .storage import StorageGuard
 from .supervisor import Supervisor
 from .watchdog import Watchdog
 
@@ -98,6 +99,7 @@ class DaemonParts:
     executor: LocalExecutor
     watchdog: Watchdog
     pressure: PressureGuard
+    storage: StorageGuard
     dispatcher: Dispatcher
     notifier: Notifier
     facts: DaemonFacts
@@ -205,7 +207,14 @@ class Daemon:
                 self.parts.web.start()
             self.parts.loop_calls.loop_started()
             while not self.stop_requested.is_set():
-                self.parts.inbox.wait(self.tick())
+                try:
+                    timeout = self.tick()
+                except StorageError as exc:
+                    # A write the state root could not take is that write's failure: note
+                    # it (dispatch holds) and go on; what must be written is retried.
+                    self.parts.storage.note(exc)
+                    timeout = FAST_POLL_SECONDS
+                self.parts.inbox.wait(timeout)
             return 0
         finally:
             self.shutdown()
@@ -224,6 +233,7 @@ class Daemon:
             log.error("the fork server died; restarting it (running jobs become orphans)")
             parts.supervisor.orphan_all()
         parts.holds.tick()
+        parts.storage.check()
         parts.supervisor.process()
         parts.watchdog.check()
         if parts.supervisor.holders:
@@ -238,7 +248,7 @@ class Daemon:
                 timeout = min(timeout, deadline + 0.01)
         if parts.watchdog.has_work():
             timeout = min(timeout, WATCH_SECONDS)
-        if parts.supervisor.needs_polling():
+        if parts.supervisor.needs_polling() or parts.storage.holding:
             timeout = min(timeout, FAST_POLL_SECONDS)
         return timeout
 

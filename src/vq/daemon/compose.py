@@ -39,6 +39,7 @@ from .pressure import PressureGuard
 from .routes import build_routes
 from .rpc import peer_closed
 from .sidecar import WebOptions, WebSidecar
+from .storage import StorageGuard
 from .supervisor import LaunchResult, Supervisor
 from .terminal import EndedJobs
 from .watchdog import Watchdog
@@ -85,6 +86,9 @@ def compose_daemon(
         dispatcher.apply_launch(result)
 
     supervisor = Supervisor(ctx, lifecycle, executor, wake=inbox.wake, on_launch=apply_launch)
+    #: Holds dispatch while the state root cannot take a spec write (ENOSPC/EDQUOT/EIO).
+    storage = StorageGuard(paths, ctx.now)
+    supervisor.on_storage_error = storage.note
     executor.attach_fork_server(supervisor.on_collector_exit)
     watchdog = Watchdog(ctx, supervisor, index.get, settings.watchdog)
     pressure = PressureGuard(ctx, supervisor, index.get, settings.watchdog, index.upsert)
@@ -104,7 +108,7 @@ def compose_daemon(
         index,
         lifecycle,
         environ,
-        hold=lambda: pressure.holding or holds.holding,
+        hold=lambda: pressure.holding or holds.holding or storage.holding,
     )
 
     def reconfigure(watch: WatchdogSettings) -> None:
@@ -122,10 +126,19 @@ def compose_daemon(
                     continue
         return specs
 
-    facts = DaemonFacts(started_monotonic=time.monotonic(), started_at=ctx.now())
+    facts = DaemonFacts(
+        started_monotonic=time.monotonic(), started_at=ctx.now(), storage_hold=storage.hold_dict
+    )
     views = IndexViews(ctx, index)
     jobs = JobHandlers(
-        ctx, index, views, inbox, lifecycle, supervisor.usage, supervisor.start_grace
+        ctx,
+        index,
+        views,
+        inbox,
+        lifecycle,
+        supervisor.usage,
+        supervisor.start_grace,
+        storage_hold=storage.hold_dict,
     )
     routes = build_routes(
         paths,
@@ -133,7 +146,13 @@ def compose_daemon(
         jobs,
         ReadHandlers(ctx, index, views, jobs.status, peer_closed),
         ControlHandlers(
-            holds, inbox, reconfigure, supervisor.usage, lambda: pressure.holding, unended_specs
+            holds,
+            inbox,
+            reconfigure,
+            supervisor.usage,
+            lambda: pressure.holding,
+            unended_specs,
+            storage_hold=storage.hold_dict,
         ),
         HealthHandler(
             HealthParts(
@@ -161,6 +180,7 @@ def compose_daemon(
             executor=executor,
             watchdog=watchdog,
             pressure=pressure,
+            storage=storage,
             dispatcher=dispatcher,
             notifier=notifier,
             facts=facts,

@@ -43,7 +43,7 @@ from vq.domain.programs import (
     program_environment,
 )
 from vq.domain.spec import JobSpec
-from vq.errors import VqError
+from vq.errors import StorageError, VqError
 from vq.executors.base import JobHandle, LaunchResult, NoExecutor
 from vq.executors.launch import SERVER_EXITED
 from vq.executors.registry import ExecutorRegistry
@@ -267,6 +267,8 @@ class Dispatcher:
         workdir = str(self.ctx.paths.workdir(job_id))
         try:
             moved = self.lifecycle.claim(job_id, workdir=workdir, program=program)
+        except StorageError:
+            raise  # the loop notes it and dispatch holds until the state root takes writes
         except VqError as exc:
             log.warning("cannot claim job %s: %s", job_id, exc.message)
             return None
@@ -286,6 +288,11 @@ class Dispatcher:
                 effective_mem_mb(spec.mem_mb, self.ctx.caps),
                 self.supervisor.on_launch_result,
             )
+        except StorageError as exc:
+            # Nothing was sent: the claim returns to the queue (a write the supervisor
+            # retries until the state root takes it) and the loop holds dispatch.
+            self.supervisor.unsent(spec, f"not launched ({exc.message}); back in the queue")
+            raise
         except VqError as exc:
             self._fail_dispatch(spec.id, f"launch failed: {exc.message}")
             return False

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.errors import StorageError
 from vq.executors.base import JobHandle, LaunchResult
 from vq.executors.launch import COLLECTOR_NOT_STARTED, CollectorExit, Launched
 from vq.executors.local import LocalExecutor
@@ -44,6 +45,8 @@ SETTLE_SECONDS = 2.0
 #: A job whose collector could not record its start waits this long before its next
 #: claim (the usual cause, a full disk, rarely clears at once).
 NOT_STARTED_DELAY_SECONDS = 10.0
+#: How often an end-of-attempt write the state root refused is retried.
+OWED_RETRY_SECONDS = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,11 @@ class Supervisor:
         self.wake = wake
         #: Applies a launch answer on the loop (the dispatcher's ``apply_launch``).
         self.launch_handler = on_launch
+        #: Told of every write the state root could not take (the daemon's storage hold).
+        self.on_storage_error: Callable[[StorageError], None] = lambda error: None
+        #: End-of-attempt writes that failed with a StorageError, retried by process().
+        self._owed: dict[str, Callable[[], bool]] = {}
+        self._owed_tried_at = 0.0
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:
@@ -178,15 +186,17 @@ class Supervisor:
                 job_id, "the fork server died while launching this job, before its command started"
             )
             return
-        self._finish(
+        self._end(
             job_id,
-            marker,
-            JobState.ABORTED_BY_QUEUE,
-            "the fork server died while launching this job; no process and no exit "
-            "marker were found, so its outcome is unknown",
-            marker_backed=True,
+            lambda: self._finish(
+                job_id,
+                marker,
+                JobState.ABORTED_BY_QUEUE,
+                "the fork server died while launching this job; no process and no exit "
+                "marker were found, so its outcome is unknown",
+                marker_backed=True,
+            ),
         )
-        self.release(job_id)
 
     def _fenced(self, job_id: str) -> bool:
         """Whether the job's current attempt provably never started (and now cannot)."""
@@ -200,15 +210,53 @@ class Supervisor:
     def _requeue_unstarted(self, job_id: str, why: str, delay_seconds: float = 0.0) -> None:
         """RUNNING → PENDING for an attempt whose command never started; budget freed."""
         attempt = self.ctx.store.read(job_id).launch_attempt
-        moved = self.lifecycle.requeue_never_started(
-            job_id,
-            attempt,
-            f"{why}; it did not run and is back in the queue",
-            delay_seconds=delay_seconds,
-        )
-        if moved.changed:
-            log.info("job %s: never started (%s); back in the queue", job_id, why)
-        self.release(job_id)
+
+        def write() -> None:
+            moved = self.lifecycle.requeue_never_started(
+                job_id,
+                attempt,
+                f"{why}; it did not run and is back in the queue",
+                delay_seconds=delay_seconds,
+            )
+            if moved.changed:
+                log.info("job %s: never started (%s); back in the queue", job_id, why)
+
+        self._end(job_id, write)
+
+    def unsent(self, spec: JobSpec, reason: str) -> None:
+        """A claim whose launch was never sent: back to PENDING, budget freed (the write
+        is owed and retried if the state root cannot take it now)."""
+        self.track(spec, None, None, None, orphan=False)
+        self._end(spec.id, lambda: self.lifecycle.requeue_unlaunched(spec.id, reason))
+
+    def _end(self, job_id: str, write: Callable[[], object]) -> None:
+        """Write the end of an attempt, then free its budget. A write the state root
+        cannot take (StorageError) is owed: the outcome stays in memory, the budget
+        stays held, and :meth:`process` retries it until it lands."""
+
+        def attempt() -> bool:
+            try:
+                write()
+            except StorageError as exc:
+                self.on_storage_error(exc)
+                return False
+            self.release(job_id)
+            return True
+
+        if not attempt():
+            log.warning("job %s: its end could not be written; retrying", job_id)
+            self._owed[job_id] = attempt
+
+    def _retry_owed(self) -> None:
+        """Retry owed end-of-attempt writes (at most once per OWED_RETRY_SECONDS)."""
+        if not self._owed or self._monotonic() - self._owed_tried_at < OWED_RETRY_SECONDS:
+            return
+        self._owed_tried_at = self._monotonic()
+        for job_id, attempt in list(self._owed.items()):
+            if not attempt():
+                return  # still full: the others would fail too
+            del self._owed[job_id]
+            log.info("job %s: its end was written after a storage error", job_id)
 
     def release(self, job_id: str) -> None:
         """Free the job's budget. A job whose spec is terminal has now fully ended."""
@@ -233,7 +281,7 @@ class Supervisor:
 
     def needs_polling(self) -> bool:
         """A group in its kill grace is watched closely (its budget frees on exit)."""
-        return any(
+        return bool(self._owed) or any(
             h.collector_done or h.unresolved_since is not None for h in self.holders.values()
         )
 
@@ -256,6 +304,7 @@ class Supervisor:
 
     # --- the loop's work -------------------------------------------------------------------
     def process(self) -> None:
+        self._retry_owed()
         while True:
             try:
                 event = self._events.get_nowait()
@@ -272,6 +321,8 @@ class Supervisor:
             else:
                 self._collector_exited(event.job_id, event.signal)
         for holder in list(self.holders.values()):
+            if holder.job_id in self._owed:
+                continue  # its end is written first; its budget stays held until then
             since = holder.unresolved_since
             if since is not None and self._monotonic() - since >= SETTLE_SECONDS:
                 self._resolve_launch(holder)
@@ -311,14 +362,16 @@ class Supervisor:
         if collector_signal is None:
             # The collector waited for its command and wrote the marker (or failed to).
             exit_code = self.executor.exit_code(job_id)
-            self._finish(
+            self._end(
                 job_id,
-                exit_code,
-                JobState.FAILED,
-                "the collector could not record an exit code",
-                marker_backed=True,
+                lambda: self._finish(
+                    job_id,
+                    exit_code,
+                    JobState.FAILED,
+                    "the collector could not record an exit code",
+                    marker_backed=True,
+                ),
             )
-            self.release(job_id)
             return
         if not self.ctx.store.read(job_id).is_terminal:
             # Killed collector, job still live in the spec: reap the group first so the
@@ -332,14 +385,11 @@ class Supervisor:
                 )
                 return
             how = f"signal {collector_signal}" if collector_signal > 0 else "an unknown cause"
-            self._finish(
-                job_id,
-                None,
-                unknown_state,
+            reason = (
                 f"the job's collector (pid {holder.pid}) was killed by {how}; "
-                "the command's exit code is unknown and its process group was killed",
+                "the command's exit code is unknown and its process group was killed"
             )
-            self.release(job_id)
+            self._end(job_id, lambda: self._finish(job_id, None, unknown_state, reason))
             return
         # A terminal state was written by kill or the watchdog: the group is owed its grace.
         self.start_grace(job_id)

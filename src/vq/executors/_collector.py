@@ -4,7 +4,10 @@ Standalone and stdlib-only, like the server that imports it: it leads a new sess
 process group, starts the command with ``posix_spawn`` (cwd = the workspace, stdin from
 /dev/null, logs appended, default signal dispositions), ``wait4``s it, writes the
 resource receipt and then the durable exit marker, and exits 0 (1 if the marker could
-not be written). It installs no signal handlers: a SIGTERM to the group ends it at once.
+not be written). A marker write that fails for lack of space (ENOSPC, EDQUOT) or EIO is
+retried with backoff for up to a week, the exit code kept in memory: the collector stays
+alive, so the daemon keeps waiting for it instead of classifying the job.
+It installs no signal handlers: a SIGTERM to the group ends it at once.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ _PERMISSION_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
 #: Exit status of a collector that did not start its command because it could not create
 #: the attempt's start record (``vq.executors.launch.COLLECTOR_NOT_STARTED``).
 NOT_STARTED = 3
+#: Errors of a write the filesystem cannot take now; the exit marker is retried on them.
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+#: How long the exit marker is retried (the collector keeps the code in memory meanwhile).
+_MARKER_RETRY_SECONDS = 7 * 24 * 3600.0
+_RETRY_FIRST_SECONDS = 0.25
+_RETRY_MAX_SECONDS = 5.0
 
 _USAGE_SEMANTICS = {
     "wall_seconds": "monotonic time from command fork to wait4 return",
@@ -354,15 +363,28 @@ def _record(req: Request, started_at: float, started: float, status: int, rusage
         "process_count": None,
         "semantics": _USAGE_SEMANTICS,
     }
-    try:
-        _atomic_write(
-            req["usage_path"], (json.dumps(receipt, indent=1) + "\n").encode(), durable=False
-        )
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
-    try:
-        _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write exit marker: {exc}")
-        return 1
-    return 0
+    receipt_bytes = (json.dumps(receipt, indent=1) + "\n").encode()
+    receipt_written = False
+    delay = _RETRY_FIRST_SECONDS
+    deadline = time.monotonic() + _MARKER_RETRY_SECONDS
+    while True:
+        if not receipt_written:
+            try:
+                _atomic_write(req["usage_path"], receipt_bytes, durable=False)
+                receipt_written = True
+            except OSError as exc:
+                _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
+        try:
+            _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
+            return 0
+        except OSError as exc:
+            # A full disk (or quota, or EIO) must not lose a finished job's outcome: keep
+            # the code in memory and retry; while this process lives the daemon waits
+            # (its group is alive) instead of classifying the job.
+            if exc.errno not in _STORAGE_ERRNOS or time.monotonic() >= deadline:
+                _stderr(f"job {req.get('job_id')}: cannot write exit marker: {exc}")
+                return 1
+            if delay == _RETRY_FIRST_SECONDS:
+                _stderr(f"job {req.get('job_id')}: exit marker not written yet ({exc}); retrying")
+        time.sleep(delay)
+        delay = min(delay * 2, _RETRY_MAX_SECONDS)

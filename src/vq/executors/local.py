@@ -22,6 +22,7 @@ from pathlib import Path
 from vq._fs import read_regular
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.errors import storage_error
 from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
 
@@ -182,7 +183,8 @@ class LocalExecutor:
         reply: Callable[[LaunchResult], None],
     ) -> None:
         """Send the launch to the fork server; the answer comes through ``reply`` (on the
-        server's reader thread). Raises LaunchError when nothing could be sent."""
+        server's reader thread). Raises LaunchError when nothing could be sent, or
+        StorageError when the state root could not take the launch's files."""
         paths = self.paths
         job_id = spec.id
         for stale in (
@@ -216,6 +218,9 @@ class LocalExecutor:
             if self.cgroup.scoped:
                 (paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME).touch()
         except (ValueError, OSError) as exc:
+            full = storage_error(exc, self.paths.root)
+            if full is not None:  # not the job's fault: the claim goes back to the queue
+                raise full from exc
             raise LaunchError(str(exc)) from exc
 
         def answered(job_id: str, launched: Launched | None, error: str | None, sent: bool) -> None:

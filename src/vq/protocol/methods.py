@@ -153,6 +153,8 @@ class PingResult(Result):
     provenance: dict[str, str | None]
     cgroup_mode: str
     cgroup_reason: str
+    #: set while dispatch holds because the state root cannot take a write
+    storage_hold: dict[str, str] | None = None
     #: the configured (base) caps, and the caps in force after a throttle
     caps: dict[str, Any]
     effective_caps: dict[str, Any]
@@ -247,6 +249,8 @@ class AdminStatusResult(Result):
     effective_caps: dict[str, int | None]
     holding_dispatch: bool
     memory_pressure_hold: bool
+    #: set while dispatch holds because the state root cannot take a write
+    storage_hold: dict[str, str] | None = None
 
 
 class HealthResult(Result):

@@ -72,7 +72,7 @@ def check_state_root(paths: StatePaths) -> Check:
 
 def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
     if ping is not None:
-        return [
+        checks = [
             Check(
                 "daemon",
                 "ok",
@@ -80,6 +80,17 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                 f"up {ping['uptime_seconds']:.0f}s)",
             )
         ]
+        hold = ping.get("storage_hold")
+        if hold:
+            checks.append(
+                Check(
+                    "storage hold",
+                    "fail",
+                    f"dispatch is held: {hold['message']} (since {hold['since']})",
+                    "free space under the state root; dispatch resumes by itself",
+                )
+            )
+        return checks
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():
         checks.append(

@@ -40,6 +40,7 @@ _STATUS_BY_CLASS: dict[str, int] = {
     "DaemonNotRunning": 503,
     "CorruptSpec": 409,
     "ConfigError": 500,
+    "StorageError": 507,
     "ProtocolError": 502,
     "WaitTimeout": 504,
     "TransportError": 502,
@@ -59,6 +60,7 @@ _HTTP_CODES: dict[int, str] = {
     422: "validation-error",
     429: "rate-limited",
     503: "unavailable",
+    507: "no-space",
 }
 
 

@@ -50,6 +50,7 @@ class ControlHandlers:
         usage: Callable[[], Usage],
         pressure_hold: Callable[[], bool],
         indexed: Callable[[], list[JobSpec]],
+        storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
     ) -> None:
         self._holds = holds
         self._inbox = inbox
@@ -57,6 +58,7 @@ class ControlHandlers:
         self._usage = usage
         self._pressure_hold = pressure_hold
         self._indexed = indexed
+        self._storage_hold = storage_hold
 
     def reload(self, _: EmptyParams) -> ReloadResult:
         report = self._holds.reload()
@@ -96,4 +98,8 @@ class ControlHandlers:
         )
 
     def admin_status(self, _: EmptyParams) -> AdminStatusResult:
-        return AdminStatusResult(**self._holds.status(), memory_pressure_hold=self._pressure_hold())
+        return AdminStatusResult(
+            **self._holds.status(),
+            memory_pressure_hold=self._pressure_hold(),
+            storage_hold=self._storage_hold(),
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -28,6 +29,8 @@ class DaemonFacts:
     cgroup_reason: str = "not probed yet"
     #: ``time.monotonic()`` of the main loop's latest pass (``health``), None before it.
     loop_progress_at: float | None = None
+    #: The storage hold (message and since), or None (see :mod:`vq.daemon.storage`).
+    storage_hold: Callable[[], dict[str, str] | None] = lambda: None
 
 
 class InfoHandlers:
@@ -50,6 +53,7 @@ class InfoHandlers:
             provenance=facts.provenance,
             cgroup_mode=facts.cgroup_mode,
             cgroup_reason=facts.cgroup_reason,
+            storage_hold=facts.storage_hold(),
             **advertised_caps(self._ctx),
         )
 
