@@ -78,6 +78,9 @@ class DaemonSettings(BaseModel):
     max_mem_mb: int | None = Field(default=None, ge=1)
     default_job_mem_mb: int | None = Field(default=None, ge=1)
     tick_seconds: float = Field(default=1.0, gt=0, le=60)
+    #: Daemon-socket connections served at once (long-polls hold one each); more are
+    #: answered "daemon busy" at once. Read at start.
+    max_connections: int = Field(default=256, ge=4, le=4096)
 
     def caps(self) -> Caps:
         """Effective caps: unset ``max_cpus``/``max_mem_mb`` mean the host's totals."""

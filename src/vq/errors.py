@@ -59,6 +59,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "CorruptSpec",
+    "DaemonBusy",
     "DaemonNotRunning",
     "HostDown",
     "HostKeyChanged",
@@ -133,6 +134,15 @@ class UnsafeArchive(InvalidInput):
 class DaemonNotRunning(VqError):
     exit_code = 5
     default_reference = "daemon-not-running"
+
+
+class DaemonBusy(VqError):
+    """The daemon is at its connection cap (``[daemon] max_connections``): this request
+    was not served; retrying in a few seconds will be (HTTP 503 with Retry-After). Not a
+    DaemonNotRunning: a busy daemon runs, so nobody falls back to working without it."""
+
+    exit_code = 5
+    default_reference = "daemon-busy"
 
 
 class Conflict(VqError):
@@ -305,6 +315,7 @@ _ALL: tuple[type[VqError], ...] = (
     InvalidInput,
     UnsafeArchive,
     DaemonNotRunning,
+    DaemonBusy,
     Conflict,
     CorruptSpec,
     UnsupportedSpecVersion,

@@ -175,6 +175,7 @@ def test_exit_code_table() -> None:
         "InvalidInput": 4,
         "UnsafeArchive": 4,
         "DaemonNotRunning": 5,
+        "DaemonBusy": 5,
         "Conflict": 6,
         "CorruptSpec": 7,
         "UnsupportedSpecVersion": 7,

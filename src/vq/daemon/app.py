@@ -200,7 +200,11 @@ class Daemon:
         try:
             if not self.start():
                 return 0
-            self._server = RpcServer(self.paths.daemon_sock, self.parts.routes)
+            self._server = RpcServer(
+                self.paths.daemon_sock,
+                self.parts.routes,
+                max_connections=self.parts.settings.daemon.max_connections,
+            )
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
