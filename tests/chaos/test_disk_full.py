@@ -50,16 +50,11 @@ def small_vq(vq: Vq) -> Iterator[Vq]:
 def fill(root: Path) -> Path:
     """Write zeros under ``root`` until the filesystem refuses (ENOSPC)."""
     filler = root / "filler.bin"
-    with filler.open("wb") as handle:
-        chunk = b"\0" * 65536
-        with contextlib.suppress(OSError):
-            while True:
-                handle.write(chunk)
-                handle.flush()
-    # The buffered tail may not have fit: top up in small writes until nothing fits.
-    with filler.open("ab", buffering=0) as handle, contextlib.suppress(OSError):
-        while True:
-            handle.write(b"\0" * 512)
+    with filler.open("wb", buffering=0) as handle:
+        for size in (65536, 512):  # big writes, then top up until not a byte more fits
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * size)
     return filler
 
 
@@ -172,3 +167,39 @@ def test_an_api_submit_on_a_full_disk_is_507_with_a_json_error(
         assert accepted.status_code == 201, accepted.text
     finally:
         stop_web(web)
+
+
+def test_a_terminal_write_the_disk_refuses_is_retried_once_space_returns(
+    small_vq: Vq, tmp_path: Path
+) -> None:
+    """The exit marker lands (jobs/ has room) but the spec write does not: ``queue/`` is
+    its own tiny tmpfs, filled. The daemon keeps the outcome and retries it."""
+    vq = small_vq
+    queue = vq.root / "queue"
+    queue.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(queue)], check=True)
+    go = tmp_path / "go"
+    try:
+        vq.start_daemon()
+        job = vq.submit("--", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; exit 0")
+        wait_until(lambda: vq.spec(job)["pid"] is not None)
+        filler = fill(queue)
+        go.touch()
+        marker = vq.root / "jobs" / job / "_vq" / "exit-code"
+        wait_until(lambda: marker.exists())
+        hold = wait_until(lambda: vq.json("daemon", "admin-status").get("storage_hold"))
+        assert "no space left on" in hold["message"]
+        assert vq.state(job) == "RUNNING" and daemon_alive(vq)
+        filler.unlink()
+        vq.wait_state(job, "COMPLETED")
+        assert vq.spec(job)["exit_code"] == 0
+        wait_until(lambda: vq.json("daemon", "admin-status").get("storage_hold") is None)
+        after = vq.submit("--", "true")  # dispatch resumed
+        vq.wait_state(after, "COMPLETED")
+    finally:
+        vq.stop_daemon()
+        for pid in processes_with_env(f"VQ_STATE_DIR={vq.root}"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if subprocess.run(["umount", str(queue)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(queue)], check=True)
