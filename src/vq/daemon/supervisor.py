@@ -38,6 +38,8 @@ from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
 from vq.services.lifecycle import Lifecycle
 
+from .owed import OwedWrites
+
 __all__ = ["SETTLE_SECONDS", "Holder", "LaunchResult", "Supervisor"]
 
 #: How long after a fork-server death an in-flight launch is given to show itself.
@@ -45,8 +47,6 @@ SETTLE_SECONDS = 2.0
 #: A job whose collector could not record its start waits this long before its next
 #: claim (the usual cause, a full disk, rarely clears at once).
 NOT_STARTED_DELAY_SECONDS = 10.0
-#: How often an end-of-attempt write the state root refused is retried.
-OWED_RETRY_SECONDS = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,7 @@ class Supervisor:
         #: Told of every write the state root could not take (the daemon's storage hold).
         self.on_storage_error: Callable[[StorageError], None] = lambda error: None
         #: End-of-attempt writes that failed with a StorageError, retried by process().
-        self._owed: dict[str, Callable[[], bool]] = {}
-        self._owed_tried_at = 0.0
+        self._owed = OwedWrites(monotonic)
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:
@@ -245,18 +244,7 @@ class Supervisor:
 
         if not attempt():
             log.warning("job %s: its end could not be written; retrying", job_id)
-            self._owed[job_id] = attempt
-
-    def _retry_owed(self) -> None:
-        """Retry owed end-of-attempt writes (at most once per OWED_RETRY_SECONDS)."""
-        if not self._owed or self._monotonic() - self._owed_tried_at < OWED_RETRY_SECONDS:
-            return
-        self._owed_tried_at = self._monotonic()
-        for job_id, attempt in list(self._owed.items()):
-            if not attempt():
-                return  # still full: the others would fail too
-            del self._owed[job_id]
-            log.info("job %s: its end was written after a storage error", job_id)
+            self._owed.add(job_id, attempt)
 
     def release(self, job_id: str) -> None:
         """Free the job's budget. A job whose spec is terminal has now fully ended."""
@@ -304,7 +292,7 @@ class Supervisor:
 
     # --- the loop's work -------------------------------------------------------------------
     def process(self) -> None:
-        self._retry_owed()
+        self._owed.retry()
         while True:
             try:
                 event = self._events.get_nowait()

@@ -34,6 +34,7 @@ from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
 from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
 from .sampling import GroupUsage, sample_groups
+from .start_record import fence, start_record_path
 
 __all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
 
@@ -46,11 +47,6 @@ SCOPE_REQUESTED_NAME = "scope-requested"
 SCOPE_ENTERED_NAME = "scope-entered"
 #: Run inside the scope: note the entry (``$0`` is the note's path), then become the command.
 _ENTER_SCOPE = ': > "$0" && exec "$@"'
-#: The start record of attempt T is ``_vq/started.T``: the collector creates it
-#: exclusively before starting the command; recovery creates it (content FENCED) to prove
-#: and fix that an attempt never started.
-START_RECORD_PREFIX = "started."
-FENCED = b"fenced\n"
 
 
 @dataclass
@@ -131,46 +127,14 @@ class LocalExecutor:
 
     # --- launch --------------------------------------------------------------------------
     def start_record_path(self, spec: JobSpec) -> Path | None:
-        """The current attempt's start record (None: a claim without a token)."""
-        if spec.launch_attempt is None:
-            return None
-        return self.paths.meta_dir(spec.id) / f"{START_RECORD_PREFIX}{spec.launch_attempt}"
+        return start_record_path(self.paths, spec)
 
     def fence_unstarted(self, spec: JobSpec) -> bool:
-        """Prove that the current attempt's command never started and never will.
-
-        True when this call (or an earlier fence) created the start record: a collector
-        creates it exclusively *before* starting the command and refuses to start if it
-        exists, so no collector of this attempt started or can start. False when a
-        collector wrote it (the command may have started), when the spec carries no
-        attempt token (an older claim: no proof), or when the record cannot be written.
-        """
+        """Prove that the current attempt's command never started and never will
+        (:func:`vq.executors.start_record.fence`); False for a claim without a token
+        (an older claim: no proof)."""
         path = self.start_record_path(spec)
-        if path is None:
-            return False
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        except FileExistsError:
-            try:
-                return read_regular(path, 64) == FENCED
-            except OSError:
-                return False
-        except OSError:
-            return False
-        try:
-            try:
-                os.write(fd, FENCED)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass  # the exclusive create already fenced the attempt; the content is a note
-        return True
+        return path is not None and fence(path)
 
     def spawn_error_path(self, job_id: str) -> Path:
         return self.paths.exit_code(job_id).with_name(SPAWN_ERROR_NAME)
