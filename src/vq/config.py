@@ -81,6 +81,9 @@ class DaemonSettings(BaseModel):
     #: Pin each local job to as many cores as it declares (disjoint while cores
     #: suffice). On by default where the platform has ``sched_setaffinity`` (Linux).
     cpu_affinity: bool = Field(default_factory=lambda: hasattr(os, "sched_setaffinity"))
+    #: Daemon-socket connections served at once (long-polls hold one each); more are
+    #: answered "daemon busy" at once. Read at start.
+    max_connections: int = Field(default=256, ge=4, le=4096)
 
     def caps(self) -> Caps:
         """Effective caps: unset ``max_cpus``/``max_mem_mb`` mean the host's totals."""

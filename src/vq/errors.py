@@ -40,6 +40,8 @@ the exit code. ``docs/cli.md`` documents the same table; a test keeps them in sy
 
 from __future__ import annotations
 
+import errno
+
 # typing is imported for the type checker only: this module is on the Click-free
 # `vq submit` fast path, where importing typing costs milliseconds.
 TYPE_CHECKING = False
@@ -57,6 +59,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "CorruptSpec",
+    "DaemonBusy",
     "DaemonNotRunning",
     "HostDown",
     "HostKeyChanged",
@@ -70,6 +73,7 @@ __all__ = [
     "RemoteCommandFailed",
     "RemoteProtocolError",
     "SshUnreachable",
+    "StorageError",
     "TransportError",
     "UnsafeArchive",
     "UnsupportedSpecVersion",
@@ -77,6 +81,7 @@ __all__ = [
     "VqError",
     "WaitTimeout",
     "error_from_payload",
+    "storage_error",
 ]
 
 
@@ -131,6 +136,15 @@ class DaemonNotRunning(VqError):
     default_reference = "daemon-not-running"
 
 
+class DaemonBusy(VqError):
+    """The daemon is at its connection cap (``[daemon] max_connections``): this request
+    was not served; retrying in a few seconds will be (HTTP 503 with Retry-After). Not a
+    DaemonNotRunning: a busy daemon runs, so nobody falls back to working without it."""
+
+    exit_code = 5
+    default_reference = "daemon-busy"
+
+
 class Conflict(VqError):
     exit_code = 6
     default_reference = "conflict"
@@ -143,6 +157,37 @@ class CorruptSpec(VqError):
 
 class UnsupportedSpecVersion(CorruptSpec):
     default_reference = "unsupported-spec-version"
+
+
+class StorageError(VqError):
+    """A write failed because the filesystem cannot take it: no space (ENOSPC), a quota
+    (EDQUOT) or an I/O error (EIO). An error of that one operation: nothing it was
+    writing was acknowledged, and the writer keeps running."""
+
+    exit_code = 14
+    default_reference = "no-space"
+
+
+#: errno values that make a write a :class:`StorageError` rather than a crash.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
+
+
+def storage_error(exc: BaseException, where: object) -> StorageError | None:
+    """The :class:`StorageError` for ``exc`` if it is a full disk, a quota or an I/O
+    error while writing under ``where`` (named in the message), else None."""
+    if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRNOS:
+        return None
+    if exc.errno == errno.EIO:
+        return StorageError(
+            f"I/O error writing to {where}",
+            hint="check the disk (dmesg); vq retries what it must once writes succeed",
+            reference="io-error",
+        )
+    words = "disk quota exceeded on" if exc.errno == errno.EDQUOT else "no space left on"
+    return StorageError(
+        f"{words} {where}",
+        hint="free space there (`df -h`, `vq cleanup`); nothing was written by this request",
+    )
 
 
 class ConfigError(VqError):
@@ -270,10 +315,12 @@ _ALL: tuple[type[VqError], ...] = (
     InvalidInput,
     UnsafeArchive,
     DaemonNotRunning,
+    DaemonBusy,
     Conflict,
     CorruptSpec,
     UnsupportedSpecVersion,
     AmbiguousId,
+    StorageError,
     ConfigError,
     ProtocolError,
     TransportError,

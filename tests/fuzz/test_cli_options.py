@@ -8,6 +8,7 @@ design), as are the interactive account commands.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,9 +116,14 @@ def roots() -> Iterator[dict[str, str]]:
 
 
 def run_in_process(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run `vq ARGS` in this process; (exit code, stderr)."""
+    """Run `vq ARGS` in this process, in a fresh working directory (verbs that write
+    relative to it, like `vq publish DEST`, start clean each time); (exit code, stderr)."""
     runner = click.testing.CliRunner()
-    with runner.isolation(input="", env=env) as (_, err, _):
+    with (
+        tempfile.TemporaryDirectory() as cwd,
+        contextlib.chdir(cwd),
+        runner.isolation(input="", env=env) as (_, err, _),
+    ):
         try:
             main(args)
             code = 0

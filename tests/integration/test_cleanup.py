@@ -248,3 +248,16 @@ def test_kill_9_while_writing_leaves_a_temp_file_swept_only_once_stale(
     assert [(r["kind"], r["action"]) for r in stale["recovered"]] == [("temp-file", "removed")]
     assert not temps[0].exists()
     assert sorted(p.name for p in archive_dir.iterdir()) == [f"old-{job}.tar.bz2"]
+
+
+def test_the_daemon_start_finishes_an_archive_a_killed_cleanup_left(vq: Vq, tmp_path: Path) -> None:
+    vq.start_daemon()
+    job = _make_old(vq, tmp_path)
+    _killed(vq, "archive_after_record", "cleanup", "--archive", "--execute")
+    assert (vq.root / "jobs" / job).exists()  # the crash left the workspace behind
+    vq.stop_daemon()
+    vq.start_daemon()
+    wait_until(lambda: not (vq.root / "jobs" / job).exists())
+    assert Path(vq.spec(job)["archive_path"]).is_file()
+    log = (vq.root / "daemon.log").read_text()
+    assert f"leftover archived-workspace {vq.root / 'jobs' / job}: removed" in log

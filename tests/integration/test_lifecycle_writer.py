@@ -161,7 +161,7 @@ def test_a_command_that_cannot_start_fails_dispatch_without_using_retries(
         assert words in spec["failure_reason"]
         # The event follows the spec write: poll for it.
         wait_until(lambda job=job: len(_moves(vq, job)) >= 2)
-        assert _moves(vq, job) == [("PENDING", "RUNNING"), ("RUNNING", "FAILED")]
+        assert _moves(vq, job) == [("pending", "running"), ("running", "failed")]
 
 
 # --- no executor for a scheduler target ------------------------------------------------------
@@ -232,7 +232,7 @@ def test_a_refused_dispatch_failure_appends_no_event(tmp_path: Path) -> None:
     moved = lifecycle.fail_dispatch("0000000000a2", "launch failed: the server said no")
     assert moved.changed and moved.previous is JobState.RUNNING
     [event] = _event_lines(ctx, "0000000000a2")
-    assert (event["from"], event["to"], event["jobid"]) == ("RUNNING", "FAILED", "0000000000a2")
+    assert (event["from"], event["to"], event["jobid"]) == ("running", "failed", "0000000000a2")
     # The end-of-job bookkeeping ran once for each ended job, never twice.
     lifecycle.ended("0000000000a2")
     assert sorted(ended) == ["0000000000a1", "0000000000a2"]

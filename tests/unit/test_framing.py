@@ -175,6 +175,7 @@ def test_exit_code_table() -> None:
         "InvalidInput": 4,
         "UnsafeArchive": 4,
         "DaemonNotRunning": 5,
+        "DaemonBusy": 5,
         "Conflict": 6,
         "CorruptSpec": 7,
         "UnsupportedSpecVersion": 7,
@@ -195,6 +196,7 @@ def test_exit_code_table() -> None:
         "HostDown": 11,
         "OutcomeUnknown": 12,
         "HostUnavailable": 13,
+        "StorageError": 14,
         "WaitTimeout": 124,
     }
 

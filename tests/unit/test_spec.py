@@ -150,6 +150,7 @@ ADDITIVE = {
     "idempotency_key_hash",
     "idempotency_intent_digest",
     "cpu_affinity",
+    "launch_attempt",
 }
 
 

@@ -87,7 +87,10 @@ def _rotate(path: str) -> None:
 
 
 def record(args: list[str], exit_code: int, env: dict[str, str] | None = None) -> None:
-    """Append the line for one finished CLI call when its verb mutates state."""
+    """Append the line for one finished CLI call when its verb mutates state (the ids
+    :func:`note_jobs` noted are this call's: they are consumed either way)."""
+    created = list(_created)
+    _created.clear()
     try:
         verb = verb_of(args)
         if verb is None or verb not in MUTATING:
@@ -104,7 +107,7 @@ def record(args: list[str], exit_code: int, env: dict[str, str] | None = None) -
         line = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "+00:00",
             "verb": verb,
-            "jobs": list(dict.fromkeys([*_named_jobs(args), *_created])),
+            "jobs": list(dict.fromkeys([*_named_jobs(args), *created])),
             "outcome": "ok" if exit_code == 0 else "error",
             "exit_code": exit_code,
             "pid": os.getpid(),

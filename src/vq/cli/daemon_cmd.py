@@ -347,14 +347,22 @@ def admin_status(as_json: bool) -> None:
     if as_json:
         echo_json(answer)
         return
+    holding = (
+        answer["holding_dispatch"]
+        or answer["memory_pressure_hold"]
+        or bool(answer.get("storage_hold"))
+    )
     click.echo(
         f"drain: {answer['drain']['mode']}  throttle: {answer['throttle'] or 'none'}  "
-        f"holding dispatch: {answer['holding_dispatch'] or answer['memory_pressure_hold']}"
+        f"holding dispatch: {holding}"
     )
     if answer["config_error"]:
         click.echo(f"config error: {answer['config_error']}")
     if answer.get("dispatch_hold"):
         click.echo(answer["dispatch_hold"])
+    storage = answer.get("storage_hold")
+    if storage:
+        click.echo(f"storage hold: {storage['message']} (since {storage['since']})")
     click.echo(f"effective caps: {answer['effective_caps']}")
 
 

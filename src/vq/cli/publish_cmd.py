@@ -36,6 +36,12 @@ def publish(dest: Path, source: Path, as_json: bool) -> None:
         raise NotFound(f"{source} does not exist", hint="give an existing directory to --from")
     if source.is_symlink() or not source.is_dir():
         raise InvalidInput(f"{source} is not a directory", hint="--from takes a directory")
+    origin, target = source.resolve(), dest.absolute().parent.resolve() / dest.name
+    if target == origin or target.is_relative_to(origin):
+        raise InvalidInput(
+            f"{dest} is inside {source}: the copy would contain itself",
+            hint="publish to a path outside the directory given to --from",
+        )
     counted = {"files": 0}
 
     def copy(draft: Draft) -> None:

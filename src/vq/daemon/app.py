@@ -8,6 +8,7 @@ leaves a clear message in daemon.log and stderr):
    the kernel drops it if we die), write ``daemon.pid``;
 2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
 3. start the fork server; run the recovery pass (interruptible at spec boundaries);
+   finish what a killed ``vq cleanup`` left (:mod:`vq.services.cleanup_recovery`);
 4. load the index; bind ``daemon.sock`` (0600) — only now is the daemon visible;
 5. loop: :meth:`Daemon.tick` (apply collector exits, poll orphans and kill graces,
    dispatch), then sleep until woken (submit, exit, wake RPC, signal) or the tick
@@ -34,9 +35,10 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.errors import Conflict
+from vq.errors import Conflict, StorageError, VqError
 from vq.executors.local import LocalExecutor
 from vq.paths import StatePaths
+from vq.services import cleanup_recovery
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.transport.local import LocalRunner
@@ -52,6 +54,7 @@ from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import Route, RpcServer
 from .sidecar import WebSidecar
+from .storage import StorageGuard
 from .supervisor import Supervisor
 from .watchdog import Watchdog
 
@@ -96,6 +99,7 @@ class DaemonParts:
     executor: LocalExecutor
     watchdog: Watchdog
     pressure: PressureGuard
+    storage: StorageGuard
     dispatcher: Dispatcher
     notifier: Notifier
     facts: DaemonFacts
@@ -156,21 +160,33 @@ class Daemon:
         report = recover(parts.ctx, parts.supervisor, self.stop_requested)
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
-            "%d aborted (%d auto-resumed), %d leaked groups reaped",
+            "%d aborted (%d auto-resumed), %d never started (requeued), "
+            "%d leaked groups reaped",
             report.examined,
             len(report.reattached),
             len(report.finished),
             len(report.aborted),
             len(report.resumed_as),
+            len(report.requeued),
             len(report.reaped_leaks),
         )
         if self.stop_requested.is_set():
             log.info("stopped during recovery; the socket was never published")
             return False
+        self._finish_leftovers()
         parts.index.load(parts.ctx.store.scan())
         for item in parts.index.quarantined.values():
             log.warning("quarantined %s: %s", item.path, item.reason)
         return True
+
+    def _finish_leftovers(self) -> None:
+        """Complete what a killed ``vq cleanup``/``vq fetch`` left half done (archives
+        recorded but not deleted, stale temp files); a failure is logged, never fatal."""
+        try:
+            for item in cleanup_recovery.recover(self.parts.ctx):
+                log.info("leftover %s %s: %s", item.kind, item.path, item.action)
+        except (OSError, VqError) as exc:
+            log.warning("leftovers of interrupted cleanups not finished: %s", exc)
 
     def run(self) -> int:
         """Run until stopped. Returns the process exit code."""
@@ -182,14 +198,25 @@ class Daemon:
         try:
             if not self.start():
                 return 0
-            self._server = RpcServer(self.paths.daemon_sock, self.parts.routes)
+            self._server = RpcServer(
+                self.paths.daemon_sock,
+                self.parts.routes,
+                max_connections=self.parts.settings.daemon.max_connections,
+            )
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
                 self.parts.web.start()
             self.parts.loop_calls.loop_started()
             while not self.stop_requested.is_set():
-                self.parts.inbox.wait(self.tick())
+                try:
+                    timeout = self.tick()
+                except StorageError as exc:
+                    # A write the state root could not take is that write's failure: note
+                    # it (dispatch holds) and go on; what must be written is retried.
+                    self.parts.storage.note(exc)
+                    timeout = FAST_POLL_SECONDS
+                self.parts.inbox.wait(timeout)
             return 0
         finally:
             self.shutdown()
@@ -208,6 +235,7 @@ class Daemon:
             log.error("the fork server died; restarting it (running jobs become orphans)")
             parts.supervisor.orphan_all()
         parts.holds.tick()
+        parts.storage.check()
         parts.supervisor.process()
         parts.watchdog.check()
         parts.pressure.check()  # every pass: it holds dispatch with no job running too
@@ -221,7 +249,7 @@ class Daemon:
                 timeout = min(timeout, deadline + 0.01)
         if parts.watchdog.has_work():
             timeout = min(timeout, WATCH_SECONDS)
-        if parts.supervisor.needs_polling():
+        if parts.supervisor.needs_polling() or parts.storage.holding:
             timeout = min(timeout, FAST_POLL_SECONDS)
         return timeout
 

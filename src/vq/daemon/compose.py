@@ -39,6 +39,7 @@ from .pressure import PressureGuard
 from .routes import build_routes
 from .rpc import peer_closed
 from .sidecar import WebOptions, WebSidecar
+from .storage import StorageGuard
 from .supervisor import LaunchResult, Supervisor
 from .terminal import EndedJobs
 from .watchdog import Watchdog
@@ -89,6 +90,9 @@ def compose_daemon(
         dispatcher.apply_launch(result)
 
     supervisor = Supervisor(ctx, lifecycle, executor, wake=inbox.wake, on_launch=apply_launch)
+    #: Holds dispatch while the state root cannot take a spec write (ENOSPC/EDQUOT/EIO).
+    storage = StorageGuard(paths, ctx.now)
+    supervisor.on_storage_error = storage.note
     executor.attach_fork_server(supervisor.on_collector_exit)
     watchdog = Watchdog(ctx, supervisor, index.get, settings.watchdog)
     pressure = PressureGuard(ctx, supervisor, index.get, settings.watchdog, index.upsert)
@@ -123,7 +127,7 @@ def compose_daemon(
         index,
         lifecycle,
         environ,
-        hold=lambda: pressure.holding or holds.holding,
+        hold=lambda: pressure.holding or holds.holding or storage.holding,
         affinity_cores=affinity_cores,
     )
 
@@ -142,7 +146,9 @@ def compose_daemon(
                     continue
         return specs
 
-    facts = DaemonFacts(started_monotonic=time.monotonic(), started_at=ctx.now())
+    facts = DaemonFacts(
+        started_monotonic=time.monotonic(), started_at=ctx.now(), storage_hold=storage.hold_dict
+    )
     views = IndexViews(ctx, index)
     jobs = JobHandlers(
         ctx,
@@ -153,6 +159,7 @@ def compose_daemon(
         supervisor.usage,
         supervisor.start_grace,
         dispatch_hold,
+        storage_hold=storage.hold_dict,
     )
     routes = build_routes(
         paths,
@@ -167,6 +174,7 @@ def compose_daemon(
             lambda: pressure.holding,
             unended_specs,
             dispatch_hold,
+            storage_hold=storage.hold_dict,
         ),
         HealthHandler(
             HealthParts(
@@ -194,6 +202,7 @@ def compose_daemon(
             executor=executor,
             watchdog=watchdog,
             pressure=pressure,
+            storage=storage,
             dispatcher=dispatcher,
             notifier=notifier,
             facts=facts,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from vq._fault_points import crash_point
 from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
 from vq.domain.affinity import choose_cores
 from vq.domain.dependencies import evaluate
@@ -43,7 +44,7 @@ from vq.domain.programs import (
     program_environment,
 )
 from vq.domain.spec import JobSpec
-from vq.errors import VqError
+from vq.errors import StorageError, VqError
 from vq.executors.base import JobHandle, LaunchResult, NoExecutor
 from vq.executors.launch import SERVER_EXITED
 from vq.executors.registry import ExecutorRegistry
@@ -280,6 +281,8 @@ class Dispatcher:
             moved = self.lifecycle.claim(
                 job_id, workdir=workdir, program=program, cpu_affinity=self._cores_for(job_id)
             )
+        except StorageError:
+            raise  # the loop notes it and dispatch holds until the state root takes writes
         except VqError as exc:
             log.warning("cannot claim job %s: %s", job_id, exc.message)
             return None
@@ -290,6 +293,7 @@ class Dispatcher:
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
         executor = self.executors.select(spec)  # the local one: candidates are local
         env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
+        crash_point("dispatch_after_claim")
         try:
             # The answer is queued for the loop, so tracking right after sending is safe.
             executor.launch(
@@ -298,9 +302,15 @@ class Dispatcher:
                 effective_mem_mb(spec.mem_mb, self.ctx.caps),
                 self.supervisor.on_launch_result,
             )
+        except StorageError as exc:
+            # Nothing was sent: the claim returns to the queue (a write the supervisor
+            # retries until the state root takes it) and the loop holds dispatch.
+            self.supervisor.unsent(spec, f"not launched ({exc.message}); back in the queue")
+            raise
         except VqError as exc:
             self._fail_dispatch(spec.id, f"launch failed: {exc.message}")
             return False
+        crash_point("dispatch_after_send")
         self.supervisor.track(spec, None, None, None, orphan=False)
         return True
 

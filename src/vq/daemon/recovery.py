@@ -13,7 +13,10 @@ The rules, per spec state at startup:
   reattached (the group is reaped); classified as below.
 * RUNNING / SUSPENDED whose group is gone: the durable exit marker decides (normal
   retry/COMPLETED/FAILED classification; a command the collector could not start is a
-  dispatch failure); without one, ABORTED_BY_QUEUE with a reason.
+  dispatch failure). Without one, a RUNNING attempt whose command provably never started
+  (the executor fenced its start record, docs/architecture.md "The never-started
+  proof") returns to PENDING with a ``requeued`` reason — it did not run, so running it
+  once is not a re-run; otherwise ABORTED_BY_QUEUE with a reason.
 * Auto-resume is per job: a spec with ``recover_on_reboot`` (``vq submit --auto-resume``,
   or a submit through a daemon started with ``--auto-resume``, whose flag is only that
   default) that entered as RUNNING and was just moved to ABORTED_BY_QUEUE gets a fresh
@@ -53,6 +56,10 @@ __all__ = ["RecoveryReport", "recover"]
 
 log = logging.getLogger(__name__)
 
+NEVER_STARTED_REASON = (
+    "vq restarted and found proof that this job's command never started (no start "
+    "record, no process); back in the queue"
+)
 ABORT_REASON = (
     "vq restarted and found neither a live process nor an exit marker for this job; "
     "its outcome is unknown"
@@ -65,6 +72,7 @@ class RecoveryReport:
     reattached: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
+    requeued: list[str] = field(default_factory=list)
     reaped_leaks: list[str] = field(default_factory=list)
     resumed_as: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
@@ -93,6 +101,11 @@ def _recover_active(
             executor.resume(handle)
         report.reattached.append(spec.id)
         log.info("job %s: reattached to live process group %d", spec.id, handle.pgid)
+        return
+    if found.kind is RecoveryKind.NEVER_STARTED:
+        lifecycle.requeue_never_started(spec.id, spec.launch_attempt, NEVER_STARTED_REASON)
+        report.requeued.append(spec.id)
+        log.info("job %s: never started; back in the queue", spec.id)
         return
     if found.spawn_failure is not None:
         end = lifecycle.fail_dispatch(spec.id, f"launch failed: {found.spawn_failure}")

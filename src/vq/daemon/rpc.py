@@ -31,11 +31,29 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vq.errors import ProtocolError, UsageError, VqError
+from vq.errors import DaemonBusy, ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
 from vq.protocol.messages import parse_params
 
-__all__ = ["Handler", "Route", "RpcServer", "current_peer", "peer_closed"]
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "IDLE_SECONDS",
+    "Handler",
+    "Route",
+    "RpcServer",
+    "current_peer",
+    "peer_closed",
+]
+
+#: Connections served at once (each holds one thread, e.g. a ``wait_change`` long-poll);
+#: beyond it a connection is answered DaemonBusy at once, without a thread.
+DEFAULT_MAX_CONNECTIONS = 256
+#: A connection that sends no complete request for this long is closed (a slow or
+#: stalled peer never pins a thread).
+IDLE_SECONDS = 60.0
+#: How long a refused connection may take to send its request line (read on the
+#: accepting thread, so short).
+_REFUSE_READ_SECONDS = 0.2
 
 _peer = threading.local()
 
@@ -108,8 +126,12 @@ class _Handler(socketserver.StreamRequestHandler):
             _peer.creds = {"pid": None, "uid": None, "gid": None}
         while True:
             try:
+                # Only the read of a request is timed: a method (a long-poll, whose
+                # peer_closed() peeks without blocking) runs on a blocking socket.
+                self.request.settimeout(self.server.idle_seconds)
                 line = self.rfile.readline(MAX_MESSAGE_BYTES + 1)
-            except OSError:
+                self.request.settimeout(None)
+            except OSError:  # includes the idle timeout
                 return
             if not line:
                 return
@@ -140,8 +162,18 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     #: Long-polls (``wait_change``) hold a connection each: let many connect at once.
     request_queue_size = 256
 
-    def __init__(self, path: Path, routes: Mapping[str, Route]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        routes: Mapping[str, Route],
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
         self.routes = routes
+        self.max_connections = max_connections
+        self.idle_seconds = idle_seconds
+        self._slots = threading.BoundedSemaphore(max_connections)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the daemon lock, so no live daemon owns it
         old_umask = os.umask(0o177)
@@ -150,6 +182,39 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection on its own thread while a slot is free; else refuse it
+        (DaemonBusy) on this thread and close it."""
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        request_id: Any = None
+        with contextlib.suppress(OSError, ValueError):
+            request.settimeout(_REFUSE_READ_SECONDS)
+            data = request.recv(MAX_MESSAGE_BYTES).split(b"\n", 1)[0]
+            request_id = json.loads(data).get("id") if data else None
+        busy = DaemonBusy(
+            f"the daemon is serving {self.max_connections} connections already",
+            hint="retry in a few seconds; [daemon] max_connections raises the cap",
+        )
+        response = error_response(request_id, busy.to_payload())
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            request.sendall(json.dumps(response, separators=(",", ":")).encode() + b"\n")
+        self.shutdown_request(request)
 
     def respond(self, line: bytes) -> dict[str, Any] | bytes:
         """The response to one request line: an error object, or the encoded result line."""

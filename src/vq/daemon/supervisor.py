@@ -30,17 +30,23 @@ from dataclasses import dataclass
 from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.errors import StorageError
 from vq.executors.base import JobHandle, LaunchResult
-from vq.executors.launch import CollectorExit, Launched
+from vq.executors.launch import COLLECTOR_NOT_STARTED, CollectorExit, Launched
 from vq.executors.local import LocalExecutor
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
 from vq.services.lifecycle import Lifecycle
 
+from .owed import OwedWrites
+
 __all__ = ["SETTLE_SECONDS", "Holder", "LaunchResult", "Supervisor"]
 
 #: How long after a fork-server death an in-flight launch is given to show itself.
 SETTLE_SECONDS = 2.0
+#: A job whose collector could not record its start waits this long before its next
+#: claim (the usual cause, a full disk, rarely clears at once).
+NOT_STARTED_DELAY_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +116,10 @@ class Supervisor:
         self.wake = wake
         #: Applies a launch answer on the loop (the dispatcher's ``apply_launch``).
         self.launch_handler = on_launch
+        #: Told of every write the state root could not take (the daemon's storage hold).
+        self.on_storage_error: Callable[[StorageError], None] = lambda error: None
+        #: End-of-attempt writes that failed with a StorageError, retried by process().
+        self._owed = OwedWrites(monotonic)
 
     # --- bookkeeping ---------------------------------------------------------------------
     def usage(self) -> Usage:
@@ -177,15 +187,71 @@ class Supervisor:
             self.launch_handler(LaunchResult(job_id, launched, None))
             return
         marker = self.executor.exit_code(job_id)
-        self._finish(
+        if marker is None and self._fenced(job_id):
+            self._requeue_unstarted(
+                job_id, "the fork server died while launching this job, before its command started"
+            )
+            return
+        self._end(
             job_id,
-            marker,
-            JobState.ABORTED_BY_QUEUE,
-            "the fork server died while launching this job; no process and no exit "
-            "marker were found, so its outcome is unknown",
-            marker_backed=True,
+            lambda: self._finish(
+                job_id,
+                marker,
+                JobState.ABORTED_BY_QUEUE,
+                "the fork server died while launching this job; no process and no exit "
+                "marker were found, so its outcome is unknown",
+                marker_backed=True,
+            ),
         )
-        self.release(job_id)
+
+    def _fenced(self, job_id: str) -> bool:
+        """Whether the job's current attempt provably never started (and now cannot)."""
+        spec = self.ctx.store.read(job_id)
+        return (
+            spec.state is JobState.RUNNING
+            and self.executor.spawn_failure(job_id) is None
+            and self.executor.fence_unstarted(spec)
+        )
+
+    def _requeue_unstarted(self, job_id: str, why: str, delay_seconds: float = 0.0) -> None:
+        """RUNNING → PENDING for an attempt whose command never started; budget freed."""
+        attempt = self.ctx.store.read(job_id).launch_attempt
+
+        def write() -> None:
+            moved = self.lifecycle.requeue_never_started(
+                job_id,
+                attempt,
+                f"{why}; it did not run and is back in the queue",
+                delay_seconds=delay_seconds,
+            )
+            if moved.changed:
+                log.info("job %s: never started (%s); back in the queue", job_id, why)
+
+        self._end(job_id, write)
+
+    def unsent(self, spec: JobSpec, reason: str) -> None:
+        """A claim whose launch was never sent: back to PENDING, budget freed (the write
+        is owed and retried if the state root cannot take it now)."""
+        self.track(spec, None, None, None, orphan=False)
+        self._end(spec.id, lambda: self.lifecycle.requeue_unlaunched(spec.id, reason))
+
+    def _end(self, job_id: str, write: Callable[[], object]) -> None:
+        """Write the end of an attempt, then free its budget. A write the state root
+        cannot take (StorageError) is owed: the outcome stays in memory, the budget
+        stays held, and :meth:`process` retries it until it lands."""
+
+        def attempt() -> bool:
+            try:
+                write()
+            except StorageError as exc:
+                self.on_storage_error(exc)
+                return False
+            self.release(job_id)
+            return True
+
+        if not attempt():
+            log.warning("job %s: its end could not be written; retrying", job_id)
+            self._owed.add(job_id, attempt)
 
     def release(self, job_id: str) -> None:
         """Free the job's budget. A job whose spec is terminal has now fully ended."""
@@ -210,7 +276,7 @@ class Supervisor:
 
     def needs_polling(self) -> bool:
         """A group in its kill grace is watched closely (its budget frees on exit)."""
-        return any(
+        return bool(self._owed) or any(
             h.collector_done or h.unresolved_since is not None for h in self.holders.values()
         )
 
@@ -233,6 +299,7 @@ class Supervisor:
 
     # --- the loop's work -------------------------------------------------------------------
     def process(self) -> None:
+        self._owed.retry()
         while True:
             try:
                 event = self._events.get_nowait()
@@ -240,9 +307,17 @@ class Supervisor:
                 break
             if isinstance(event, LaunchResult):
                 self.launch_handler(event)
+            elif event.exit_code == COLLECTOR_NOT_STARTED and event.job_id in self.holders:
+                self._requeue_unstarted(
+                    event.job_id,
+                    "its collector could not create the start record (see daemon.log)",
+                    NOT_STARTED_DELAY_SECONDS,
+                )
             else:
                 self._collector_exited(event.job_id, event.signal)
         for holder in list(self.holders.values()):
+            if holder.job_id in self._owed:
+                continue  # its end is written first; its budget stays held until then
             since = holder.unresolved_since
             if since is not None and self._monotonic() - since >= SETTLE_SECONDS:
                 self._resolve_launch(holder)
@@ -282,28 +357,34 @@ class Supervisor:
         if collector_signal is None:
             # The collector waited for its command and wrote the marker (or failed to).
             exit_code = self.executor.exit_code(job_id)
-            self._finish(
+            self._end(
                 job_id,
-                exit_code,
-                JobState.FAILED,
-                "the collector could not record an exit code",
-                marker_backed=True,
+                lambda: self._finish(
+                    job_id,
+                    exit_code,
+                    JobState.FAILED,
+                    "the collector could not record an exit code",
+                    marker_backed=True,
+                ),
             )
-            self.release(job_id)
             return
         if not self.ctx.store.read(job_id).is_terminal:
             # Killed collector, job still live in the spec: reap the group first so the
             # command can never run on beside its own retry (§4.4).
             self._reap(holder)
+            if self.executor.exit_code(job_id) is None and self._fenced(job_id):
+                self._requeue_unstarted(
+                    job_id,
+                    "its collector was killed before the command started",
+                    NOT_STARTED_DELAY_SECONDS,
+                )
+                return
             how = f"signal {collector_signal}" if collector_signal > 0 else "an unknown cause"
-            self._finish(
-                job_id,
-                None,
-                unknown_state,
+            reason = (
                 f"the job's collector (pid {holder.pid}) was killed by {how}; "
-                "the command's exit code is unknown and its process group was killed",
+                "the command's exit code is unknown and its process group was killed"
             )
-            self.release(job_id)
+            self._end(job_id, lambda: self._finish(job_id, None, unknown_state, reason))
             return
         # A terminal state was written by kill or the watchdog: the group is owed its grace.
         self.start_grace(job_id)

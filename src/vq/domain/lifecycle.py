@@ -79,6 +79,7 @@ def apply_transition(
         spec.started_at = now
         spec.finished_at = None
         spec.pid = spec.pgid = spec.pid_start_time = None
+        spec.launch_attempt = None
         spec.exit_code = None
         spec.failure_reason = None
         spec.failure_tail = None

@@ -101,6 +101,9 @@ class JobSpec(BaseModel):
     #: with ``sched_setaffinity``); None when affinity is off or the job never ran here.
     cpu_affinity: list[int] | None = None
     workdir: str | None = None
+    #: The current attempt's token, set by the claim: its launch writes the start record
+    #: ``_vq/started.<token>`` before the command starts (the never-started proof).
+    launch_attempt: str | None = None
     recover_on_reboot: bool = False
     parent_jobid: str | None = None
     paused_at: datetime | None = None

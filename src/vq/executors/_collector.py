@@ -4,7 +4,10 @@ Standalone and stdlib-only, like the server that imports it: it leads a new sess
 process group, starts the command with ``posix_spawn`` (cwd = the workspace, stdin from
 /dev/null, logs appended, default signal dispositions), ``wait4``s it, writes the
 resource receipt and then the durable exit marker, and exits 0 (1 if the marker could
-not be written). It installs no signal handlers: a SIGTERM to the group ends it at once.
+not be written). A marker write that fails for lack of space (ENOSPC, EDQUOT) or EIO is
+retried with backoff for up to a week, the exit code kept in memory: the collector stays
+alive, so the daemon keeps waiting for it instead of classifying the job.
+It installs no signal handlers: a SIGTERM to the group ends it at once.
 """
 
 from __future__ import annotations
@@ -26,6 +29,15 @@ _MAX_FD = 1 << 16
 _READ_SIZE = 1 << 16
 _POLL_SECONDS = 1.0
 _PERMISSION_ERRNOS = (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR)
+#: Exit status of a collector that did not start its command because it could not create
+#: the attempt's start record (``vq.executors.launch.COLLECTOR_NOT_STARTED``).
+NOT_STARTED = 3
+#: Errors of a write the filesystem cannot take now; the exit marker is retried on them.
+_STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+#: How long the exit marker is retried (the collector keeps the code in memory meanwhile).
+_MARKER_RETRY_SECONDS = 7 * 24 * 3600.0
+_RETRY_FIRST_SECONDS = 0.25
+_RETRY_MAX_SECONDS = 5.0
 
 _USAGE_SEMANTICS = {
     "wall_seconds": "monotonic time from command fork to wait4 return",
@@ -125,6 +137,31 @@ def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def _create_start_record(path: str, data: bytes) -> None:
+    """Create ``path`` exclusively with ``data``, durably (file and directory fsync'd).
+
+    Raises FileExistsError when it already exists: recovery fenced this attempt (or
+    another collector claimed it). Any OSError means the command must not start.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _test_fault(name: str) -> None:
+    """``VQ_TEST_FAULT=<name>``: SIGKILL this process here (fault-injection tests)."""
+    if os.environ.get("VQ_TEST_FAULT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -312,11 +349,22 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         os.write(sync_w, b"!")  # tells the server that pgid == pid now holds
     finally:
         os.close(sync_w)
+    pid = os.getpid()
+    marker_dir = os.path.dirname(req["exit_code_path"])
+    _test_fault("collector_before_start_record")
+    record = req.get("start_record")
+    if record:
+        # The never-started proof (docs/architecture.md): the command starts only after
+        # this attempt's start record exists durably. If recovery created it first (it
+        # found no trace of us), or it cannot be written, nothing starts.
+        try:
+            _create_start_record(record, f"{pid} {_start_ticks(pid)}\n".encode())
+        except OSError as exc:
+            _stderr(f"job {req.get('job_id')}: not started: cannot create {record}: {exc}")
+            return NOT_STARTED
     # Make this group findable by a restarted daemon even before the daemon has recorded
     # our pid: "<pid> <start ticks>" next to the exit marker (atomic, not fsync'd — no
     # process survives a power loss anyway).
-    pid = os.getpid()
-    marker_dir = os.path.dirname(req["exit_code_path"])
     try:
         _atomic_write(
             os.path.join(marker_dir, "collector.pid"),
@@ -387,15 +435,28 @@ def _record(req: Request, started_at: float, started: float, status: int, rusage
         "process_count": _scope_process_count(os.path.dirname(req["exit_code_path"])),
         "semantics": _USAGE_SEMANTICS,
     }
-    try:
-        _atomic_write(
-            req["usage_path"], (json.dumps(receipt, indent=1) + "\n").encode(), durable=False
-        )
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
-    try:
-        _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
-    except BaseException as exc:
-        _stderr(f"job {req.get('job_id')}: cannot write exit marker: {exc}")
-        return 1
-    return 0
+    receipt_bytes = (json.dumps(receipt, indent=1) + "\n").encode()
+    receipt_written = False
+    delay = _RETRY_FIRST_SECONDS
+    deadline = time.monotonic() + _MARKER_RETRY_SECONDS
+    while True:
+        if not receipt_written:
+            try:
+                _atomic_write(req["usage_path"], receipt_bytes, durable=False)
+                receipt_written = True
+            except OSError as exc:
+                _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
+        try:
+            _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
+            return 0
+        except OSError as exc:
+            # A full disk (or quota, or EIO) must not lose a finished job's outcome: keep
+            # the code in memory and retry; while this process lives the daemon waits
+            # (its group is alive) instead of classifying the job.
+            if exc.errno not in _STORAGE_ERRNOS or time.monotonic() >= deadline:
+                _stderr(f"job {req.get('job_id')}: cannot write exit marker: {exc}")
+                return 1
+            if delay == _RETRY_FIRST_SECONDS:
+                _stderr(f"job {req.get('job_id')}: exit marker not written yet ({exc}); retrying")
+        time.sleep(delay)
+        delay = min(delay * 2, _RETRY_MAX_SECONDS)

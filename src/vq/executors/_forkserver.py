@@ -8,7 +8,7 @@ never forks per job; this process stays small and does it instead.
 Protocol (newline-delimited JSON objects, both directions):
 
 * daemon → server: ``{"op": "launch", "job_id", "argv", "cwd", "env", "stdout",
-  "stderr", "exit_code_path", "usage_path"}`` and ``{"op": "ping"}``.
+  "stderr", "exit_code_path", "usage_path"[, "start_record"]}`` and ``{"op": "ping"}``.
 * server → daemon: ``{"event": "launched", "job_id", "pid", "pgid", "start_ticks"}`` or
   ``{"event": "launch_failed", "job_id", "error"}`` in reply to a launch;
   ``{"event": "pong"}``; and ``{"event": "exited", "job_id", "pid", "status",
@@ -29,7 +29,9 @@ Contracts:
 
 Collector (one forked child per job, see :func:`_collector`): resets SIGINT, SIGTERM,
 SIGCHLD, SIGPIPE and SIGXFSZ to SIG_DFL (an ignored signal survives exec), closes the
-server's fds, calls ``setsid()``, installs no handlers of its own, forks the command with
+server's fds, calls ``setsid()``, installs no handlers of its own, creates the start
+record (exclusively, fsync'd; if that fails it exits 3 without starting anything — the
+never-started proof, docs/architecture.md), writes ``collector.pid``, forks the command with
 stdin from /dev/null and stdout/stderr appended to the given files, ``wait4``s for it,
 then writes the resource-usage receipt and *after it* the exit-code marker, each
 atomically and durably. Exec failures exit the command with 127 (126 for permission
@@ -241,6 +243,9 @@ def _validate(req: Request) -> str | None:
         value = req.get(key)
         if not isinstance(value, str) or not value.startswith("/"):
             return f"{key} must be an absolute path"
+    record = req.get("start_record")
+    if record is not None and (not isinstance(record, str) or not record.startswith("/")):
+        return "start_record must be an absolute path"
     return None
 
 

@@ -79,6 +79,9 @@ class LaunchResult:
 class RecoveryKind(enum.Enum):
     REATTACHED = "reattached"  # a live attempt that is provably the job's
     ENDED = "ended"  # nothing runs any more; ``exit_code``/``spawn_failure`` say how
+    #: The command provably never started, and now never will (the attempt is fenced):
+    #: the claim may return to PENDING.
+    NEVER_STARTED = "never-started"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 from vq.errors import VqError
 
 __all__ = [
+    "COLLECTOR_NOT_STARTED",
     "SERVER_EXITED",
     "CollectorExit",
     "LaunchCallback",
@@ -26,6 +27,13 @@ __all__ = [
 #: The error of launches that were in flight when the server died: the collector may or
 #: may not have been forked.
 SERVER_EXITED = "the fork server exited"
+
+
+#: The collector's exit status when it did not start the command because it could not
+#: create the attempt's start record (already there: recovery fenced the attempt; or a
+#: write error such as a full disk). Nothing of the command ran. Mirrors
+#: ``_collector.NOT_STARTED``.
+COLLECTOR_NOT_STARTED = 3
 
 
 class LaunchError(VqError):
@@ -55,6 +63,9 @@ class LaunchRequest:
     usage_path: Path
     thread_defaults: dict[str, str] = field(default_factory=dict)
     cpu_affinity: list[int] | None = None
+    #: Created exclusively (and fsync'd) by the collector before it starts the command;
+    #: None for a launch without the never-started proof.
+    start_record: Path | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The ``launch`` wire message; raises ValueError for an ill-formed request."""
@@ -67,6 +78,8 @@ class LaunchRequest:
             "exit_code_path": self.exit_code_path,
             "usage_path": self.usage_path,
         }
+        if self.start_record is not None:
+            paths["start_record"] = self.start_record
         for name, path in paths.items():
             if not Path(path).is_absolute():
                 raise ValueError(f"job {self.job_id}: {name} must be absolute, got {path}")

@@ -22,6 +22,8 @@ from pathlib import Path
 from vq._fs import read_regular
 from vq.domain.affinity import thread_defaults
 from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import storage_error
 from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
 
@@ -34,6 +36,7 @@ from .identity import find_job_processes, group_is_job, job_processes
 from .job_scopes import JobScopes
 from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
 from .sampling import GroupUsage, sample_groups, sample_process
+from .start_record import fence, start_record_path
 
 __all__ = ["SPAWN_ERROR_NAME", "LocalExecutor"]
 
@@ -128,6 +131,16 @@ class LocalExecutor:
             stop_scope(self.runner, job_id)
 
     # --- launch --------------------------------------------------------------------------
+    def start_record_path(self, spec: JobSpec) -> Path | None:
+        return start_record_path(self.paths, spec)
+
+    def fence_unstarted(self, spec: JobSpec) -> bool:
+        """Prove that the current attempt's command never started and never will
+        (:func:`vq.executors.start_record.fence`); False for a claim without a token
+        (an older claim: no proof)."""
+        path = self.start_record_path(spec)
+        return path is not None and fence(path)
+
     def spawn_error_path(self, job_id: str) -> Path:
         return self.paths.exit_code(job_id).with_name(SPAWN_ERROR_NAME)
 
@@ -139,7 +152,8 @@ class LocalExecutor:
         reply: Callable[[LaunchResult], None],
     ) -> None:
         """Send the launch to the fork server; the answer comes through ``reply`` (on the
-        server's reader thread). Raises LaunchError when nothing could be sent."""
+        server's reader thread). Raises LaunchError when nothing could be sent, or
+        StorageError when the state root could not take the launch's files."""
         paths = self.paths
         job_id = spec.id
         for stale in (
@@ -171,11 +185,15 @@ class LocalExecutor:
                 usage_path=paths.resource_usage(job_id),
                 thread_defaults=thread_defaults(spec.cpus),
                 cpu_affinity=spec.cpu_affinity,
+                start_record=self.start_record_path(spec),
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
             if self.cgroup.scoped:
                 (paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME).touch()
         except (ValueError, OSError) as exc:
+            full = storage_error(exc, self.paths.root)
+            if full is not None:  # not the job's fault: the claim goes back to the queue
+                raise full from exc
             raise LaunchError(str(exc)) from exc
 
         def answered(job_id: str, launched: Launched | None, error: str | None, sent: bool) -> None:
@@ -303,16 +321,19 @@ class LocalExecutor:
             self._census = _Census(procs.live_groups(), job_processes())
         return self._census
 
-    def _collector_record(self, job_id: str) -> tuple[int, int] | None:
-        """The live collector named by ``_vq/collector.pid`` (identity-checked), if any."""
-        try:
-            pid_text, ticks_text = (
-                read_regular(self.paths.collector_pid(job_id), 256).decode().split()
-            )
-            pid, ticks = int(pid_text), int(ticks_text)
-        except (OSError, ValueError):
-            return None
-        return (pid, ticks) if procs.matches_identity(pid, ticks) else None
+    def _collector_record(self, spec: JobSpec) -> tuple[int, int] | None:
+        """The live collector named by ``_vq/collector.pid`` or by the attempt's start
+        record (both "<pid> <start ticks>", identity-checked), if any."""
+        record = self.start_record_path(spec)
+        for path in (self.paths.collector_pid(spec.id), *([record] if record else [])):
+            try:
+                pid_text, ticks_text = read_regular(path, 256).decode().split()
+                pid, ticks = int(pid_text), int(ticks_text)
+            except (OSError, ValueError):
+                continue
+            if procs.matches_identity(pid, ticks):
+                return pid, ticks
+        return None
 
     def _locate(self, spec: JobSpec) -> JobHandle:
         """The job's group: from the spec, else (a launch whose pid was never recorded)
@@ -320,7 +341,7 @@ class LocalExecutor:
         environment of its processes."""
         if spec.pgid is not None:
             return JobHandle.of(spec)
-        record = self._collector_record(spec.id)
+        record = self._collector_record(spec)
         if record is not None:
             return JobHandle(spec.id, record[0], record[1])
         for pid in self._census_now().by_job.get(spec.id, []):
@@ -336,7 +357,9 @@ class LocalExecutor:
 
     def recover(self, spec: JobSpec) -> Recovered:
         """Reattach a live group that is the job's (its collector alive); otherwise reap
-        what is left of the group and report the durable outcome."""
+        what is left of the group and report the durable outcome — or, for a RUNNING
+        attempt that left no exit marker and no spawn note, NEVER_STARTED when
+        :meth:`fence_unstarted` proves the command never started."""
         handle = self._locate(spec)
         if handle.pgid is not None and group_is_job(spec.id, handle.pgid, handle.start_ticks):
             conflict = self.scopes.conflict(spec.id, handle.pgid) if self.cgroup.scoped else None
@@ -354,11 +377,16 @@ class LocalExecutor:
                     RecoveryKind.REATTACHED, handle, found_unrecorded=spec.pgid is None
                 )
             self._kill_group(handle.pgid)  # collector gone, members live: reap them
+        exit_code, spawn_failure = self.exit_code(spec.id), self.spawn_failure(spec.id)
+        if (
+            exit_code is None
+            and spawn_failure is None
+            and spec.state is JobState.RUNNING
+            and self.fence_unstarted(spec)
+        ):
+            return Recovered(RecoveryKind.NEVER_STARTED, handle)
         return Recovered(
-            RecoveryKind.ENDED,
-            handle,
-            exit_code=self.exit_code(spec.id),
-            spawn_failure=self.spawn_failure(spec.id),
+            RecoveryKind.ENDED, handle, exit_code=exit_code, spawn_failure=spawn_failure
         )
 
     def reap_leak(self, spec: JobSpec) -> bool:

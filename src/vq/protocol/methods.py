@@ -157,6 +157,8 @@ class PingResult(Result):
     cpu_affinity: bool = False
     #: why dispatch is held now (memory pressure, a drain, the config), or None
     dispatch_hold: str | None = None
+    #: set while dispatch holds because the state root cannot take a write
+    storage_hold: dict[str, str] | None = None
     #: the configured (base) caps, and the caps in force after a throttle
     caps: dict[str, Any]
     effective_caps: dict[str, Any]
@@ -255,6 +257,8 @@ class AdminStatusResult(Result):
     memory_pressure_hold: bool
     #: why dispatch is held now, in words (the ``pending_reason`` it gives), or None
     dispatch_hold: str | None = None
+    #: set while dispatch holds because the state root cannot take a write
+    storage_hold: dict[str, str] | None = None
 
 
 class HealthResult(Result):

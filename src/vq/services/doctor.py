@@ -72,7 +72,7 @@ def check_state_root(paths: StatePaths) -> Check:
 
 def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
     if ping is not None:
-        running = [
+        checks = [
             Check(
                 "daemon",
                 "ok",
@@ -81,7 +81,7 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
             )
         ]
         if ping.get("dispatch_hold"):
-            running.append(
+            checks.append(
                 Check(
                     "dispatch",
                     "warn",
@@ -89,7 +89,17 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                     "`vq daemon admin-status` shows every hold",
                 )
             )
-        return running
+        hold = ping.get("storage_hold")
+        if hold:
+            checks.append(
+                Check(
+                    "storage hold",
+                    "fail",
+                    f"dispatch is held: {hold['message']} (since {hold['since']})",
+                    "free space under the state root; dispatch resumes by itself",
+                )
+            )
+        return checks
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():
         checks.append(

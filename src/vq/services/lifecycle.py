@@ -18,12 +18,13 @@ the owner's hook (the daemon's webhook, ``--rerun-until-file-exists`` sibling an
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from vq.domain.events import make_event, transition_event
@@ -132,7 +133,9 @@ class Lifecycle:
             spec.cpu_affinity = cpu_affinity
             if program is not None:  # the SHA that will actually run, never the submit one
                 spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
-            return apply_transition(spec, JobState.RUNNING, now)
+            moved = apply_transition(spec, JobState.RUNNING, now)
+            moved.launch_attempt = secrets.token_hex(8)  # names this attempt's start record
+            return moved
 
         return self._move(job_id, decide, now=now)
 
@@ -182,6 +185,27 @@ class Lifecycle:
             if spec.state is not JobState.RUNNING or spec.pid is not None:
                 return None
             spec.started_at = None
+            return apply_transition(spec, JobState.PENDING, now, reason=reason)
+
+        return self._move(job_id, decide, now=now)
+
+    def requeue_never_started(
+        self, job_id: str, attempt: str | None, reason: str, *, delay_seconds: float = 0.0
+    ) -> Transition:
+        """RUNNING → PENDING for the attempt ``attempt`` whose command provably never
+        started (its executor fenced the start record): it did not run, so running it
+        once is not a re-run, and no retry budget is consumed. Any other state, or a
+        later attempt, is left alone."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.state is not JobState.RUNNING or spec.launch_attempt != attempt:
+                return None
+            spec.started_at = None
+            spec.pid = spec.pgid = spec.pid_start_time = None
+            spec.launch_attempt = None
+            if delay_seconds > 0:
+                spec.not_before = now + timedelta(seconds=delay_seconds)
             return apply_transition(spec, JobState.PENDING, now, reason=reason)
 
         return self._move(job_id, decide, now=now)

@@ -23,7 +23,7 @@ from vq.domain.environment import CapturedEnvironment
 from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
-from vq.errors import ConfigError, InvalidInput, NotFound
+from vq.errors import ConfigError, InvalidInput, NotFound, storage_error
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
@@ -223,12 +223,15 @@ def _write(
         if many:
             ctx.store.sync()
             fsync_dir(ctx.paths.jobs_dir)
-    except BaseException:
+    except BaseException as exc:
         for spec in specs:
             if ctx.store.exists(spec.id):
                 ctx.store.path(spec.id).unlink()
         for workspace in created:
             shutil.rmtree(workspace, ignore_errors=True)
+        full = storage_error(exc, ctx.paths.root)
+        if full is not None:  # copying the source or creating a directory
+            raise full from exc
         raise
     for spec in specs:
         append_event(

@@ -22,7 +22,7 @@ from vq._fs import atomic_write_bytes, fsync_dir, read_regular, spec_lock
 from vq.domain.ids import is_job_id
 from vq.domain.spec import JobSpec, load_spec
 from vq.domain.states import JobState
-from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
+from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound, storage_error
 from vq.paths import SPEC_SUFFIX, StatePaths
 
 __all__ = ["Quarantined", "ScanResult", "SpecStore", "Updated", "encode_spec"]
@@ -152,10 +152,29 @@ class SpecStore:
 
         ``sync_dir=False`` is for batches: the caller calls :meth:`sync` once afterwards.
         """
-        with self.locked(spec.id):
-            if self.path(spec.id).exists():
-                raise Conflict(f"job {spec.id} already exists")
-            atomic_write_bytes(self.path(spec.id), encode_spec(spec), sync_dir=sync_dir)
+        try:
+            with self.locked(spec.id):
+                if self.path(spec.id).exists():
+                    raise Conflict(f"job {spec.id} already exists")
+                self._write(spec, durable=True, sync_dir=sync_dir)
+        except OSError as exc:  # the lock file itself could not be created
+            error = storage_error(exc, self.paths.root)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _write(self, spec: JobSpec, *, durable: bool, sync_dir: bool = True) -> None:
+        """The one spec write: a full disk, a quota or EIO is a StorageError naming the
+        state root (the old file is untouched), never a bare OSError."""
+        try:
+            atomic_write_bytes(
+                self.path(spec.id), encode_spec(spec), durable=durable, sync_dir=sync_dir
+            )
+        except OSError as exc:
+            error = storage_error(exc, self.paths.root)
+            if error is None:
+                raise
+            raise error from exc
 
     def sync(self) -> None:
         """Make every rename in the queue directory durable (after a batch of creates)."""
@@ -167,7 +186,7 @@ class SpecStore:
         ``durable=False`` keeps the write atomic but skips the fsyncs; only for facts that
         recovery can re-derive after a power loss (see :meth:`update`).
         """
-        atomic_write_bytes(self.path(spec.id), encode_spec(spec), durable=durable)
+        self._write(spec, durable=durable)
 
     def update(
         self,

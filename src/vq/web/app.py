@@ -29,6 +29,7 @@ from vq.web.limits import BodyLimitMiddleware
 from vq.web.pages import actions as page_actions
 from vq.web.pages import routes as page_routes
 from vq.web.redact import RedactPathsMiddleware
+from vq.web.waits import WaitSlots
 
 __all__ = ["create_app"]
 
@@ -45,6 +46,7 @@ def create_app(config: WebConfig) -> FastAPI:
         openapi_url="/api/v1/openapi.json",
     )
     app.state.vq = config
+    app.state.waits = WaitSlots()  # long-poll caps per credential, per peer, in all
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AuditMiddleware, log_path=config.state.fleet_audit_log)

@@ -25,7 +25,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vq import errors as vq_errors
 
-__all__ = ["ApiError", "error_body", "install_error_handlers", "status_for"]
+__all__ = ["RETRY_AFTER_SECONDS", "ApiError", "error_body", "install_error_handlers", "status_for"]
+
+#: ``Retry-After`` of a 503 for a request refused at a cap (busy daemon, too many waits).
+RETRY_AFTER_SECONDS = 5
 
 log = logging.getLogger("vq.web")
 
@@ -38,8 +41,10 @@ _STATUS_BY_CLASS: dict[str, int] = {
     "Conflict": 409,
     "AmbiguousId": 409,
     "DaemonNotRunning": 503,
+    "DaemonBusy": 503,
     "CorruptSpec": 409,
     "ConfigError": 500,
+    "StorageError": 507,
     "ProtocolError": 502,
     "WaitTimeout": 504,
     "TransportError": 502,
@@ -59,6 +64,7 @@ _HTTP_CODES: dict[int, str] = {
     422: "validation-error",
     429: "rate-limited",
     503: "unavailable",
+    507: "no-space",
 }
 
 
@@ -110,8 +116,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(vq_errors.VqError)
     async def _vq_error(_: Request, exc: vq_errors.VqError) -> JSONResponse:
+        busy = isinstance(exc, vq_errors.DaemonBusy)
         return JSONResponse(
-            error_body(exc.reference, exc.message, exc.hint), status_code=status_for(exc)
+            error_body(exc.reference, exc.message, exc.hint),
+            status_code=status_for(exc),
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)} if busy else None,
         )
 
     @app.exception_handler(RequestValidationError)

@@ -7,6 +7,7 @@ import sys
 import uvicorn
 
 from vq.web.app import create_app
+from vq.web.connections import UVICORN_OPTIONS, HeaderTimeoutH11Protocol
 from vq.web.context import WebConfig
 
 __all__ = ["serve_forever"]
@@ -22,4 +23,12 @@ def serve_forever(
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=HeaderTimeoutH11Protocol,
+        **UVICORN_OPTIONS,
+    )

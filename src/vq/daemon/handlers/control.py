@@ -51,6 +51,7 @@ class ControlHandlers:
         pressure_hold: Callable[[], bool],
         indexed: Callable[[], list[JobSpec]],
         dispatch_hold: Callable[[], str | None],
+        storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
     ) -> None:
         self._holds = holds
         self._inbox = inbox
@@ -59,6 +60,7 @@ class ControlHandlers:
         self._pressure_hold = pressure_hold
         self._indexed = indexed
         self._dispatch_hold = dispatch_hold
+        self._storage_hold = storage_hold
 
     def reload(self, _: EmptyParams) -> ReloadResult:
         report = self._holds.reload()
@@ -102,4 +104,5 @@ class ControlHandlers:
             **self._holds.status(),
             memory_pressure_hold=self._pressure_hold(),
             dispatch_hold=self._dispatch_hold(),
+            storage_hold=self._storage_hold(),
         )

@@ -29,6 +29,8 @@ class DaemonFacts:
     cgroup_reason: str = "not probed yet"
     #: ``time.monotonic()`` of the main loop's latest pass (``health``), None before it.
     loop_progress_at: float | None = None
+    #: The storage hold (message and since), or None (see :mod:`vq.daemon.storage`).
+    storage_hold: Callable[[], dict[str, str] | None] = lambda: None
 
 
 class InfoHandlers:
@@ -62,6 +64,7 @@ class InfoHandlers:
             cgroup_reason=facts.cgroup_reason,
             cpu_affinity=self._affinity_on(),
             dispatch_hold=self._dispatch_hold(),
+            storage_hold=facts.storage_hold(),
             **advertised_caps(self._ctx),
         )
 

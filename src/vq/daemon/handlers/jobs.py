@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vq.domain.admission import Usage
+from vq.domain.states import JobState
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -52,6 +53,7 @@ class JobHandlers:
         usage: Callable[[], Usage],
         start_grace: Callable[[str], None],
         dispatch_hold: Callable[[], str | None],
+        storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
     ) -> None:
         self._ctx = ctx
         self._index = index
@@ -61,6 +63,7 @@ class JobHandlers:
         self._usage = usage
         self._start_grace = start_grace
         self._dispatch_hold = dispatch_hold
+        self._storage_hold = storage_hold
 
     def submit(self, params: SubmitParams) -> SubmitResult:
         result = submit(self._ctx, params)
@@ -81,6 +84,9 @@ class JobHandlers:
             basis=self._views.eta_basis,
             hold=self._dispatch_hold(),
         )
+        hold = self._storage_hold()
+        if hold is not None and spec.state is JobState.PENDING:
+            view["pending_reason"] = f"dispatch is held: {hold['message']}"
         return StatusResult.model_validate(view)
 
     def kill(self, params: JobIdParams) -> JobOutcome:

@@ -10,7 +10,9 @@
   client that goes away early ends the wait: uvicorn does not cancel the route, it only
   answers ``http.disconnect`` to ``receive()``, so the route awaits that alongside the
   wait and cancels the wait (closing its daemon connection) when the client is gone; the
-  daemon notices the closed connection within a second and frees its thread.
+  daemon notices the closed connection within a second and frees its thread. Waits are
+  capped per credential, per client address and in all (:mod:`vq.web.waits`): 503 with
+  ``Retry-After`` beyond a cap, as for a daemon at its connection cap.
 * ``GET /api/v1/jobs/{id}/outputs.tar.gz`` streams the tree ``vq fetch`` produces
   (:class:`vq.services.outputs.OutputsArchive`) once the job is terminal; 409 before.
 """
@@ -35,6 +37,7 @@ from vq.web.auth.principal import Principal
 from vq.web.backend import Backend, backend_of
 from vq.web.deps import need, web_config
 from vq.web.submission import scrubbed
+from vq.web.waits import WaitSlots
 
 __all__ = ["WAIT_MAX_SECONDS", "router"]
 
@@ -123,7 +126,11 @@ async def wait_job(
 ) -> Any:
     Backend.check_id(job_id)
     since = _since(since_state)
-    return await _unless_client_leaves(request, _wait(request, job_id, since, timeout))
+    slots: WaitSlots = request.app.state.waits
+    credential = principal.token_id or f"{principal.kind}:{principal.name}"
+    peer = request.client.host if request.client else "unknown"
+    with slots.hold(credential, peer):  # 503 + Retry-After beyond a cap
+        return await _unless_client_leaves(request, _wait(request, job_id, since, timeout))
 
 
 @router.get(

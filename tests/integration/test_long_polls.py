@@ -1,0 +1,146 @@
+"""Long-polls are bounded: the daemon serves at most ``[daemon] max_connections``
+connections (one thread each) and answers the rest "daemon busy" at once; a stalled
+daemon-socket peer is dropped; the console caps waits per credential and per address
+(503 + Retry-After) and closes connections that never finish their request head."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import Vq, wait_until
+from tests.web.conftest import Web, start_web, stop_web
+from vq.daemon.rpc import RpcServer
+from vq.web import connections, waits
+
+CAP = 6
+
+
+def _threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line")
+
+
+def _wait_request(job: str, request_id: int) -> bytes:
+    message = {"id": request_id, "method": "wait_change", "params": {"id": job, "timeout": 60}}
+    return json.dumps(message).encode() + b"\n"
+
+
+@pytest.fixture
+def capped(vq: Vq) -> Vq:
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(f"[daemon]\nmax_connections = {CAP}\n")
+    return vq
+
+
+def test_waits_over_the_daemon_cap_are_refused_and_threads_stay_bounded(capped: Vq) -> None:
+    vq = capped
+    vq.start_daemon()
+    pid = vq.daemon_pid()
+    assert pid is not None
+    job = vq.submit("--not-before", "1h", "--", "true")  # stays PENDING: every wait blocks
+    baseline = _threads(pid)
+    with ExitStack() as stack:
+        conns = []
+        for n in range(CAP * 4):
+            sock = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            sock.settimeout(10)
+            sock.connect(str(vq.root / "daemon.sock"))
+            sock.sendall(_wait_request(job, n))
+            conns.append(sock)
+        refused = []
+        for sock in conns[CAP:]:
+            answer = json.loads(sock.makefile("rb").readline())
+            refused.append(answer)
+        assert all(a["error"]["type"] == "DaemonBusy" for a in refused), refused[:2]
+        assert {a["id"] for a in refused} == set(range(CAP, CAP * 4))
+        assert _threads(pid) <= baseline + CAP
+        busy = vq.run("daemon", "admin-status", check=False)
+        assert busy.returncode == 5, (busy.returncode, busy.stderr)
+        assert busy.stderr.startswith(f"vq: error: the daemon is serving {CAP} connections")
+        assert "Traceback" not in busy.stderr
+    # The held waits were closed by their peers: the daemon serves again.
+    wait_until(lambda: vq.run("daemon", "ping", check=False).returncode == 0, timeout=15)
+    wait_until(lambda: _threads(pid) <= baseline + 1, timeout=15)
+
+
+def test_a_stalled_daemon_socket_peer_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "test.sock"
+    server = RpcServer(path, {}, idle_seconds=0.5)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(path))
+            sock.sendall(b'{"id": 1, "method": "pi')  # never finished
+            started = time.monotonic()
+            assert sock.recv(100) == b""  # closed by the server
+            assert time.monotonic() - started < 5
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def console(vq: Vq, tmp_path: Path) -> Iterator[Web]:
+    served = start_web(vq, tmp_path / "web.log")
+    yield served
+    stop_web(served)
+
+
+def test_a_connection_that_never_finishes_its_request_head_is_closed(console: Web) -> None:
+    host, port = console.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        started = time.monotonic()
+        assert sock.recv(100) == b""
+        elapsed = time.monotonic() - started
+    assert connections.HEADER_SECONDS - 1 <= elapsed < connections.HEADER_SECONDS + 10
+
+
+def test_console_waits_over_the_per_credential_cap_get_503_with_retry_after(
+    vq: Vq, console: Web
+) -> None:
+    vq.start_daemon()
+    job = vq.submit("--not-before", "1h", "--", "true")
+    admin = console.admin()
+    url = f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=30"
+
+    async def scenario() -> tuple[list[httpx.Response], int]:
+        limits = httpx.Limits(max_connections=waits.PER_TOKEN + 10)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+            tasks = [
+                asyncio.ensure_future(client.get(url, headers=admin))
+                for _ in range(waits.PER_TOKEN + 2)
+            ]
+            deadline = time.monotonic() + 30
+            while sum(t.done() for t in tasks) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            answered = [t.result() for t in tasks if t.done()]
+            pending = sum(not t.done() for t in tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return answered, pending
+
+    answered, pending = asyncio.run(scenario())
+    assert len(answered) == 2 and pending == waits.PER_TOKEN  # the cap, not an answer
+    for extra in answered:
+        assert extra.status_code == 503, extra.text
+        assert extra.headers["retry-after"] == "5"
+        assert extra.json()["error"]["code"] == "too-many-waits"
+    # Once they are gone, a wait is admitted again (it times out normally).
+    again = httpx.get(f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=0", headers=admin)
+    assert again.status_code == 200 and again.json()["timed_out"] is True
