@@ -90,6 +90,7 @@ def compose_daemon(
         pending=index.pending,
         call_soon=inbox.call_soon,
         dependency_state=index.dependency_state,
+        hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
     )
     executors = ExecutorRegistry(executor, {lane.name: lane for lane in lanes})
 

@@ -27,6 +27,7 @@ def build_lanes(
     pending: Callable[[], list[JobSpec]],
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
+    hold: Callable[[], bool] = lambda: False,
 ) -> list[SchedulerLane]:
     """The lanes this daemon drives (``scheduler_driver = "localhost"``)."""
     lanes = []
@@ -45,6 +46,7 @@ def build_lanes(
                 pending=pending,
                 call_soon=call_soon,
                 dependency_state=dependency_state,
+                hold=hold,
             )
         )
     return lanes

@@ -91,6 +91,7 @@ class SchedulerLane(ObservingLane):
         pending: Callable[[], list[JobSpec]],
         call_soon: Callable[[Callable[[], None]], None],
         dependency_state: Lookup = lambda job_id: None,
+        hold: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = settings.name
@@ -100,6 +101,7 @@ class SchedulerLane(ObservingLane):
         self.remote = LaneRemote(settings, runner, dialect_for(settings.dialect))
         self._pending = pending
         self._dependency_state = dependency_state
+        self._hold = hold
         self._monotonic = monotonic
         self._worker = Worker(f"vq-lane-{self.name}", call_soon)
         self._call_soon = call_soon
@@ -153,7 +155,7 @@ class SchedulerLane(ObservingLane):
     # --- dispatch ------------------------------------------------------------------------
     def _dispatch(self) -> None:
         free = self.settings.max_jobs - len(self._jobs)
-        if free <= 0:
+        if free <= 0 or self._hold():
             return
         mine = [s for s in self._pending() if s.scheduler_target == self.name]
         now = self.ctx.now()
