@@ -17,7 +17,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["HOST_NAME", "LOCAL_NAMES", "SITE_CONFIG", "configured_names", "is_local_name"]
+__all__ = [
+    "HOST_NAME",
+    "LOCAL_NAMES",
+    "SITE_CONFIG",
+    "configured_lanes",
+    "configured_names",
+    "is_local_name",
+]
 
 #: A configured host's name (also its health file's name).
 HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
@@ -31,14 +38,9 @@ def is_local_name(name: str) -> bool:
     return name in LOCAL_NAMES or name == socket.gethostname().split(".")[0].lower()
 
 
-def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast).
-
-    A file that is not valid TOML is a :class:`~vq.errors.ConfigError` (as it is for
-    every other verb); a missing or unreadable one has no hosts.
-    """
+def _hosts_tables(env: Mapping[str, str] | None) -> list[dict[str, object]]:
     env = os.environ if env is None else env
-    names: set[str] = set()
+    tables: list[dict[str, object]] = []
     for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
         try:
             with open(path, "rb") as handle:
@@ -52,5 +54,29 @@ def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
                 f"{path}: {exc}", hint="fix the TOML syntax (vq config check FILE)"
             ) from exc
         if isinstance(hosts, dict):
-            names.update(str(name) for name in hosts)
+            tables.append(hosts)
+    return tables
+
+
+def configured_lanes(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The scheduler lanes (``[hosts.NAME]`` with ``scheduler_dialect``) and their
+    ``scheduler_driver`` (default ``localhost``), unvalidated and fast."""
+    lanes: dict[str, str] = {}
+    for hosts in _hosts_tables(env):
+        for name, table in hosts.items():
+            if isinstance(table, dict) and "scheduler_dialect" in table:
+                lanes[str(name)] = str(table.get("scheduler_driver", "localhost"))
+    return lanes
+
+
+def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast).
+
+    A file that is not valid TOML is a :class:`~vq.errors.ConfigError` (as it is for
+    every other verb); a missing or unreadable one has no hosts.
+    """
+    env = os.environ if env is None else env
+    names: set[str] = set()
+    for hosts in _hosts_tables(env):
+        names.update(str(name) for name in hosts)
     return frozenset(names)

@@ -8,7 +8,7 @@ import pytest
 
 from vq.config import load_settings
 from vq.errors import ConfigError
-from vq.hosts_config import is_local_name
+from vq.hosts_config import daemon_hosts, is_local_name, lanes_of
 
 
 def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
@@ -49,7 +49,20 @@ def test_every_key(tmp_path: Path) -> None:
         ("[hosts.h1]\n", "hosts.h1.ssh: Field required"),
         ('[hosts.h1]\nssh = "a"\nflavour = 1\n', "hosts.h1.flavour: unknown key"),
         ('[hosts.h1]\nssh = "a"\nscheduler = "slurm"\n', "hosts.h1.scheduler"),
-        ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "slurm"\n', "not supported yet"),
+        ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "slurm"\n', "needs scratch_root"),
+        ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "pbspro"\n', "'pbspro' is not implemented"),
+        ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "sge"\n', "'sge' is not implemented"),
+        ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "lsf"\n', "unknown scheduler_dialect"),
+        (
+            '[hosts.h1]\nssh = "a"\nscheduler_dialect = "slurm"\nscratch_root = "rel/x"\n',
+            "scratch_root must be an absolute path",
+        ),
+        (
+            '[hosts.h1]\nssh = "a"\nscheduler_dialect = "slurm"\nscratch_root = "/s"\n'
+            'partition = "a b"\n',
+            "hosts.h1.partition",
+        ),
+        ('[hosts.h1]\nssh = "a"\npartition = "debug"\n', "only apply to a scheduler lane"),
         ('[hosts.h1]\nssh = "a"\nssh_options = ["-o", "StrictHostKeyChecking=no"]\n', "refused"),
         ('[hosts.h1]\nssh = "a"\nvq_command = []\n', "hosts.h1.vq_command"),
         ('default_host = "h9"\n[hosts.h1]\nssh = "a"\n', "default_host: default_host 'h9'"),
@@ -65,3 +78,43 @@ def test_refusals_name_the_key(tmp_path: Path, text: str, expected: str) -> None
 def test_localhost_is_always_a_valid_default(tmp_path: Path) -> None:
     assert _load(tmp_path, 'default_host = "localhost"\n').default_host == "localhost"
     assert is_local_name("localhost") and not is_local_name("h1")
+
+
+def test_a_slurm_lane_with_every_key(tmp_path: Path) -> None:
+    settings = _load(
+        tmp_path,
+        '[hosts.h1]\nssh = "n1"\n'
+        '[hosts.cluster]\nssh = "login1"\nscheduler_dialect = "slurm"\n'
+        'scratch_root = "/scratch/me"\nscheduler_driver = "localhost"\npartition = "debug"\n'
+        'account = "proj-1"\nqos = "normal"\nscheduler_mem_directive = "omit"\n'
+        'node_scratch_dir = "/tmp/node"\nprologue = ["module load x"]\nepilogue = ["true"]\n'
+        'scheduler_gnu_time_command = "/usr/bin/time"\nmax_scheduler_jobs = 4\n'
+        'poll_interval = 5\nscheduler_rpc_per_minute = 60\nscheduler_accounting = "none"\n'
+        '[hosts.cluster.scheduler_program_hooks.vasp]\ncommand_wrapper = ["srun"]\n',
+    )
+    lanes = lanes_of(settings.hosts)
+    assert list(lanes) == ["cluster"] and list(daemon_hosts(settings.hosts)) == ["h1"]
+    lane = lanes["cluster"]
+    assert (lane.dialect, lane.driver, lane.partition, lane.mem_directive) == (
+        "slurm",
+        "localhost",
+        "debug",
+        "omit",
+    )
+    assert lane.remote_workspace("abc") == "/scratch/me/.vibeqc-cluster/jobs/abc"
+    assert (lane.max_jobs, lane.poll_interval, lane.rpc_per_minute) == (4, 5.0, 60)
+    assert lane.accounting == "none" and lane.prologue == ("module load x",)
+    assert lane.program_hooks["vasp"].command_wrapper == ["srun"]
+
+
+def test_lane_defaults(tmp_path: Path) -> None:
+    settings = _load(
+        tmp_path, '[hosts.c]\nssh = "l"\nscheduler_dialect = "torque"\nscratch_root = "/s"\n'
+    )
+    lane = lanes_of(settings.hosts)["c"]
+    assert (lane.poll_interval, lane.rpc_per_minute, lane.accounting) == (30.0, 6, "sacct")
+    assert (lane.driver, lane.gnu_time_command, lane.mem_directive) == (
+        "localhost",
+        "/usr/bin/time",
+        "request",
+    )

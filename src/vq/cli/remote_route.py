@@ -75,6 +75,31 @@ def _without_by(rest: list[str]) -> list[str]:
     return out
 
 
+def _lane_route(verb: str, word: str, rest: list[str]) -> list[str] | None:
+    """``vq submit LANE …`` for a scheduler lane this queue drives: a local submit with
+    ``--scheduler-target LANE``. Any other verb naming a lane is refused (the lane's
+    jobs are in this queue: use the job id alone)."""
+    from vq._hostnames import configured_lanes, is_local_name
+
+    lanes = configured_lanes()
+    if word not in lanes:
+        return None
+    from vq.errors import UsageError
+
+    if verb != "submit":
+        raise UsageError(
+            f"{word} is a scheduler lane, not a vq host",
+            hint=f"its jobs are in this queue: `vq {verb} ID` without the lane name",
+        )
+    if not is_local_name(lanes[word]):
+        raise UsageError(
+            f"scheduler lane {word} is driven by host {lanes[word]!r}; delegating a "
+            "submit to another driver is not supported yet",
+            hint=f'submit on {lanes[word]}, or set scheduler_driver = "localhost"',
+        )
+    return ["submit", "--scheduler-target", word, *rest]
+
+
 def route(args: list[str]) -> int | list[str] | None:
     """Handle ``args`` remotely (an exit status), rewrite them (a list), or leave them."""
     if not args or (args[0] not in HOST_VERBS and args[0] != "submit"):
@@ -93,6 +118,9 @@ def route(args: list[str]) -> int | list[str] | None:
     if word is not None and index is not None:
         from vq._hostnames import is_local_name
 
+        lane = _lane_route(verb, word, rest[:index] + rest[index + 1 :])
+        if lane is not None:
+            return lane
         if word in names:
             from vq.cli.remote_verbs import run_remote
 

@@ -263,6 +263,7 @@ def build_params(
         "program": values.get("program"),
         "expected_sha": values.get("expected_sha"),
         "environment": _environment(values),
+        "scheduler_target": values.get("scheduler_target"),
     }
     given = values.get(GIVEN)
     if given is not None and "mem" in given:

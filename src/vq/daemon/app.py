@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -37,6 +37,7 @@ from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
 from vq.errors import Conflict, StorageError, VqError
 from vq.executors.local import LocalExecutor
+from vq.executors.scheduler import SchedulerLane
 from vq.paths import StatePaths
 from vq.services import cleanup_recovery
 from vq.services.context import ServiceContext
@@ -97,6 +98,8 @@ class DaemonParts:
     lifecycle: Lifecycle
     supervisor: Supervisor
     executor: LocalExecutor
+    #: Scheduler lanes (``vq.executors.scheduler``): ticked every pass, closed at the end.
+    lanes: Sequence[SchedulerLane]
     watchdog: Watchdog
     pressure: PressureGuard
     storage: StorageGuard
@@ -243,8 +246,12 @@ class Daemon:
             parts.index.refresh_names(if_changed=True)
             self._last_rescan = time.monotonic()
         parts.dispatcher.run_pass()
+        for lane in parts.lanes:
+            lane.tick()
         timeout = parts.settings.daemon.tick_seconds
-        for deadline in (parts.supervisor.next_deadline(), parts.watchdog.next_deadline()):
+        deadlines = [parts.supervisor.next_deadline(), parts.watchdog.next_deadline()]
+        deadlines += [lane.next_deadline() for lane in parts.lanes]
+        for deadline in deadlines:
             if deadline is not None:
                 timeout = min(timeout, deadline + 0.01)
         if parts.watchdog.has_work():
@@ -266,6 +273,8 @@ class Daemon:
             except FileNotFoundError:
                 pass
         parts.executor.close()
+        for lane in parts.lanes:
+            lane.close()
         parts.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():

@@ -18,6 +18,7 @@ from vq.domain.spec import JobSpec
 from vq.errors import VqError
 from vq.executors.local import LocalExecutor
 from vq.executors.registry import ExecutorRegistry
+from vq.executors.scheduler import LaneContext, build_lanes
 from vq.paths import StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
@@ -82,7 +83,17 @@ def compose_daemon(
         on_ended=lambda spec: inbox.call_soon(lambda: ended.job_ended(spec)),
     )
     executor = LocalExecutor(paths, runner=runner)
-    executors = ExecutorRegistry(executor)  # no scheduler lane configured
+    #: Scheduler lanes this daemon drives: executors that dispatch their own jobs.
+    lanes = build_lanes(
+        settings.hosts,
+        LaneContext(paths, ctx.store, ctx.now),
+        lifecycle,
+        pending=index.pending,
+        call_soon=inbox.call_soon,
+        dependency_state=index.dependency_state,
+        hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
+    )
+    executors = ExecutorRegistry(executor, {lane.name: lane for lane in lanes})
 
     # The supervisor hands launch answers to the dispatcher, which needs the supervisor:
     # the one forward reference, resolved before the loop (or any launch) runs.
@@ -160,6 +171,9 @@ def compose_daemon(
         supervisor.start_grace,
         dispatch_hold,
         storage_hold=storage.hold_dict,
+        executors=executors,
+        lanes=lanes,
+        loop_calls=loop_calls,
     )
     routes = build_routes(
         paths,
@@ -200,6 +214,7 @@ def compose_daemon(
             lifecycle=lifecycle,
             supervisor=supervisor,
             executor=executor,
+            lanes=lanes,
             watchdog=watchdog,
             pressure=pressure,
             storage=storage,

@@ -73,6 +73,7 @@ def build_routes(
         "pause": jobs.pause,
         "resume": jobs.resume,
         "resubmit": jobs.resubmit,
+        "scheduler_resolve": jobs.scheduler_resolve,
         "reload": control.reload,
         "drain": control.drain,
         "undrain": control.undrain,

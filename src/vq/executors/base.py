@@ -132,6 +132,16 @@ class Executor(Protocol):
 
     def resume(self, handle: JobHandle) -> bool: ...
 
+    def started(self, spec: JobSpec) -> bool:
+        """Whether the claimed job has a launched identity to pause (a process group,
+        a scheduler job id)."""
+        ...
+
+    def check_pausable(self, spec: JobSpec) -> None:
+        """Raise :class:`~vq.errors.Conflict` (with a hint) when this job cannot be
+        paused now; called before the SUSPENDED intent is written."""
+        ...
+
     # --- after a restart -----------------------------------------------------------------
     def begin_recovery(self) -> None: ...
 

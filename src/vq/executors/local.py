@@ -295,6 +295,12 @@ class LocalExecutor:
     def resume(self, handle: JobHandle) -> bool:
         return self._signal(handle, signal.SIGCONT)
 
+    def started(self, spec: JobSpec) -> bool:
+        return spec.pgid is not None
+
+    def check_pausable(self, spec: JobSpec) -> None:
+        return None  # SIGSTOP works on any live group
+
     def stop_after_grace(self, handle: JobHandle, grace: float) -> bool:
         """Wait up to ``grace`` for the group to exit; then force-stop what remains.
 

@@ -79,6 +79,10 @@ class SubmitParams(BaseModel):
     #: account's name); not part of the idempotency intent
     submitter: str | None = Field(default=None, min_length=1, max_length=128)
 
+    #: ``vq submit LANE``: the scheduler lane (``[hosts.LANE]`` with ``scheduler_dialect``)
+    #: this queue's daemon submits the job to (§2.2)
+    scheduler_target: str | None = Field(**constraints("scheduler_target"))
+
     @field_validator("environment")
     @classmethod
     def _environment(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:

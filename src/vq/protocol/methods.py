@@ -37,6 +37,8 @@ __all__ = [
     "ListResult",
     "PingResult",
     "ResubmitParams",
+    "SchedulerResolveParams",
+    "SchedulerResolveResult",
     "SpecResult",
     "StatusResult",
     "SubmitResult",
@@ -117,6 +119,12 @@ class ResubmitParams(JobIdParams):
     """``resubmit``: a new job from an old one's spec, with field overrides."""
 
     overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class SchedulerResolveParams(JobIdParams):
+    """``scheduler_resolve``: adopt ``scheduler_job_id``, or (None) submit it now."""
+
+    scheduler_job_id: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class DrainParams(Params):
@@ -212,6 +220,14 @@ class JobOutcome(View):
     state: str
 
 
+class SchedulerResolveResult(Result):
+    """``scheduler_resolve``: the decision applied to a lane job."""
+
+    id: str
+    scheduler_job_id: str | None
+    lane: str
+
+
 class DrainResult(Result):
     """``drain``: the drain now in force (``drain.json``)."""
 
@@ -294,6 +310,7 @@ CONTRACTS: dict[str, Contract] = {
     "pause": Contract(JobIdParams, JobOutcome, mutating=True),
     "resume": Contract(JobIdParams, JobOutcome, mutating=True),
     "resubmit": Contract(ResubmitParams, SpecResult, mutating=True),
+    "scheduler_resolve": Contract(SchedulerResolveParams, SchedulerResolveResult, mutating=True),
     "reload": Contract(EmptyParams, ReloadResult, mutating=True),
     "drain": Contract(DrainParams, DrainResult, mutating=True),
     "undrain": Contract(EmptyParams, UndrainResult, mutating=True),

@@ -141,6 +141,10 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
       "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
       pattern=r"^[0-9a-fA-F]{4,64}$"),
     F("cwd", "str", "--cwd", "cwd", "str", "Run here instead of the workspace."),
+    F("scheduler_target", "str", "--scheduler-target", "scheduler_target", "str",
+      "Run through this scheduler lane ([hosts.NAME] with scheduler_dialect); "
+      "what `vq submit LANE` sets.",
+      pattern=r"^[a-z0-9][a-z0-9-]{0,62}$"),
 )  # fmt: skip
 
 _BY_NAME = {f.name: f for f in SUBMIT_FIELDS}

@@ -62,4 +62,7 @@ def load_fleet(env: Mapping[str, str] | None = None) -> Fleet:
 
     env = os.environ if env is None else env
     settings = load_settings(env)
-    return Fleet(dict(settings.hosts), settings.default_host, resolve_state_root(env))
+    from vq.hosts_config import daemon_hosts
+
+    # Scheduler lanes run no vq: they are reached by the driver daemon, never as a fleet.
+    return Fleet(daemon_hosts(settings.hosts), settings.default_host, resolve_state_root(env))

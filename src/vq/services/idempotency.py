@@ -137,6 +137,8 @@ def intent_digest(params: SubmitParams) -> str:
     )
     if not params.recover_on_reboot:  # the default: keeps the digests of older claims
         canonical.pop("recover_on_reboot", None)
+    if params.scheduler_target is None:  # absent: keeps the digests of older claims
+        canonical.pop("scheduler_target", None)
     if params.expected_sha is None:  # absent: keeps the digests of older claims
         canonical.pop("expected_sha", None)
     else:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from vq.domain.events import make_event, transition_event
+from vq.domain.events import EventKind, make_event, transition_event
 from vq.domain.lifecycle import Outcome, apply_transition
 from vq.domain.programs import ProgramStatus, resolved_pin
 from vq.domain.spec import JobSpec
@@ -310,6 +310,63 @@ class Lifecycle:
         durable = not (marker_backed and exit_code is not None)
         return self._move(job_id, decide, now=now, durable=durable, exit_code=exit_code)
 
+    # --- scheduler lanes -----------------------------------------------------------------------
+    def record_scheduler(
+        self,
+        job_id: str,
+        fields: dict[str, Any],
+        *,
+        durable: bool = True,
+        event: EventKind | None = None,
+    ) -> JobSpec:
+        """Set ``scheduler_*`` observation fields (and ``last_heartbeat_at``) of a claimed
+        job; no state change. ``durable`` for the intent and the scheduler job id, whose
+        loss would mean a second submission; observations are re-read by the next poll.
+        ``event`` appends that event with the fields once written."""
+        allowed = {"last_heartbeat_at"}
+
+        def record(current: JobSpec) -> JobSpec | None:
+            changed = False
+            for key, value in fields.items():
+                if not key.startswith("scheduler_") and key not in allowed:
+                    raise ValueError(f"not a scheduler field: {key}")
+                if getattr(current, key) != value:
+                    setattr(current, key, value)
+                    changed = True
+            return current if changed else None
+
+        result = self.ctx.store.update(job_id, record, durable=durable)
+        if result.changed:
+            self.on_change(result.spec)
+            if event is not None:
+                payload = {k: v for k, v in fields.items() if k != "last_heartbeat_at"}
+                append_event(self.ctx.paths, make_event(event, job_id, self.ctx.now(), **payload))
+        return result.spec
+
+    def scheduler_verdict(
+        self, job_id: str, state: JobState, reason: str, exit_code: int | None
+    ) -> Transition:
+        """The scheduler's own ending (OUT_OF_MEMORY → OOM_KILLED, TIMEOUT → TIME_EXCEEDED,
+        gone without a marker → ABORTED_BY_QUEUE), whatever the exit marker says. A
+        terminal spec keeps its state; a missing exit code is filled in."""
+        now = self.ctx.now()
+
+        def decide(spec: JobSpec) -> JobSpec | None:
+            if spec.is_terminal:
+                if exit_code is not None and spec.exit_code is None:
+                    spec.exit_code = exit_code
+                    return spec
+                return None
+            if spec.state is JobState.PENDING:
+                return None
+            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
+            if spec.state is JobState.SUSPENDED:
+                spec = apply_transition(spec, JobState.RUNNING, now)
+            spec.exit_code = exit_code
+            return apply_transition(spec, state, now, reason=reason)
+
+        return self._move(job_id, decide, now=now, exit_code=exit_code)
+
     # --- operator control --------------------------------------------------------------------
     def kill(self, job_id: str, reason: str) -> Transition:
         """Write KILLED (sticky) before any signal. Killing a KILLED job changes nothing;
@@ -336,7 +393,13 @@ class Lifecycle:
             self.ended(moved.spec)
         return moved
 
-    def pause(self, job_id: str, by: str) -> Transition:
+    def pause(
+        self,
+        job_id: str,
+        by: str,
+        *,
+        started: Callable[[JobSpec], bool] = lambda spec: spec.pgid is not None,
+    ) -> Transition:
         """RUNNING → SUSPENDED, durable before SIGSTOP. Pausing a SUSPENDED job changes
         nothing; a job still starting (no process recorded yet) is a Conflict."""
         now, now_mono = self.ctx.now(), self._monotonic()
@@ -349,7 +412,7 @@ class Lifecycle:
                     f"job {job_id} is {spec.state.value}; only a RUNNING job can be paused",
                     hint="`vq status` shows its state",
                 )
-            if spec.pgid is None:
+            if not started(spec):
                 raise Conflict(f"job {job_id} is still starting", hint="try again in a moment")
             spec.paused_at = now
             spec.paused_monotonic_at = now_mono

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vq.domain.spec import JobSpec
-from vq.executors.base import JobHandle, NoExecutor
+from vq.domain.states import JobState
+from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle, paused_seconds
@@ -47,12 +48,20 @@ class PauseOutcome:
         return {"id": self.spec.id, "state": self.spec.state.value, "changed": self.changed}
 
 
+def _executor(
+    ctx: ServiceContext, spec: JobSpec, executors: ExecutorRegistry | None
+) -> Executor | None:
+    try:
+        return (executors or local_only(ctx.paths)).select(spec)
+    except NoExecutor:
+        return None
+
+
 def _executor_acts(
     ctx: ServiceContext, spec: JobSpec, executors: ExecutorRegistry | None, resume: bool
 ) -> bool:
-    try:
-        executor = (executors or local_only(ctx.paths)).select(spec)
-    except NoExecutor:
+    executor = _executor(ctx, spec, executors)
+    if executor is None:
         return False
     handle = JobHandle.of(spec)
     return executor.resume(handle) if resume else executor.suspend(handle)
@@ -66,8 +75,16 @@ def pause_job(
     lifecycle: Lifecycle | None = None,
     executors: ExecutorRegistry | None = None,
 ) -> PauseOutcome:
-    """RUNNING → SUSPENDED, then suspend. Pausing a SUSPENDED job changes nothing."""
-    moved = (lifecycle or Lifecycle(ctx)).pause(job_id, by)
+    """RUNNING → SUSPENDED, then suspend. Pausing a SUSPENDED job changes nothing.
+
+    The job's executor may refuse first (a scheduler job that already runs cannot be
+    held: :meth:`~vq.executors.base.Executor.check_pausable`)."""
+    current = ctx.store.read(job_id)
+    executor = _executor(ctx, current, executors)
+    if executor is not None and current.state is JobState.RUNNING:
+        executor.check_pausable(current)
+    started = executor.started if executor is not None else (lambda s: s.pgid is not None)
+    moved = (lifecycle or Lifecycle(ctx)).pause(job_id, by, started=started)
     if not moved.changed:
         return PauseOutcome(moved.spec, changed=False, signaled=False)
     signaled = _executor_acts(ctx, moved.spec, executors, resume=False)

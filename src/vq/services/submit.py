@@ -141,6 +141,7 @@ def _base_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
         ),
         "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
         "recover_on_reboot": params.recover_on_reboot or ctx.default_recover_on_reboot,
+        "scheduler_target": params.scheduler_target,
     }
 
 

@@ -1,5 +1,5 @@
 """Handlers of the job methods: ``submit``, ``status``, ``kill``, ``pause``, ``resume``,
-``resubmit``.
+``resubmit``, ``scheduler_resolve``.
 
 Each calls the service the no-daemon path calls too, then records the changed spec in
 the index and wakes the loop when dispatch may have something new to do.
@@ -7,15 +7,20 @@ the index and wakes the loop when dispatch may have something new to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from vq.domain.admission import Usage
 from vq.domain.states import JobState
+from vq.errors import Conflict
+from vq.executors.registry import ExecutorRegistry
+from vq.executors.scheduler import SchedulerLane
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
     JobOutcome,
     ResubmitParams,
+    SchedulerResolveParams,
+    SchedulerResolveResult,
     SpecResult,
     StatusResult,
     SubmitResult,
@@ -28,6 +33,7 @@ from vq.services.resubmit import resubmit
 from vq.services.status import job_status
 from vq.services.submit import result_payload, submit
 
+from ..holds import LoopCalls
 from ..inbox import LoopInbox
 from ..index import JobIndex
 from .views import IndexViews
@@ -40,7 +46,9 @@ class JobHandlers:
 
     ``lifecycle`` writes the kill's transition; ``usage`` reads the supervisor's reserved
     resources (for a PENDING job's reason);
-    ``start_grace`` is called on the loop after a kill signalled a running group.
+    ``start_grace`` is called on the loop after a kill signalled a running group;
+    ``executors`` reach a job's processes or scheduler job (kill, pause, resume);
+    ``lanes`` and ``loop_calls`` apply a ``scheduler_resolve`` on the loop.
     """
 
     def __init__(
@@ -54,7 +62,13 @@ class JobHandlers:
         start_grace: Callable[[str], None],
         dispatch_hold: Callable[[], str | None],
         storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
+        executors: ExecutorRegistry | None = None,
+        lanes: Sequence[SchedulerLane] = (),
+        loop_calls: LoopCalls | None = None,
     ) -> None:
+        self._executors = executors
+        self._lanes = {lane.name: lane for lane in lanes}
+        self._loop_calls = loop_calls or LoopCalls()
         self._ctx = ctx
         self._index = index
         self._views = views
@@ -91,7 +105,7 @@ class JobHandlers:
 
     def kill(self, params: JobIdParams) -> JobOutcome:
         job_id = params.id
-        outcome = kill_job(self._ctx, job_id, lifecycle=self._lifecycle)
+        outcome = kill_job(self._ctx, job_id, lifecycle=self._lifecycle, executors=self._executors)
         self._index.upsert(outcome.spec)
         if outcome.signaled:
             self._inbox.call_soon(lambda: self._start_grace(job_id))
@@ -99,15 +113,29 @@ class JobHandlers:
         return JobOutcome.model_validate(outcome.as_dict())
 
     def pause(self, params: JobIdParams) -> JobOutcome:
-        outcome = pause_job(self._ctx, params.id)
+        outcome = pause_job(self._ctx, params.id, executors=self._executors)
         self._index.upsert(outcome.spec)
         return JobOutcome.model_validate(outcome.as_dict())
 
     def resume(self, params: JobIdParams) -> JobOutcome:
-        outcome = resume_job(self._ctx, params.id)
+        outcome = resume_job(self._ctx, params.id, executors=self._executors)
         self._index.upsert(outcome.spec)
         self._inbox.wake()
         return JobOutcome.model_validate(outcome.as_dict())
+
+    def scheduler_resolve(self, params: SchedulerResolveParams) -> SchedulerResolveResult:
+        """An operator's decision for a lane job whose submission is in doubt (applied
+        on the loop, which owns the lane's bookkeeping)."""
+        spec = self._ctx.store.read(params.id)
+        lane = self._lanes.get(spec.scheduler_target or "")
+        if lane is None:
+            raise Conflict(
+                f"job {spec.id} is not a job of a scheduler lane this daemon drives",
+                hint="`vq status ID` shows its scheduler_target",
+            )
+        wanted = params.scheduler_job_id
+        answer = self._loop_calls.run(lambda: lane.resolve(spec.id, wanted))
+        return SchedulerResolveResult.model_validate(answer)
 
     def resubmit(self, params: ResubmitParams) -> SpecResult:
         clone = resubmit(self._ctx, params.id, params.overrides)

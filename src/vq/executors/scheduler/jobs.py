@@ -1,0 +1,46 @@
+"""A job holding a lane's capacity, as the lane's loop-side bookkeeping sees it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from vq.dialects import SchedulerPhase
+from vq.domain.states import JobState
+
+__all__ = ["ACTIVE_PHASES", "LaneJob", "ambiguous"]
+
+#: scheduler_state for each phase in which the scheduler job is still alive.
+ACTIVE_PHASES = {
+    SchedulerPhase.QUEUED: "queued",
+    SchedulerPhase.HELD: "held",
+    SchedulerPhase.RUNNING: "running",
+    SchedulerPhase.FINISHING: "running",
+}
+
+
+@dataclass
+class LaneJob:
+    """A job holding lane capacity (loop-owned)."""
+
+    job_id: str
+    phase: str  # the spec's scheduler_state as this lane drives it
+    scheduler_job_id: str | None = None
+    nonce: str | None = None
+    submitted_at: datetime | None = None
+    busy: bool = False  # a worker step for it is in flight
+    due: float = 0.0  # monotonic: when its next step may run
+    cancel_wanted: bool = False
+    copy_tries: int = 0
+    marker: int | None = None
+    end: tuple[JobState | None, str] | None = None  # (abnormal state, raw state) once ended
+    absent_checks: int = 0
+
+
+def ambiguous(detail: str) -> bool:
+    """Scheduler words that mean "maybe": a timeout or a busy controller."""
+    lowered = detail.lower()
+    return any(
+        word in lowered
+        for word in ("timed out", "socket", "try again", "eagain", "rate limit", "too many")
+    )

@@ -1,0 +1,400 @@
+"""A scheduler lane: the second executor behind the seam (Slurm or Torque over SSH).
+
+The daemon loop calls :meth:`SchedulerLane.tick`; everything that talks to the cluster
+runs on the lane's :class:`~.worker.Worker` and its result is applied back on the loop.
+The lane's own bookkeeping (``_jobs``) belongs to the loop.
+
+One job's path (§2.2, §4.3):
+
+1. **claim** PENDING → RUNNING under the lock (lifecycle writer); the job holds one of
+   ``max_scheduler_jobs`` from here until the scheduler job is gone;
+2. **stage** the workspace plus the rendered script (tar over SSH, idempotent). A render
+   or permission error fails the job (FAILED, ``failure_reason``); a transport failure
+   keeps it RUNNING as ``stage_retry`` and stages again after ``poll_interval``;
+3. **intent**: ``_vq/scheduler-intent.json`` (nonce, tag, script sha256) written and
+   fsynced, then ``scheduler_state = "submitting"`` durably;
+4. **submit** (``sbatch --parsable`` / ``qsub``): the id is persisted with ``queued``. A
+   refusal fails the job; an ambiguous answer (transport failure, a timeout) never
+   resubmits blindly: the job is looked up by its tag (:mod:`.recovery`);
+5. **observe**: at most one poll in flight, one status round (plus one accounting query
+   for jobs no longer listed) per ``poll_interval``, within the host's token bucket. A
+   transport failure backs off 600 s and marks the host unreachable; jobs are untouched;
+6. **complete**: once the scheduler shows the job ended (or positively gone), the exit
+   marker is read and the workspace copied back (3 tries; then the marker's outcome is
+   kept with ``artifacts_unavailable``). See :func:`.outcome.ending`.
+
+Kill writes KILLED first (the kill service), then :meth:`cancel` queues ``scancel`` /
+``qdel``, retried as ``cancel_pending``; the job keeps its capacity until it is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from vq import _fault_points
+from vq._fs import atomic_write_bytes, read_regular
+from vq.dialects import (
+    ParseFailure,
+    SchedulerPhase,
+    SubmitAccepted,
+    UnsafeSchedulerValue,
+    dialect_for,
+)
+from vq.domain.dependencies import Lookup, evaluate
+from vq.domain.spec import JobSpec
+from vq.errors import Conflict, InvalidInput, TransportError, VqError
+from vq.hosts_config import LaneSettings
+from vq.transport.runner import Runner
+
+from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
+from ..launch import LaunchError
+from ..sampling import GroupUsage
+from .jobs import LaneJob, ambiguous
+from .observe import ObservingLane
+from .outcome import TokenBucket, script_request
+from .ports import LaneContext, LaneLifecycle
+from .remote import LaneRemote, stage_archive
+from .worker import Worker
+
+__all__ = ["INTENT_NAME", "SchedulerLane"]
+
+log = logging.getLogger(__name__)
+
+#: The driver-side intent record, next to the spec's other files in ``_vq/``.
+INTENT_NAME = "scheduler-intent.json"
+_ACTIVE_PHASES = {
+    SchedulerPhase.QUEUED: "queued",
+    SchedulerPhase.HELD: "held",
+    SchedulerPhase.RUNNING: "running",
+    SchedulerPhase.FINISHING: "running",
+}
+
+
+class SchedulerLane(ObservingLane):
+    """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring)."""
+
+    def __init__(
+        self,
+        settings: LaneSettings,
+        ctx: LaneContext,
+        lifecycle: LaneLifecycle,
+        runner: Runner,
+        *,
+        pending: Callable[[], list[JobSpec]],
+        call_soon: Callable[[Callable[[], None]], None],
+        dependency_state: Lookup = lambda job_id: None,
+        hold: Callable[[], bool] = lambda: False,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = settings.name
+        self.settings = settings
+        self.ctx = ctx
+        self.lifecycle = lifecycle
+        self.remote = LaneRemote(settings, runner, dialect_for(settings.dialect))
+        self._pending = pending
+        self._dependency_state = dependency_state
+        self._hold = hold
+        self._monotonic = monotonic
+        self._worker = Worker(f"vq-lane-{self.name}", call_soon)
+        self._call_soon = call_soon
+        self._bucket = TokenBucket(settings.rpc_per_minute, monotonic)
+        self._jobs: dict[str, LaneJob] = {}
+        self._polling = False
+        self._next_poll = 0.0
+        self._backoff_until = 0.0
+        self._recovered = False
+
+    # --- the loop's entry points ---------------------------------------------------------
+    def tick(self) -> None:
+        """One pass on the loop: recover once, dispatch, advance due steps, poll."""
+        now = self._monotonic()
+        if not self._recovered:
+            self._recovered = True
+            from .recovery import adopt_all
+
+            adopt_all(self)
+        if now < self._backoff_until:
+            return
+        self._dispatch()
+        for job in list(self._jobs.values()):
+            if not job.busy and job.due <= now:
+                self._advance(job)
+        self._maybe_poll(now)
+
+    def next_deadline(self) -> float | None:
+        """Seconds until this lane has work again (for the loop's wait); None when only
+        a worker answer can give it work (the answer wakes the loop itself)."""
+        now = self._monotonic()
+        if now < self._backoff_until:
+            return self._backoff_until - now
+        wanted = [j.due for j in self._jobs.values() if not j.busy and j.due > now]
+        pollable = any(
+            j.scheduler_job_id is not None and not j.busy and j.phase != "copying"
+            for j in self._jobs.values()
+        )
+        if pollable and not self._polling:
+            wanted.append(self._next_poll)
+        return max(0.05, min(wanted) - now) if wanted else None
+
+    def close(self) -> None:
+        self._worker.close()
+
+    @property
+    def held(self) -> int:
+        """Jobs holding lane capacity."""
+        return len(self._jobs)
+
+    # --- dispatch ------------------------------------------------------------------------
+    def _dispatch(self) -> None:
+        free = self.settings.max_jobs - len(self._jobs)
+        if free <= 0 or self._hold():
+            return
+        mine = [s for s in self._pending() if s.scheduler_target == self.name]
+        now = self.ctx.now()
+        for spec in sorted(mine, key=lambda s: (-s.priority, s.submitted_at, s.id)):
+            if free <= 0:
+                break
+            if spec.depends_on or spec.depends_on_any:
+                gate = evaluate(spec.depends_on, spec.depends_on_any, self._dependency_state)
+                if gate.cascade:
+                    self.lifecycle.fail_pending(spec.id, gate.reason or "a dependency failed")
+                if not gate.ready:
+                    continue
+            if spec.not_before is not None and spec.not_before > now:
+                continue
+            if spec.scheduler_job_id is not None or self.intent_path(spec.id).exists():
+                self._forget_attempt(spec.id)  # a retry: the last attempt's id is not ours
+            try:
+                moved = self.lifecycle.claim(
+                    spec.id, workdir=self.settings.remote_workspace(spec.id)
+                )
+            except VqError as exc:
+                log.warning("lane %s: cannot claim %s: %s", self.name, spec.id, exc.message)
+                continue
+            if not moved.changed:
+                continue
+            free -= 1
+            job = LaneJob(spec.id, "staging")
+            self._jobs[spec.id] = job
+            self._stage(job, moved.spec)
+
+    def _advance(self, job: LaneJob) -> None:
+        """Run the step a job waits for (a retry after its delay)."""
+        if job.phase in ("staging", "stage_retry"):
+            self._stage(job, self.ctx.store.read(job.job_id))
+        elif job.phase == "submitting" and job.scheduler_job_id is None:
+            from .recovery import look_up
+
+            look_up(self, job)
+        elif job.phase == "copying":
+            self._complete(job)
+        elif job.cancel_wanted and job.scheduler_job_id is not None:
+            self._send_cancel(job)
+
+    # --- stage, intent, submit -------------------------------------------------------------
+    def _stage(self, job: LaneJob, spec: JobSpec) -> None:
+        if spec.is_terminal:  # killed before anything was submitted
+            self._drop(job)
+            return
+        nonce = secrets.token_hex(8)
+        try:
+            script = self.remote.dialect.render_script(script_request(spec, self.settings, nonce))
+        except (UnsafeSchedulerValue, ValueError) as exc:
+            self._fail(job, f"the batch script could not be rendered: {exc}")
+            return
+        workspace = self.ctx.paths.workspace(job.job_id)
+        job.busy, job.nonce = True, nonce
+
+        def work() -> None:
+            self.remote.stage(job.job_id, stage_archive(workspace, script))
+
+        self._worker.submit(work, lambda result: self._staged(job, script, result))
+
+    def _staged(self, job: LaneJob, script: str, result: object) -> None:
+        job.busy = False
+        if isinstance(result, TransportError) and result.transient:
+            self._host_failed(result)
+            job.phase, job.due = "stage_retry", self._monotonic() + self.settings.poll_interval
+            self._record(job, {"scheduler_state": "stage_retry"}, durable=False)
+            return
+        if isinstance(result, BaseException):
+            message = result.message if isinstance(result, VqError) else str(result)
+            self._fail(job, f"staging the workspace on {self.name} failed: {message}")
+            return
+        spec = self.ctx.store.read(job.job_id)
+        if spec.is_terminal:
+            self._drop(job)
+            return
+        self._write_intent(job, script)
+        _fault_points.crash_point("after_intent")
+        self._submit(job)
+
+    def _write_intent(self, job: LaneJob, script: str) -> None:
+        job.submitted_at = self.ctx.now()
+        intent = {
+            "lane": self.name,
+            "nonce": job.nonce,
+            "tag": f"vq-{job.job_id}",
+            "script_sha256": hashlib.sha256(script.encode()).hexdigest(),
+            "written_at": job.submitted_at.isoformat(),
+        }
+        path = self.intent_path(job.job_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps(intent).encode(), durable=True)
+        job.phase = "submitting"
+        self._record(job, {"scheduler_state": "submitting"})
+
+    def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+        """An operator's decision for a job whose submission is in doubt (on the loop):
+        ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
+        submitted (it is submitted now, under the same tag)."""
+        job = self._jobs.get(job_id)
+        if job is None or job.scheduler_job_id is not None or job.busy:
+            raise Conflict(
+                f"job {job_id} is not waiting for a decision on lane {self.name}",
+                hint="only a job in scheduler_state reattach_failed or submitting can be "
+                "resolved; `vq status ID` shows its state",
+            )
+        if scheduler_job_id is not None:
+            if not re.fullmatch(r"[0-9]+(?:_[0-9]+)?(?:\.[A-Za-z0-9.-]+)?", scheduler_job_id):
+                raise InvalidInput(
+                    f"{scheduler_job_id!r} is not a scheduler job id",
+                    hint="give the number sbatch/qsub printed, e.g. --job-id 1234",
+                )
+            self.adopt(job, scheduler_job_id)
+        else:
+            job.phase = "submitting"
+            self._record(job, {"scheduler_state": "submitting"})
+            self._submit(job)
+        return {"id": job_id, "scheduler_job_id": scheduler_job_id, "lane": self.name}
+
+    def _forget_attempt(self, job_id: str) -> None:
+        """Before a retry is claimed: drop the previous attempt's intent and id, so
+        recovery never takes the old scheduler job for the new attempt."""
+        self.intent_path(job_id).unlink(missing_ok=True)
+        fields = {"scheduler_job_id": None, "scheduler_state": None}
+        self.lifecycle.record_scheduler(job_id, fields)
+
+    def intent_path(self, job_id: str) -> Path:
+        return self.ctx.paths.meta_dir(job_id) / INTENT_NAME
+
+    def read_intent(self, job_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(read_regular(self.intent_path(job_id), 4096))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _submit(self, job: LaneJob) -> None:
+        job.busy = True
+        self._worker.submit(
+            lambda: self.remote.submit(job.job_id), lambda result: self._submitted(job, result)
+        )
+
+    def _submitted(self, job: LaneJob, result: object) -> None:
+        job.busy = False
+        if isinstance(result, SubmitAccepted):
+            _fault_points.crash_point("after_sbatch")
+            self.adopt(job, result.scheduler_job_id)
+            return
+        if isinstance(result, ParseFailure) and not ambiguous(result.detail):
+            self._fail(job, f"the scheduler refused the job: {result.detail}")
+            return
+        # Ambiguous: it may have been submitted. Never resubmit blindly: look it up.
+        if isinstance(result, TransportError):
+            self._host_failed(result)
+        log.warning("lane %s: submit of %s is ambiguous (%s)", self.name, job.job_id, result)
+        job.due = self._monotonic() + self.settings.absent_recheck_seconds
+
+    def adopt(self, job: LaneJob, scheduler_job_id: str) -> None:
+        """Persist the scheduler job id (durable): from here the job is observed."""
+        job.scheduler_job_id, job.phase, job.absent_checks = scheduler_job_id, "queued", 0
+        self._record(
+            job,
+            {"scheduler_job_id": scheduler_job_id, "scheduler_state": "queued"},
+            event="dispatched",
+        )
+        if self.ctx.store.read(job.job_id).is_terminal:
+            job.cancel_wanted = True  # killed while it was being submitted
+            self._send_cancel(job)
+
+    # --- the executor seam ---------------------------------------------------------------------
+    def launch(
+        self,
+        spec: JobSpec,
+        env: Mapping[str, str],
+        mem_mb: int | None,
+        reply: Callable[[LaunchResult], None],
+    ) -> None:
+        raise LaunchError(f"scheduler lane {self.name} dispatches its own jobs")
+
+    def exit_code(self, job_id: str) -> int | None:
+        """The copied-back exit marker (after completion)."""
+        try:
+            text = read_regular(self.ctx.paths.exit_code(job_id), 64).decode().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    def spawn_failure(self, job_id: str) -> str | None:
+        return None
+
+    def running(self, handle: JobHandle) -> bool:
+        return handle.job_id in self._jobs
+
+    def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]:
+        return {}
+
+    def cancel(self, handle: JobHandle) -> bool:
+        """Queue the scheduler cancel on the loop (any thread)."""
+        self._call_soon(lambda: self.request_cancel(handle.job_id))
+        return True
+
+    def force_stop(self, handle: JobHandle) -> bool:
+        return False
+
+    def started(self, spec: JobSpec) -> bool:
+        return spec.scheduler_job_id is not None
+
+    def check_pausable(self, spec: JobSpec) -> None:
+        """One read-only status query (§7.3): only a job still waiting can be held."""
+        from .control import check_pausable
+
+        check_pausable(self, spec)
+
+    def suspend(self, handle: JobHandle) -> bool:
+        """``scontrol hold`` / ``qhold`` (SUSPENDED is already written; undone on a
+        refusal, ``hold_outcome_unknown`` when the answer is lost)."""
+        from .control import hold_or_release
+
+        return hold_or_release(self, handle.job_id, "hold")
+
+    def resume(self, handle: JobHandle) -> bool:
+        """``scontrol release`` / ``qrls`` (RUNNING is already written; undone on a
+        refusal, ``release_outcome_unknown`` when the answer is lost)."""
+        from .control import hold_or_release
+
+        return hold_or_release(self, handle.job_id, "release")
+
+    def begin_recovery(self) -> None:
+        return None
+
+    def end_recovery(self) -> None:
+        return None
+
+    def recover(self, spec: JobSpec) -> Recovered:
+        return Recovered(RecoveryKind.REATTACHED, JobHandle.of(spec))
+
+    def reap_leak(self, spec: JobSpec) -> bool:
+        return False
+
+    def released(self, job_id: str) -> None:
+        return None

@@ -1,0 +1,274 @@
+"""Observation, completion and cancel of a lane's scheduler jobs (a mixin of
+:class:`~.lane.SchedulerLane`; every method runs on the daemon loop, every cluster call
+on the lane's worker).
+
+* One poll in flight at a time, at most one per ``poll_interval``, within the host's
+  token bucket: one status query for every tracked id, plus one accounting query for
+  ids the status no longer shows as active. A transport failure (or a scheduler answer
+  saying it is overloaded) backs off and marks the host unreachable; jobs are untouched.
+* An unlisted id without an accounting record is "not final": nothing changes.
+* Completion reads the exit marker and copies the workspace back (retried after each of
+  ``copy_back_delays``), then writes the outcome (:func:`.outcome.ending`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from vq.dialects import (
+    AccountingRecord,
+    ControlOutcome,
+    JobObservation,
+    ParseFailure,
+    SchedulerPhase,
+    StatusReport,
+)
+from vq.domain.states import JobState
+from vq.errors import TransportError, VqError
+from vq.hosts_config import LaneSettings
+from vq.remote.health import record_failure, record_ok
+
+from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
+from .outcome import TokenBucket, ending
+from .ports import LaneContext, LaneLifecycle
+from .remote import LaneRemote
+from .worker import Worker
+
+__all__ = ["ObservingLane"]
+
+log = logging.getLogger(__name__)
+
+
+class ObservingLane:
+    """Poll, complete and cancel (see the module docstring)."""
+
+    name: str
+    settings: LaneSettings
+    ctx: LaneContext
+    lifecycle: LaneLifecycle
+    remote: LaneRemote
+    _worker: Worker
+    _monotonic: Callable[[], float]
+    _bucket: TokenBucket
+    _jobs: dict[str, LaneJob]
+    _polling: bool
+    _next_poll: float
+    _backoff_until: float
+
+    # --- observe ---------------------------------------------------------------------------
+    def _maybe_poll(self, now: float) -> None:
+        ids = {
+            j.scheduler_job_id: j
+            for j in self._jobs.values()
+            if j.scheduler_job_id is not None and not j.busy and j.phase != "copying"
+        }
+        if self._polling or not ids or now < self._next_poll:
+            return
+        if not self._bucket.take():
+            self._next_poll = now + self._bucket.wait_seconds()
+            return
+        self._polling = True
+        self._next_poll = now + self.settings.poll_interval
+        since = min(
+            (j.submitted_at for j in ids.values() if j.submitted_at), default=self.ctx.now()
+        )
+
+        def work() -> tuple[StatusReport | ParseFailure, dict[str, AccountingRecord], float]:
+            started = time.monotonic()
+            report = self.remote.status(sorted(ids))
+            elapsed_ms = (time.monotonic() - started) * 1000
+            records: dict[str, AccountingRecord] = {}
+            if isinstance(report, StatusReport):
+                gone = [*report.unlisted, *report.absent]
+                gone += [i for i, o in report.observed.items() if o.phase is SchedulerPhase.ENDED]
+                if gone and self._bucket.take():
+                    accounting = self.remote.accounting(sorted(gone), since)
+                    if accounting is not None:
+                        records = dict(accounting.records)
+            return report, records, elapsed_ms
+
+        self._worker.submit(work, lambda result: self._polled(ids, result))
+
+    def _polled(self, ids: Mapping[str, LaneJob], result: object) -> None:
+        self._polling = False
+        if isinstance(result, TransportError):
+            self._host_failed(result)
+            return
+        if isinstance(result, BaseException) or not isinstance(result, tuple):
+            log.warning("lane %s: poll failed: %s", self.name, result)
+            return
+        report, records, elapsed_ms = result
+        if isinstance(report, ParseFailure):
+            log.warning("lane %s: status unreadable (%s)", self.name, report.detail)
+            if ambiguous(report.detail):
+                self._back_off(report.detail)
+            return
+        record_ok(self.ctx.paths.root, self.name, elapsed_ms)
+        now = self.ctx.now()
+        for scheduler_id, job in ids.items():
+            if self._jobs.get(job.job_id) is not job:
+                continue
+            seen = report.observed.get(scheduler_id)
+            record = records.get(scheduler_id)
+            if seen is not None and seen.phase in ACTIVE_PHASES:
+                self._observe(job, seen, now)
+            elif seen is not None and seen.phase is SchedulerPhase.ENDED:
+                self._ended(job, seen.abnormal_end_state, seen.raw_state, record)
+            elif record is not None and record.phase is SchedulerPhase.ENDED:
+                self._ended(job, record.abnormal_end_state, record.state_code, record)
+            elif scheduler_id in report.absent:
+                self._ended(job, None, "", None)  # positively gone; accounting silent
+            # unlisted and not in accounting yet: not final, keep waiting
+
+    def _observe(self, job: LaneJob, seen: JobObservation, now: datetime) -> None:
+        phase = ACTIVE_PHASES[seen.phase]
+        job.phase = phase if not job.cancel_wanted else "cancel_pending"
+        waiting = seen.phase in (SchedulerPhase.QUEUED, SchedulerPhase.HELD)
+        self._record(
+            job,
+            {
+                "scheduler_state": job.phase,
+                "scheduler_queued_reason": seen.queued_reason if waiting else None,
+                "scheduler_exec_host": seen.exec_host,
+                "scheduler_walltime_used": seen.walltime_used,
+                "scheduler_walltime_limit": seen.walltime_limit,
+                "last_heartbeat_at": now,
+            },
+            durable=False,
+        )
+
+    # --- complete --------------------------------------------------------------------------
+    def _ended(
+        self,
+        job: LaneJob,
+        abnormal: JobState | None,
+        raw_state: str,
+        record: AccountingRecord | None,
+    ) -> None:
+        if record is not None and abnormal is None:
+            abnormal = record.abnormal_end_state
+        job.end = (abnormal, raw_state)
+        job.phase = "copying"
+        self._complete(job)
+
+    def _complete(self, job: LaneJob) -> None:
+        job.busy = True
+        destination = self.ctx.paths.workspace(job.job_id)
+
+        def work() -> tuple[int | None, BaseException | None]:
+            marker = self.remote.exit_marker(job.job_id)
+            try:
+                self.remote.copy_back(job.job_id, destination)
+            except (VqError, OSError) as exc:
+                return marker, exc
+            return marker, None
+
+        self._worker.submit(work, lambda result: self._copied(job, result))
+
+    def _copied(self, job: LaneJob, result: object) -> None:
+        job.busy = False
+        if isinstance(result, TransportError) and job.copy_tries == 0 and job.marker is None:
+            self._host_failed(result)  # the marker is unknown: not final, try again
+            job.due = self._monotonic() + self.settings.poll_interval
+            return
+        copy_error: object = result
+        if isinstance(result, tuple):
+            marker, copy_error = result
+            job.marker = marker if marker is not None else job.marker
+        if copy_error is not None:
+            delays = self.settings.copy_back_delays
+            if job.copy_tries < len(delays):
+                job.due = self._monotonic() + delays[job.copy_tries]
+                job.copy_tries += 1
+                log.warning(
+                    "lane %s: copy-back of %s failed: %s", self.name, job.job_id, copy_error
+                )
+                return
+        self._finish(job, artifacts=copy_error is None)
+
+    def _finish(self, job: LaneJob, *, artifacts: bool) -> None:
+        abnormal, raw_state = job.end or (None, "")
+        verdict = ending(job.marker, abnormal, raw_state)
+        # Settled first: a restart between the two writes re-reads the same ending.
+        state = "ended" if artifacts else "artifacts_unavailable"
+        self._record(job, {"scheduler_state": state, "scheduler_queued_reason": None})
+        if verdict.state is None:
+            self.lifecycle.finish_attempt(job.job_id, verdict.exit_code)
+        else:
+            self.lifecycle.scheduler_verdict(
+                job.job_id, verdict.state, verdict.reason or "", verdict.exit_code
+            )
+        self._drop(job)
+
+    # --- cancel ----------------------------------------------------------------------------
+    def request_cancel(self, job_id: str) -> None:
+        """On the loop: cancel the job's scheduler job (KILLED is already written)."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        job.cancel_wanted = True
+        if job.scheduler_job_id is not None and not job.busy:
+            self._send_cancel(job)
+
+    def _send_cancel(self, job: LaneJob) -> None:
+        scheduler_id = job.scheduler_job_id
+        if scheduler_id is None:
+            return
+        job.busy = True
+        self._worker.submit(
+            lambda: self.remote.control("cancel", scheduler_id),
+            lambda result: self._cancelled(job, result),
+        )
+
+    def _cancelled(self, job: LaneJob, result: object) -> None:
+        job.busy = False
+        if isinstance(result, ControlOutcome) and result.kind in (
+            "done",
+            "already_ended",
+            "unknown_job",
+        ):
+            job.cancel_wanted = False
+            self._next_poll = self._monotonic()  # learn soon that it is gone
+            return
+        if isinstance(result, TransportError):
+            self._host_failed(result)
+        job.phase, job.due = "cancel_pending", self._monotonic() + self.settings.poll_interval
+        self._record(job, {"scheduler_state": "cancel_pending"}, durable=False)
+
+    # --- helpers -----------------------------------------------------------------------------
+    def track(self, job: LaneJob) -> None:
+        self._jobs[job.job_id] = job
+
+    def _record(
+        self,
+        job: LaneJob,
+        fields: dict[str, Any],
+        *,
+        durable: bool = True,
+        event: Any = None,
+    ) -> None:
+        try:
+            self.lifecycle.record_scheduler(job.job_id, fields, durable=durable, event=event)
+        except VqError as exc:
+            log.warning("lane %s: job %s not updated: %s", self.name, job.job_id, exc.message)
+
+    def _fail(self, job: LaneJob, reason: str) -> None:
+        self.lifecycle.fail_dispatch(job.job_id, reason)
+        self._jobs.pop(job.job_id, None)
+
+    def _drop(self, job: LaneJob) -> None:
+        """The job holds no capacity any more; its ending bookkeeping runs now."""
+        self._jobs.pop(job.job_id, None)
+        self.lifecycle.ended(job.job_id)
+
+    def _host_failed(self, exc: TransportError) -> None:
+        self._back_off(exc.message)
+        record_failure(self.ctx.paths.root, self.name, exc)
+
+    def _back_off(self, why: str) -> None:
+        self._backoff_until = self._monotonic() + self.settings.backoff_seconds
+        log.warning("lane %s: unreachable (%s); backing off", self.name, why)

@@ -1,0 +1,114 @@
+"""Pure rules of a scheduler lane: how a scheduler job's end becomes a vq outcome, the
+per-host token bucket, and the batch-script request built from a spec and its lane.
+
+No I/O here: the lane (``lane.py``) feeds these with what the worker observed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vq.dialects import ProgramHooks, ScriptRequest
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.hosts_config import LaneSettings
+
+__all__ = ["Ending", "TokenBucket", "ending", "script_request"]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """A scheduler job's end. ``state`` None: the exit code decides (retries apply)."""
+
+    state: JobState | None
+    exit_code: int | None
+    reason: str | None
+
+
+def ending(marker: int | None, abnormal: JobState | None, raw_state: str) -> Ending:
+    """The outcome of an ended scheduler job (§4.4, §4.5).
+
+    OUT_OF_MEMORY and TIMEOUT/DEADLINE win even over a marker of 0 (the scheduler cut
+    the job short); otherwise the exit marker is the return code; with no marker, a job
+    the scheduler ended is ABORTED_BY_QUEUE."""
+    if abnormal in (JobState.OOM_KILLED, JobState.TIME_EXCEEDED):
+        return Ending(abnormal, marker, f"the scheduler ended the job as {raw_state}")
+    if marker is not None:
+        return Ending(None, marker, None)
+    return Ending(
+        JobState.ABORTED_BY_QUEUE,
+        None,
+        f"the scheduler job ended ({raw_state or 'gone'}) without writing an exit marker",
+    )
+
+
+class TokenBucket:
+    """``per_minute`` tokens a minute, at most ``per_minute`` saved up."""
+
+    def __init__(self, per_minute: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._rate = per_minute / 60.0
+        self._capacity = float(per_minute)
+        self._tokens = float(per_minute)
+        self._monotonic = monotonic
+        self._at = monotonic()
+
+    def _refill(self) -> None:
+        now = self._monotonic()
+        self._tokens = min(self._capacity, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+
+    def take(self, count: int = 1) -> bool:
+        """Spend ``count`` tokens if there are that many."""
+        self._refill()
+        if self._tokens + 1e-9 < count:
+            return False
+        self._tokens -= count
+        return True
+
+    def wait_seconds(self, count: int = 1) -> float:
+        """How long until ``count`` tokens are there."""
+        self._refill()
+        return max(0.0, (count - self._tokens) / self._rate)
+
+
+def script_request(spec: JobSpec, lane: LaneSettings, nonce: str) -> ScriptRequest:
+    """The batch script's request for ``spec`` on ``lane`` (paths on the cluster)."""
+    hooks = None
+    if spec.program is not None and spec.program in lane.program_hooks:
+        table = lane.program_hooks[spec.program]
+        hooks = ProgramHooks(
+            tuple(table.prologue), tuple(table.epilogue), tuple(table.command_wrapper)
+        )
+    environment: dict[str, str] = {}
+    if spec.job_name:
+        environment["VQ_JOB_NAME"] = spec.job_name
+    if spec.array_index is not None:
+        environment["VQ_ARRAY_INDEX"] = str(spec.array_index)
+        environment["VQ_ARRAY_TOTAL"] = str(spec.array_total)
+        if spec.array_value is not None:
+            environment["VQ_ARRAY_VALUE"] = spec.array_value
+    return ScriptRequest(
+        job_id=spec.id,
+        nonce=nonce,
+        command=tuple(spec.command),
+        workspace=lane.remote_workspace(spec.id),
+        cpus=spec.cpus,
+        stdout_path=spec.stdout_path,
+        stderr_path=spec.stderr_path,
+        scheduler_tasks=spec.scheduler_tasks,
+        mem_mb=spec.mem_mb,
+        wall_time_seconds=spec.wall_time_seconds,
+        program=spec.program,
+        partition=lane.partition,
+        account=lane.account,
+        qos=lane.qos,
+        mem_directive=lane.mem_directive,
+        gnu_time_command=lane.gnu_time_command,
+        node_scratch_dir=lane.node_scratch_dir,
+        prologue=lane.prologue,
+        epilogue=lane.epilogue,
+        hooks=hooks,
+        environment=environment,
+    )

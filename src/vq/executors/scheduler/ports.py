@@ -1,0 +1,76 @@
+"""What a scheduler lane needs from the layers above it, as protocols.
+
+The lane sits in the executor layer, below the services: it reaches the one lifecycle
+writer (:class:`vq.services.lifecycle.Lifecycle`) and the spec store only through these
+shapes, which the daemon fills in with the real objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from vq.domain.events import EventKind
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.paths import StatePaths
+
+__all__ = ["LaneContext", "LaneLifecycle", "Moved", "SpecReader"]
+
+
+class Moved(Protocol):
+    """A lifecycle writer's answer: the spec on disk and whether its state moved."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def changed(self) -> bool: ...
+
+
+class LaneLifecycle(Protocol):
+    """The transitions a lane writes (all through the one lifecycle writer)."""
+
+    def claim(self, job_id: str, *, workdir: str) -> Moved: ...
+
+    def record_scheduler(
+        self,
+        job_id: str,
+        fields: dict[str, Any],
+        *,
+        durable: bool = ...,
+        event: EventKind | None = ...,
+    ) -> JobSpec: ...
+
+    def finish_attempt(self, job_id: str, exit_code: int | None) -> Moved: ...
+
+    def scheduler_verdict(
+        self, job_id: str, state: JobState, reason: str, exit_code: int | None
+    ) -> Moved: ...
+
+    def fail_dispatch(self, job_id: str, reason: str) -> Moved: ...
+
+    def fail_pending(self, job_id: str, reason: str) -> Moved: ...
+
+    def ended(self, spec_or_id: JobSpec | str) -> JobSpec | None: ...
+
+    def pause(self, job_id: str, by: str, *, started: Callable[[JobSpec], bool] = ...) -> Moved: ...
+
+    def resume(self, job_id: str, *, only_paused_by: str | None = ...) -> Moved: ...
+
+
+class SpecReader(Protocol):
+    def read(self, job_id: str) -> JobSpec: ...
+
+    def list_ids(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class LaneContext:
+    """The state root, its specs and its clock, as the lane sees them."""
+
+    paths: StatePaths
+    store: SpecReader
+    now: Callable[[], datetime]

@@ -1,0 +1,130 @@
+"""A lane's recovery after a restart (§4.7): handles rebuilt from the specs.
+
+* A RUNNING/SUSPENDED spec with a ``scheduler_job_id`` is observed again (the next poll
+  decides); a terminal one whose scheduler job may still run (a kill whose cancel was
+  pending) is tracked until it is gone.
+* A spec with an intent (``_vq/scheduler-intent.json``, or ``scheduler_state =
+  "submitting"``) may have been submitted: it is looked up by its tag (``squeue
+  --name``/``sacct --name``, the comment nonce, the remote ``_vq/scheduler-job-id``).
+  One match is adopted; none, twice ``absent_recheck_seconds`` apart with accounting
+  enabled, means it was never submitted and it is submitted under the same tag; several
+  matches, or no accounting to be sure, is ``reattach_failed``: the capacity stays
+  reserved and ``vq scheduler resolve`` decides.
+* A claimed spec without an intent never reached the scheduler: it is staged again.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from vq.dialects import TagMatch
+from vq.domain.states import ACTIVE
+from vq.errors import TransportError, VqError
+
+if TYPE_CHECKING:
+    from .jobs import LaneJob
+    from .lane import SchedulerLane
+
+__all__ = ["adopt_all", "look_up"]
+
+log = logging.getLogger(__name__)
+
+#: scheduler_state values after which nothing of the job runs on the cluster.
+_SETTLED = frozenset({"ended", "artifacts_unavailable", "not_submitted"})
+
+
+def adopt_all(lane: SchedulerLane) -> None:
+    """Track every spec of this lane that holds capacity (on the loop, once)."""
+    from .jobs import LaneJob
+
+    for job_id in sorted(lane.ctx.store.list_ids()):
+        try:
+            spec = lane.ctx.store.read(job_id)
+        except VqError:
+            continue
+        if spec.scheduler_target != lane.name:
+            continue
+        intent = lane.read_intent(job_id)
+        if spec.state not in ACTIVE:
+            if spec.scheduler_job_id and spec.scheduler_state not in _SETTLED:
+                job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
+                job.cancel_wanted = True
+                lane.track(job)
+            continue
+        if spec.scheduler_job_id is not None:
+            job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
+            job.submitted_at = _written_at(intent) or spec.started_at
+            job.cancel_wanted = spec.scheduler_state == "cancel_pending"
+            lane.track(job)
+        elif intent is not None or spec.scheduler_state == "submitting":
+            job = LaneJob(job_id, "submitting", nonce=(intent or {}).get("nonce"))
+            job.submitted_at = _written_at(intent) or spec.started_at
+            lane.track(job)
+        else:
+            lane.track(LaneJob(job_id, "staging"))
+        log.info("lane %s: job %s adopted (%s)", lane.name, job_id, spec.scheduler_state)
+
+
+def _written_at(intent: dict[str, Any] | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str((intent or {})["written_at"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def look_up(lane: SchedulerLane, job: LaneJob) -> None:
+    """Find a ``submitting`` job's scheduler job by its tag (on the worker)."""
+    job.busy = True
+    since = job.submitted_at or lane.ctx.now()
+
+    def work() -> tuple[tuple[TagMatch, ...] | None, str | None]:
+        matches = lane.remote.find_by_tag(job.job_id, since)
+        recorded = lane.remote.read_small(job.job_id, "_vq/scheduler-job-id")
+        return matches, (recorded or "").strip() or None
+
+    lane._worker.submit(work, lambda result: _looked_up(lane, job, result))
+
+
+def _looked_up(lane: SchedulerLane, job: LaneJob, result: object) -> None:
+    job.busy = False
+    retry = lane._monotonic() + lane.settings.absent_recheck_seconds
+    if isinstance(result, TransportError):
+        lane._host_failed(result)
+        job.due = retry
+        return
+    if not isinstance(result, tuple) or result[0] is None:
+        job.due = retry  # a query could not be read: not evidence
+        return
+    matches, recorded = result
+    ours = [m for m in matches if m.nonce in (None, job.nonce)]
+    ids = {m.scheduler_job_id for m in ours}
+    if recorded is not None:
+        ids.add(recorded)
+    if len(ids) == 1:
+        found = ids.pop()
+        log.info("lane %s: job %s found as scheduler job %s", lane.name, job.job_id, found)
+        lane.adopt(job, found)
+        return
+    if len(ids) > 1:
+        job.phase = "reattach_failed"
+        lane._record(job, {"scheduler_state": "reattach_failed"})
+        log.error(
+            "lane %s: job %s matches several scheduler jobs (%s); `vq scheduler resolve`",
+            lane.name,
+            job.job_id,
+            ", ".join(sorted(ids)),
+        )
+        return
+    job.absent_checks += 1
+    if job.absent_checks < 2:
+        job.due = retry
+        return
+    if lane.settings.accounting == "none":
+        job.phase = "reattach_failed"
+        lane._record(job, {"scheduler_state": "reattach_failed"})
+        return
+    log.info("lane %s: job %s was never submitted; submitting it now", lane.name, job.job_id)
+    job.absent_checks = 0
+    lane._submit(job)

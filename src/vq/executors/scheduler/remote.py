@@ -1,0 +1,232 @@
+"""Blocking operations on a scheduler lane's login host, through a :class:`Runner`.
+
+Everything here runs on the lane's worker thread, never on the daemon loop: staging a
+workspace (tar over SSH into ``<scratch_root>/.vibeqc-cluster/jobs/<jobid>/``), running
+the dialect's queries (submit, status, accounting, control, find-by-tag), reading the
+remote exit marker and copying the workspace back (tar over SSH, safe extraction).
+
+Contracts:
+
+* Staging is idempotent: a second stage of the same job overwrites the same files.
+* A query's answer is parsed by the dialect's own parser; a transport failure raises
+  :class:`~vq.errors.TransportError` (the caller backs off; it is never evidence about
+  a job).
+* Copy-back extracts through Python's ``data`` filter after the archive rules checked
+  every member, and never writes the driver's own ``_vq/events.jsonl``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from vq.dialects import (
+    AccountingReport,
+    CommandResult,
+    ControlAction,
+    ControlOutcome,
+    ParseFailure,
+    Query,
+    SchedulerDialect,
+    SplitRequired,
+    StatusReport,
+    SubmitAccepted,
+    TagMatch,
+)
+from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.errors import UnsafeArchive
+from vq.hosts_config import LaneSettings
+from vq.transport.runner import Runner
+
+__all__ = ["SCRIPT_NAME", "LaneRemote", "stage_archive"]
+
+#: The batch script's place in the remote workspace.
+SCRIPT_NAME = "_vq/job.sh"
+#: Local files that never travel to the cluster or back (the driver's own records).
+_DRIVER_ONLY = frozenset({"_vq/events.jsonl", "_vq/scheduler-intent.json"})
+#: The largest workspace staged or copied back in one call.
+MAX_TRANSFER_BYTES = 512 << 20
+
+T = TypeVar("T")
+
+_UNPACK = 'mkdir -p -- "$1" && tar -xf - -C "$1" --no-same-owner'
+_PACK = 'cd -- "$1" && tar -cf - .'
+_CAT_IF = 'if [ -f "$1" ]; then cat -- "$1"; else exit 3; fi'
+
+
+def stage_archive(workspace: Path, script: str) -> bytes:
+    """An uncompressed tar of ``workspace`` (without the driver's own records) plus the
+    batch script at ``_vq/job.sh``, in memory."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for root, dirs, files in os.walk(workspace):
+            dirs.sort()
+            for name in sorted(dirs + files):
+                path = Path(root) / name
+                relative = path.relative_to(workspace).as_posix()
+                if relative in _DRIVER_ONLY or relative == SCRIPT_NAME:
+                    continue
+                tar.add(path, arcname=relative, recursive=False)
+        data = script.encode()
+        info = tarfile.TarInfo(SCRIPT_NAME)
+        info.size, info.mode = len(data), 0o700
+        if not (workspace / "_vq").is_dir():
+            meta = tarfile.TarInfo("_vq")
+            meta.type, meta.mode = tarfile.DIRTYPE, 0o700
+            tar.addfile(meta)
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class LaneRemote:
+    """One lane's login host: its runner, dialect and scratch layout."""
+
+    def __init__(self, lane: LaneSettings, runner: Runner, dialect: SchedulerDialect) -> None:
+        self.lane = lane
+        self.runner = runner
+        self.dialect = dialect
+
+    @property
+    def deadline(self) -> float:
+        return max(5.0, self.lane.ssh_timeout * 3)
+
+    def workspace(self, job_id: str) -> str:
+        return self.lane.remote_workspace(job_id)
+
+    def script_path(self, job_id: str) -> str:
+        return f"{self.workspace(job_id)}/{SCRIPT_NAME}"
+
+    # --- queries ---------------------------------------------------------------------------
+    def ask(self, query: Query[T]) -> T | ParseFailure:
+        """Run ``query`` on the login host and parse the answer (TransportError raises)."""
+        result = self.runner.run(list(query.argv), deadline_s=self.deadline)
+        return query.parse(
+            CommandResult(
+                result.rc,
+                result.stdout.decode(errors="replace"),
+                result.stderr.decode(errors="replace"),
+            )
+        )
+
+    def submit(self, job_id: str) -> SubmitAccepted | ParseFailure:
+        return self.ask(self.dialect.submit(self.script_path(job_id)))
+
+    def status(self, ids: Sequence[str]) -> StatusReport | ParseFailure:
+        """One status round; a Slurm split (an id the scheduler rejected by name) asks
+        each id alone, as §8.2 requires."""
+        answer = self.ask(self.dialect.status(ids))
+        if not isinstance(answer, SplitRequired):
+            return answer
+        singles: dict[str, StatusReport | SplitRequired | ParseFailure] = {}
+        for one in answer.ids:
+            single = self.ask(self.dialect.status([one]))
+            singles[one] = single
+        return answer.resolve(singles)
+
+    def accounting(self, ids: Sequence[str], since: datetime) -> AccountingReport | None:
+        query = self.dialect.accounting(ids, since)
+        if query is None or self.lane.accounting == "none":
+            return None
+        answer = self.ask(query)
+        return answer if isinstance(answer, AccountingReport) else None
+
+    def control(self, action: ControlAction, scheduler_job_id: str) -> ControlOutcome:
+        answer = self.ask(self.dialect.control(action, scheduler_job_id))
+        if isinstance(answer, ParseFailure):
+            return ControlOutcome("failed", answer.detail)
+        return answer
+
+    def find_by_tag(self, job_id: str, since: datetime) -> tuple[TagMatch, ...] | None:
+        """Every scheduler job tagged for ``job_id`` (None: a query could not be read)."""
+        found: dict[str, TagMatch] = {}
+        for query in self.dialect.find_by_tag(job_id, since):
+            answer = self.ask(query)
+            if isinstance(answer, ParseFailure):
+                return None
+            for match in answer:
+                found.setdefault(match.scheduler_job_id, match)
+        return tuple(found.values())
+
+    # --- files -----------------------------------------------------------------------------
+    def stage(self, job_id: str, archive: bytes) -> None:
+        """Unpack ``archive`` into the job's remote workspace (idempotent)."""
+        result = self.runner.run(
+            ["sh", "-c", _UNPACK, "sh", self.workspace(job_id)],
+            stdin=archive,
+            deadline_s=self.deadline + len(archive) / (1 << 20),
+        )
+        result.check("staging the workspace")
+
+    def read_small(self, job_id: str, relative: str) -> str | None:
+        """A small file of the remote workspace, or None when it does not exist."""
+        path = f"{self.workspace(job_id)}/{relative}"
+        result = self.runner.run(
+            ["sh", "-c", _CAT_IF, "sh", path], deadline_s=self.deadline, max_output_bytes=4096
+        )
+        if result.rc == 3:
+            return None
+        result.check(f"reading {relative}")
+        return result.stdout.decode(errors="replace")
+
+    def exit_marker(self, job_id: str) -> int | None:
+        """``_vq/exit-code`` of the remote workspace: the return code, or None."""
+        text = self.read_small(job_id, "_vq/exit-code")
+        text = (text or "").strip()
+        return int(text) if text.isdigit() and int(text) < 65536 else None
+
+    def copy_back(self, job_id: str, destination: Path) -> None:
+        """Copy the remote workspace into ``destination`` (the local workspace)."""
+        result = self.runner.run(
+            ["sh", "-c", _PACK, "sh", self.workspace(job_id)],
+            deadline_s=self.deadline * 4,
+            max_output_bytes=MAX_TRANSFER_BYTES,
+        )
+        result.check("copying the workspace back")
+        extract(result.stdout, destination)
+
+
+def extract(archive: bytes, destination: Path) -> None:
+    """Extract a copy-back tar into ``destination`` safely: the payload's entries pass
+    the archive rules, ``_vq/`` brings back only regular files directly below it (the
+    script's markers and receipt), the ``data`` filter applies to all, and the driver's
+    own records are never overwritten."""
+    if not hasattr(tarfile, "data_filter"):
+        raise UnsafeArchive("this Python has no tar extraction filter (3.11.4 or later)")
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        payload: list[tarfile.TarInfo] = []
+        meta: list[tarfile.TarInfo] = []
+        for info in tar.getmembers():
+            name = info.name.removeprefix("./")
+            if name in ("", ".") or name in _DRIVER_ONLY:
+                continue
+            info.name = name
+            if name == "_vq" and info.isdir():
+                meta.append(info)
+            elif name.startswith("_vq/"):
+                if not info.isfile() or "/" in name[4:]:
+                    raise UnsafeArchive(f"copy-back entry {name!r} is not a plain _vq file")
+                meta.append(info)
+            else:
+                payload.append(info)
+        check_members(tar_member(info) for info in payload)
+        tar.extractall(destination, [*meta, *payload], filter="data")
+
+
+def tar_member(info: tarfile.TarInfo) -> Member:
+    """The archive-rules view of one copy-back entry."""
+    if info.isfile():
+        return Member(info.name, MemberKind.FILE)
+    if info.isdir():
+        return Member(info.name, MemberKind.DIR)
+    if info.issym():
+        return Member(info.name, MemberKind.SYMLINK, info.linkname)
+    if info.islnk():
+        return Member(info.name, MemberKind.HARDLINK, info.linkname)
+    if info.ischr() or info.isblk():
+        return Member(info.name, MemberKind.DEVICE)
+    return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)

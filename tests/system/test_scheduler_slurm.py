@@ -1,0 +1,312 @@
+"""Slurm lanes end to end: a real daemon drives the testbed's Slurm 22.05 over real sshd.
+
+The lane is ``[hosts.cluster]`` with ``scheduler_dialect = "slurm"``, reached as user
+``vqtest`` through the testbed's ssh config, driven by this queue's own daemon
+(``scheduler_driver = "localhost"``). Every verb is the real ``vq`` CLI in a subprocess;
+Slurm's own view is read with ``squeue``/``sacct`` on the same host. Needs root (the
+testbed); skipped on a developer machine without it and FAILS under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Vq, wait_until
+from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.testbed import SshTestbed
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _ssh(testbed: SshTestbed, *words: str) -> str:
+    done = subprocess.run(
+        ["ssh", "-F", str(testbed.ssh_config), "vq-local", "--", *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def scratch(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
+    root = f"/tmp/vq-sched-{secrets.token_hex(4)}"
+    _ssh(slurm_testbed, "mkdir", "-p", root)
+    yield root
+    _ssh(slurm_testbed, "rm", "-rf", root)
+
+
+def _configure(vq: Vq, testbed: SshTestbed, scratch: str, **extra: Any) -> None:
+    keys: dict[str, Any] = {
+        "ssh": "vq-local",
+        "ssh_options": ["-F", str(testbed.ssh_config)],
+        "scheduler_dialect": "slurm",
+        "scratch_root": scratch,
+        "partition": "debug",
+        "poll_interval": 1,
+        "scheduler_rpc_per_minute": 600,
+        "scheduler_copy_back_delays": [1, 1, 1],
+        "scheduler_absent_recheck_seconds": 2,
+        "scheduler_backoff_seconds": 5,
+        **extra,
+    }
+    lines = ["[hosts.cluster]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def lane(vq: Vq, slurm_testbed: SshTestbed, scratch: str) -> Vq:  # noqa: F811
+    _configure(vq, slurm_testbed, scratch)
+    vq.start_daemon()
+    return vq
+
+
+def _terminal(vq: Vq, job_id: str, timeout: float = 90.0) -> dict[str, Any]:
+    terminal = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED"}
+    terminal |= {"ABORTED_BY_QUEUE"}
+    wait_until(lambda: vq.state(job_id) in terminal, timeout)
+    return vq.spec(job_id)
+
+
+def _slurm_jobs_named(testbed: SshTestbed, job_id: str) -> list[str]:
+    out = _ssh(
+        testbed,
+        "sacct",
+        "-X",
+        "--noheader",
+        "--parsable2",
+        f"--name=vq-{job_id}",
+        "--starttime=now-1hour",
+        "-o",
+        "JobID",
+    )
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def test_true_with_receipt_and_exit_3(lane: Vq) -> None:
+    ok = lane.submit("cluster", "--", "sh", "-c", "echo out-line; echo err-line >&2; true")
+    bad = lane.submit("cluster", "--", "sh", "-c", "exit 3")
+    done = _terminal(lane, ok)
+    assert done["state"] == "COMPLETED" and done["exit_code"] == 0
+    assert done["scheduler_target"] == "cluster" and done["scheduler_job_id"].isdigit()
+    assert done["scheduler_state"] == "ended"
+    workspace = lane.root / "jobs" / ok
+    assert (workspace / "stdout.log").read_text() == "out-line\n"
+    assert (workspace / "stderr.log").read_text() == "err-line\n"
+    receipt = json.loads((workspace / "_vq" / "resource-usage.json").read_text())
+    assert receipt["schema"] == "vq.resource-usage.v1" and receipt["exit_code"] == 0
+    assert receipt["source"] == "gnu-time" and receipt["max_rss_kb"] > 0
+    failed = _terminal(lane, bad)
+    assert (failed["state"], failed["exit_code"]) == ("FAILED", 3)
+    status = lane.status(bad)
+    assert status["scheduler_job_id"] == failed["scheduler_job_id"]
+
+
+def test_oom_in_cgroup_mode(lane: Vq) -> None:
+    job = lane.submit(
+        "cluster",
+        "--mem-mb",
+        "64",
+        "--",
+        "python3",
+        "-c",
+        "import time; b = bytearray(400 * 2**20); time.sleep(2)",
+    )
+    done = _terminal(lane, job)
+    assert done["state"] == "OOM_KILLED", done
+    assert "OUT_OF_MEMORY" in (done["failure_reason"] or "")
+
+
+def test_kill_writes_killed_then_cancels(lane: Vq, slurm_testbed: SshTestbed) -> None:  # noqa: F811
+    job = lane.submit("cluster", "--", "sleep", "300")
+    wait_until(lambda: lane.spec(job).get("scheduler_state") == "running", 60)
+    scheduler_id = lane.spec(job)["scheduler_job_id"]
+    lane.run("kill", job)
+    assert lane.state(job) == "KILLED"
+
+    def gone() -> bool:
+        out = _ssh(slurm_testbed, "squeue", "--noheader", "-j", scheduler_id, "-o", "%T")
+        return out.strip() in ("", "CANCELLED")
+
+    wait_until(gone, 60)
+    wait_until(lambda: lane.spec(job).get("scheduler_state") == "ended", 60)
+    assert lane.state(job) == "KILLED"
+
+
+def test_queued_reason_set_then_cleared(lane: Vq) -> None:
+    blocker = lane.submit("cluster", "--cpus", "2", "--", "sleep", "6")
+    wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
+    waiting = lane.submit("cluster", "--cpus", "2", "--", "true")
+    wait_until(lambda: lane.spec(waiting).get("scheduler_queued_reason"), 60)
+    assert lane.spec(waiting)["scheduler_state"] == "queued"
+    assert lane.spec(waiting)["scheduler_queued_reason"] in ("Resources", "Priority")
+    done = _terminal(lane, waiting)
+    assert done["state"] == "COMPLETED" and done["scheduler_queued_reason"] is None
+
+
+def test_max_scheduler_jobs_holds_the_second_job(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,
+) -> None:
+    _configure(vq, slurm_testbed, scratch, max_scheduler_jobs=1)
+    vq.start_daemon()
+    first = vq.submit("cluster", "--", "sleep", "4")
+    second = vq.submit("cluster", "--", "true")
+    wait_until(lambda: vq.spec(first).get("scheduler_job_id"), 60)
+    # While the first holds the lane's only slot, the second is never claimed.
+    while vq.state(first) == "RUNNING":
+        assert vq.state(second) == "PENDING"
+    assert _terminal(vq, first)["state"] == "COMPLETED"
+    assert _terminal(vq, second)["state"] == "COMPLETED"
+
+
+def test_restart_mid_run_reattaches(lane: Vq) -> None:
+    job = lane.submit("cluster", "--", "sh", "-c", "sleep 5; echo finished")
+    wait_until(lambda: lane.spec(job).get("scheduler_state") == "running", 60)
+    scheduler_id = lane.spec(job)["scheduler_job_id"]
+    lane.stop_daemon()
+    assert lane.state(job) == "RUNNING"
+    lane.start_daemon()
+    done = _terminal(lane, job)
+    assert (done["state"], done["scheduler_job_id"]) == ("COMPLETED", scheduler_id)
+    assert (lane.root / "jobs" / job / "stdout.log").read_text() == "finished\n"
+
+
+@pytest.mark.parametrize("fault", ["after_intent", "after_sbatch"])
+def test_crash_around_sbatch_submits_exactly_once(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,
+    fault: str,
+) -> None:
+    _configure(vq, slurm_testbed, scratch)
+    faulty = Vq(vq.root, {**vq.env, "VQ_TEST_FAULT": fault})
+    faulty.start_daemon()
+    pid = faulty.daemon_pid()
+    assert pid is not None
+    job = vq.submit("cluster", "--", "sh", "-c", "echo once")
+    wait_until(lambda: not _alive(pid), 60)  # the daemon SIGKILLed itself at the point
+    spec = vq.spec(job)
+    assert spec["state"] == "RUNNING" and spec["scheduler_state"] == "submitting"
+    assert spec["scheduler_job_id"] is None
+    vq.start_daemon()
+    done = _terminal(vq, job, timeout=120)
+    assert done["state"] == "COMPLETED"
+    # Accounting lags a little behind squeue: wait for the record, then count.
+    named = wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30)
+    assert named == [done["scheduler_job_id"]]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_lane_name_is_refused_for_other_verbs(lane: Vq) -> None:
+    done = lane.run("status", "cluster", "abc", check=False)
+    assert done.returncode == 2
+    assert "scheduler lane" in done.stderr and "hint:" in done.stderr
+
+
+def test_pause_holds_a_queued_job_and_refuses_a_running_one(lane: Vq) -> None:
+    blocker = lane.submit("cluster", "--cpus", "2", "--", "sleep", "8")
+    wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
+    refused = lane.run("pause", blocker, check=False)
+    assert refused.returncode != 0 and "only a job still queued" in refused.stderr
+    assert "hint:" in refused.stderr and lane.state(blocker) == "RUNNING"
+    waiting = lane.submit("cluster", "--cpus", "2", "--", "true")
+    wait_until(lambda: lane.spec(waiting).get("scheduler_state") == "queued", 60)
+    lane.run("pause", waiting)
+    assert lane.state(waiting) == "SUSPENDED"
+    assert lane.spec(waiting)["scheduler_state"] == "held"
+    # Held: the blocker ends, the held job still does not start.
+    assert _terminal(lane, blocker)["state"] == "COMPLETED"
+    wait_until(lambda: lane.spec(waiting).get("scheduler_queued_reason"), 30)
+    assert lane.state(waiting) == "SUSPENDED"
+    lane.run("resume", waiting)
+    assert lane.state(waiting) == "RUNNING"
+    assert _terminal(lane, waiting)["state"] == "COMPLETED"
+
+
+def test_resolve_not_submitted_after_a_crash_before_sbatch(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,
+) -> None:
+    # A long recheck: after the first lookup finds nothing, the job waits for a decision.
+    _configure(vq, slurm_testbed, scratch, scheduler_absent_recheck_seconds=600)
+    usage = vq.run("scheduler", "resolve", "abc", check=False)
+    assert usage.returncode == 2 and "exactly one of" in usage.stderr
+    faulty = Vq(vq.root, {**vq.env, "VQ_TEST_FAULT": "after_intent"})
+    faulty.start_daemon()
+    pid = faulty.daemon_pid()
+    assert pid is not None
+    job = vq.submit("cluster", "--", "true")
+    wait_until(lambda: not _alive(pid), 60)
+    vq.start_daemon()
+
+    def resolved() -> bool:
+        return vq.run("scheduler", "resolve", job, "--not-submitted", check=False).returncode == 0
+
+    wait_until(resolved, 60)
+    done = _terminal(vq, job)
+    assert done["state"] == "COMPLETED"
+    again = vq.run("scheduler", "resolve", job, "--job-id", "1", check=False)
+    assert again.returncode != 0 and "not waiting for a decision" in again.stderr
+    named = wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30)
+    assert named == [done["scheduler_job_id"]]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_timeout_is_time_exceeded(lane: Vq) -> None:
+    job = lane.submit("cluster", "--wall-time", "1m", "--", "sleep", "300")
+    done = _terminal(lane, job, timeout=300)
+    assert done["state"] == "TIME_EXCEEDED", done
+    assert "TIMEOUT" in (done["failure_reason"] or "")
+
+
+def test_dependencies_gate_lane_jobs(lane: Vq) -> None:
+    first = lane.submit("cluster", "--", "true")
+    second = lane.submit("cluster", "--after", first, "--", "true")
+    broken = lane.submit("--", "false")  # a local job
+    doomed = lane.submit("cluster", "--after", broken, "--", "true")
+    assert _terminal(lane, doomed)["state"] == "FAILED"
+    assert "dependency" in (lane.spec(doomed)["failure_reason"] or "")
+    assert lane.spec(doomed)["scheduler_job_id"] is None  # never submitted
+    done = _terminal(lane, second)
+    assert done["state"] == "COMPLETED"
+    assert done["started_at"] >= lane.spec(first)["finished_at"]
+
+
+def test_unreachable_login_host_keeps_the_job_and_marks_the_host(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,
+) -> None:
+    options = ["-F", str(slurm_testbed.ssh_config), "-o", "Port=1"]  # nothing listens
+    _configure(vq, slurm_testbed, scratch, ssh_options=options)
+    vq.start_daemon()
+    job = vq.submit("cluster", "--", "true")
+    wait_until(lambda: vq.spec(job).get("scheduler_state") == "stage_retry", 60)
+    health = vq.root / "hosts" / "cluster.json"
+    wait_until(health.exists, 10)
+    assert json.loads(health.read_text())["status"] == "unreachable"
+    spec = vq.spec(job)
+    assert spec["state"] == "RUNNING" and spec["scheduler_job_id"] is None
+    assert spec["failure_reason"] is None
