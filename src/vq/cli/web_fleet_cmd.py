@@ -18,9 +18,9 @@ __all__ = ["register"]
 @click.option("--json", "as_json", is_flag=True, required=True, help="Print JSON (required).")
 def fleet_snapshot(as_json: bool) -> None:
     """This queue's summary and newest jobs, for a fleet console."""
-    from vq.web.fleet.snapshots import host_snapshot
+    from vq.web.fleet.snapshots import Snapshots
 
-    echo_json(host_snapshot())
+    echo_json(Snapshots().host())
 
 
 @click.command("fleet-job", hidden=True)
@@ -28,9 +28,9 @@ def fleet_snapshot(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, required=True, help="Print JSON (required).")
 def fleet_job(job_id: str, as_json: bool) -> None:
     """One job's status, timeline, log tails, samples and receipt, for a fleet console."""
-    from vq.web.fleet.snapshots import job_snapshot
+    from vq.web.fleet.snapshots import Snapshots
 
-    echo_json(job_snapshot(job_id))
+    echo_json(Snapshots().job(job_id))
 
 
 def register(group: click.Group) -> None:
