@@ -34,8 +34,8 @@ from vq.remote.health import mark_down, read_health
 
 __all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
 
-#: How long one host's answer (or one job's detail) is reused.
-FRESH_SECONDS = 3.0
+#: How long one host's answer (or one job's detail) is reused: the pages refresh this often.
+FRESH_SECONDS = 5.0
 _MAX_PARALLEL = 8
 #: Extra seconds a reader waits for a call beyond the host's ssh_timeout.
 _WAIT_SLACK_S = 1.0
