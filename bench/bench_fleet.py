@@ -7,9 +7,9 @@
 - fleet (b): SSH calls per host per minute while 10 browsers each load ``/fleet`` every
   5 s for 30 s, counted on the hosts (a wrapper in ``vq_command`` appends one line per
   call). Target ≤ the page's refresh rate, 12 per minute.
-- fleet (c): with h3 partitioned, the extra time of ``GET /fleet`` over the healthy
-  median: the worst of the first requests and the worst of the later ones. Target: the
-  first pays at most ``ssh_timeout`` + 1 s once; the later ones pay nothing (≤ 1 s).
+- fleet (c): with h3 partitioned, ``GET /fleet`` once a second for 12 s (past a cache
+  refresh): the extra time over the healthy median, summed over every request. Target
+  ≤ ``ssh_timeout`` + 1 s: the partition is paid once, not on every refresh.
 
 Needs root and the testbed (three namespace hosts); reuses remote (b)–(d)'s set-up.
 """
@@ -71,7 +71,7 @@ def run() -> list[Result]:
     names = {
         "fleet_page": "fleet (a) warm GET /fleet, 3 hosts, vs GET / + one SSH host read",
         "fleet_calls": "fleet (b) SSH calls per host per minute, 10 browsers",
-        "fleet_partition": "fleet (c) GET /fleet with h3 partitioned: extra time, first/later",
+        "fleet_partition": "fleet (c) GET /fleet with h3 partitioned: total extra time",
     }
     if not Path("/run/netns/vq-h3").exists():
         why = "needs root and the testbed with 3 namespace hosts (VQ_TESTBED_NETNS_HOSTS=3)"
@@ -206,18 +206,21 @@ def _browsers(fleet: _Fleet, client: httpx.Client, name: str) -> Result:
 
 def _partition(fleet: _Fleet, client: httpx.Client, name: str) -> Result:
     healthy = sorted(_get_ms(client, "/fleet") for _ in range(5))[2]
-    first, later = [], []
+    extra: list[float] = []
     with fleet.partition("h3"):
-        for i in range(scaled(8, minimum=5)):
-            spent = _get_ms(client, "/fleet") - healthy
-            (first if i < 2 else later).append(spent / 1000)
+        for _ in range(scaled(12, minimum=8)):  # ≥ 8 s: at least one cache refresh
+            extra.append(max(0.0, _get_ms(client, "/fleet") - healthy) / 1000)
             time.sleep(1.0)
     limit = SSH_TIMEOUT + 1.0
     return Result(
         "fleet_partition",
         name,
-        Figure("extra seconds, later requests (worst)", "s", later, headline="max"),
+        Figure("extra seconds over all requests (sum)", "s", [sum(extra)]),
         None,
-        Target("≤ 1 s (the partition is paid once)", "value", 1.0),
-        extra={"first_requests_extra_s": first, "first_limit_s": limit, "healthy_ms": healthy},
+        Target(f"≤ ssh_timeout + 1 s = {limit:g} s (paid once)", "value", limit),
+        extra={
+            "per_request_extra_s": [round(x, 3) for x in extra],
+            "requests_over_1s": sum(1 for x in extra if x > 1.0),
+            "healthy_median_ms": healthy,
+        },
     )

@@ -7,11 +7,13 @@ system browser through Playwright) opens the pages.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -144,6 +146,12 @@ def test_pages_and_api_list_every_hosts_jobs_escaped(web: FleetWeb, jobs: dict[s
     assert "<img src=x" not in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
     job_page = web.http.get(f"/fleet/jobs/h2/{jobs['h2']}")
     assert job_page.status_code == 200 and "<img src=x" not in job_page.text
+    outputs = web.http.get(f"/fleet/jobs/h1/{jobs['h1']}/outputs.tar.gz")
+    assert outputs.status_code == 200 and outputs.content[:2] == b"\x1f\x8b"
+    with tarfile.open(fileobj=io.BytesIO(outputs.content), mode="r:gz") as tar:
+        assert any(name.endswith("stdout.log") for name in tar.getnames()), tar.getnames()
+    missing = web.http.get("/fleet/jobs/h1/000000000000/outputs.tar.gz")
+    assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
     spec = web.http.get("/api/v1/openapi.json").json()["paths"]
     for path in (
         "/api/v1/fleet/hosts",
@@ -199,6 +207,8 @@ def test_fleet_writes_auth_matrix_csrf_and_audit(
     web: FleetWeb, fleet: RemoteFleet, jobs: dict[str, str]
 ) -> None:
     target = f"/api/v1/fleet/jobs/h1/{jobs['h1']}"
+    page_closed = web.http.post(f"/fleet/actions/jobs/h1/{jobs['h1']}/pause")
+    assert page_closed.status_code == 403 and "vq web user add" in page_closed.text
     closed = web.http.post(f"{target}/pause")
     assert closed.status_code == 403
     assert closed.json()["error"]["code"] == "fleet-writes-closed"
@@ -231,8 +241,9 @@ def test_fleet_writes_auth_matrix_csrf_and_audit(
     assert resumed.status_code == 200, resumed.text
     assert _remote_state(fleet, "h1", jobs["h1"]) == "RUNNING"
     records = [r for r in web.audit() if r.get("host") == "h1"]
-    seen = [(r["actor"], r["action"], r["outcome"]) for r in records[-7:]]
+    seen = [(r["actor"], r["action"], r["outcome"]) for r in records[-8:]]
     assert seen == [
+        ("anonymous", "pause", "refused"),
         ("anonymous", "pause", "refused"),
         ("admin-token", "pause", "refused"),
         ("ann", "pause", "refused"),
@@ -241,12 +252,12 @@ def test_fleet_writes_auth_matrix_csrf_and_audit(
         ("olga", "pause", "ok"),
         ("admin-token", "resume", "ok"),
     ]
-    assert all(r["job_id"] == jobs["h1"] for r in records[-7:])
+    assert all(r["job_id"] == jobs["h1"] for r in records[-8:])
     assert viewer.get("/fleet/audit").status_code == 403
     web.add_user("adam", "admin")
     admin_client, _ = web.sign_in("adam")
     page = admin_client.get("/fleet/audit", params={"host": "h1"})
-    assert page.status_code == 200 and page.text.count('<tr><td class="when">') >= 7
+    assert page.status_code == 200 and page.text.count('<tr><td class="when">') >= 8
     assert admin_client.get("/fleet/audit", params={"host": "h2"}).text.count("olga") == 0
 
 

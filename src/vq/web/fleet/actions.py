@@ -65,7 +65,8 @@ def act(
     try:
         fleet_writer(request, csrf_token or None)
     except ApiError as exc:
-        return render_error(request, exc.status, exc.message)
+        shown = f"{exc.message}: {exc.hint}" if exc.code == "fleet-writes-closed" else exc.message
+        return render_error(request, exc.status, shown)
     if action not in ACTIONS:
         return render_error(request, 404, f"no fleet action named {action[:40]!r}")
     safe = _HOST.match(host) and _JOB.match(job_id)
