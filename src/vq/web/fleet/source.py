@@ -39,6 +39,8 @@ FRESH_SECONDS = 5.0
 _MAX_PARALLEL = 8
 #: Extra seconds a reader waits for a call beyond the host's ssh_timeout.
 _WAIT_SLACK_S = 1.0
+#: Cached answers kept before the stale ones are dropped.
+_MAX_ENTRIES = 1000
 
 
 @dataclass
@@ -85,7 +87,9 @@ class FleetSource:
         self._load = load
         self._fleet: Fleet | None = None
         self._fresh_s, self._clock = fresh_s, clock
-        self._lock = threading.Lock()
+        # Re-entrant: a future that is already done runs its callback (``_settle``) at once,
+        # in the thread that adds it, which holds this lock.
+        self._lock = threading.RLock()
         self._entries: dict[tuple[str, ...], _Entry] = {}
         self._pool = ThreadPoolExecutor(max_workers=_MAX_PARALLEL, thread_name_prefix="vq-fleet")
         #: SSH calls started per host (the fleet benchmark reads it).
@@ -112,10 +116,14 @@ class FleetSource:
             return self.fleet.host(host).run_json(words)
         except VqError as exc:
             return exc
+        except Exception as exc:  # never leave a refresh without an answer
+            return TransportError(f"host {host}: the read failed ({type(exc).__name__})")
 
     def _get(self, key: tuple[str, ...], host: str, words: list[str]) -> Any:
         """The cached answer for ``key``, refreshed as the module docstring says."""
         with self._lock:
+            if len(self._entries) > _MAX_ENTRIES:
+                self._prune()
             entry = self._entries.setdefault(key, _Entry())
             now = self._clock()
             if now - entry.at < self._fresh_s:
@@ -136,6 +144,12 @@ class FleetSource:
                 if entry.answered:
                     return entry.value
             return TransportError(f"host {host}: no answer within {wait:.0f} s", transient=True)
+
+    def _prune(self) -> None:
+        """Drop settled entries no reader asked for lately (job pages come and go)."""
+        stale = self._clock() - 12 * self._fresh_s
+        for key in [k for k, e in self._entries.items() if e.pending is None and e.at < stale]:
+            del self._entries[key]
 
     def _settle(self, key: tuple[str, ...], done: Future[Any]) -> None:
         with self._lock:
