@@ -204,11 +204,11 @@ def audit_page(request: Request) -> Response:
         if not principal.can("admin"):
             return render_error(request, 403, f"{principal.name} may not read the audit log")
         host = request.query_params.get("host", "")[:63]
-        root = web_config(request).state.root
-        records = single._tail_jsonl(root / "fleet-audit.jsonl", single.AUDIT_LINES)
+        log = web_config(request).state.fleet_audit_log
+        records = single._tail_jsonl(log, single.AUDIT_LINES)
         if host:
             records = [r for r in records if r.get("host") == host]
-        rows = [single._audit_row("fleet-audit.jsonl", r) for r in reversed(records)]
+        rows = [single._audit_row(log.name, r) for r in reversed(records)]
         context = {"nav": "fleet", "rows": rows, "host": host, "hosts": source_of(request).names()}
         return single.page(request, "fleet/audit.html", context)
 

@@ -5,8 +5,8 @@ these payloads, so the console refreshes a host's whole view — queue summary a
 — or one job's whole detail — status, timeline, log tails, the last samples, receipt —
 with a single bounded SSH call instead of one per panel.
 
-They read exactly what the single-host console reads (the gateway, the spec store, the
-workspace's ``_vq`` files) but import no web framework, so a call costs one light
+They read exactly what the single-host console reads (the gateway and the workspace's
+``_vq`` files) but import no web framework, so a call costs one light
 ``vq`` start on the host. Server paths are never included: the view drops
 ``workspace`` and the idempotency digests, and error messages name the state root as
 ``<state-root>``.
@@ -27,7 +27,6 @@ from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
 from vq.paths import StatePaths
 from vq.services.top import parse_sample
-from vq.store.specs import SpecStore
 
 __all__ = ["EVENTS_TAIL", "LISTED_JOBS", "LOG_TAIL_LINES", "SAMPLES", "Snapshots"]
 
@@ -49,7 +48,6 @@ class Snapshots:
     def __init__(self, paths: StatePaths | None = None) -> None:
         self.paths = paths or StatePaths.from_env()
         self.gateway = Gateway(self.paths, os.environ)
-        self.store = SpecStore(self.paths)
 
     @contextlib.contextmanager
     def scrubbed(self) -> Iterator[None]:
@@ -79,14 +77,12 @@ class Snapshots:
 
     def job(self, job_id: str) -> dict[str, Any]:
         """``{"job", "events", "logs": {"stdout", "stderr"}, "samples", "receipt"}``."""
-        from vq.store.events import read_events
-
         if not is_job_id(job_id):
             raise NotFound("no such job: job ids are 12 lowercase hex characters")
         with self.scrubbed():
             job = self.gateway.status(job_id)
-            spec = self.store.read(job_id)
-            events = read_events(self.paths, job_id)[-EVENTS_TAIL:]
+            spec = self.gateway.spec(job_id)
+            events = self.gateway.events(job_id, refuse_archived=False)[-EVENTS_TAIL:]
         job["idempotency_key_used"] = bool(job.get("idempotency_key_hash"))
         for key in _HIDDEN:
             job.pop(key, None)
