@@ -7,6 +7,7 @@ system browser through Playwright) opens the pages.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -66,11 +67,9 @@ class FleetWeb:
         return [json.loads(line) for line in lines]
 
 
-@pytest.fixture
-def web(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
-    fleet.write_config()
-    for name in ("web-users.json", "web-token"):
-        (fleet.config / name).unlink(missing_ok=True)
+@contextlib.contextmanager
+def _serving(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
+    """A real `vq web serve --fleet` over ``fleet``'s configuration, stopped after."""
     port = free_port()
     log = (tmp_path / "web.log").open("wb")
     process = subprocess.Popen(
@@ -90,13 +89,24 @@ def web(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
         except httpx.TransportError:
             return False
 
-    wait_until(answering, 30)
-    yield made
-    for client in (made.http, *made.clients):
-        client.close()
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
-    log.close()
+    try:
+        wait_until(answering, 30)
+        yield made
+    finally:
+        for client in (made.http, *made.clients):
+            client.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture
+def web(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
+    fleet.write_config()
+    for name in ("web-users.json", "web-token"):
+        (fleet.config / name).unlink(missing_ok=True)
+    with _serving(fleet, tmp_path) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
@@ -319,3 +329,34 @@ def test_browser_opens_a_job_on_h2_draws_its_chart_and_kills_it(
         assert errors == []
     finally:
         context.close()
+
+
+def test_an_action_whose_answer_is_lost_says_outcome_unknown(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    job_id = fleet.submit("h1", "--job-name", "lost-answer", "--", "sleep", "300")
+    # h1's vq answers the kill, then the SSH call outlives its 3 s deadline.
+    slow = ["sh", "-c", '"$@"; sleep 20', "sh", *fleet.vq_command("h1")]
+    fleet.write_config(h1={"vq_command": slow})
+    try:
+        for name in ("web-users.json", "web-token"):
+            (fleet.config / name).unlink(missing_ok=True)
+        with _serving(fleet, tmp_path) as web:
+            web.add_user("olga", "operator")
+            client, csrf = web.sign_in("olga")
+            lost = client.post(
+                f"/api/v1/fleet/jobs/h1/{job_id}/kill", headers={"X-CSRF-Token": csrf}
+            )
+            assert lost.status_code == 504, lost.text
+            error = lost.json()["error"]
+            assert error["code"] == "outcome-unknown"
+            assert "outcome is unknown" in error["message"] and "host state" in error["message"]
+            record = [r for r in web.audit() if r.get("action") == "kill"][-1]
+            assert (record["host"], record["job_id"], record["outcome"]) == (
+                "h1",
+                job_id,
+                "unknown",
+            )
+    finally:
+        fleet.write_config()
+    wait_until(lambda: _remote_state(fleet, "h1", job_id) == "KILLED", 20)
