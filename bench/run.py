@@ -29,6 +29,7 @@ from rich.table import Table
 import bench_affinity
 import bench_campaign
 import bench_drain
+import bench_fleet
 import bench_floors
 import bench_idle
 import bench_list
@@ -62,6 +63,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(q) publish", bench_publish.run),
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
     ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
+    ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),
 ]
 
 

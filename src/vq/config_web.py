@@ -35,6 +35,9 @@ class WebSettings(BaseModel):
     #: Host names (beside the loopback ones) the console answers to; others get 400
     #: (DNS rebinding). ``vq web serve --allow-remote`` needs at least one.
     allowed_hosts: list[str] = Field(default_factory=list, max_length=64)
+    #: Serve the fleet console (``/fleet``, ``/api/v1/fleet``) over every configured host,
+    #: as ``vq web serve --fleet`` and ``vq daemon start --web --fleet`` do.
+    fleet: bool = False
 
     @field_validator("allowed_hosts")
     @classmethod

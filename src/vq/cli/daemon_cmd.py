@@ -38,6 +38,11 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         type=AsciiIntRange(1, 65535),
         help="Port of the web console (default 8477).",
     )(fn)
+    fn = click.option(
+        "--fleet",
+        is_flag=True,
+        help="With --web: also serve the fleet console over every configured host.",
+    )(fn)
     fn = click.option("--web-host", help="Address of the web console (default 127.0.0.1).")(fn)
     fn = click.option(
         "--web",
@@ -67,9 +72,10 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
     web = caps.pop("web", False)
     host, port = caps.pop("web_host", None), caps.pop("web_port", None)
     allow_remote = caps.pop("web_allow_remote", False)
+    fleet = caps.pop("fleet", False)
     if not web:
-        if host is not None or port is not None or allow_remote:
-            raise UsageError("--web-host, --web-port and --web-allow-remote need --web")
+        if host is not None or port is not None or allow_remote or fleet:
+            raise UsageError("--web-host, --web-port, --web-allow-remote and --fleet need --web")
         return []
     from vq.web.binding import check_bind
 
@@ -90,6 +96,8 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
         argv += ["--web-port", str(port)]
     if allow_remote:
         argv.append("--web-allow-remote")
+    if fleet:
+        argv.append("--web-fleet")
     return argv
 
 

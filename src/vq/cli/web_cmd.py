@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from vq.cli import web_auth_cmd
+from vq.cli import web_auth_cmd, web_fleet_cmd
 from vq.cli.types import AsciiIntRange
 from vq.web.binding import check_bind
 
@@ -30,20 +30,30 @@ def web() -> None:
     multiple=True,
     help="A host name clients use (repeatable; beside [web] allowed_hosts and loopback).",
 )
-def serve(host: str, port: int, allow_remote: bool, allowed_hosts: tuple[str, ...]) -> None:
+@click.option(
+    "--fleet",
+    is_flag=True,
+    help="Also serve the fleet console over every configured host (/fleet, /api/v1/fleet).",
+)
+def serve(
+    host: str, port: int, allow_remote: bool, allowed_hosts: tuple[str, ...], fleet: bool
+) -> None:
     """Serve the console on HOST:PORT (loopback by default) until interrupted.
 
     Requests whose Host header is neither a loopback name nor an allowed host get 400.
+    ``--fleet`` (or ``[web] fleet = true``) adds the fleet console.
     """
-    from vq.web.hosts import configured_hosts
+    from vq.web.hosts import configured_hosts, fleet_configured
 
     names = configured_hosts(allowed_hosts)
+    fleet = fleet or fleet_configured()
     warning = check_bind(host, port, allow_remote, names)
     if warning:
         click.echo(warning, err=True)
     from vq.web.serve import serve_forever
 
-    serve_forever(host, port, allowed_hosts=names)
+    serve_forever(host, port, allowed_hosts=names, fleet=fleet)
 
 
 web_auth_cmd.register(web)
+web_fleet_cmd.register(web)

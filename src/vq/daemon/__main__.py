@@ -27,6 +27,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--web-host", default="127.0.0.1")
     parser.add_argument("--web-port", type=int, default=DEFAULT_WEB_PORT)
     parser.add_argument("--web-allow-remote", action="store_true")
+    parser.add_argument("--web-fleet", action="store_true", help="Serve the fleet console too.")
     return parser.parse_args(argv)
 
 
@@ -34,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     auto_resume = bool(args.auto_resume)
     web = (
-        WebOptions(args.web_host, args.web_port, bool(args.web_allow_remote)) if args.web else None
+        WebOptions(args.web_host, args.web_port, bool(args.web_allow_remote), bool(args.web_fleet))
+        if args.web
+        else None
     )
     overrides = {
         key: value

@@ -43,6 +43,8 @@ class WebOptions:
     port: int = DEFAULT_WEB_PORT
     #: A non-loopback host was explicitly accepted (``--web-allow-remote``).
     allow_remote: bool = False
+    #: Serve the fleet console too (``--web --fleet``).
+    fleet: bool = False
 
 
 class WebSidecar:
@@ -73,6 +75,8 @@ class WebSidecar:
         ]
         if self.options.allow_remote:
             argv.append("--allow-remote")
+        if self.options.fleet:
+            argv.append("--fleet")
         return argv
 
     @property

@@ -1,7 +1,8 @@
 """``python -m vq.web``: serve the console (what the daemon's ``--web`` sidecar runs).
 
 Options: ``--host`` (loopback unless ``--allow-remote``), ``--port``, ``--mode``
-(``standalone`` or ``sidecar``) and ``--parent-pid``: when given, the process stops
+(``standalone`` or ``sidecar``), ``--fleet`` (also on with ``[web] fleet = true``) and
+``--parent-pid``: when given, the process stops
 itself (SIGTERM, a clean uvicorn shutdown) as soon as that parent is gone, so a console
 never outlives the daemon that owns it. Exit code 2 for a refused bind address.
 """
@@ -17,7 +18,7 @@ import time
 
 from vq.errors import VqError
 from vq.web.binding import check_bind
-from vq.web.hosts import configured_hosts
+from vq.web.hosts import configured_hosts, fleet_configured
 
 __all__ = ["main"]
 
@@ -41,9 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--allow-remote", action="store_true")
     parser.add_argument("--allowed-host", action="append", default=[])
+    parser.add_argument("--fleet", action="store_true")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         names = configured_hosts(tuple(args.allowed_host))
+        fleet = args.fleet or fleet_configured()
         warning = check_bind(args.host, args.port, args.allow_remote, names)
     except VqError as exc:
         print(f"vq: error: {exc.message}\nhint: {exc.hint}", file=sys.stderr)
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         _watch_parent(args.parent_pid)
     from vq.web.serve import serve_forever
 
-    serve_forever(args.host, args.port, mode=args.mode, allowed_hosts=names)
+    serve_forever(args.host, args.port, mode=args.mode, allowed_hosts=names, fleet=fleet)
     return 0
 
 

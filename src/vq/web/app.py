@@ -4,7 +4,8 @@
 routers, so tests and ``vq web serve`` build identical apps. OpenAPI is served at
 ``/api/v1/openapi.json`` with interactive docs at ``/api/v1/docs`` (Swagger UI vendored,
 no CDN). Every POST under ``/api/v1`` and ``/actions`` is recorded in the audit trail
-(:mod:`vq.web.audit`).
+(:mod:`vq.web.audit`). In fleet mode (``config.fleet``) the fleet pages and
+``/api/v1/fleet`` are mounted too (:mod:`vq.web.fleet`); the health routes are the same.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def create_app(config: WebConfig) -> FastAPI:
     app.include_router(auth_routes.router)
     app.include_router(page_routes.router)
     app.include_router(page_actions.router)
+    if config.fleet:
+        from vq.web.fleet import mount
+
+        mount(app, config)
     app.include_router(fallback.router)  # last: only paths nothing else serves
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

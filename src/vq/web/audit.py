@@ -4,11 +4,16 @@ Every POST to ``/api/v1/...`` or ``/actions/...`` (kill, pause, resume, resubmit
 undrain, cleanup, submit, upload — through the API or the pages) is recorded after it
 was answered, refused or not, with who asked:
 
-``{"ts", "actor", "kind", "role", "action", "job_id", "status", "outcome", "client"}``
+``{"ts", "actor", "kind", "role", "action", "job_id", "status", "outcome", "client"}``,
+plus ``host`` for a fleet action (``POST /api/v1/fleet/jobs/HOST/ID/ACTION`` or
+``/fleet/actions/jobs/HOST/ID/ACTION``)
 
 * ``actor``/``kind``/``role`` come from the request's resolved
   :class:`~vq.web.auth.principal.Principal` (``anonymous`` when none was resolved);
-* ``outcome`` is ``ok`` (2xx/3xx), ``refused`` (401/403/429) or ``error`` (anything else);
+* ``outcome`` is ``ok`` (2xx/3xx), ``refused`` (401/403/429), ``unknown`` (504: a fleet
+  action sent over SSH whose answer was lost) or ``error`` (anything else);
+* a handler may name the outcome itself (``request.state.audit_outcome``), e.g. a form
+  post answered 303 whose action failed;
 * never a token, password, request body or server path.
 
 Admins read it on ``/audit`` (§7.3). Appends are best-effort (an audit write failure
@@ -28,7 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vq._fs import append_line
 
-__all__ = ["AuditMiddleware", "describe"]
+__all__ = ["AuditMiddleware", "describe", "describe_fleet"]
 
 
 _JOB_ACTION = re.compile(
@@ -44,11 +49,19 @@ _OTHER_ACTIONS: dict[str, str] = {
     "/api/v1/queue/undrain": "undrain",
     "/actions/queue/undrain": "undrain",
 }
+_FLEET_ACTION = re.compile(
+    r"^/(?:api/v1/fleet|fleet/actions)/jobs/(?P<host>[^/]+)/(?P<id>[^/]+)/(?P<action>[^/]+)$"
+)
 _SAFE_ID = re.compile(r"^[0-9a-f]{12}$")
+_SAFE_HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_FLEET_VERBS = frozenset({"kill", "pause", "resume", "resubmit"})
 
 
 def describe(method: str, path: str) -> tuple[str, str | None] | None:
     """``(action, job_id)`` of an audited request, or None for one that is not audited."""
+    described = describe_fleet(method, path)
+    if described is not None:
+        return described[0], described[1]
     if method != "POST":
         return None
     action = _OTHER_ACTIONS.get(path.rstrip("/") or "/")
@@ -61,11 +74,26 @@ def describe(method: str, path: str) -> tuple[str, str | None] | None:
     return match.group("action"), job_id if _SAFE_ID.match(job_id) else "(invalid id)"
 
 
+def describe_fleet(method: str, path: str) -> tuple[str, str, str] | None:
+    """``(action, job_id, host)`` of a fleet action request, or None for another one."""
+    match = _FLEET_ACTION.match(path) if method == "POST" else None
+    if match is None:
+        return None
+    job_id, host, action = match.group("id"), match.group("host"), match.group("action")
+    return (
+        action if action in _FLEET_VERBS else "(invalid action)",
+        job_id if _SAFE_ID.match(job_id) else "(invalid id)",
+        host if _SAFE_HOST.match(host) else "(invalid host)",
+    )
+
+
 def _outcome(status: int) -> str:
     if status < 400:
         return "ok"
     if status in (401, 403, 429):
         return "refused"
+    if status == 504:
+        return "unknown"
     return "error"
 
 
@@ -100,7 +128,9 @@ class AuditMiddleware:
 
     def _record(self, scope: Scope, described: tuple[str, str | None], status: int) -> None:
         action, job_id = described
-        principal = (scope.get("state") or {}).get("principal")
+        fleet = describe_fleet(scope["method"], scope["path"])
+        state = scope.get("state") or {}
+        principal = state.get("principal")
         client = scope.get("client")
         record: dict[str, Any] = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -109,8 +139,9 @@ class AuditMiddleware:
             "role": getattr(principal, "role", None),
             "action": action,
             "job_id": job_id,
+            **({"host": fleet[2]} if fleet is not None else {}),
             "status": status,
-            "outcome": _outcome(status),
+            "outcome": state.get("audit_outcome") or _outcome(status),
             "client": client[0] if client else None,
         }
         if self.path.parent.is_dir():

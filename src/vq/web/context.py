@@ -31,6 +31,9 @@ class WebConfig:
     mode: str = "standalone"
     #: Host names beside the loopback ones that requests may carry (:mod:`vq.web.hosts`).
     allowed_hosts: tuple[str, ...] = ()
+    #: Fleet mode (``vq web serve --fleet``, ``[web] fleet = true``): the ``/fleet`` pages
+    #: and ``/api/v1/fleet`` over every configured host are mounted (:mod:`vq.web.fleet`).
+    fleet: bool = False
 
     @classmethod
     def from_env(
@@ -39,6 +42,7 @@ class WebConfig:
         *,
         mode: str = "standalone",
         allowed_hosts: tuple[str, ...] = (),
+        fleet: bool = False,
     ) -> WebConfig:
         env = os.environ if env is None else env
         return cls(
@@ -46,4 +50,5 @@ class WebConfig:
             resolve_config_root(env),
             mode=mode,
             allowed_hosts=allowed_hosts,
+            fleet=fleet,
         )

@@ -19,6 +19,7 @@ from vq.web.binding import is_loopback
 __all__ = [
     "HostCheckMiddleware",
     "configured_hosts",
+    "fleet_configured",
     "host_allowed",
     "host_name",
     "normalize_host",
@@ -111,3 +112,10 @@ def configured_hosts(flags: Iterable[str] = ()) -> tuple[str, ...]:
 
     names = [*load_settings().web.allowed_hosts, *flags]
     return tuple(dict.fromkeys(normalize_host(name) for name in names if name.strip()))
+
+
+def fleet_configured() -> bool:
+    """``[web] fleet`` of the configuration (a broken configuration raises ConfigError)."""
+    from vq.config import load_settings
+
+    return load_settings().web.fleet

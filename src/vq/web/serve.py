@@ -14,12 +14,19 @@ __all__ = ["serve_forever"]
 
 
 def serve_forever(
-    host: str, port: int, *, mode: str = "standalone", allowed_hosts: tuple[str, ...] = ()
+    host: str,
+    port: int,
+    *,
+    mode: str = "standalone",
+    allowed_hosts: tuple[str, ...] = (),
+    fleet: bool = False,
 ) -> None:
-    app = create_app(WebConfig.from_env(mode=mode, allowed_hosts=allowed_hosts))
+    """Serve until interrupted; ``fleet`` mounts the fleet console (:mod:`vq.web.fleet`)."""
+    app = create_app(WebConfig.from_env(mode=mode, allowed_hosts=allowed_hosts, fleet=fleet))
     shown = f"[{host}]" if ":" in host else host
+    what = "vq fleet console" if fleet else "vq web console"
     print(
-        f"vq web console on http://{shown}:{port}/ (API docs at /api/v1/docs); Ctrl-C stops it",
+        f"{what} on http://{shown}:{port}/ (API docs at /api/v1/docs); Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )

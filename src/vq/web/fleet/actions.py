@@ -1,0 +1,81 @@
+"""Fleet console form actions: ``POST /fleet/actions/jobs/{host}/{id}/{action}``.
+
+``action`` is kill, pause, resume or resubmit. The rules are the single-host console's
+(:mod:`vq.web.pages.actions`) plus the fleet gate (:func:`vq.web.fleet.control.fleet_writer`):
+CSRF for a cookie session, ``control``, and fail-closed without any console account. A
+kill needs its confirmation (the htmx dialog, or ``confirm=yes`` without JavaScript).
+The outcome is shown as it came back from the host, including "outcome unknown" when
+the SSH call failed after sending (with the host's state); htmx gets an inline
+fragment, a plain form post a 303 back to the job page with a one-shot flash message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from vq.errors import VqError
+from vq.web.errors import ApiError, status_for
+from vq.web.fleet.api import source_of
+from vq.web.fleet.control import ACTIONS, fleet_writer, perform
+from vq.web.pages.render import is_htmx, render, render_error
+from vq.web.pages.routes import FLASH_COOKIE
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/fleet/actions", include_in_schema=False)
+
+_HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_JOB = re.compile(r"^[0-9a-f]{12}$")
+
+
+def _describe(action: str, host: str, job_id: str, result: object) -> str:
+    if action == "resubmit" and isinstance(result, dict):
+        return f"Job {job_id} resubmitted on {host} as {result.get('id')}."
+    row = result[0] if isinstance(result, list) and result else {}
+    state = row.get("state") if isinstance(row, dict) else None
+    said = f" (now {state})" if state else ""
+    return f"{action.capitalize()} of job {job_id} on {host}: done{said}."
+
+
+def _answer(request: Request, back: str, message: str, ok: bool, status: int) -> Response:
+    request.state.audit_outcome = "ok" if ok else "unknown" if status == 504 else "error"
+    if is_htmx(request):
+        headers = {"HX-Trigger": "job-changed"} if ok else None
+        context = {"ok": ok, "message": message, "link": None}
+        return render(request, "_outcome.html", context, status=status, headers=headers)
+    response = RedirectResponse(back, status_code=303)
+    flash = json.dumps({"m": message, "ok": ok}, separators=(",", ":"))
+    response.set_cookie(FLASH_COOKIE, flash, max_age=60, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.post("/jobs/{host}/{job_id}/{action}")
+def act(
+    request: Request,
+    host: str,
+    job_id: str,
+    action: str,
+    csrf_token: str = Form(""),
+    confirm: str = Form(""),
+) -> Response:
+    try:
+        fleet_writer(request, csrf_token or None)
+    except ApiError as exc:
+        shown = f"{exc.message}: {exc.hint}" if exc.code == "fleet-writes-closed" else exc.message
+        return render_error(request, exc.status, shown)
+    if action not in ACTIONS:
+        return render_error(request, 404, f"no fleet action named {action[:40]!r}")
+    safe = _HOST.match(host) and _JOB.match(job_id)
+    back = f"/fleet/jobs/{host}/{job_id}" if safe else "/fleet"
+    if action == "kill" and confirm != "yes" and not is_htmx(request):
+        return _answer(request, back, "Tick the confirmation box to kill the job.", False, 400)
+    try:
+        outcome = perform(source_of(request), host, job_id, action)
+    except VqError as exc:
+        return _answer(request, back, exc.message, False, status_for(exc))
+    message = _describe(action, host, job_id, outcome["result"])
+    return _answer(request, back, message, True, 200)

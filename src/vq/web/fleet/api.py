@@ -1,0 +1,116 @@
+"""``/api/v1/fleet/...``: the fleet console's JSON API (mounted only in fleet mode).
+
+Reads need ``read``; every answer about a host that did not answer is data (a host row
+with ``status``, ``error``, ``last_ok_at``), never an error — except the per-job routes,
+which answer the host's own error (404 unknown job, 502 unreachable, 503 marked down).
+Writes (``POST .../kill|pause|resume|resubmit``) follow :mod:`vq.web.fleet.control`.
+All reads come from the shared :class:`~vq.web.fleet.source.FleetSource` cache.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from vq.web.auth.principal import Principal
+from vq.web.deps import need
+from vq.web.fleet.control import check_job_id, fleet_writer, perform
+from vq.web.fleet.source import FleetSource
+from vq.web.fleet.views import fleet_queue
+
+__all__ = ["router", "source_of"]
+
+router = APIRouter(prefix="/fleet", tags=["fleet"])
+
+Reader = Annotated[Principal, Depends(need("read"))]
+HostName = Annotated[str, Path(description="A configured host name.")]
+JobId = Annotated[str, Path(description="A job id on that host: 12 lowercase hex characters.")]
+Action = Literal["kill", "pause", "resume", "resubmit"]
+
+
+def source_of(request: Request) -> FleetSource:
+    source: FleetSource = request.app.state.fleet_source
+    return source
+
+
+@router.get("/hosts", summary="Every configured host: status, reason, counts, capacity")
+def fleet_hosts(request: Request, _: Reader) -> dict[str, Any]:
+    """``{"hosts": [{name, status, error, last_ok_at, summary, total_jobs}]}``; ``status``
+    is ``ok``, ``unreachable``, ``invalid`` or ``down``."""
+    return {"hosts": [view.as_dict() for view in source_of(request).hosts()]}
+
+
+@router.get("/queue", summary="The whole fleet's jobs as one paged table (a host per row)")
+def fleet_queue_route(
+    request: Request,
+    _: Reader,
+    state: Annotated[list[str], Query(description="Only these states (repeatable).")] = [],  # noqa: B006
+    tag: Annotated[list[str], Query(description="Only jobs with every tag (repeatable).")] = [],  # noqa: B006
+    name: Annotated[str | None, Query(max_length=200, description="Name contains.")] = None,
+    host: Annotated[str | None, Query(max_length=63, description="Only this host.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """``{"jobs": [ROW + "host"], "total", "offset", "limit", "hosts": [...]}``: rows as
+    in ``GET /api/v1/jobs``, newest first; ``hosts`` says which hosts answered."""
+    source = source_of(request)
+    if host is not None:
+        source.check_host(host)
+    views = source.hosts()
+    page = fleet_queue(
+        views, states=state, tags=tag, name=name, host=host, offset=offset, limit=limit
+    )
+    hosts = [{k: v for k, v in view.as_dict().items() if k != "summary"} for view in views]
+    return {**page, "hosts": hosts}
+
+
+def _job(request: Request, host: str, job_id: str) -> dict[str, Any]:
+    return source_of(request).job(host, check_job_id(job_id))
+
+
+@router.get("/jobs/{host}/{job_id}", summary="One job on one host (the vq status --json view)")
+def fleet_job(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+    detail = _job(request, host, job_id)
+    return {**detail["job"], "host": host, "receipt": detail.get("receipt")}
+
+
+@router.get("/jobs/{host}/{job_id}/logs", summary="The tail of a job's stdout or stderr")
+def fleet_job_logs(
+    request: Request,
+    _: Reader,
+    host: HostName,
+    job_id: JobId,
+    stream: Literal["stdout", "stderr"] = "stdout",
+) -> dict[str, Any]:
+    """``{"host", "id", "stream", "text"}``: the last 200 lines."""
+    text = _job(request, host, job_id)["logs"].get(stream, "")
+    return {"host": host, "id": job_id, "stream": stream, "text": text}
+
+
+@router.get("/jobs/{host}/{job_id}/samples", summary="The job's last 60 watchdog samples")
+def fleet_job_samples(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+    return {"host": host, "id": job_id, "samples": _job(request, host, job_id)["samples"]}
+
+
+@router.get("/jobs/{host}/{job_id}/events", summary="The job's timeline (vq events --json)")
+def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+    return {"host": host, "id": job_id, "events": _job(request, host, job_id)["events"]}
+
+
+@router.post(
+    "/jobs/{host}/{job_id}/{action}",
+    summary="Kill, pause, resume or resubmit a job on a host (over SSH)",
+    responses={
+        403: {"description": "no console account exists, the caller lacks control, or CSRF"},
+        502: {"description": "the host could not be reached; nothing was sent"},
+        504: {"description": "outcome-unknown: sent, but the answer was lost"},
+    },
+)
+async def fleet_job_action(
+    request: Request, host: HostName, job_id: JobId, action: Action
+) -> dict[str, Any]:
+    """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``."""
+    await run_in_threadpool(fleet_writer, request, None)
+    return await run_in_threadpool(perform, source_of(request), host, job_id, action)

@@ -1,0 +1,215 @@
+"""Fleet console pages (mounted only in fleet mode): ``/fleet``, ``/fleet/hosts/NAME``,
+``/fleet/jobs/HOST/ID`` (+ its log fragment and outputs download) and ``/fleet/audit``.
+
+Contracts:
+
+* Reads go through :func:`vq.web.pages.render.reader` (the single-host pages' guard:
+  sign-in redirect once accounts exist, open reads on loopback until then).
+* All host data comes from the shared :class:`~vq.web.fleet.source.FleetSource`; a host
+  that does not answer is a row saying so (status, reason, last answered), never an
+  error page. A job page on such a host is an error page naming the host's state.
+* Everything rendered is autoescaped (remote job names included).
+* ``/fleet/jobs/HOST/ID/outputs.tar.gz`` streams the host's ``vq fetch ID --tar-stream``
+  through gzip as it arrives (nothing is spooled here).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response, StreamingResponse
+
+from vq.errors import ConfigError, VqError
+from vq.remote.host import remote_error
+from vq.web.deps import web_config
+from vq.web.errors import status_for
+from vq.web.fleet.api import source_of
+from vq.web.fleet.control import check_job_id
+from vq.web.fleet.views import fleet_queue, host_rows
+from vq.web.pages import routes as single
+from vq.web.pages.render import login_redirect, reader, render, render_error
+from vq.web.pages.views import STATES, sample_series
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/fleet", include_in_schema=False)
+
+PAGE_ROWS = 100
+_STREAM_DEADLINE_S = 3600.0
+
+
+def guarded(request: Request, build: Callable[[], Response]) -> Response:
+    who = reader(request)
+    if isinstance(who, Response):
+        return who
+    try:
+        return build()
+    except VqError as exc:
+        status = status_for(exc)
+        shown = status < 500 or isinstance(exc, ConfigError) or status in (502, 503, 504)
+        return render_error(
+            request, status, exc.message if shown else "the fleet could not be read"
+        )
+
+
+def _page_number(request: Request) -> int:
+    raw = request.query_params.get("page", "1")
+    return max(1, int(raw)) if raw.isascii() and raw.isdigit() and len(raw) < 7 else 1
+
+
+def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
+    source = source_of(request)
+    if host is not None:
+        source.check_host(host)
+    params = request.query_params
+    state = params.get("state", "").upper()
+    name = params.get("name", "")[:200]
+    number = _page_number(request)
+    views = [source.host(host)] if host is not None else source.hosts()
+    listing = fleet_queue(
+        views,
+        states=[state] if state in STATES else [],
+        name=name or None,
+        host=host,
+        offset=(number - 1) * PAGE_ROWS,
+        limit=PAGE_ROWS,
+    )
+    pages = max(1, -(-listing["total"] // PAGE_ROWS))
+    return {
+        "nav": "fleet",
+        "hosts": host_rows(views),
+        "jobs": listing["jobs"],
+        "total": listing["total"],
+        "page": number,
+        "pages": pages,
+        "state": state,
+        "name": name,
+        "states": STATES,
+        "host": host,
+    }
+
+
+@router.get("")
+def fleet_page(request: Request) -> Response:
+    return guarded(
+        request, lambda: single.page(request, "fleet/fleet.html", _fleet_context(request))
+    )
+
+
+@router.get("/fragments/fleet")
+def fleet_fragment(request: Request) -> Response:
+    return guarded(request, lambda: render(request, "fleet/_fleet.html", _fleet_context(request)))
+
+
+@router.get("/hosts/{host}")
+def host_page(request: Request, host: str) -> Response:
+    return guarded(
+        request, lambda: single.page(request, "fleet/fleet.html", _fleet_context(request, host))
+    )
+
+
+def _job_context(request: Request, host: str, job_id: str) -> dict[str, Any]:
+    detail = source_of(request).job(host, check_job_id(job_id))
+    job = detail["job"]
+    samples = detail.get("samples") or []
+    return {
+        "nav": "fleet",
+        "host": host,
+        "job": job,
+        "events": detail.get("events") or [],
+        "logs": detail.get("logs") or {},
+        "receipt": detail.get("receipt"),
+        "series": sample_series(samples, job.get("mem_mb")),
+        "sample_count": len(samples),
+        "spec_rows": [],
+        "live": False,
+        "tail_lines": 200,
+    }
+
+
+@router.get("/jobs/{host}/{job_id}")
+def job_page(request: Request, host: str, job_id: str) -> Response:
+    return guarded(
+        request, lambda: single.page(request, "fleet/job.html", _job_context(request, host, job_id))
+    )
+
+
+@router.get("/fragments/jobs/{host}/{job_id}/log")
+def job_log_fragment(request: Request, host: str, job_id: str, stream: str = "stdout") -> Response:
+    def build() -> Response:
+        if stream not in ("stdout", "stderr"):
+            return render_error(request, 422, "stream must be stdout or stderr")
+        source_of(request).forget(host, job_id)  # a refresh asks the host again
+        context = _job_context(request, host, job_id)
+        text = context["logs"].get(stream, "")
+        values = {"host": host, "job_id": job_id, "stream": stream, "text": text}
+        return render(request, "fleet/_log.html", {**values, "tail_lines": 200})
+
+    return guarded(request, build)
+
+
+def _gzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)
+    for chunk in chunks:
+        out = packer.compress(chunk)
+        if out:
+            yield out
+    yield packer.flush()
+
+
+@router.get("/jobs/{host}/{job_id}/outputs.tar.gz")
+def job_outputs(request: Request, host: str, job_id: str) -> Response:
+    """The job's workspace snapshot from its host, as a gzip'd tar, streamed."""
+
+    def build() -> Response:
+        source = source_of(request)
+        check_job_id(job_id)
+        source.check_host(host)
+        stream = source.fleet.host(host).stream(
+            ["fetch", job_id, "--tar-stream"], deadline_s=_STREAM_DEADLINE_S
+        )
+        first = stream.read()
+        if not first:  # the remote refused (unknown job…): its error, not an empty file
+            raise remote_error(host, stream.wait())
+
+        def body() -> Iterator[bytes]:
+            try:
+                yield first
+                while chunk := stream.read():
+                    yield chunk
+            finally:
+                stream.close()
+
+        name = f"{host}-{job_id}-outputs.tar.gz"
+        return StreamingResponse(
+            _gzip(body()),
+            media_type="application/gzip",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    return guarded(request, build)
+
+
+@router.get("/audit")
+def audit_page(request: Request) -> Response:
+    """The fleet audit trail (admins), optionally only one host's rows (``?host=``)."""
+
+    def build() -> Response:
+        principal = request.state.principal
+        if principal.kind == "anonymous":
+            return login_redirect(request)
+        if not principal.can("admin"):
+            return render_error(request, 403, f"{principal.name} may not read the audit log")
+        host = request.query_params.get("host", "")[:63]
+        log = web_config(request).state.fleet_audit_log
+        records = single._tail_jsonl(log, single.AUDIT_LINES)
+        if host:
+            records = [r for r in records if r.get("host") == host]
+        rows = [single._audit_row(log.name, r) for r in reversed(records)]
+        context = {"nav": "fleet", "rows": rows, "host": host, "hosts": source_of(request).names()}
+        return single.page(request, "fleet/audit.html", context)
+
+    return guarded(request, build)

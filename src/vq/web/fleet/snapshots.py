@@ -1,0 +1,136 @@
+"""What a fleet console reads from one host in one SSH call (run *on* that host).
+
+``vq web fleet-snapshot --json`` and ``vq web fleet-job ID --json`` (hidden verbs) print
+these payloads, so the console refreshes a host's whole view — queue summary and listing
+— or one job's whole detail — status, timeline, log tails, the last samples, receipt —
+with a single bounded SSH call instead of one per panel.
+
+They read exactly what the single-host console reads (the gateway and the workspace's
+``_vq`` files) but import no web framework, so a call costs one light
+``vq`` start on the host. Server paths are never included: the view drops
+``workspace`` and the idempotency digests, and error messages name the state root as
+``<state-root>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vq._fs import read_regular, read_tail_lines
+from vq.domain.ids import is_job_id
+from vq.errors import NotFound, VqError
+from vq.gateway import Gateway
+from vq.paths import StatePaths
+from vq.services.top import parse_sample
+
+__all__ = ["EVENTS_TAIL", "LISTED_JOBS", "LOG_TAIL_LINES", "SAMPLES", "Snapshots"]
+
+#: Newest jobs one host lists in a snapshot (the fleet table pages over these).
+LISTED_JOBS = 1000
+#: Events, log lines and samples one job snapshot carries (§6.5: at most 60 samples).
+EVENTS_TAIL = 200
+LOG_TAIL_LINES = 200
+SAMPLES = 60
+_TAIL_BYTES = 256 * 1024
+_SAMPLE_BYTES = 256 * 1024
+#: View keys never sent: server paths and idempotency digests.
+_HIDDEN = ("workspace", "idempotency_key_hash", "idempotency_intent_digest")
+
+
+class Snapshots:
+    """The two payloads, over one state root (see the module docstring)."""
+
+    def __init__(self, paths: StatePaths | None = None) -> None:
+        self.paths = paths or StatePaths.from_env()
+        self.gateway = Gateway(self.paths, os.environ)
+
+    @contextlib.contextmanager
+    def scrubbed(self) -> Iterator[None]:
+        """Re-raise a VqError with the state root's paths replaced by names."""
+        try:
+            yield
+        except VqError as exc:
+            for path, name in (
+                (self.paths.archive_dir, "<archive-dir>"),
+                (self.paths.root, "<state-root>"),
+            ):
+                exc.message = exc.message.replace(str(path), name)
+                exc.hint = exc.hint.replace(str(path), name) if exc.hint else exc.hint
+            exc.args = (exc.message,)
+            raise
+
+    def host(self) -> dict[str, Any]:
+        """``{"summary": <GET /api/v1/queue>, "jobs": [ROW…], "total_jobs": n}``: the
+        newest :data:`LISTED_JOBS` rows of ``vq list --json``."""
+        from vq.web.cockpit import queue_summary
+
+        with self.scrubbed():
+            summary = queue_summary(self.gateway, self.paths)
+            rows: list[dict[str, Any]] = self.gateway.list_rows({})["jobs"]
+        rows.sort(key=lambda row: str(row.get("submitted_at") or ""), reverse=True)
+        return {"summary": summary, "jobs": rows[:LISTED_JOBS], "total_jobs": len(rows)}
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """``{"job", "events", "logs": {"stdout", "stderr"}, "samples", "receipt"}``."""
+        if not is_job_id(job_id):
+            raise NotFound("no such job: job ids are 12 lowercase hex characters")
+        with self.scrubbed():
+            job = self.gateway.status(job_id)
+            spec = self.gateway.spec(job_id)
+            events = self.gateway.events(job_id, refuse_archived=False)[-EVENTS_TAIL:]
+        job["idempotency_key_used"] = bool(job.get("idempotency_key_hash"))
+        for key in _HIDDEN:
+            job.pop(key, None)
+        workspace = self.paths.workspace(job_id)
+        return {
+            "job": job,
+            "events": events,
+            "logs": {
+                "stdout": _tail(workspace, spec.stdout_path),
+                "stderr": _tail(workspace, spec.stderr_path),
+            },
+            "samples": _samples(workspace),
+            "receipt": _receipt(workspace),
+        }
+
+
+def _inside(workspace: Path, relative: str) -> Path | None:
+    root = workspace.resolve()
+    target = (root / relative).resolve()
+    return target if target.is_relative_to(root) and target != root else None
+
+
+def _tail(workspace: Path, relative: str) -> str:
+    """The last :data:`LOG_TAIL_LINES` lines of a log ("" when absent or unreadable)."""
+    path = _inside(workspace, relative)
+    try:
+        chunks = read_tail_lines(path, _TAIL_BYTES) if path is not None else []
+    except OSError:
+        return ""
+    ends = bool(chunks) and chunks[-1] == b""
+    kept = (chunks[:-1] if ends else chunks)[-LOG_TAIL_LINES:]
+    return (b"\n".join(kept) + (b"\n" if kept and ends else b"")).decode(errors="replace")
+
+
+def _samples(workspace: Path) -> list[dict[str, Any]]:
+    path = _inside(workspace, "_vq/samples.jsonl")
+    try:
+        lines = read_tail_lines(path, _SAMPLE_BYTES) if path is not None else []
+    except OSError:
+        return []
+    records = [r for r in (parse_sample(line) for line in lines) if r is not None]
+    return records[-SAMPLES:]
+
+
+def _receipt(workspace: Path) -> dict[str, Any] | None:
+    path = _inside(workspace, "_vq/resource-usage.json")
+    try:
+        data = json.loads(read_regular(path, 1024 * 1024, follow=True)) if path else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

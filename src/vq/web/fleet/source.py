@@ -1,0 +1,228 @@
+"""Fleet reads for the console: one bounded SSH call per host per refresh, shared.
+
+Contract of :class:`FleetSource` (one per app, created lazily):
+
+* :meth:`FleetSource.hosts` returns one :class:`HostView` per configured host, in name
+  order. A host marked ``down`` is never contacted. Every other host is read with
+  ``vq web fleet-snapshot --json`` (:mod:`vq.web.fleet.snapshots`), bounded by its
+  ``ssh_timeout``; all hosts are read in parallel.
+* Answers are cached per host for :data:`FRESH_SECONDS`; concurrent readers of the same
+  host share one in-flight call (single flight), so ten browsers refreshing every few
+  seconds cause at most one SSH call per host per :data:`FRESH_SECONDS`.
+* A host whose last answer was a failure is not waited for: its row (status, reason,
+  ``last_ok_at`` from the health file) is served at once while a refresh runs in the
+  background. A partitioned host therefore costs its ``ssh_timeout`` once, when it
+  first stops answering, and comes back on a later refresh without a restart.
+* :meth:`FleetSource.job` reads one job's detail (``vq web fleet-job ID --json``),
+  cached the same way; :meth:`FleetSource.act` runs a control verb (never cached) and
+  then drops the host's and the job's cached reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from vq.errors import HostDown, TransportError, VqError
+from vq.remote.fleet import Fleet
+from vq.remote.health import mark_down, read_health
+
+__all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
+
+#: How long one host's answer (or one job's detail) is reused: the pages refresh this often.
+FRESH_SECONDS = 5.0
+_MAX_PARALLEL = 8
+#: Extra seconds a reader waits for a call beyond the host's ssh_timeout.
+_WAIT_SLACK_S = 1.0
+#: Cached answers kept before the stale ones are dropped.
+_MAX_ENTRIES = 1000
+
+
+@dataclass
+class HostView:
+    """One host as the fleet pages show it."""
+
+    name: str
+    status: str  # ok | unreachable | invalid | down
+    error: str | None = None
+    last_ok_at: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    total_jobs: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "error": self.error,
+            "last_ok_at": self.last_ok_at,
+            "summary": self.summary or None,
+            "total_jobs": self.total_jobs,
+        }
+
+
+@dataclass
+class _Entry:
+    value: Any = None  # the last answer (a payload or the VqError it raised)
+    at: float = float("-inf")
+    answered: bool = False
+    pending: Future[Any] | None = None
+
+
+class FleetSource:
+    """Cached, single-flight fleet reads (see the module docstring)."""
+
+    def __init__(
+        self,
+        load: Callable[[], Fleet],
+        *,
+        fresh_s: float = FRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._load = load
+        self._fleet: Fleet | None = None
+        self._fresh_s, self._clock = fresh_s, clock
+        # Re-entrant: a future that is already done runs its callback (``_settle``) at once,
+        # in the thread that adds it, which holds this lock.
+        self._lock = threading.RLock()
+        self._entries: dict[tuple[str, ...], _Entry] = {}
+        self._pool = ThreadPoolExecutor(max_workers=_MAX_PARALLEL, thread_name_prefix="vq-fleet")
+        #: SSH calls started per host (the fleet benchmark reads it).
+        self.calls: dict[str, int] = {}
+
+    @property
+    def fleet(self) -> Fleet:
+        if self._fleet is None:
+            self._fleet = self._load()
+        return self._fleet
+
+    def names(self) -> list[str]:
+        return self.fleet.names()
+
+    def check_host(self, name: str) -> None:
+        """NotFound (404) for a name that is not a configured host."""
+        self.fleet.host(name)
+
+    # --- the cache ----------------------------------------------------------------------
+    def _call(self, host: str, words: list[str]) -> Any:
+        with self._lock:
+            self.calls[host] = self.calls.get(host, 0) + 1
+        try:
+            return self.fleet.host(host).run_json(words)
+        except VqError as exc:
+            return exc
+        except Exception as exc:  # never leave a refresh without an answer
+            return TransportError(f"host {host}: the read failed ({type(exc).__name__})")
+
+    def _get(self, key: tuple[str, ...], host: str, words: list[str]) -> Any:
+        """The cached answer for ``key``, refreshed as the module docstring says."""
+        with self._lock:
+            if len(self._entries) > _MAX_ENTRIES:
+                self._prune()
+            entry = self._entries.setdefault(key, _Entry())
+            now = self._clock()
+            if now - entry.at < self._fresh_s:
+                return entry.value
+            if entry.pending is None:
+                future = self._pool.submit(self._call, host, words)
+                entry.pending = future
+                future.add_done_callback(lambda done: self._settle(key, done))
+            pending = entry.pending
+            failed_before = entry.answered and isinstance(entry.value, VqError)
+        if failed_before:
+            return entry.value  # the background refresh decides the next answer
+        wait = self.fleet.hosts[host].ssh_timeout + _WAIT_SLACK_S
+        try:
+            return pending.result(timeout=wait)
+        except FutureTimeout:
+            with self._lock:
+                if entry.answered:
+                    return entry.value
+            return TransportError(f"host {host}: no answer within {wait:.0f} s", transient=True)
+
+    def _prune(self) -> None:
+        """Drop settled entries no reader asked for lately (job pages come and go)."""
+        stale = self._clock() - 12 * self._fresh_s
+        for key in [k for k, e in self._entries.items() if e.pending is None and e.at < stale]:
+            del self._entries[key]
+
+    def _settle(self, key: tuple[str, ...], done: Future[Any]) -> None:
+        with self._lock:
+            entry = self._entries[key]
+            entry.value, entry.at, entry.pending = done.result(), self._clock(), None
+            entry.answered = True
+
+    def forget(self, host: str, job_id: str | None = None) -> None:
+        """Drop cached reads of ``host`` (and of its job ``job_id``) after a change."""
+        with self._lock:
+            for key in [("host", host), *([("job", host, job_id)] if job_id else [])]:
+                entry = self._entries.get(key)
+                if entry is not None:
+                    entry.at = float("-inf")
+
+    # --- reads --------------------------------------------------------------------------
+    def host(self, name: str) -> HostView:
+        """One host's view (never raises for a host that does not answer)."""
+        fleet = self.fleet
+        if fleet.hosts[name].down:
+            health = mark_down(fleet.state_root, name)
+            return HostView(name, "down", "marked down in the configuration", health.last_ok_at)
+        answer = self._get(("host", name), name, ["web", "fleet-snapshot", "--json"])
+        health = read_health(fleet.state_root, name)
+        if isinstance(answer, VqError):
+            status = health.status if health.status in ("unreachable", "invalid") else "invalid"
+            if isinstance(answer, TransportError) and answer.transient:
+                status = "unreachable"
+            return HostView(name, status, answer.message, health.last_ok_at)
+        payload = answer if isinstance(answer, dict) else {}
+        jobs = [dict(row, host=name) for row in payload.get("jobs") or [] if isinstance(row, dict)]
+        return HostView(
+            name,
+            "ok",
+            last_ok_at=health.last_ok_at,
+            summary=payload.get("summary") or {},
+            jobs=jobs,
+            total_jobs=int(payload.get("total_jobs") or len(jobs)),
+        )
+
+    def hosts(self) -> list[HostView]:
+        """Every configured host, read in parallel (see the module docstring)."""
+        names = self.names()
+        if not names:
+            return []
+        with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(names))) as pool:
+            return list(pool.map(self.host, names))
+
+    def job(self, host: str, job_id: str) -> dict[str, Any]:
+        """One job's detail payload; the host's VqError (NotFound, unreachable…) raised."""
+        self.check_host(host)
+        if self.fleet.hosts[host].down:
+            raise HostDown(
+                f"host {host} is marked down in the configuration",
+                hint=f"remove `down = true` from [hosts.{host}] to use it again",
+            )
+        answer = self._get(("job", host, job_id), host, ["web", "fleet-job", job_id, "--json"])
+        if isinstance(answer, VqError):
+            raise answer
+        if not isinstance(answer, dict):
+            raise TransportError(f"host {host}: the job detail was not a JSON object")
+        return answer
+
+    # --- actions ------------------------------------------------------------------------
+    def act(self, host: str, job_id: str, action: str) -> Any:
+        """Run ``vq ACTION JOB --json`` on ``host`` (errors raised as the host typed them)."""
+        self.check_host(host)
+        with self._lock:
+            self.calls[host] = self.calls.get(host, 0) + 1
+        try:
+            return self.fleet.host(host).run_json([action, job_id, "--json"])
+        finally:
+            self.forget(host, job_id)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,362 @@
+"""The fleet console (`vq web serve --fleet`) over three real namespace hosts.
+
+Each host runs a real vq daemon (this checkout, started over SSH); the console is the
+real `vq web serve --fleet` process; reads and actions go over real SSH. Chromium (the
+system browser through Playwright) opens the pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Dialog
+
+from tests.system.conftest import DESKTOP, PHONE, SCREENSHOTS, chromium  # noqa: F401
+from tests.system.remote_fleet import RemoteFleet, remote_fleet_of, wait_until
+from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
+from tests.web.conftest import free_port
+
+PASSWORD = "correct-horse-9"
+HOSTILE = '<img src=x onerror=alert(1)>"fleet'
+SSH_TIMEOUT = 3.0
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
+    with remote_fleet_of(testbed) as made:
+        yield made
+
+
+@dataclass
+class FleetWeb:
+    fleet: RemoteFleet
+    base_url: str
+    process: subprocess.Popen[bytes]
+    http: httpx.Client
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def add_user(self, user: str, role: str) -> None:
+        done = self.fleet.vq("web", "user", "add", user, "--role", role, stdin=PASSWORD.encode())
+        assert done.returncode == 0, done.stderr
+
+    def sign_in(self, user: str) -> tuple[httpx.Client, str]:
+        client = httpx.Client(base_url=self.base_url, timeout=30.0)
+        self.clients.append(client)
+        answer = client.post("/login", data={"username": user, "password": PASSWORD, "next": "/"})
+        assert answer.status_code == 303, answer.text
+        found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', client.get("/").text)
+        assert found, "a signed-in page carries the CSRF token"
+        return client, found.group(1)
+
+    def audit(self) -> list[dict[str, object]]:
+        path = self.fleet.local / "fleet-audit.jsonl"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [json.loads(line) for line in lines]
+
+
+@contextlib.contextmanager
+def _serving(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
+    """A real `vq web serve --fleet` over ``fleet``'s configuration, stopped after."""
+    port = free_port()
+    log = (tmp_path / "web.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vq", "web", "serve", "--fleet", "--port", str(port)],
+        env=fleet.env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    made = FleetWeb(fleet, base, process, httpx.Client(base_url=base, timeout=30.0))
+
+    def answering() -> bool:
+        assert process.poll() is None, (tmp_path / "web.log").read_text()
+        try:
+            return made.http.get("/health/live").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_until(answering, 30)
+        yield made
+    finally:
+        for client in (made.http, *made.clients):
+            client.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture
+def web(fleet: RemoteFleet, tmp_path: Path) -> Iterator[FleetWeb]:
+    fleet.write_config()
+    for name in ("web-users.json", "web-token"):
+        (fleet.config / name).unlink(missing_ok=True)
+    with _serving(fleet, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def jobs(fleet: RemoteFleet) -> dict[str, str]:
+    """One long sleeper per host (the h2 one burns a little CPU for the chart)."""
+    made = {}
+    for host in ("h1", "h2", "h3"):
+        made[host] = fleet.submit(
+            host,
+            "--job-name",
+            f"{HOSTILE}-{host}",
+            "--tag",
+            "fleet-ui",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 600 ]; do i=$((i+1)); echo tick $i; sleep 0.5; done",
+        )
+    return made
+
+
+def _remote_state(fleet: RemoteFleet, host: str, job_id: str) -> str:
+    done = fleet.vq("status", host, job_id, "--json")
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["state"])
+
+
+def test_pages_and_api_list_every_hosts_jobs_escaped(web: FleetWeb, jobs: dict[str, str]) -> None:
+    hosts = web.http.get("/api/v1/fleet/hosts").json()["hosts"]
+    assert [(h["name"], h["status"]) for h in hosts] == [("h1", "ok"), ("h2", "ok"), ("h3", "ok")]
+    queue = web.http.get("/api/v1/fleet/queue", params={"tag": "fleet-ui", "limit": 1000}).json()
+    listed = {(row["host"], row["id"]) for row in queue["jobs"]}
+    assert set(jobs.items()) <= listed
+    one = web.http.get("/api/v1/fleet/queue", params={"host": "h2", "limit": 1, "offset": 0})
+    assert one.status_code == 200 and {r["host"] for r in one.json()["jobs"]} == {"h2"}
+    assert one.json()["total"] >= 1 and len(one.json()["jobs"]) == 1
+    detail = web.http.get(f"/api/v1/fleet/jobs/h2/{jobs['h2']}").json()
+    assert detail["host"] == "h2" and detail["id"] == jobs["h2"]
+    assert detail["job_name"] == f"{HOSTILE}-h2"
+    unknown = web.http.get("/api/v1/fleet/jobs/h2/000000000000")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"]
+    assert web.http.get(f"/api/v1/fleet/jobs/nohost/{jobs['h2']}").status_code == 404
+    page = web.http.get("/fleet")
+    assert page.status_code == 200
+    for host, job_id in jobs.items():
+        assert f'data-host="{host}" data-job-id="{job_id}"' in page.text
+    assert "<img src=x" not in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
+    job_page = web.http.get(f"/fleet/jobs/h2/{jobs['h2']}")
+    assert job_page.status_code == 200 and "<img src=x" not in job_page.text
+    outputs = web.http.get(f"/fleet/jobs/h1/{jobs['h1']}/outputs.tar.gz")
+    assert outputs.status_code == 200 and outputs.content[:2] == b"\x1f\x8b"
+    with tarfile.open(fileobj=io.BytesIO(outputs.content), mode="r:gz") as tar:
+        assert any(name.endswith("stdout.log") for name in tar.getnames()), tar.getnames()
+    missing = web.http.get("/fleet/jobs/h1/000000000000/outputs.tar.gz")
+    assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
+    spec = web.http.get("/api/v1/openapi.json").json()["paths"]
+    for path in (
+        "/api/v1/fleet/hosts",
+        "/api/v1/fleet/queue",
+        "/api/v1/fleet/jobs/{host}/{job_id}",
+        "/api/v1/fleet/jobs/{host}/{job_id}/logs",
+        "/api/v1/fleet/jobs/{host}/{job_id}/samples",
+        "/api/v1/fleet/jobs/{host}/{job_id}/events",
+        "/api/v1/fleet/jobs/{host}/{job_id}/{action}",
+    ):
+        assert path in spec, path
+    assert web.http.get("/health/live").status_code == 200
+    assert web.http.get("/health/ready").status_code in (200, 503)
+
+
+def test_a_partitioned_host_is_a_row_within_its_deadline_then_comes_back(
+    web: FleetWeb, fleet: RemoteFleet, jobs: dict[str, str]
+) -> None:
+    assert web.http.get("/api/v1/fleet/hosts").json()["hosts"][2]["status"] == "ok"
+    with fleet.partition("h3"):
+        started = time.monotonic()
+        slowest = 0.0
+
+        def h3_unreachable() -> bool:
+            nonlocal slowest
+            asked = time.monotonic()
+            hosts = {h["name"]: h for h in web.http.get("/api/v1/fleet/hosts").json()["hosts"]}
+            slowest = max(slowest, time.monotonic() - asked)
+            assert hosts["h1"]["status"] == "ok" and hosts["h2"]["status"] == "ok"
+            return hosts["h3"]["status"] == "unreachable"
+
+        wait_until(h3_unreachable, 3 * SSH_TIMEOUT + 10, interval=0.5)
+        assert slowest <= SSH_TIMEOUT + 2.5, slowest
+        assert time.monotonic() - started <= 2 * SSH_TIMEOUT + 10
+        page = web.http.get("/fleet")
+        assert page.status_code == 200
+        assert re.search(r'data-host="h3" data-status="unreachable"', page.text)
+        assert "unreachable since" in page.text
+        h3 = [h for h in web.http.get("/api/v1/fleet/hosts").json()["hosts"] if h["name"] == "h3"]
+        assert h3[0]["last_ok_at"] and h3[0]["error"]
+        rows = web.http.get("/api/v1/fleet/queue", params={"tag": "fleet-ui"}).json()
+        assert {r["host"] for r in rows["jobs"]} == {"h1", "h2"}
+        assert {h["name"]: h["status"] for h in rows["hosts"]}["h3"] == "unreachable"
+
+    def h3_back() -> bool:
+        hosts = web.http.get("/api/v1/fleet/hosts").json()["hosts"]
+        return {h["name"]: h["status"] for h in hosts}["h3"] == "ok"
+
+    wait_until(h3_back, 30, interval=0.5)
+
+
+def test_fleet_writes_auth_matrix_csrf_and_audit(
+    web: FleetWeb, fleet: RemoteFleet, jobs: dict[str, str]
+) -> None:
+    target = f"/api/v1/fleet/jobs/h1/{jobs['h1']}"
+    page_closed = web.http.post(f"/fleet/actions/jobs/h1/{jobs['h1']}/pause")
+    assert page_closed.status_code == 403 and "vq web user add" in page_closed.text
+    closed = web.http.post(f"{target}/pause")
+    assert closed.status_code == 403
+    assert closed.json()["error"]["code"] == "fleet-writes-closed"
+    assert "vq web user add" in closed.json()["error"]["hint"]
+    assert web.http.get("/api/v1/fleet/hosts").status_code == 200  # reads open on loopback
+    token = fleet.vq("web", "init-token", "--force").stdout.strip()
+    admin = {"Authorization": f"Bearer {token}"}
+    assert web.http.post(f"{target}/pause", headers=admin).status_code == 403  # still closed
+    web.add_user("ann", "viewer")
+    web.add_user("olga", "operator")
+    assert web.http.get("/api/v1/fleet/hosts").status_code == 401
+    assert web.http.get("/fleet", follow_redirects=False).status_code == 303
+    assert web.http.get("/", follow_redirects=False).status_code == 303  # single-host too
+    assert web.http.get("/health/live").status_code == 200
+    viewer, viewer_csrf = web.sign_in("ann")
+    assert viewer.get("/api/v1/fleet/hosts").status_code == 200
+    refused = viewer.post(f"{target}/pause", headers={"X-CSRF-Token": viewer_csrf})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    operator, operator_csrf = web.sign_in("olga")
+    no_csrf = operator.post(f"{target}/pause")
+    assert no_csrf.status_code == 403 and no_csrf.json()["error"]["code"] == "csrf"
+    form_no_csrf = operator.post(f"/fleet/actions/jobs/h1/{jobs['h1']}/pause", data={})
+    assert form_no_csrf.status_code == 403
+    assert _remote_state(fleet, "h1", jobs["h1"]) == "RUNNING"
+    paused = operator.post(f"{target}/pause", headers={"X-CSRF-Token": operator_csrf})
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["result"][0]["state"] == "SUSPENDED"
+    assert _remote_state(fleet, "h1", jobs["h1"]) == "SUSPENDED"
+    resumed = web.http.post(f"{target}/resume", headers=admin)
+    assert resumed.status_code == 200, resumed.text
+    assert _remote_state(fleet, "h1", jobs["h1"]) == "RUNNING"
+    records = [r for r in web.audit() if r.get("host") == "h1"]
+    seen = [(r["actor"], r["action"], r["outcome"]) for r in records[-8:]]
+    assert seen == [
+        ("anonymous", "pause", "refused"),
+        ("anonymous", "pause", "refused"),
+        ("admin-token", "pause", "refused"),
+        ("ann", "pause", "refused"),
+        ("olga", "pause", "refused"),
+        ("olga", "pause", "refused"),
+        ("olga", "pause", "ok"),
+        ("admin-token", "resume", "ok"),
+    ]
+    assert all(r["job_id"] == jobs["h1"] for r in records[-8:])
+    assert viewer.get("/fleet/audit").status_code == 403
+    web.add_user("adam", "admin")
+    admin_client, _ = web.sign_in("adam")
+    page = admin_client.get("/fleet/audit", params={"host": "h1"})
+    assert page.status_code == 200 and page.text.count('<tr><td class="when">') >= 8
+    assert admin_client.get("/fleet/audit", params={"host": "h2"}).text.count("olga") == 0
+
+
+def test_browser_opens_a_job_on_h2_draws_its_chart_and_kills_it(
+    web: FleetWeb,
+    fleet: RemoteFleet,
+    jobs: dict[str, str],
+    chromium: Browser,  # noqa: F811 - the fixture
+) -> None:
+    job_id = jobs["h2"]
+    web.add_user("olga", "operator")
+
+    client, _ = web.sign_in("olga")
+
+    def two_samples() -> bool:
+        got = client.get(f"/api/v1/fleet/jobs/h2/{job_id}/samples").json()["samples"]
+        return len(got) >= 2
+
+    wait_until(two_samples, 30, interval=2)
+    context = chromium.new_context(viewport=DESKTOP)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{web.base_url}/login?next=/fleet")
+        page.fill("input[name=username]", "olga")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("form:has(input[name=username]) button[type=submit]")
+        page.wait_for_url(f"{web.base_url}/fleet")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "fleet-laptop.png"), full_page=True)
+        page.click(f'tr[data-host="h2"][data-job-id="{job_id}"] td.name a')
+        page.wait_for_url(f"{web.base_url}/fleet/jobs/h2/{job_id}")
+        page.wait_for_selector('#usage-chart[data-drawn="1"]')
+        assert page.locator("#job-live").get_attribute("data-state") == "RUNNING"
+        page.screenshot(path=str(SCREENSHOTS / "fleet-job.png"), full_page=True)
+
+        def accept(dialog: Dialog) -> None:
+            dialog.accept()
+
+        page.on("dialog", accept)
+        page.click('button[data-action="kill"]')
+        page.wait_for_selector("#action-outcome .outcome-ok")
+        assert "h2" in (page.text_content("#action-outcome") or "")
+        wait_until(lambda: _remote_state(fleet, "h2", job_id) == "KILLED", 20)
+        kill = [r for r in web.audit() if r.get("action") == "kill"][-1]
+        assert (kill["actor"], kill["host"], kill["job_id"], kill["outcome"]) == (
+            "olga",
+            "h2",
+            job_id,
+            "ok",
+        )
+        page.set_viewport_size(PHONE)
+        page.goto(f"{web.base_url}/fleet")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"] + 1, width
+        page.screenshot(path=str(SCREENSHOTS / "fleet-phone.png"), full_page=True)
+        assert errors == []
+    finally:
+        context.close()
+
+
+def test_an_action_whose_answer_is_lost_says_outcome_unknown(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    job_id = fleet.submit("h1", "--job-name", "lost-answer", "--", "sleep", "300")
+    # h1's vq answers the kill, then the SSH call outlives its 3 s deadline.
+    slow = ["sh", "-c", '"$@"; sleep 20', "sh", *fleet.vq_command("h1")]
+    fleet.write_config(h1={"vq_command": slow})
+    try:
+        for name in ("web-users.json", "web-token"):
+            (fleet.config / name).unlink(missing_ok=True)
+        with _serving(fleet, tmp_path) as web:
+            web.add_user("olga", "operator")
+            client, csrf = web.sign_in("olga")
+            lost = client.post(
+                f"/api/v1/fleet/jobs/h1/{job_id}/kill", headers={"X-CSRF-Token": csrf}
+            )
+            assert lost.status_code == 504, lost.text
+            error = lost.json()["error"]
+            assert error["code"] == "outcome-unknown"
+            assert "outcome is unknown" in error["message"] and "host state" in error["message"]
+            record = [r for r in web.audit() if r.get("action") == "kill"][-1]
+            assert (record["host"], record["job_id"], record["outcome"]) == (
+                "h1",
+                job_id,
+                "unknown",
+            )
+    finally:
+        fleet.write_config()
+    wait_until(lambda: _remote_state(fleet, "h1", job_id) == "KILLED", 20)

@@ -1,0 +1,65 @@
+"""Fleet mode is opt-in: `--fleet`, `vq daemon start --web --fleet` or `[web] fleet = true`.
+
+Real processes on a private state root with no hosts configured: the fleet routes exist
+only in fleet mode, the health routes answer the same either way, and `--fleet` without
+`--web` is a usage error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import Vq, wait_until
+from tests.web.conftest import free_port, start_web
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health/live", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_fleet_routes_exist_only_in_fleet_mode(vq: Vq, tmp_path: Path) -> None:
+    plain = start_web(vq, tmp_path / "plain.log")
+    try:
+        assert plain.http.get("/api/v1/fleet/hosts").status_code == 404
+        assert plain.http.get("/fleet").status_code == 404
+        assert "/api/v1/fleet/hosts" not in plain.http.get("/api/v1/openapi.json").text
+        assert 'href="/fleet"' not in plain.http.get("/").text
+    finally:
+        plain.http.close()
+        plain.process.terminate()
+        plain.process.wait(30)
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[web]\nfleet = true\n")
+    fleet = start_web(vq, tmp_path / "fleet.log")
+    try:
+        assert fleet.http.get("/api/v1/fleet/hosts").json() == {"hosts": []}
+        page = fleet.http.get("/fleet")
+        assert page.status_code == 200 and "No hosts are configured" in page.text
+        assert 'href="/fleet"' in fleet.http.get("/").text
+        assert fleet.http.get("/health/live").text == "ok"
+        closed = fleet.http.post("/api/v1/fleet/jobs/h1/0123456789ab/kill")
+        assert closed.status_code == 403
+        assert closed.json()["error"]["code"] == "fleet-writes-closed"
+    finally:
+        fleet.http.close()
+        fleet.process.terminate()
+        fleet.process.wait(30)
+
+
+def test_daemon_web_sidecar_serves_the_fleet_console(vq: Vq) -> None:
+    refused = vq.run("daemon", "start", "--fleet", check=False)
+    assert refused.returncode == 2 and "need --web" in refused.stderr
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    vq.start_daemon("--web", "--fleet", "--web-port", str(port))
+    try:
+        wait_until(lambda: _answers(url), timeout=30)
+        assert httpx.get(url + "/api/v1/fleet/hosts", timeout=10).json() == {"hosts": []}
+    finally:
+        vq.stop_daemon()
