@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from vq._fs import read_regular
+from vq.config_multi_user import MultiUserSettings
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
@@ -313,6 +314,8 @@ class Settings(BaseModel):
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    #: System policy only (see :mod:`vq.config_multi_user`); a personal config may not set it.
+    multi_user: MultiUserSettings = Field(default_factory=MultiUserSettings)
     #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
     packing: dict[str, Any] = Field(default_factory=dict)
     default_packing: str | None = None
@@ -491,13 +494,26 @@ def load_settings(
     *,
     site_config: Path = SITE_CONFIG,
 ) -> Settings:
-    """Merge the layers and validate each file on its own (so errors name the file)."""
+    """Merge the layers and validate each file on its own (so errors name the file).
+
+    ``[multi_user]`` is system policy: it may come from ``site_config`` or from
+    ``$VQ_CONFIG_DIR/config.toml`` (the system config when that variable is set), never
+    from a personal ``$XDG_CONFIG_HOME/vq`` or ``~/.config/vq`` file.
+    """
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
-    for path in (site_config, resolve_config_root(env) / "config.toml"):
+    user = resolve_config_root(env) / "config.toml"
+    personal = None if env.get("VQ_CONFIG_DIR") else user
+    for path in (site_config, user):
         layer, text = _read_layer(path)
         if layer:
             _validate(layer, str(path), text)
+            if "multi_user" in layer and path == personal:
+                raise ConfigError(
+                    f"{path}:{line_of(text, ('multi_user',)) or 1}: multi_user: is system "
+                    "policy and cannot be set in a personal config",
+                    hint=f"set [multi_user] in {site_config} (or $VQ_CONFIG_DIR/config.toml)",
+                )
             twice = set(layer.get("packing", {})) & set(merged.get("packing", {}))
             if twice:  # a profile lives whole in one layer: never merged key by key
                 name = sorted(twice)[0]

@@ -29,6 +29,11 @@ STOP_TIMEOUT_SECONDS = 60.0
 
 def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
+        "--allow-root",
+        is_flag=True,
+        help="As root: run a single-user daemon anyway (containers, CI); also VQ_ALLOW_ROOT=1.",
+    )(fn)
+    fn = click.option(
         "--web-allow-remote",
         is_flag=True,
         help="Allow a non-loopback --web-host (TLS and ACLs are yours).",
@@ -97,6 +102,8 @@ def _daemon_argv(caps: dict[str, Any]) -> list[str]:
     argv = [sys.executable, "-m", "vq.daemon", *_web_argv(caps)]
     if caps.pop("auto_resume", False):
         argv.append("--auto-resume")
+    if caps.pop("allow_root", False):
+        argv.append("--allow-root")
     for key, value in caps.items():
         if value is not None:
             argv += [f"--{key.replace('_', '-')}", str(value)]
@@ -129,6 +136,7 @@ def start(as_json: bool, **caps: Any) -> None:
             hint="`vq daemon stop` stops it",
             reference="daemon-running",
         )
+    _check_root_start(bool(caps.get("allow_root")))
     state.ensure()
     log = open(state.daemon_log, "ab")  # noqa: SIM115 - handed to the child
     with log:
@@ -167,6 +175,21 @@ def start(as_json: bool, **caps: Any) -> None:
         hint=f"see {state.daemon_log}",
         reference="daemon-start-timeout",
     )
+
+
+def _check_root_start(allow_root: bool) -> None:
+    """Refuse a root start here too, before the state tree or daemon.log is created.
+
+    With ``--allow-root`` the daemon itself checks, exactly as for an ordinary user.
+    """
+    from vq.config_multi_user import allow_root_from_env
+
+    if os.geteuid() != 0 or allow_root or allow_root_from_env(os.environ):
+        return
+    from vq.config import load_settings
+    from vq.services.root_guard import start_mode
+
+    start_mode(0, False, load_settings)
 
 
 def _last_error(log_path: os.PathLike[str]) -> str:

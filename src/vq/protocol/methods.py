@@ -157,6 +157,8 @@ class PingResult(Result):
     cpu_affinity: bool = False
     #: why dispatch is held now (memory pressure, a drain, the config), or None
     dispatch_hold: str | None = None
+    #: a root daemon started with --allow-root / VQ_ALLOW_ROOT=1 (every job runs as root)
+    root_single_user: bool = False
     #: the configured (base) caps, and the caps in force after a throttle
     caps: dict[str, Any]
     effective_caps: dict[str, Any]

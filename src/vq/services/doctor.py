@@ -89,6 +89,18 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                     "`vq daemon admin-status` shows every hold",
                 )
             )
+        if ping.get("root_single_user"):
+            from vq.services.root_guard import ROOT_SINGLE_USER_WARNING
+
+            running.append(
+                Check(
+                    "root",
+                    "warn",
+                    ROOT_SINGLE_USER_WARNING,
+                    "run the daemon as an ordinary user, or enable [multi_user] "
+                    "(docs/multi-user.md)",
+                )
+            )
         return running
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():

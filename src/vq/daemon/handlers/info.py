@@ -62,6 +62,8 @@ class InfoHandlers:
             cgroup_reason=facts.cgroup_reason,
             cpu_affinity=self._affinity_on(),
             dispatch_hold=self._dispatch_hold(),
+            # A root daemon of this build is always the --allow-root single-user kind.
+            root_single_user=os.geteuid() == 0,
             **advertised_caps(self._ctx),
         )
 
