@@ -195,6 +195,7 @@ def test_exit_code_table() -> None:
         "HostDown": 11,
         "OutcomeUnknown": 12,
         "HostUnavailable": 13,
+        "PermissionDenied": 14,
         "WaitTimeout": 124,
     }
 

@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "pack": "vq.cli.pack:pack",
     "publish": "vq.cli.publish_cmd:publish",
     "hosts": "vq.cli.hosts:hosts",
+    "admin": "vq.cli.admin:admin",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -76,6 +77,7 @@ SHORT_HELP: dict[str, str] = {
     "pack": "Packed Slurm sweeps: profiles, rosters and plans.",
     "publish": "Publish a directory atomically (absent or complete).",
     "hosts": "Configured remote hosts and their health (--probe).",
+    "admin": "Administer the multi-user system root (root only).",
 }
 
 

@@ -180,16 +180,24 @@ def start(as_json: bool, **caps: Any) -> None:
 def _check_root_start(allow_root: bool) -> None:
     """Refuse a root start here too, before the state tree or daemon.log is created.
 
-    With ``--allow-root`` the daemon itself checks, exactly as for an ordinary user.
+    With ``--allow-root`` an invalid configuration is left for the daemon to report,
+    exactly as for an ordinary user.
     """
-    from vq.config_multi_user import allow_root_from_env
-
-    if os.geteuid() != 0 or allow_root or allow_root_from_env(os.environ):
+    if os.geteuid() != 0:
         return
     from vq.config import load_settings
+    from vq.config_multi_user import allow_root_from_env
+    from vq.errors import ConfigError
     from vq.services.root_guard import start_mode
 
-    start_mode(0, False, load_settings)
+    allow_root = allow_root or allow_root_from_env(os.environ)
+    try:
+        settings = load_settings()
+    except ConfigError:
+        if allow_root:
+            return
+        raise
+    start_mode(0, allow_root, lambda: settings)
 
 
 def _last_error(log_path: os.PathLike[str]) -> str:

@@ -65,6 +65,10 @@ def start_mode(
             hint=exc.hint or _DOCS,
         ) from exc
     if settings.multi_user.enabled:
+        from vq.config_multi_user import multi_user_root
+        from vq.services.system_tree import check_system_tree
+
+        check_system_tree(multi_user_root(env), settings.multi_user)  # refusals name the path
         raise ConfigError(
             f"{system}: multi_user: this build cannot yet drop privileges for jobs, "
             "so the multi-user daemon refuses to start rather than run jobs as root",
