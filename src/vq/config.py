@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from vq._fs import read_regular
-from vq.config_multi_user import MultiUserSettings
+from vq.config_multi_user import MultiUserSettings, QuotaSettings
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
@@ -316,6 +316,7 @@ class Settings(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)
     #: System policy only (see :mod:`vq.config_multi_user`); a personal config may not set it.
     multi_user: MultiUserSettings = Field(default_factory=MultiUserSettings)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
     packing: dict[str, Any] = Field(default_factory=dict)
     default_packing: str | None = None
@@ -496,7 +497,7 @@ def load_settings(
 ) -> Settings:
     """Merge the layers and validate each file on its own (so errors name the file).
 
-    ``[multi_user]`` is system policy: it may come from ``site_config`` or from
+    ``[multi_user]`` and ``[quotas]`` are system policy: they may come from ``site_config`` or
     ``$VQ_CONFIG_DIR/config.toml`` (the system config when that variable is set), never
     from a personal ``$XDG_CONFIG_HOME/vq`` or ``~/.config/vq`` file.
     """
@@ -508,12 +509,13 @@ def load_settings(
         layer, text = _read_layer(path)
         if layer:
             _validate(layer, str(path), text)
-            if "multi_user" in layer and path == personal:
-                raise ConfigError(
-                    f"{path}:{line_of(text, ('multi_user',)) or 1}: multi_user: is system "
-                    "policy and cannot be set in a personal config",
-                    hint=f"set [multi_user] in {site_config} (or $VQ_CONFIG_DIR/config.toml)",
-                )
+            for section in ("multi_user", "quotas"):
+                if section in layer and path == personal:
+                    raise ConfigError(
+                        f"{path}:{line_of(text, (section,)) or 1}: {section}: is system "
+                        "policy and cannot be set in a personal config",
+                        hint=f"set [{section}] in {site_config} (or $VQ_CONFIG_DIR/config.toml)",
+                    )
             twice = set(layer.get("packing", {})) & set(merged.get("packing", {}))
             if twice:  # a profile lives whole in one layer: never merged key by key
                 name = sorted(twice)[0]

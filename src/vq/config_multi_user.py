@@ -17,10 +17,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from vq.domain.quotas import QuotaLimits, QuotaPolicy
+
 __all__ = [
     "DEFAULT_MULTI_USER_ROOT",
     "SITE_CONFIG",
     "MultiUserSettings",
+    "QuotaSettings",
     "allow_root_from_env",
     "multi_user_root",
     "system_config_path",
@@ -58,6 +61,49 @@ class MultiUserSettings(BaseModel):
         if self.enabled and self.privilege_drop is None:
             raise ValueError('enabled = true needs privilege_drop = "systemd" or "collector"')
         return self
+
+
+class UidQuota(BaseModel):
+    """``[quotas.uid.<uid>]``: one owner's overrides (an unset key keeps the default)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    max_pending_jobs: int | None = Field(default=None, ge=1)
+    max_concurrent_cpus: int | None = Field(default=None, ge=1)
+
+
+_UID = re.compile(r"[1-9][0-9]{0,9}")
+
+
+class QuotaSettings(BaseModel):
+    """``[quotas]`` (§4.9): per-owner dispatch limits of multi-user mode; unset = unlimited.
+
+    Both count active holders (running, suspended, reserved); ``default_max_pending_jobs``
+    caps how many an owner has, ``default_max_concurrent_cpus`` their declared CPUs.
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    default_max_pending_jobs: int | None = Field(default=None, ge=1)
+    default_max_concurrent_cpus: int | None = Field(default=None, ge=1)
+    uid: dict[str, UidQuota] = Field(default_factory=dict)
+
+    @field_validator("uid")
+    @classmethod
+    def _numeric_uids(cls, value: dict[str, UidQuota]) -> dict[str, UidQuota]:
+        for key in value:
+            if not _UID.fullmatch(key):
+                raise ValueError(f"{key!r} is not a canonical decimal uid ([quotas.uid.1001])")
+        return value
+
+    def policy(self) -> QuotaPolicy:
+        return QuotaPolicy(
+            QuotaLimits(self.default_max_pending_jobs, self.default_max_concurrent_cpus),
+            {
+                int(uid): QuotaLimits(limits.max_pending_jobs, limits.max_concurrent_cpus)
+                for uid, limits in self.uid.items()
+            },
+        )
 
 
 def system_config_path(env: Mapping[str, str]) -> Path:
