@@ -6,6 +6,7 @@ Needs root and the accounts of ``scripts/testbed/users.sh`` (vqa, vqb, vqteam1).
 from __future__ import annotations
 
 import grp
+import json
 import os
 import pwd
 import stat
@@ -130,3 +131,41 @@ def test_startup_refuses_a_hostile_tree_naming_it(
     assert sorted((p.name, owner_mode(p)) for p in users.iterdir()) == before
     assert not (vq.root / "daemon.pid").exists() and not (root / "daemon.pid").exists()
     assert Path("/tmp").stat().st_mode & 0o7777 == 0o1777  # the symlink target is untouched
+
+
+def test_import_tree_moves_a_stopped_single_user_tree(system: tuple[Vq, Path]) -> None:
+    vq, root = system
+    old = Vq(vq.root, {k: v for k, v in vq.env.items() if k != "VQ_MULTI_USER_ROOT"})
+    job = old.submit("--", "true")  # no daemon: the PENDING spec is written by submit
+    who = pwd.getpwnam("vqa")
+    imported = vq.run("admin", "import-tree", str(vq.root), "--uid", str(who.pw_uid), "--json")
+    assert '"specs": 1' in imported.stdout, imported.stdout
+    tree = root / "users" / str(who.pw_uid)
+    spec = tree / "queue" / f"{job}.json"
+    data = json.loads(spec.read_text())
+    assert data["submitter"] == str(who.pw_uid) and data["id"] == job
+    assert str(vq.root) not in json.dumps({k: data.get(k) for k in ("workdir", "cwd")})
+    for path in (spec, tree / "jobs" / job):
+        assert path.stat().st_uid == who.pw_uid and path.stat().st_gid == who.pw_gid
+    assert not (vq.root / "queue" / f"{job}.json").exists()
+    assert_provisioned(root, "vqa")
+    # the same id again: refused before anything moves
+    again = old.submit("--", "true")
+    (vq.root / "queue" / f"{job}.json").write_text("{}")
+    refused = vq.run("admin", "import-tree", str(vq.root), "--uid", str(who.pw_uid), check=False)
+    assert refused.returncode == 6 and f"{spec} already exists" in refused.stderr
+    assert (vq.root / "queue" / f"{again}.json").exists()
+
+
+def test_import_tree_refuses_while_the_old_daemon_runs(system: tuple[Vq, Path]) -> None:
+    vq, _ = system
+    old_env = {k: v for k, v in vq.env.items() if k != "VQ_MULTI_USER_ROOT"}
+    old_env["VQ_CONFIG_DIR"] = str(vq.root.parent / "single-config")
+    old = Vq(vq.root, old_env)
+    old.start_daemon("--allow-root")
+    try:
+        uid = str(pwd.getpwnam("vqa").pw_uid)
+        refused = vq.run("admin", "import-tree", str(vq.root), "--uid", uid, check=False)
+        assert refused.returncode == 6 and "a vq daemon still runs" in refused.stderr
+    finally:
+        old.stop_daemon()

@@ -1,7 +1,8 @@
 """``vq admin``: root's verbs for the multi-user system root (docs/multi-user.md).
 
 ``vq admin user add USER`` provisions ``users/<uid>`` with the exact owners and modes of
-:mod:`vq.services.system_tree`. It needs root and the system policy
+:mod:`vq.services.system_tree`; ``vq admin import-tree OLD_ROOT --uid UID`` moves a
+single-user tree there (:mod:`vq.services.import_tree`). Both need root and the policy
 ``[multi_user] enabled = true``; anything else is refused and changes nothing.
 """
 
@@ -61,3 +62,21 @@ def user_add(name: str, as_json: bool) -> None:
         echo_json({"user": who.name, "uid": who.uid, "gid": who.gid, "tree": str(path)})
     else:
         click.echo(f"provisioned {path} for {who.name} (uid {who.uid}, gid {who.gid})")
+
+
+@admin.command("import-tree")
+@click.argument("old_root", type=click.Path(path_type=Path))
+@click.option("--uid", "uid", type=click.IntRange(1), required=True, help="The tree's owner.")
+@click.option("--json", "as_json", is_flag=True)
+def import_tree_cmd(old_root: Path, uid: int, as_json: bool) -> None:
+    """Move the single-user tree OLD_ROOT into users/UID (its daemon must be stopped)."""
+    from vq.services.import_tree import import_tree
+    from vq.services.system_tree import account
+
+    policy, root = _policy_root()
+    result = import_tree(old_root, root, policy, account(uid))
+    if as_json:
+        echo_json({"tree": str(result.tree), "moved": result.moved, "specs": result.specs})
+    else:
+        counts = ", ".join(f"{n} in {name}/" for name, n in sorted(result.moved.items()))
+        click.echo(f"imported {old_root} into {result.tree}: {counts or 'nothing to move'}")
