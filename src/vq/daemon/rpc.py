@@ -2,7 +2,9 @@
 
 Contract: a malformed, oversized or failing request gets a JSON error response; it never
 kills the daemon or the connection loop (an oversized line closes that one connection,
-because its framing is lost). The socket is created mode 0600.
+because its framing is lost). The socket is created mode 0600; in multi-user mode
+(``access``) it is ``root:<admin group>`` 0660 and every request passes ``access.guard``
+(the admin token of writes, :mod:`vq.services.admin_token`) before its method runs.
 
 The server serves a table of :class:`Route` (:mod:`vq.daemon.routes`): it validates the
 request's params into the route's params model (invalid params are an ``invalid-input``
@@ -35,7 +37,7 @@ from vq.errors import ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
 from vq.protocol.messages import parse_params
 
-__all__ = ["Handler", "Route", "RpcServer", "current_peer", "peer_closed"]
+__all__ = ["Handler", "Route", "RpcServer", "SocketAccess", "current_peer", "peer_closed"]
 
 _peer = threading.local()
 
@@ -85,6 +87,14 @@ class Route:
         if not isinstance(result, self.result):
             raise TypeError(f"{method} answered {type(result).__name__}")
         return result.model_dump_json(exclude_unset=True).encode()
+
+
+@dataclass(frozen=True)
+class SocketAccess:
+    """Multi-user access: the socket's group (0660) and a check run before every method."""
+
+    gid: int
+    guard: Callable[[str, dict[str, Any]], None]
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -140,8 +150,11 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     #: Long-polls (``wait_change``) hold a connection each: let many connect at once.
     request_queue_size = 256
 
-    def __init__(self, path: Path, routes: Mapping[str, Route]) -> None:
+    def __init__(
+        self, path: Path, routes: Mapping[str, Route], access: SocketAccess | None = None
+    ) -> None:
         self.routes = routes
+        self.access = access
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the daemon lock, so no live daemon owns it
         old_umask = os.umask(0o177)
@@ -149,7 +162,11 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             super().__init__(str(path), _Handler)
         finally:
             os.umask(old_umask)
-        os.chmod(path, 0o600)
+        if access is None:
+            os.chmod(path, 0o600)
+        else:
+            os.chown(path, 0, access.gid)
+            os.chmod(path, 0o660)
 
     def respond(self, line: bytes) -> dict[str, Any] | bytes:
         """The response to one request line: an error object, or the encoded result line."""
@@ -167,6 +184,8 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 )
             if not isinstance(params, dict):
                 raise ProtocolError("params must be a JSON object")
+            if self.access is not None:
+                self.access.guard(method, params)
             result = self.routes[method].answer(method, params)
             head = json.dumps({"id": request_id}, separators=(",", ":")).encode()
             return head[:-1] + b',"result":' + result + b"}\n"
