@@ -22,11 +22,11 @@ from pathlib import Path
 from vq._fs import atomic_write_json, try_lock_file
 from vq.config_multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput
+from vq.paths import StateLayout
 from vq.services.system_tree import USER_DIRS, Account, provision_user
 
 __all__ = ["ImportResult", "import_tree"]
 
-_DAEMON_LOCK = ".vq-daemon.lock"
 _PATH_FIELDS = ("workdir", "cwd", "archive_path")
 _MAX_SPEC_BYTES = 4 * 1024 * 1024
 
@@ -40,12 +40,13 @@ class ImportResult:
 
 def _plan(old: Path, tree: Path) -> list[tuple[Path, Path]]:
     moves = []
+    daemon_lock = StateLayout(old).daemon_lock
     for sub in USER_DIRS:
         source = old / sub
         if not source.is_dir() or source.is_symlink():
             continue
         for name in sorted(os.listdir(source)):
-            if sub == "queue" and name == _DAEMON_LOCK:
+            if source / name == daemon_lock:
                 continue
             target = tree / sub / name
             if os.path.lexists(target):
@@ -86,12 +87,12 @@ def _rewrite_spec(path: Path, old: Path, tree: Path, who: Account) -> None:
 def import_tree(old: Path, root: Path, policy: MultiUserSettings, who: Account) -> ImportResult:
     """Move ``old``'s queue, jobs, workdirs and archive into ``root/users/<uid>``."""
     old = old.absolute()
-    if not old.is_dir() or old.is_symlink() or not (old / "queue").is_dir():
+    if not old.is_dir() or old.is_symlink() or not StateLayout(old).queue_dir.is_dir():
         raise InvalidInput(
             f"{old} is not a single-user state root (no queue/ directory)",
             hint="give the directory that holds queue/ and jobs/",
         )
-    lock = try_lock_file(old / "queue" / _DAEMON_LOCK)
+    lock = try_lock_file(StateLayout(old).daemon_lock)
     if lock is None:
         raise Conflict(
             f"a vq daemon still runs for {old}",

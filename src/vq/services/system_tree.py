@@ -29,6 +29,7 @@ from pathlib import Path
 
 from vq.config_multi_user import MultiUserSettings
 from vq.errors import ConfigError, NotFound
+from vq.paths import StateLayout
 
 __all__ = [
     "ROOT_MODE",
@@ -48,8 +49,23 @@ ROOT_MODE = 0o2775
 USERS_MODE = 0o755
 USER_TREE_MODE = 0o750
 USER_DIR_MODE = 0o750
-#: The directories of one user's tree, owned by that user.
-USER_DIRS = ("queue", "jobs", "archive", "workdirs")
+_LAYOUT = StateLayout(Path("/"))
+#: The directories of one user's tree, owned by that user (named by StateLayout).
+USER_DIRS = tuple(
+    path.name
+    for path in (_LAYOUT.queue_dir, _LAYOUT.jobs_dir, _LAYOUT.archive_dir, _LAYOUT.workdirs_dir)
+)
+_USERS = _LAYOUT.users_dir.name
+
+
+def _users(root: Path) -> Path:
+    return StateLayout(root).users_dir
+
+
+def _tree(root: Path, uid: int | str) -> Path:
+    return _users(root) / str(uid)
+
+
 _CANONICAL_UID = re.compile(r"[1-9][0-9]{0,9}")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _HINT = "fix or move the path aside (docs/multi-user.md); the daemon will not start until then"
@@ -135,8 +151,8 @@ def ensure_system_root(root: Path, policy: MultiUserSettings) -> None:
     root.parent.mkdir(parents=True, exist_ok=True)
     with _open_dir(root, str(root), None, create=ROOT_MODE) as top:
         _set(top, root, 0, gid, ROOT_MODE)
-        with _open_dir(root / "users", "users", top, create=USERS_MODE) as users:
-            _set(users, root / "users", 0, 0, USERS_MODE)
+        with _open_dir(_users(root), _USERS, top, create=USERS_MODE) as users:
+            _set(users, _users(root), 0, 0, USERS_MODE)
 
 
 def _uid_of(path: Path, name: str, policy: MultiUserSettings) -> Account:
@@ -152,7 +168,7 @@ def _uid_of(path: Path, name: str, policy: MultiUserSettings) -> Account:
 
 
 def _provision(root: Path, users: int, who: Account) -> None:
-    tree = root / "users" / str(who.uid)
+    tree = _tree(root, who.uid)
     with _open_dir(tree, str(who.uid), users, create=USER_TREE_MODE) as top:
         _set(top, tree, 0, who.gid, USER_TREE_MODE)
         for name in USER_DIRS:
@@ -162,12 +178,12 @@ def _provision(root: Path, users: int, who: Account) -> None:
 
 def provision_user(root: Path, policy: MultiUserSettings, who: Account) -> Path:
     """Create or repair ``users/<uid>`` for ``who`` (idempotent); its path."""
-    path = root / "users" / str(who.uid)
+    path = _tree(root, who.uid)
     _uid_of(path, str(who.uid), policy)
     ensure_system_root(root, policy)
     with (
         _open_dir(root, str(root), None, create=None) as top,
-        _open_dir(root / "users", "users", top, create=None) as users,
+        _open_dir(_users(root), _USERS, top, create=None) as users,
     ):
         _provision(root, users, who)
     return path
@@ -182,11 +198,11 @@ def check_system_tree(root: Path, policy: MultiUserSettings) -> list[Account]:
     ensure_system_root(root, policy)
     with (
         _open_dir(root, str(root), None, create=None) as top,
-        _open_dir(root / "users", "users", top, create=None) as users,
+        _open_dir(_users(root), _USERS, top, create=None) as users,
     ):
         accounts = []
         for name in sorted(os.listdir(users)):
-            path = root / "users" / name
+            path = _tree(root, name)
             who = _uid_of(path, name, policy)
             info = os.lstat(name, dir_fd=users)
             if stat.S_ISLNK(info.st_mode):
