@@ -83,3 +83,12 @@ def test_the_system_config_sets_the_policy(tmp_path: Path) -> None:
     )
     loaded = load_settings({"VQ_CONFIG_DIR": str(tmp_path)}, site_config=tmp_path / "absent")
     assert loaded.multi_user.enabled and loaded.multi_user.min_uid == 1500
+
+
+def test_doctor_reports_the_multi_user_mode_and_why() -> None:
+    from vq.services.doctor import check_multi_user
+
+    assert check_multi_user(settings).status == "ok"
+    enabled = check_multi_user(lambda: settings(enabled=True, privilege_drop="collector"))
+    assert enabled.status == "fail" and "privilege_drop = collector" in enabled.message
+    assert check_multi_user(broken).status == "warn"

@@ -303,6 +303,24 @@ def check_programs(load: Callable[[], object]) -> list[Check]:
     return bad or [Check("programs", "ok", f"{len(statuses)} program(s) available")]
 
 
+def check_multi_user(load: Callable[[], object]) -> Check:
+    """Whether the system policy enables multi-user mode, its privilege drop, and why."""
+    try:
+        settings = load()
+    except VqError:
+        return Check("multi-user", "warn", "skipped: the configuration is invalid")
+    policy = getattr(settings, "multi_user", None)
+    if policy is None or not policy.enabled:
+        return Check("multi-user", "ok", "single-user mode ([multi_user] is not enabled)")
+    return Check(
+        "multi-user",
+        "fail",
+        f"[multi_user] is enabled (privilege_drop = {policy.privilege_drop}), but this build's "
+        "daemon cannot hand jobs to the privilege drop yet and refuses to start as root",
+        "see docs/multi-user.md; jobs never fall back to running as root",
+    )
+
+
 def run_checks(
     paths: StatePaths,
     ping: dict[str, Any] | None,
@@ -315,6 +333,7 @@ def run_checks(
         ("config", lambda: check_config(load_config)),
         ("cgroups", lambda: check_cgroups(ping)),
         ("enforcement", lambda: check_enforcement(ping, load_config)),
+        ("multi-user", lambda: check_multi_user(load_config)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("leftovers", lambda: check_leftovers(paths)),
