@@ -168,6 +168,8 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The benchmark's environment for a child: bytecode caching on, no inherited root."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if os.geteuid() == 0:  # a root daemon must be told it is a single-user one
+        env["VQ_ALLOW_ROOT"] = "1"
     for name in ("VQ_STATE_DIR", "VQ_CONFIG_DIR", "VQ_ARCHIVE_DIR", "TS_SOCKET"):
         env.pop(name, None)
     if extra:

@@ -6,6 +6,8 @@ VQ="$PWD/.venv/bin/vq"
 PY="$PWD/.venv/bin/python"
 demo=$(mktemp -d /tmp/vq-demo.XXXXXX)
 export VQ_STATE_DIR="$demo/state" VQ_CONFIG_DIR="$demo/config"
+# Run as root (a container): a single-user daemon as root must be asked for explicitly.
+if [ "$(id -u)" = 0 ]; then export VQ_ALLOW_ROOT=1; fi
 trap '"$VQ" daemon stop >/dev/null 2>&1 || true' EXIT
 
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }

@@ -21,6 +21,12 @@ import pytest
 
 VQ_BIN = str(Path(sys.executable).with_name("vq"))
 
+#: The suite may run as root (containers, CI). A root daemon refuses to start unless it is
+#: the multi-user daemon or is told ``--allow-root``: the suite's single-user daemons are
+#: told so, through the environment, only when the suite runs as root.
+ROOT_ENV = {"VQ_ALLOW_ROOT": "1"} if os.geteuid() == 0 else {}
+os.environ.update(ROOT_ENV)
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
     """Poll ``predicate`` until it returns a truthy value; fail the test at the deadline."""
@@ -129,6 +135,7 @@ def vq(tmp_path: Path) -> Iterator[Vq]:
         VQ_STATE_DIR=str(root),
         VQ_CONFIG_DIR=str(tmp_path / "config"),
         PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}",
+        **ROOT_ENV,
     )
     cli = Vq(root, env)
     yield cli

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from vq._fs import read_regular
+from vq.config_multi_user import MultiUserSettings, QuotaSettings
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
@@ -316,6 +317,9 @@ class Settings(BaseModel):
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    #: System policy only (see :mod:`vq.config_multi_user`); a personal config may not set it.
+    multi_user: MultiUserSettings = Field(default_factory=MultiUserSettings)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
     packing: dict[str, Any] = Field(default_factory=dict)
     default_packing: str | None = None
@@ -494,13 +498,27 @@ def load_settings(
     *,
     site_config: Path = SITE_CONFIG,
 ) -> Settings:
-    """Merge the layers and validate each file on its own (so errors name the file)."""
+    """Merge the layers and validate each file on its own (so errors name the file).
+
+    ``[multi_user]`` and ``[quotas]`` are system policy: they may come from ``site_config`` or
+    ``$VQ_CONFIG_DIR/config.toml`` (the system config when that variable is set), never
+    from a personal ``$XDG_CONFIG_HOME/vq`` or ``~/.config/vq`` file.
+    """
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
-    for path in (site_config, resolve_config_root(env) / "config.toml"):
+    user = resolve_config_root(env) / "config.toml"
+    personal = None if env.get("VQ_CONFIG_DIR") else user
+    for path in (site_config, user):
         layer, text = _read_layer(path)
         if layer:
             _validate(layer, str(path), text)
+            for section in ("multi_user", "quotas"):
+                if section in layer and path == personal:
+                    raise ConfigError(
+                        f"{path}:{line_of(text, (section,)) or 1}: {section}: is system "
+                        "policy and cannot be set in a personal config",
+                        hint=f"set [{section}] in {site_config} (or $VQ_CONFIG_DIR/config.toml)",
+                    )
             twice = set(layer.get("packing", {})) & set(merged.get("packing", {}))
             if twice:  # a profile lives whole in one layer: never merged key by key
                 name = sorted(twice)[0]

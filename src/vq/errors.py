@@ -69,6 +69,7 @@ __all__ = [
     "NotFound",
     "OutcomeUnknown",
     "OutputTooLarge",
+    "PermissionDenied",
     "ProtocolError",
     "RemoteCommandFailed",
     "RemoteProtocolError",
@@ -303,6 +304,13 @@ class AmbiguousId(VqError):
     default_reference = "ambiguous-id"
 
 
+class PermissionDenied(VqError):
+    """The caller may not do this (not root, not the job's owner, not in the admin group)."""
+
+    exit_code = 15
+    default_reference = "permission-denied"
+
+
 class WaitTimeout(VqError):
     exit_code = 124
     default_reference = "wait-timeout"
@@ -337,6 +345,7 @@ _ALL: tuple[type[VqError], ...] = (
     HostDown,
     OutcomeUnknown,
     HostUnavailable,
+    PermissionDenied,
     WaitTimeout,
 )
 

@@ -197,6 +197,7 @@ def test_exit_code_table() -> None:
         "OutcomeUnknown": 12,
         "HostUnavailable": 13,
         "StorageError": 14,
+        "PermissionDenied": 15,
         "WaitTimeout": 124,
     }
 

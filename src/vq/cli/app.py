@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "publish": "vq.cli.publish_cmd:publish",
     "hosts": "vq.cli.hosts:hosts",
     "scheduler": "vq.cli.scheduler_cmd:scheduler",
+    "admin": "vq.cli.admin:admin",
 }
 
 SHORT_HELP: dict[str, str] = {
@@ -78,6 +79,7 @@ SHORT_HELP: dict[str, str] = {
     "publish": "Publish a directory atomically (absent or complete).",
     "hosts": "Configured remote hosts and their health (--probe).",
     "scheduler": "Scheduler lanes: resolve a job whose submission is in doubt.",
+    "admin": "Administer the multi-user system root (root only).",
 }
 
 

@@ -29,6 +29,11 @@ STOP_TIMEOUT_SECONDS = 60.0
 
 def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option(
+        "--allow-root",
+        is_flag=True,
+        help="As root: run a single-user daemon anyway (containers, CI); also VQ_ALLOW_ROOT=1.",
+    )(fn)
+    fn = click.option(
         "--web-allow-remote",
         is_flag=True,
         help="Allow a non-loopback --web-host (TLS and ACLs are yours).",
@@ -105,6 +110,8 @@ def _daemon_argv(caps: dict[str, Any]) -> list[str]:
     argv = [sys.executable, "-m", "vq.daemon", *_web_argv(caps)]
     if caps.pop("auto_resume", False):
         argv.append("--auto-resume")
+    if caps.pop("allow_root", False):
+        argv.append("--allow-root")
     for key, value in caps.items():
         if value is not None:
             argv += [f"--{key.replace('_', '-')}", str(value)]
@@ -137,6 +144,7 @@ def start(as_json: bool, **caps: Any) -> None:
             hint="`vq daemon stop` stops it",
             reference="daemon-running",
         )
+    _check_root_start(bool(caps.get("allow_root")))
     state.ensure()
     log = open(state.daemon_log, "ab")  # noqa: SIM115 - handed to the child
     with log:
@@ -175,6 +183,29 @@ def start(as_json: bool, **caps: Any) -> None:
         hint=f"see {state.daemon_log}",
         reference="daemon-start-timeout",
     )
+
+
+def _check_root_start(allow_root: bool) -> None:
+    """Refuse a root start here too, before the state tree or daemon.log is created.
+
+    With ``--allow-root`` an invalid configuration is left for the daemon to report,
+    exactly as for an ordinary user.
+    """
+    if os.geteuid() != 0:
+        return
+    from vq.config import load_settings
+    from vq.config_multi_user import allow_root_from_env
+    from vq.errors import ConfigError
+    from vq.services.root_guard import start_mode
+
+    allow_root = allow_root or allow_root_from_env(os.environ)
+    try:
+        settings = load_settings()
+    except ConfigError:
+        if allow_root:
+            return
+        raise
+    start_mode(0, allow_root, lambda: settings)
 
 
 def _last_error(log_path: os.PathLike[str]) -> str:

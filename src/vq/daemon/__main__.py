@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from vq.config import load_settings
+from vq.config_multi_user import allow_root_from_env
 from vq.errors import VqError
 from vq.paths import StatePaths
+from vq.services.root_guard import start_mode
 
 from .compose import compose_daemon
 from .sidecar import DEFAULT_WEB_PORT, WebOptions
@@ -28,6 +31,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--web-port", type=int, default=DEFAULT_WEB_PORT)
     parser.add_argument("--web-allow-remote", action="store_true")
     parser.add_argument("--web-fleet", action="store_true", help="Serve the fleet console too.")
+    parser.add_argument(
+        "--allow-root", action="store_true", help="As root: a single-user daemon (CI, containers)."
+    )
     return parser.parse_args(argv)
 
 
@@ -42,11 +48,20 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {
         key: value
         for key, value in vars(args).items()
-        if value is not None and key != "auto_resume" and not key.startswith("web")
+        if value is not None
+        and key not in {"auto_resume", "allow_root"}
+        and not key.startswith("web")
     }
     paths = StatePaths.from_env()
+    allow_root = bool(args.allow_root) or allow_root_from_env(os.environ)
     try:
-        settings = load_settings(overrides={"daemon": overrides} if overrides else None)
+        # First of all: a refused root start leaves no log, pidfile or state tree behind.
+        mode = start_mode(
+            os.geteuid(),
+            allow_root,
+            lambda: load_settings(overrides={"daemon": overrides} if overrides else None),
+        )
+        settings = mode.settings
         paths.ensure()
     except VqError as exc:
         print(f"vq: error: {exc.message}", file=sys.stderr)
@@ -61,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
     )
+    if mode.warning:
+        logging.getLogger("vq.daemon").warning("%s", mode.warning)
     try:
         daemon = compose_daemon(
             paths,

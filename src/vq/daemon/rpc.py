@@ -2,7 +2,9 @@
 
 Contract: a malformed, oversized or failing request gets a JSON error response; it never
 kills the daemon or the connection loop (an oversized line closes that one connection,
-because its framing is lost). The socket is created mode 0600.
+because its framing is lost). The socket is created mode 0600; in multi-user mode
+(``access``) it is ``root:<admin group>`` 0660 and every request passes ``access.guard``
+(the admin token of writes, :mod:`vq.services.admin_token`) before its method runs.
 
 The server serves a table of :class:`Route` (:mod:`vq.daemon.routes`): it validates the
 request's params into the route's params model (invalid params are an ``invalid-input``
@@ -41,6 +43,7 @@ __all__ = [
     "Handler",
     "Route",
     "RpcServer",
+    "SocketAccess",
     "current_peer",
     "peer_closed",
 ]
@@ -103,6 +106,14 @@ class Route:
         if not isinstance(result, self.result):
             raise TypeError(f"{method} answered {type(result).__name__}")
         return result.model_dump_json(exclude_unset=True).encode()
+
+
+@dataclass(frozen=True)
+class SocketAccess:
+    """Multi-user access: the socket's group (0660) and a check run before every method."""
+
+    gid: int
+    guard: Callable[[str, dict[str, Any]], None]
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -169,8 +180,10 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         *,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         idle_seconds: float = IDLE_SECONDS,
+        access: SocketAccess | None = None,
     ) -> None:
         self.routes = routes
+        self.access = access
         self.max_connections = max_connections
         self.idle_seconds = idle_seconds
         self._slots = threading.BoundedSemaphore(max_connections)
@@ -181,7 +194,11 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             super().__init__(str(path), _Handler)
         finally:
             os.umask(old_umask)
-        os.chmod(path, 0o600)
+        if access is None:
+            os.chmod(path, 0o600)
+        else:
+            os.chown(path, 0, access.gid)
+            os.chmod(path, 0o660)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve the connection on its own thread while a slot is free; else refuse it
@@ -232,6 +249,8 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 )
             if not isinstance(params, dict):
                 raise ProtocolError("params must be a JSON object")
+            if self.access is not None:
+                self.access.guard(method, params)
             result = self.routes[method].answer(method, params)
             head = json.dumps({"id": request_id}, separators=(",", ":")).encode()
             return head[:-1] + b',"result":' + result + b"}\n"

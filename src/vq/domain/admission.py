@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from vq.domain.quotas import OwnerLoad, QuotaGate
+
 __all__ = [
     "Caps",
     "Overage",
@@ -59,6 +61,8 @@ class Request:
     not_before: datetime | None = None
     #: the array index (or chain index) of an element; 0 for a plain job
     sequence: int = 0
+    #: the owning uid in multi-user mode (quotas apply per owner); None: no owner
+    owner: int | None = None
 
 
 @dataclass(frozen=True)
@@ -117,21 +121,33 @@ def _fits(request: Request, usage: Usage, caps: Caps) -> bool:
     return caps.max_mem_mb is None or usage.mem_mb + memory <= caps.max_mem_mb
 
 
+def _over_quota(
+    quota: QuotaGate | None, owner: int | None, cpus: int, load: dict[int, OwnerLoad]
+) -> bool:
+    if quota is None or owner is None:
+        return False
+    return quota.policy.blocker(owner, cpus, load) is not None
+
+
 def plan_dispatch(
     candidates: Iterable[Request],
     usage: Usage,
     caps: Caps,
     now: datetime,
     base: Caps | None = None,
+    quota: QuotaGate | None = None,
 ) -> list[str]:
     """The ids to start now, in start order, without exceeding ``caps`` (the effective
-    caps); ``base``: the advertised base caps (default ``caps``).
+    caps); ``base``: the advertised base caps (default ``caps``); ``quota``: the owners'
+    quotas and load (multi-user mode), charged as jobs are chosen.
 
-    Invariant: the returned jobs plus ``usage`` never exceed any cap; no returned job
-    has ``not_before`` in the future or a configured-cap overage. A request over a
-    throttled cap only is skipped like any job that does not fit now.
+    Invariant: the returned jobs plus ``usage`` never exceed any cap or any owner's
+    quota; no returned job has ``not_before`` in the future or a configured-cap overage.
+    A request over a throttled cap or its owner's quota is skipped like any job that
+    does not fit now.
     """
     chosen: list[str] = []
+    load: dict[int, OwnerLoad] = dict(quota.load) if quota is not None else {}
     for request in sorted(candidates, key=order_key):
         if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
             break
@@ -139,9 +155,14 @@ def plan_dispatch(
             continue
         if capacity_overages(request.cpus, request.mem_mb, base or caps):
             continue
+        owner = request.owner
+        if _over_quota(quota, owner, request.cpus, load):
+            continue
         if _fits(request, usage, caps):
             chosen.append(request.job_id)
             usage = usage.plus(request.cpus, effective_mem_mb(request.mem_mb, caps))
+            if owner is not None:
+                load[owner] = load.get(owner, OwnerLoad()).plus(request.cpus)
     return chosen
 
 
@@ -156,7 +177,12 @@ def _throttled(name: str, caps: Caps, base: Caps | None) -> str:
 
 
 def pending_reason(
-    request: Request, usage: Usage, caps: Caps, now: datetime, base: Caps | None = None
+    request: Request,
+    usage: Usage,
+    caps: Caps,
+    now: datetime,
+    base: Caps | None = None,
+    quota: QuotaGate | None = None,
 ) -> str:
     """A one-line, human explanation of why a pending job is not running yet.
 
@@ -170,6 +196,10 @@ def pending_reason(
         return f"over configured capacity ({parts}); it stays pending until the caps change"
     if request.not_before is not None and request.not_before > now:
         return f"not before {request.not_before.isoformat(timespec='seconds')}"
+    if quota is not None and request.owner is not None:
+        blocked = quota.policy.blocker(request.owner, request.cpus, quota.load)
+        if blocked is not None:
+            return blocked
     if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
         return f"all {caps.max_jobs} job slots are in use" + _throttled("max_jobs", caps, base)
     if caps.max_cpus is not None and request.cpus > caps.max_cpus:

@@ -334,6 +334,41 @@ def _apply_affinity(req: Request) -> None:
             pass
 
 
+def _privdrop() -> Any:
+    """The privilege-drop module (a sibling; the package may not be importable here)."""
+    try:
+        from vq.executors import _privdrop as module
+    except ImportError:  # run as a script: the fork server put our directory on the path
+        import _privdrop as module  # type: ignore[import-not-found,no-redef]
+    return module
+
+
+def _spawn_dropped(req: Request) -> tuple[int | None, int, str]:
+    """Fork the command child that drops to the job's owner (``req["drop"]``), as
+    :func:`_spawn_command` returns: ``(pid, 0, "")`` once it has exec'd, else
+    ``(None, code, reason)`` with 125 for a failed drop step (the command never ran)."""
+    module = _privdrop()
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child execs or exits
+        os.close(read_fd)
+        for signum in _DEFAULT_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        module.drop_and_exec(req, write_fd)
+    os.close(write_fd)
+    chunks = []
+    try:
+        while chunk := os.read(read_fd, 4096):  # EOF at exec (close-on-exec) or exit
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+    if not chunks:
+        return pid, 0, ""
+    os.waitpid(pid, 0)
+    code, _, reason = b"".join(chunks).decode(errors="replace").partition(" ")
+    return None, int(code) if code.isdigit() else module.DROP_FAILED, reason
+
+
 def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     """Body of the collector process; returns its own exit status (0 = marker written)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
@@ -374,13 +409,14 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
     except OSError as exc:
         _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
 
-    req = {**req, "env": _job_environment(req)}
-    req = {**req, "env": _with_thread_defaults(req)}  # the job's own values win
+    if not req.get("drop"):  # a dropped job reads its capture itself, as its owner
+        req = {**req, "env": _job_environment(req)}
+        req = {**req, "env": _with_thread_defaults(req)}  # the job's own values win
     _apply_affinity(req)
     started_at = time.time()
     started = time.monotonic()
-    if hasattr(os, "posix_spawn"):
-        spawned, failure, reason = _spawn_command(req)
+    if req.get("drop") or hasattr(os, "posix_spawn"):
+        spawned, failure, reason = (_spawn_dropped if req.get("drop") else _spawn_command)(req)
         if spawned is None:
             # Never started: note why (the daemon records a dispatch failure, not the
             # payload's exit code), then the exit code execvp would have given.
@@ -390,7 +426,7 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
                 )
             except OSError as exc:
                 _stderr(f"job {req.get('job_id')}: cannot write spawn-error: {exc}")
-            return _record(req, started_at, started, failure << 8, None)
+            return _record(req, started_at, started, failure << 8, None, _release(req))
         child = spawned
     else:  # pragma: no cover - every supported platform has posix_spawn
         child = os.fork()
@@ -402,10 +438,29 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
             break
         except InterruptedError:  # pragma: no cover - PEP 475 retries already
             continue
-    return _record(req, started_at, started, status, rusage)
+    return _record(req, started_at, started, status, rusage, _release(req))
 
 
-def _record(req: Request, started_at: float, started: float, status: int, rusage: Any) -> int:
+def _release(req: Request) -> dict[str, Any]:
+    """A dropped job's cgroup outcome (its OOM kills), then its groups removed."""
+    drop = req.get("drop")
+    if not drop:
+        return {}
+    module = _privdrop()
+    job_id = str(req["job_id"])
+    kills = module.oom_kills(drop["cgroup_parents"], job_id)
+    module.remove_job_cgroups(drop["cgroup_parents"], job_id)
+    return {"cgroup_oom_kills": kills}
+
+
+def _record(
+    req: Request,
+    started_at: float,
+    started: float,
+    status: int,
+    rusage: Any,
+    extra: dict[str, Any] | None = None,
+) -> int:
     """Write the receipt, then the durable exit marker; the collector's exit status."""
     wall = time.monotonic() - started
     finished_at = time.time()
@@ -434,6 +489,7 @@ def _record(req: Request, started_at: float, started: float, status: int, rusage
         "finished_at": _iso_utc(finished_at),
         "process_count": _scope_process_count(os.path.dirname(req["exit_code_path"])),
         "semantics": _USAGE_SEMANTICS,
+        **(extra or {}),
     }
     receipt_bytes = (json.dumps(receipt, indent=1) + "\n").encode()
     receipt_written = False

@@ -167,6 +167,8 @@ class PingResult(Result):
     dispatch_hold: str | None = None
     #: set while dispatch holds because the state root cannot take a write
     storage_hold: dict[str, str] | None = None
+    #: a root daemon started with --allow-root / VQ_ALLOW_ROOT=1 (every job runs as root)
+    root_single_user: bool = False
     #: the configured (base) caps, and the caps in force after a throttle
     caps: dict[str, Any]
     effective_caps: dict[str, Any]

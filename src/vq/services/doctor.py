@@ -99,6 +99,18 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
                     "free space under the state root; dispatch resumes by itself",
                 )
             )
+        if ping.get("root_single_user"):
+            from vq.services.root_guard import ROOT_SINGLE_USER_WARNING
+
+            checks.append(
+                Check(
+                    "root",
+                    "warn",
+                    ROOT_SINGLE_USER_WARNING,
+                    "run the daemon as an ordinary user, or enable [multi_user] "
+                    "(docs/multi-user.md)",
+                )
+            )
         return checks
     checks = [Check("daemon", "warn", "no daemon is running", "start one with `vq daemon start`")]
     if paths.daemon_sock.exists():
@@ -301,6 +313,24 @@ def check_programs(load: Callable[[], object]) -> list[Check]:
     return bad or [Check("programs", "ok", f"{len(statuses)} program(s) available")]
 
 
+def check_multi_user(load: Callable[[], object]) -> Check:
+    """Whether the system policy enables multi-user mode, its privilege drop, and why."""
+    try:
+        settings = load()
+    except VqError:
+        return Check("multi-user", "warn", "skipped: the configuration is invalid")
+    policy = getattr(settings, "multi_user", None)
+    if policy is None or not policy.enabled:
+        return Check("multi-user", "ok", "single-user mode ([multi_user] is not enabled)")
+    return Check(
+        "multi-user",
+        "fail",
+        f"[multi_user] is enabled (privilege_drop = {policy.privilege_drop}), but this build's "
+        "daemon cannot hand jobs to the privilege drop yet and refuses to start as root",
+        "see docs/multi-user.md; jobs never fall back to running as root",
+    )
+
+
 def run_checks(
     paths: StatePaths,
     ping: dict[str, Any] | None,
@@ -313,6 +343,7 @@ def run_checks(
         ("config", lambda: check_config(load_config)),
         ("cgroups", lambda: check_cgroups(ping)),
         ("enforcement", lambda: check_enforcement(ping, load_config)),
+        ("multi-user", lambda: check_multi_user(load_config)),
         ("programs", lambda: check_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("leftovers", lambda: check_leftovers(paths)),

@@ -65,6 +65,8 @@ class InfoHandlers:
             cpu_affinity=self._affinity_on(),
             dispatch_hold=self._dispatch_hold(),
             storage_hold=facts.storage_hold(),
+            # A root daemon of this build is always the --allow-root single-user kind.
+            root_single_user=os.geteuid() == 0,
             **advertised_caps(self._ctx),
         )
 
