@@ -3,7 +3,9 @@
 Order of durable effects for one job (§1.2 item 3, §4.3):
 
 1. under the spec lock, re-read the spec; if it is still PENDING and due, write RUNNING
-   (``started_at``, ``workdir``) — the claim is durable *before* the launch;
+   (``started_at``, ``workdir``) — the claim is durable *before* the launch. The jobs
+   chosen in one pass are claimed as one group commit (their file fsyncs overlap, one
+   directory fsync covers them all) and launched only after it returns;
 2. outside the lock, create ``VQ_WORKDIR`` and send the launch to the fork server without
    waiting for its answer; the job holds its budget from here on;
 3. when the answer arrives (on the main loop, in order with that job's exit event),
@@ -139,14 +141,18 @@ class Dispatcher:
         if not candidates:
             return 0
         chosen = plan_dispatch(candidates, usage, caps, self.ctx.now(), self.ctx.base_caps)
-        launched = 0
+        ready: list[tuple[str, ProgramStatus | None]] = []
         for job_id in chosen:
-            ready, program = self._check_program(job_id)
-            if not ready:
-                continue
-            spec = self._claim(job_id, program)
-            if spec is not None and self._launch(spec, program):
+            may_launch, program = self._check_program(job_id)
+            if may_launch:
+                ready.append((job_id, program))
+        claimed, error = self._claim_group(ready)
+        launched = 0
+        for spec, program in claimed:
+            if self._launch(spec, program):
                 launched += 1
+        if error is not None:
+            raise error  # only after every claim that did land was launched
         return launched
 
     def _candidates(self) -> list[Request]:
@@ -262,14 +268,23 @@ class Dispatcher:
             return False, None
         return True, status
 
-    def _claim(self, job_id: str, program: ProgramStatus | None = None) -> JobSpec | None:
-        workdir = str(self.ctx.paths.workdir(job_id))
-        try:
-            moved = self.lifecycle.claim(job_id, workdir=workdir, program=program)
-        except VqError as exc:
-            log.warning("cannot claim job %s: %s", job_id, exc.message)
-            return None
-        return moved.spec if moved.changed else None
+    def _claim_group(
+        self, ready: list[tuple[str, ProgramStatus | None]]
+    ) -> tuple[list[tuple[JobSpec, ProgramStatus | None]], BaseException | None]:
+        """Claim every ready job as one group commit (all durable before any launch):
+        the claims that moved, in order, with their programs, and the first unexpected
+        error (the caller launches what was claimed before raising it)."""
+        claims = [(job_id, str(self.ctx.paths.workdir(job_id)), p) for job_id, p in ready]
+        out = []
+        error: BaseException | None = None
+        for (job_id, program), moved in zip(ready, self.lifecycle.claim_group(claims), strict=True):
+            if isinstance(moved, VqError):
+                log.warning("cannot claim job %s: %s", job_id, moved.message)
+            elif isinstance(moved, BaseException):
+                error = error or moved
+            elif moved.changed:
+                out.append((moved.spec, program))
+        return out, error
 
     def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives

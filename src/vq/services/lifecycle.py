@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,6 +35,7 @@ from vq.errors import Conflict, VqError
 from vq.services.context import ServiceContext
 from vq.services.outcomes import decide_outcome, read_stderr_tail
 from vq.store.events import append_event
+from vq.store.group_commit import commit_group
 
 __all__ = ["Lifecycle", "Transition"]
 
@@ -86,13 +87,14 @@ class Lifecycle:
         *,
         now: datetime,
         durable: bool = True,
+        sync_dir: bool = True,
         preceding: Callable[[JobState], list[dict[str, Any]]] = lambda previous: [],
         reason: str | None = None,
         **fields: Any,
     ) -> Transition:
         """Update under the lock; append ``preceding`` events and the transition event
         (``reason``, else the recorded ``failure_reason``) only if the state moved."""
-        result = self.ctx.store.update(job_id, decide, durable=durable)
+        result = self.ctx.store.update(job_id, decide, durable=durable, sync_dir=sync_dir)
         spec = result.spec
         changed = result.changed and spec.state is not result.before
         if changed:
@@ -115,19 +117,35 @@ class Lifecycle:
     ) -> Transition:
         """PENDING (and due) → RUNNING, durable before the launch; records ``workdir`` and
         the program SHA that will actually run."""
+        moved = self.claim_group([(job_id, workdir, program)])[0]
+        if isinstance(moved, BaseException):
+            raise moved
+        return moved
+
+    def claim_group(
+        self, claims: Sequence[tuple[str, str, ProgramStatus | None]]
+    ) -> list[Transition | BaseException]:
+        """:meth:`claim` for several ``(job_id, workdir, program)`` at once, as one group
+        commit (:mod:`vq.store.group_commit`): every claim returned is durable when this
+        returns; per claim, its Transition or the error that refused it."""
         now = self.ctx.now()
 
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.PENDING:
-                return None
-            if spec.not_before is not None and spec.not_before > now:
-                return None
-            spec.workdir = workdir
-            if program is not None:  # the SHA that will actually run, never the submit one
-                spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
-            return apply_transition(spec, JobState.RUNNING, now)
+        def claim_one(
+            job_id: str, workdir: str, program: ProgramStatus | None
+        ) -> Callable[[bool], Transition]:
+            def decide(spec: JobSpec) -> JobSpec | None:
+                if spec.state is not JobState.PENDING:
+                    return None
+                if spec.not_before is not None and spec.not_before > now:
+                    return None
+                spec.workdir = workdir
+                if program is not None:  # the SHA that will actually run, not the submit one
+                    spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
+                return apply_transition(spec, JobState.RUNNING, now)
 
-        return self._move(job_id, decide, now=now)
+            return lambda sync_dir: self._move(job_id, decide, now=now, sync_dir=sync_dir)
+
+        return list(commit_group(self.ctx.store, [claim_one(*claim) for claim in claims]))
 
     def record_launch(
         self,

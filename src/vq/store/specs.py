@@ -161,13 +161,17 @@ class SpecStore:
         """Make every rename in the queue directory durable (after a batch of creates)."""
         fsync_dir(self.paths.queue_dir)
 
-    def write_locked(self, spec: JobSpec, *, durable: bool = True) -> None:
+    def write_locked(self, spec: JobSpec, *, durable: bool = True, sync_dir: bool = True) -> None:
         """Replace a spec. The caller must hold :meth:`locked` for ``spec.id``.
 
         ``durable=False`` keeps the write atomic but skips the fsyncs; only for facts that
-        recovery can re-derive after a power loss (see :meth:`update`).
+        recovery can re-derive after a power loss (see :meth:`update`). ``sync_dir=False``
+        (a group commit) fsyncs the file but leaves the directory fsync to the caller,
+        which must call :meth:`sync` before it treats the write as durable.
         """
-        atomic_write_bytes(self.path(spec.id), encode_spec(spec), durable=durable)
+        atomic_write_bytes(
+            self.path(spec.id), encode_spec(spec), durable=durable, sync_dir=sync_dir
+        )
 
     def update(
         self,
@@ -175,6 +179,7 @@ class SpecStore:
         mutate: Callable[[JobSpec], JobSpec | None],
         *,
         durable: bool = True,
+        sync_dir: bool = True,
     ) -> Updated:
         """Read → ``mutate`` → write under the spec lock; reports what happened.
 
@@ -182,7 +187,7 @@ class SpecStore:
         None for "no change" (nothing is written; ``changed`` is False and ``spec`` is the
         one on disk). Exceptions from ``mutate`` abort without writing. ``durable=False``
         is for facts recovery can re-derive (a launched job's pid, found again through
-        its ``VQ_JOB_ID`` environment).
+        its ``VQ_JOB_ID`` environment). ``sync_dir=False``: see :meth:`write_locked`.
 
         An unknown id raises NotFound before any lock file is created (a probe for a
         made-up id leaves nothing behind, even in a queue directory not made yet).
@@ -198,5 +203,5 @@ class SpecStore:
                 return Updated(self.read(job_id), changed=False, before=before)
             if updated.id != job_id:
                 raise ValueError(f"an update of {job_id} tried to write job {updated.id}")
-            self.write_locked(updated, durable=durable)
+            self.write_locked(updated, durable=durable, sync_dir=sync_dir)
             return Updated(updated, changed=True, before=before)
