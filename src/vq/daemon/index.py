@@ -163,6 +163,9 @@ class JobIndex:
     def is_pending(self, job_id: str) -> bool:
         return job_id in self._pending
 
+    def pending_count(self) -> int:
+        return len(self._pending)
+
     def pending(self) -> list[JobSpec]:
         with self._lock:
             return [self._specs[job_id] for job_id in self._pending]

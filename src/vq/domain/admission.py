@@ -123,16 +123,20 @@ def plan_dispatch(
     caps: Caps,
     now: datetime,
     base: Caps | None = None,
+    *,
+    ordered: bool = False,
 ) -> list[str]:
     """The ids to start now, in start order, without exceeding ``caps`` (the effective
-    caps); ``base``: the advertised base caps (default ``caps``).
+    caps); ``base``: the advertised base caps (default ``caps``). ``ordered``: the
+    candidates already come in :func:`order_key` order (they are then consumed lazily,
+    only until every job slot is taken).
 
     Invariant: the returned jobs plus ``usage`` never exceed any cap; no returned job
     has ``not_before`` in the future or a configured-cap overage. A request over a
     throttled cap only is skipped like any job that does not fit now.
     """
     chosen: list[str] = []
-    for request in sorted(candidates, key=order_key):
+    for request in candidates if ordered else sorted(candidates, key=order_key):
         if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
             break
         if request.not_before is not None and request.not_before > now:
@@ -142,6 +146,8 @@ def plan_dispatch(
         if _fits(request, usage, caps):
             chosen.append(request.job_id)
             usage = usage.plus(request.cpus, effective_mem_mb(request.mem_mb, caps))
+            if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
+                break  # every slot taken: look no further
     return chosen
 
 
