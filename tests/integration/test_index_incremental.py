@@ -68,3 +68,19 @@ def test_another_writers_rename_is_seen_after_a_settled_check(tmp_path: Path) ->
     assert indexed is not None and indexed.state is JobState.KILLED
     assert index.counts() == {"KILLED": 1}
 
+
+def test_a_scan_reuses_a_spec_read_moments_ago_only_while_its_file_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000b1", "COMPLETED"))
+    store.create(_spec("0000000000b2", "PENDING"))
+    known = {}
+    for job_id in ("0000000000b1", "0000000000b2"):
+        signature = store.signature(job_id)
+        assert signature is not None
+        known[job_id] = (signature, store.read(job_id))
+    store.update("0000000000b2", lambda spec: _spec(spec.id, "KILLED"))  # written since
+    scan = store.scan(known=known)
+    assert scan.specs["0000000000b1"] is known["0000000000b1"][1]  # not parsed again
+    assert scan.specs["0000000000b2"].state is JobState.KILLED  # read again: it changed

@@ -169,7 +169,7 @@ class Daemon:
         if self.stop_requested.is_set():
             log.info("stopped during recovery; the socket was never published")
             return False
-        parts.index.load(parts.ctx.store.scan())
+        parts.index.load(parts.ctx.store.scan(known=report.untouched))
         for item in parts.index.quarantined.values():
             log.warning("quarantined %s: %s", item.path, item.reason)
         return True
