@@ -99,11 +99,14 @@ class JobIndex:
             self._pending.clear()
             self._by_state.clear()
             for spec in scan.specs.values():
-                self._put(spec)
+                self._put(spec, stat=False)
+            # One directory fd for all the signatures, no path objects.
+            self._signatures.update(_signatures(self._store, list(scan.specs)))
             self.quarantined = dict(scan.quarantined)
             self.changed.notify_all()
 
-    def _put(self, spec: JobSpec) -> None:
+    def _put(self, spec: JobSpec, *, stat: bool = True) -> None:
+        """Index ``spec``; ``stat=False``: the caller records its file signature."""
         previous = self._specs.get(spec.id)
         if previous is None or previous.state is not spec.state:
             self.state_generation += 1
@@ -114,7 +117,8 @@ class JobIndex:
             self._by_state.get(previous.state, set()).discard(spec.id)
         self._by_state.setdefault(spec.state, set()).add(spec.id)
         self._specs[spec.id] = spec
-        self._signatures[spec.id] = _signature(self._store, spec.id)
+        if stat:
+            self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
             if spec.id not in self._pending:
                 self.pending_generation += 1
@@ -271,7 +275,9 @@ class JobIndex:
         scan = self._store.scan(ids)
         with self._lock:
             for spec in scan.specs.values():
-                self._put(spec)
+                self._put(spec, stat=False)
+            # One directory fd for all the signatures, no path objects.
+            self._signatures.update(_signatures(self._store, list(scan.specs)))
             for item in scan.quarantined.values():
                 self.generation += 1
                 self._forget(item.name)

@@ -78,6 +78,7 @@ class SpecStore:
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
+        self._queue = str(paths.queue_dir)
 
     # --- naming ------------------------------------------------------------------------
     def path(self, job_id: str) -> Path:
@@ -132,8 +133,10 @@ class SpecStore:
     def signature(self, job_id: str) -> Signature | None:
         """(inode, size, mtime) of the spec file, None if it cannot be stat'ed. Every write
         is a rename of a fresh file, so an equal signature means the same bytes."""
+        if not is_job_id(job_id):
+            return None
         try:
-            st = os.stat(self.paths.spec(job_id))
+            st = os.stat(f"{self._queue}/{job_id}{SPEC_SUFFIX}")  # a hot path: no Path
         except OSError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
