@@ -35,9 +35,11 @@ import bench_idle
 import bench_list
 import bench_publish
 import bench_remote
+import bench_scale
 import bench_ssh
 import bench_submit
 import bench_supervision
+import bench_swarm
 import bench_web
 import bench_workflows
 from common import PYTHON, REPO, VQ, Figure, Result, child_env, scale
@@ -61,6 +63,8 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
     ("(p) campaign artifact hashing", bench_campaign.run),
     ("(q) publish", bench_publish.run),
+    ("(t) swarm: 2,000-element array, --max-parallel 2", bench_swarm.run),
+    ("(u) 100k specs: start, submit, list, status, RSS, idle CPU", bench_scale.run),
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
     ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
     ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),

@@ -7,7 +7,8 @@ Contracts:
   fsync of the directory. A reader sees the old bytes or the new bytes, never a torn file.
 * :func:`spec_lock` is the per-spec advisory ``flock`` on the sidecar ``<spec>.lock``.
   Every read → mutate → write of a spec holds it across the read and the write. It never
-  nests (no code holds two spec locks at once) and is never held across slow I/O
+  nests (no thread holds two spec locks at once; a group commit gives each job its own
+  worker) and is never held across slow I/O
   (process launch, workspace copies, webhooks, archives).
 * :func:`append_line` is best-effort: events are observability, not a journal, so an
   append failure is logged and swallowed.

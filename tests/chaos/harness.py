@@ -112,13 +112,17 @@ class ChaosPlan:
     #: Seconds allowed for the queue to drain at the end: fixed part + per job.
     drain_base: float = 60.0
     drain_per_job: float = 0.25
+    #: Above 1, every submission is a swarm: ``--array 1-N --max-parallel max_jobs`` of
+    #: the same command (each element one job of the ledger; ``jobs`` counts arrays).
+    array_size: int = 1
 
     def describe(self) -> str:
         return (
             f"ChaosPlan(jobs={self.jobs}, daemon_kills={self.daemon_kills}, seed={self.seed}, "
             f"collector_kills={self.collector_kills}, graceful_restarts="
             f"{self.graceful_restarts}, forkserver_only_kills={self.forkserver_only_kills}, "
-            f"max_jobs={self.max_jobs}, long_share={self.long_share})"
+            f"max_jobs={self.max_jobs}, long_share={self.long_share}, "
+            f"max_sleep={self.max_sleep}, array_size={self.array_size})"
         )
 
 
@@ -339,17 +343,25 @@ class _Driver:
     def submit(self, index: int, origin: str) -> None:
         """Submit job ``index`` until the CLI acknowledges it (prints an id)."""
         argv = job_command(self.ledger, self.sleeps[index])
+        size = self.plan.array_size
+        swarm = ["--array", f"1-{size}", "--max-parallel", str(self.plan.max_jobs)]
         deadline = time.monotonic() + 120
         while True:
-            proc = self.cli.run("submit", "--", *argv, check=False, timeout=90)
-            job_id = proc.stdout.strip()
-            if proc.returncode == 0 and re.fullmatch(r"[0-9a-f]{12}", job_id):
+            options = swarm if size > 1 else []
+            proc = self.cli.run("submit", *options, "--", *argv, check=False, timeout=90)
+            ids = proc.stdout.split()
+            if (
+                proc.returncode == 0
+                and len(ids) == size
+                and all(re.fullmatch(r"[0-9a-f]{12}", job_id) for job_id in ids)
+            ):
                 with self.lock:
-                    self.acknowledged.append(job_id)
-                    self.outstanding.add(job_id)
+                    self.acknowledged.extend(ids)
+                    self.outstanding.update(ids)
                     self.counts["submitted"] += 1
+                    self.counts["submitted_jobs"] += size
                     self.counts[f"submitted_{origin}"] += 1
-                self.log(f"submitted {job_id} ({origin}, sleep {self.sleeps[index]:.2f})")
+                self.log(f"submitted {' '.join(ids)} ({origin}, sleep {self.sleeps[index]:.2f})")
                 return
             # The daemon died under the call: the job may or may not exist. Not
             # acknowledged, so not asserted on; submit the same command afresh.

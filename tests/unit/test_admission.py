@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -54,6 +55,22 @@ def test_priority_then_fifo_then_id() -> None:
         req("e", submitted=0),  # same time as "b": id breaks the tie
     ]
     assert plan_dispatch(candidates, Usage(), Caps(), NOW) == ["c", "b", "e", "a", "d"]
+
+
+def test_ordered_candidates_are_consumed_only_until_the_slots_are_taken() -> None:
+    seen: list[str] = []
+
+    def stream() -> Iterator[Request]:
+        for i in range(10_000):
+            seen.append(f"j{i}")
+            yield req(f"j{i}", submitted=i)
+
+    chosen = plan_dispatch(stream(), Usage(jobs=1), Caps(max_jobs=3), NOW, ordered=True)
+    assert chosen == ["j0", "j1"]
+    assert len(seen) == 2  # never walked the rest of the queue
+    # Same answer as the sorting path for the same (already ordered) requests.
+    again = [req(f"j{i}", submitted=i) for i in range(5)]
+    assert plan_dispatch(reversed(again), Usage(jobs=1), Caps(max_jobs=3), NOW) == chosen
 
 
 def test_order_key_is_descending_priority_then_time_then_id() -> None:

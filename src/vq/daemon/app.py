@@ -177,7 +177,7 @@ class Daemon:
             log.info("stopped during recovery; the socket was never published")
             return False
         self._finish_leftovers()
-        parts.index.load(parts.ctx.store.scan())
+        parts.index.load(parts.ctx.store.scan(known=report.untouched))
         for item in parts.index.quarantined.values():
             log.warning("quarantined %s: %s", item.path, item.reason)
         return True

@@ -3,7 +3,9 @@
 Order of durable effects for one job (§1.2 item 3, §4.3):
 
 1. under the spec lock, re-read the spec; if it is still PENDING and due, write RUNNING
-   (``started_at``, ``workdir``) — the claim is durable *before* the launch;
+   (``started_at``, ``workdir``) — the claim is durable *before* the launch. The jobs
+   chosen in one pass are claimed as one group commit (their file fsyncs overlap, one
+   directory fsync covers them all) and launched only after it returns;
 2. outside the lock, create ``VQ_WORKDIR`` and send the launch to the fork server without
    waiting for its answer; the job holds its budget from here on;
 3. when the answer arrives (on the main loop, in order with that job's exit event),
@@ -30,8 +32,11 @@ variables from that same observation.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 
 from vq._fault_points import crash_point
 from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
@@ -115,6 +120,7 @@ class Dispatcher:
         self.lifecycle = lifecycle
         self._index = index
         self._order: list[Request] = []
+        self._later: list[tuple[datetime, str, Request]] = []  # not due yet: a heap
         self._order_generation = -1
         self._base_env = dict(base_env)
         self._hold = hold
@@ -130,8 +136,9 @@ class Dispatcher:
         """Start every admissible job now; returns how many were launched."""
         if self._hold():
             return 0
-        candidates = self._candidates()
-        if not candidates:
+        now = self.ctx.now()
+        order = self._candidates(now)
+        if not order:
             return 0
         self._apply_gates()  # cascades happen even while every slot is busy
         usage, caps = self.supervisor.usage(), self.ctx.caps
@@ -139,26 +146,51 @@ class Dispatcher:
             caps.max_cpus is not None and usage.cpus >= caps.max_cpus
         ):
             return 0  # full: every job needs a slot and at least one CPU
-        candidates = self._limit_groups([r for r in candidates if r.job_id not in self._blocked])
-        if not candidates:
-            return 0
-        chosen = plan_dispatch(candidates, usage, caps, self.ctx.now(), self.ctx.base_caps)
-        launched = 0
+        live = (
+            r for r in order if self._index.is_pending(r.job_id) and r.job_id not in self._blocked
+        )
+        # Consumed lazily, in order, only until the free slots are taken: a pass costs
+        # about the jobs it looks at, not the length of the queue.
+        chosen = plan_dispatch(
+            self._limit_groups(live), usage, caps, now, self.ctx.base_caps, ordered=True
+        )
+        ready: list[tuple[str, ProgramStatus | None]] = []
         for job_id in chosen:
-            ready, program = self._check_program(job_id)
-            if not ready:
-                continue
-            spec = self._claim(job_id, program)
-            if spec is not None and self._launch(spec, program):
+            may_launch, program = self._check_program(job_id)
+            if may_launch:
+                ready.append((job_id, program))
+        claimed, error = self._claim_group(ready)
+        launched = 0
+        for spec, program in claimed:
+            if self._launch(spec, program):
                 launched += 1
+        if error is not None:
+            raise error  # only after every claim that did land was launched
         return launched
 
-    def _candidates(self) -> list[Request]:
-        """Pending local jobs in admission order; re-sorted only when a job became pending."""
+    def _candidates(self, now: datetime) -> list[Request]:
+        """Pending local jobs that are due, in admission order.
+
+        Rebuilt only when a job entered the pending set. Between rebuilds it is kept
+        incrementally: a job whose ``not_before`` lies ahead waits in a heap and is
+        inserted in order once due, and jobs that left the pending set are dropped in
+        one sweep once they are half of the list (readers skip them meanwhile). So an
+        idle pass over 10,000 jobs deferred to tomorrow costs a heap peek.
+        """
         if self._index.pending_generation != self._order_generation:
             self._order_generation = self._index.pending_generation
             pending = self._without_executor(self._index.pending())
-            self._order = sorted((request_of(s) for s in pending), key=order_key)
+            requests = [request_of(s) for s in pending]
+            self._order = sorted(
+                (r for r in requests if r.not_before is None or r.not_before <= now),
+                key=order_key,
+            )
+            self._later = [
+                (r.not_before, r.job_id, r)
+                for r in requests
+                if r.not_before is not None and r.not_before > now
+            ]
+            heapq.heapify(self._later)
             self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
             self._dependents = {}
             for spec in self._gated.values():
@@ -170,7 +202,12 @@ class Dispatcher:
                 if s.array_group_id and s.array_max_parallel
             }
             self._gates_fresh = False
-        self._order = [r for r in self._order if self._index.is_pending(r.job_id)]
+        while self._later and self._later[0][0] <= now:
+            request = heapq.heappop(self._later)[2]
+            if self._index.is_pending(request.job_id):
+                bisect.insort(self._order, request, key=order_key)
+        if len(self._order) > 2 * self._index.pending_count() + 64:
+            self._order = [r for r in self._order if self._index.is_pending(r.job_id)]
         return self._order
 
     def _apply_gates(self) -> None:
@@ -231,16 +268,16 @@ class Dispatcher:
         except VqError as exc:
             log.warning("job %s not failed (%s): %s", job_id, reason, exc.message)
 
-    def _limit_groups(self, candidates: list[Request]) -> list[Request]:
-        """Drop array elements beyond their group's ``--max-parallel`` allowance."""
+    def _limit_groups(self, candidates: Iterator[Request]) -> Iterator[Request]:
+        """Skip array elements beyond their group's ``--max-parallel`` allowance (lazily)."""
         if not self._groups:
-            return candidates
+            yield from candidates
+            return
         running: dict[str, int] = {}
         for job_id in self.supervisor.holders:
             spec = self._index.get(job_id)
             if spec is not None and spec.array_group_id:
                 running[spec.array_group_id] = running.get(spec.array_group_id, 0) + 1
-        kept = []
         for request in candidates:
             group = self._groups.get(request.job_id)
             if group is not None:
@@ -248,8 +285,7 @@ class Dispatcher:
                 if running.get(group_id, 0) >= limit:
                     continue
                 running[group_id] = running.get(group_id, 0) + 1
-            kept.append(request)
-        return kept
+            yield request
 
     def _check_program(self, job_id: str) -> tuple[bool, ProgramStatus | None]:
         """(may launch, dispatch-time probe) for a chosen job; a refusal fails it (§3.4)."""
@@ -266,27 +302,43 @@ class Dispatcher:
             return False, None
         return True, status
 
-    def _cores_for(self, job_id: str) -> list[int] | None:
-        """The cores to pin a job to (disjoint from the running jobs' while cores
-        suffice), or None when affinity is off."""
+    def _cores_for(self, job_id: str, taken: list[tuple[int, ...]]) -> list[int] | None:
+        """The cores to pin a job to (disjoint from the running jobs' and from ``taken``,
+        the sets this pass already chose, while cores suffice), or None when affinity is
+        off."""
         available = self._affinity_cores()
         spec = self._index.get(job_id)
         if not available or spec is None:
             return None
-        return choose_cores(spec.cpus, available, self.supervisor.cores_in_use())
+        return choose_cores(spec.cpus, available, [*self.supervisor.cores_in_use(), *taken])
 
-    def _claim(self, job_id: str, program: ProgramStatus | None = None) -> JobSpec | None:
-        workdir = str(self.ctx.paths.workdir(job_id))
-        try:
-            moved = self.lifecycle.claim(
-                job_id, workdir=workdir, program=program, cpu_affinity=self._cores_for(job_id)
-            )
-        except StorageError:
-            raise  # the loop notes it and dispatch holds until the state root takes writes
-        except VqError as exc:
-            log.warning("cannot claim job %s: %s", job_id, exc.message)
-            return None
-        return moved.spec if moved.changed else None
+    def _claim_group(
+        self, ready: list[tuple[str, ProgramStatus | None]]
+    ) -> tuple[list[tuple[JobSpec, ProgramStatus | None]], BaseException | None]:
+        """Claim every ready job as one group commit (all durable before any launch):
+        the claims that moved, in order, with their programs, and the first error that
+        must stop the pass — a StorageError (the loop then holds dispatch until the state
+        root takes writes) or an unexpected one; the caller launches what was claimed
+        before raising it."""
+        taken: list[tuple[int, ...]] = []
+        claims = []
+        for job_id, program in ready:
+            cores = self._cores_for(job_id, taken)
+            if cores:
+                taken.append(tuple(cores))
+            claims.append((job_id, str(self.ctx.paths.workdir(job_id)), program, cores))
+        out = []
+        error: BaseException | None = None
+        for (job_id, program), moved in zip(ready, self.lifecycle.claim_group(claims), strict=True):
+            if isinstance(moved, StorageError):
+                error = error or moved
+            elif isinstance(moved, VqError):
+                log.warning("cannot claim job %s: %s", job_id, moved.message)
+            elif isinstance(moved, BaseException):
+                error = error or moved
+            elif moved.changed:
+                out.append((moved.spec, program))
+        return out, error
 
     def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives

@@ -17,6 +17,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterable
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -69,6 +70,8 @@ class JobIndex:
         self._specs: dict[str, JobSpec] = {}
         self._signatures: dict[str, Signature | None] = {}
         self._pending: set[str] = set()
+        #: Ids by state (a state-filtered listing and the counts never walk every spec).
+        self._by_state: dict[JobState, set[str]] = {}
         #: Bumped whenever a job *enters* the pending set (so cached orderings go stale).
         self.pending_generation = 0
         #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
@@ -82,6 +85,8 @@ class JobIndex:
         self._listed_mtime: int | None = None
         self._listed_settled = False
         self._revalidated_at = -math.inf
+        self._validated_mtime: int | None = None  # queue dir mtime at the last full check
+        self._validated_settled = False
         #: Notified on every change; long-polls wait on it.
         self.changed = threading.Condition(self._lock)
 
@@ -92,20 +97,28 @@ class JobIndex:
             self._specs.clear()
             self._signatures.clear()
             self._pending.clear()
+            self._by_state.clear()
             for spec in scan.specs.values():
-                self._put(spec)
+                self._put(spec, stat=False)
+            # One directory fd for all the signatures, no path objects.
+            self._signatures.update(_signatures(self._store, list(scan.specs)))
             self.quarantined = dict(scan.quarantined)
             self.changed.notify_all()
 
-    def _put(self, spec: JobSpec) -> None:
+    def _put(self, spec: JobSpec, *, stat: bool = True) -> None:
+        """Index ``spec``; ``stat=False``: the caller records its file signature."""
         previous = self._specs.get(spec.id)
         if previous is None or previous.state is not spec.state:
             self.state_generation += 1
             self._state_changes.add(spec.id)
         if previous is None or previous is spec or previous != spec:
             self.generation += 1
+        if previous is not None:
+            self._by_state.get(previous.state, set()).discard(spec.id)
+        self._by_state.setdefault(spec.state, set()).add(spec.id)
         self._specs[spec.id] = spec
-        self._signatures[spec.id] = _signature(self._store, spec.id)
+        if stat:
+            self._signatures[spec.id] = _signature(self._store, spec.id)
         if spec.state is JobState.PENDING:
             if spec.id not in self._pending:
                 self.pending_generation += 1
@@ -113,6 +126,13 @@ class JobIndex:
         else:
             self._pending.discard(spec.id)
         self.quarantined.pop(spec.id, None)
+
+    def _forget(self, job_id: str) -> None:
+        """Drop ``job_id`` from the specs, the pending set and the by-state sets."""
+        previous = self._specs.pop(job_id, None)
+        self._pending.discard(job_id)
+        if previous is not None:
+            self._by_state.get(previous.state, set()).discard(job_id)
 
     def upsert(self, spec: JobSpec) -> None:
         """Record a spec this process just read or wrote."""
@@ -123,8 +143,7 @@ class JobIndex:
     def quarantine(self, item: Quarantined) -> None:
         with self._lock:
             self.generation += 1
-            self._specs.pop(item.name, None)
-            self._pending.discard(item.name)
+            self._forget(item.name)
             self.quarantined[item.name] = item
             self.changed.notify_all()
 
@@ -163,16 +182,21 @@ class JobIndex:
     def is_pending(self, job_id: str) -> bool:
         return job_id in self._pending
 
+    def pending_count(self) -> int:
+        return len(self._pending)
+
     def pending(self) -> list[JobSpec]:
         with self._lock:
             return [self._specs[job_id] for job_id in self._pending]
 
+    def in_states(self, states: Iterable[JobState]) -> list[JobSpec]:
+        """The indexed specs in any of ``states`` (cost: those specs, not the index)."""
+        with self._lock:
+            return [self._specs[i] for state in states for i in self._by_state.get(state, ())]
+
     def counts(self) -> dict[str, int]:
         with self._lock:
-            out: dict[str, int] = {}
-            for spec in self._specs.values():
-                out[spec.state.value] = out.get(spec.state.value, 0) + 1
-            return out
+            return {state.value: len(ids) for state, ids in self._by_state.items() if ids}
 
     # --- keeping up with other writers ---------------------------------------------------
     def refresh_names(self, *, if_changed: bool = False) -> int:
@@ -203,8 +227,7 @@ class JobIndex:
         for job_id in gone:
             with self._lock:
                 self.generation += 1
-                self._specs.pop(job_id, None)
-                self._pending.discard(job_id)
+                self._forget(job_id)
                 self.quarantined.pop(job_id, None)
         self._reload(sorted(new))
         return len(new) + len(gone)
@@ -212,11 +235,22 @@ class JobIndex:
     def revalidate(self, max_age: float | None = None) -> int:
         """Re-read every spec whose file signature changed; returns how many.
 
+        Costs one directory stat when the queue directory's mtime is unchanged since a
+        full check taken well after it (:data:`SETTLE_NS`), since every spec write is a
+        rename into that directory; otherwise one stat per spec.
+
         ``max_age``: skip it when one started at most that many seconds ago (a caller
         that accepts other writers' changes that late; the daemon's own are never late).
         """
         started = time.monotonic()
         if max_age is not None and started - self._revalidated_at <= max_age:
+            return 0
+        checked_at = time.time_ns()
+        mtime = self._queue_mtime()
+        if mtime is not None and mtime == self._validated_mtime and self._validated_settled:
+            # Every spec write renames into the queue directory, which stamps its mtime:
+            # unchanged since a settled full check means no spec was replaced since.
+            self._revalidated_at = max(self._revalidated_at, started)
             return 0
         self.refresh_names()
         with self._lock:
@@ -225,7 +259,15 @@ class JobIndex:
         stale = [job_id for job_id, sig in candidates if now[job_id] != sig]
         self._reload(stale)
         self._revalidated_at = max(self._revalidated_at, started)
+        self._validated_mtime = mtime
+        self._validated_settled = mtime is not None and mtime < checked_at - SETTLE_NS
         return len(stale)
+
+    def _queue_mtime(self) -> int | None:
+        try:
+            return os.stat(self._store.paths.queue_dir).st_mtime_ns
+        except OSError:
+            return None
 
     def _reload(self, ids: list[str]) -> None:
         if not ids:
@@ -233,10 +275,11 @@ class JobIndex:
         scan = self._store.scan(ids)
         with self._lock:
             for spec in scan.specs.values():
-                self._put(spec)
+                self._put(spec, stat=False)
+            # One directory fd for all the signatures, no path objects.
+            self._signatures.update(_signatures(self._store, list(scan.specs)))
             for item in scan.quarantined.values():
                 self.generation += 1
-                self._specs.pop(item.name, None)
-                self._pending.discard(item.name)
+                self._forget(item.name)
                 self.quarantined[item.name] = item
             self.changed.notify_all()

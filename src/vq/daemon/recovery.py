@@ -49,6 +49,7 @@ from vq.executors.local import LocalExecutor
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.siblings import create_sibling
+from vq.store.specs import Signature
 
 from .supervisor import Supervisor
 
@@ -76,6 +77,9 @@ class RecoveryReport:
     reaped_leaks: list[str] = field(default_factory=list)
     resumed_as: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    #: Specs the pass read and did not write, with their file signature before the read:
+    #: the index load takes those still unchanged on disk without parsing them again.
+    untouched: dict[str, tuple[Signature, JobSpec]] = field(default_factory=dict)
 
 
 def _recover_active(
@@ -155,13 +159,17 @@ def recover(
                 )
                 break
             report.examined += 1
+            signature = ctx.store.signature(job_id)  # before the read: a later write shows
             try:
                 spec = ctx.store.read(job_id)
             except (CorruptSpec, NotFound):
                 continue  # quarantined by the index load; never touched here
+            if signature is not None:
+                report.untouched[job_id] = (signature, spec)
             if spec.state is JobState.PENDING or spec.scheduler_target is not None:
                 continue
             if spec.state in ACTIVE:
+                report.untouched.pop(job_id, None)  # may be written now: read it again
                 _recover_active(spec, executor, lifecycle, supervisor, report)
                 continue
             # Terminal: reap a group that survives behind it — recorded, or (killed before

@@ -136,10 +136,14 @@ def plan_dispatch(
     now: datetime,
     base: Caps | None = None,
     quota: QuotaGate | None = None,
+    *,
+    ordered: bool = False,
 ) -> list[str]:
     """The ids to start now, in start order, without exceeding ``caps`` (the effective
     caps); ``base``: the advertised base caps (default ``caps``); ``quota``: the owners'
-    quotas and load (multi-user mode), charged as jobs are chosen.
+    quotas and load (multi-user mode), charged as jobs are chosen. ``ordered``: the
+    candidates already come in :func:`order_key` order (they are then consumed lazily,
+    only until every job slot is taken).
 
     Invariant: the returned jobs plus ``usage`` never exceed any cap or any owner's
     quota; no returned job has ``not_before`` in the future or a configured-cap overage.
@@ -148,7 +152,7 @@ def plan_dispatch(
     """
     chosen: list[str] = []
     load: dict[int, OwnerLoad] = dict(quota.load) if quota is not None else {}
-    for request in sorted(candidates, key=order_key):
+    for request in candidates if ordered else sorted(candidates, key=order_key):
         if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
             break
         if request.not_before is not None and request.not_before > now:
@@ -163,6 +167,8 @@ def plan_dispatch(
             usage = usage.plus(request.cpus, effective_mem_mb(request.mem_mb, caps))
             if owner is not None:
                 load[owner] = load.get(owner, OwnerLoad()).plus(request.cpus)
+            if caps.max_jobs is not None and usage.jobs >= caps.max_jobs:
+                break  # every slot taken: look no further
     return chosen
 
 

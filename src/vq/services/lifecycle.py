@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,6 +36,7 @@ from vq.errors import Conflict, VqError
 from vq.services.context import ServiceContext
 from vq.services.outcomes import decide_outcome, read_stderr_tail
 from vq.store.events import append_event
+from vq.store.group_commit import commit_group
 
 __all__ = ["Lifecycle", "Transition"]
 
@@ -87,13 +88,14 @@ class Lifecycle:
         *,
         now: datetime,
         durable: bool = True,
+        sync_dir: bool = True,
         preceding: Callable[[JobState], list[dict[str, Any]]] = lambda previous: [],
         reason: str | None = None,
         **fields: Any,
     ) -> Transition:
         """Update under the lock; append ``preceding`` events and the transition event
         (``reason``, else the recorded ``failure_reason``) only if the state moved."""
-        result = self.ctx.store.update(job_id, decide, durable=durable)
+        result = self.ctx.store.update(job_id, decide, durable=durable, sync_dir=sync_dir)
         spec = result.spec
         changed = result.changed and spec.state is not result.before
         if changed:
@@ -122,22 +124,38 @@ class Lifecycle:
         """PENDING (and due) → RUNNING, durable before the launch; records ``workdir``,
         the program SHA that will actually run and the cores the attempt is pinned to
         (None: not pinned)."""
+        moved = self.claim_group([(job_id, workdir, program, cpu_affinity)])[0]
+        if isinstance(moved, BaseException):
+            raise moved
+        return moved
+
+    def claim_group(
+        self, claims: Sequence[tuple[str, str, ProgramStatus | None, list[int] | None]]
+    ) -> list[Transition | BaseException]:
+        """:meth:`claim` for several ``(job_id, workdir, program, cpu_affinity)`` at once,
+        as one group commit (:mod:`vq.store.group_commit`): every claim returned is durable
+        when this returns; per claim, its Transition or the error that refused it."""
         now = self.ctx.now()
 
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.PENDING:
-                return None
-            if spec.not_before is not None and spec.not_before > now:
-                return None
-            spec.workdir = workdir
-            spec.cpu_affinity = cpu_affinity
-            if program is not None:  # the SHA that will actually run, never the submit one
-                spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
-            moved = apply_transition(spec, JobState.RUNNING, now)
-            moved.launch_attempt = secrets.token_hex(8)  # names this attempt's start record
-            return moved
+        def claim_one(
+            job_id: str, workdir: str, program: ProgramStatus | None, cores: list[int] | None
+        ) -> Callable[[bool], Transition]:
+            def decide(spec: JobSpec) -> JobSpec | None:
+                if spec.state is not JobState.PENDING:
+                    return None
+                if spec.not_before is not None and spec.not_before > now:
+                    return None
+                spec.workdir = workdir
+                spec.cpu_affinity = cores
+                if program is not None:  # the SHA that will actually run, not the submit one
+                    spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
+                moved = apply_transition(spec, JobState.RUNNING, now)
+                moved.launch_attempt = secrets.token_hex(8)  # names this attempt's start record
+                return moved
 
-        return self._move(job_id, decide, now=now)
+            return lambda sync_dir: self._move(job_id, decide, now=now, sync_dir=sync_dir)
+
+        return list(commit_group(self.ctx.store, [claim_one(*claim) for claim in claims]))
 
     def record_launch(
         self,

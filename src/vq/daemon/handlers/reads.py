@@ -2,7 +2,9 @@
 
 ``list`` takes the filters of :class:`~vq.services.query.ListFilter` and the paging
 parameters of :mod:`vq.services.listing`; every listing first re-checks the spec files
-for other writers' changes, unless ``max_age`` says a check that recent is good enough.
+for other writers' changes, unless ``max_age`` says a check that recent is good enough
+(the check is one directory stat while nothing was renamed into the queue, see
+``JobIndex.revalidate``). A listing filtered by state walks only those states' specs.
 
 ``wait_change`` is the long-poll behind ``GET /api/v1/jobs/{id}/wait``: it answers at
 once when the job is terminal or its state differs from ``since_state``, else blocks on
@@ -77,7 +79,8 @@ class ReadHandlers:
         now = self._ctx.now()
         if paging is None:
             page = None
-            specs = select(self._index.all(), flt)
+            pool = self._index.in_states(flt.states) if flt.states else self._index.all()
+            specs = select(pool, flt)
         else:
             page = page_of(self._views.ordering(flt, paging), paging)
             specs = page.specs

@@ -1,0 +1,86 @@
+"""The daemon's index answers state-filtered listings and counts from its by-state sets,
+and its re-check for other writers is one directory stat while nothing was renamed into
+the queue — yet a spec another process rewrote is always seen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vq.daemon.index import JobIndex
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.paths import StatePaths
+from vq.store.specs import SpecStore
+
+
+def _spec(job_id: str, state: str) -> JobSpec:
+    return JobSpec.model_validate(
+        {
+            "id": job_id,
+            "submitted_at": "2026-01-01T00:00:00+00:00",
+            "command": ["true"],
+            "cpus": 1,
+            "state": state,
+        }
+    )
+
+
+def _store(tmp_path: Path) -> SpecStore:
+    paths = StatePaths(tmp_path / "state")
+    paths.ensure()
+    return SpecStore(paths)
+
+
+def test_states_and_counts_follow_every_change(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    for i, state in enumerate(["PENDING", "RUNNING", "COMPLETED", "COMPLETED"]):
+        store.create(_spec(f"00000000000{i}", state))
+    index = JobIndex(store)
+    index.load(store.scan())
+    assert index.counts() == {"PENDING": 1, "RUNNING": 1, "COMPLETED": 2}
+    assert [s.id for s in index.in_states([JobState.RUNNING])] == ["000000000001"]
+    moved = _spec("000000000001", "COMPLETED")
+    store.update("000000000001", lambda _: moved)
+    index.upsert(moved)
+    assert index.in_states([JobState.RUNNING]) == []
+    assert index.counts() == {"PENDING": 1, "COMPLETED": 3}
+    os.unlink(store.path("000000000000"))
+    index.refresh_names()
+    assert index.counts() == {"COMPLETED": 3}
+    assert index.in_states([JobState.PENDING]) == []
+
+
+def test_another_writers_rename_is_seen_after_a_settled_check(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000a1", "PENDING"))
+    index = JobIndex(store)
+    index.load(store.scan())
+    queue = store.paths.queue_dir
+    old = os.stat(queue).st_mtime_ns - 5_000_000_000  # the directory last changed 5 s ago
+    os.utime(queue, ns=(old, old))
+    assert index.revalidate() == 0  # a full check, taken well after the last change
+    assert index.revalidate() == 0  # nothing renamed since: one directory stat
+    other = SpecStore(store.paths)  # another process's writer
+    other.update("0000000000a1", lambda spec: _spec(spec.id, "KILLED"))
+    assert index.revalidate() == 1
+    indexed = index.get("0000000000a1")
+    assert indexed is not None and indexed.state is JobState.KILLED
+    assert index.counts() == {"KILLED": 1}
+
+
+def test_a_scan_reuses_a_spec_read_moments_ago_only_while_its_file_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000b1", "COMPLETED"))
+    store.create(_spec("0000000000b2", "PENDING"))
+    known = {}
+    for job_id in ("0000000000b1", "0000000000b2"):
+        signature = store.signature(job_id)
+        assert signature is not None
+        known[job_id] = (signature, store.read(job_id))
+    store.update("0000000000b2", lambda spec: _spec(spec.id, "KILLED"))  # written since
+    scan = store.scan(known=known)
+    assert scan.specs["0000000000b1"] is known["0000000000b1"][1]  # not parsed again
+    assert scan.specs["0000000000b2"].state is JobState.KILLED  # read again: it changed
