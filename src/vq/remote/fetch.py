@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vq._fs import atomic_write_json
+from vq._tar import tar_member
 from vq.domain.archive_rules import META_DIR, check_members
 from vq.errors import UnsafeArchive, UsageError, VqError
 from vq.remote.host import RemoteHost, remote_error
 from vq.services.fetch import default_dest_name
 from vq.services.fetch_snapshot import MANIFEST_NAME, fetch_manifest, previous_fetch, publish
-from vq.store.workspace import tar_member
 
 __all__ = ["fetch_remote"]
 

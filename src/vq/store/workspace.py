@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import IO, Literal
 
 from vq._fs import fsync_dir
+from vq._tar import tar_member
 from vq.domain.archive_rules import META_DIR, Member, MemberKind, check_member, check_members
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
 
-__all__ = ["SourceKind", "detect_source_kind", "materialize", "tar_member"]
+__all__ = ["SourceKind", "detect_source_kind", "materialize"]
 
 log = logging.getLogger(__name__)
 
@@ -233,19 +234,6 @@ def _fill_dir(source: Path, staging: Path) -> None:
 
 
 # --- tar ----------------------------------------------------------------------------------
-def tar_member(info: tarfile.TarInfo) -> Member:
-    """The archive-rules view of one tar entry (its name, kind and link target)."""
-    if info.isfile():
-        return Member(info.name, MemberKind.FILE)
-    if info.isdir():
-        return Member(info.name, MemberKind.DIR)
-    if info.issym():
-        return Member(info.name, MemberKind.SYMLINK, info.linkname)
-    if info.islnk():
-        return Member(info.name, MemberKind.HARDLINK, info.linkname)
-    if info.ischr() or info.isblk():
-        return Member(info.name, MemberKind.DEVICE)
-    return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
 
 
 #: tar extraction filters (PEP 706) exist from Python 3.11.4; Debian 12 ships 3.11.2.

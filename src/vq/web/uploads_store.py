@@ -47,9 +47,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from vq._tar import tar_member
 from vq.domain.archive_rules import Member, check_members, normalize_name
 from vq.errors import UnsafeArchive
-from vq.store.workspace import tar_member
 from vq.web.errors import ApiError
 
 __all__ = ["TOKEN_RE", "StoredUpload", "UnpackLimits", "UploadStore", "check_tar", "decode_inline"]

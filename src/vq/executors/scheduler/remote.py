@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
+from vq._tar import tar_member
 from vq.dialects import (
     AccountingReport,
     CommandResult,
@@ -38,7 +39,7 @@ from vq.dialects import (
     SubmitAccepted,
     TagMatch,
 )
-from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.domain.archive_rules import check_members
 from vq.errors import UnsafeArchive
 from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
@@ -215,18 +216,3 @@ def extract(archive: bytes, destination: Path) -> None:
                 payload.append(info)
         check_members(tar_member(info) for info in payload)
         tar.extractall(destination, [*meta, *payload], filter="data")
-
-
-def tar_member(info: tarfile.TarInfo) -> Member:
-    """The archive-rules view of one copy-back entry."""
-    if info.isfile():
-        return Member(info.name, MemberKind.FILE)
-    if info.isdir():
-        return Member(info.name, MemberKind.DIR)
-    if info.issym():
-        return Member(info.name, MemberKind.SYMLINK, info.linkname)
-    if info.islnk():
-        return Member(info.name, MemberKind.HARDLINK, info.linkname)
-    if info.ischr() or info.isblk():
-        return Member(info.name, MemberKind.DEVICE)
-    return Member(info.name, MemberKind.FIFO if info.isfifo() else MemberKind.OTHER)
