@@ -1,8 +1,8 @@
 """The console's audit trail: one line in ``<state-root>/fleet-audit.jsonl`` per mutation.
 
 Every POST to ``/api/v1/...`` or ``/actions/...`` (kill, pause, resume, resubmit, drain,
-undrain, cleanup, submit, upload — through the API or the pages) is recorded after it
-was answered, refused or not, with who asked:
+undrain, cleanup, submit, upload — through the API or the pages) is recorded as its
+answer starts (before the caller can read it), refused or not, with who asked:
 
 ``{"ts", "actor", "kind", "role", "action", "job_id", "status", "outcome", "client"}``,
 plus ``host`` for a fleet action (``POST /api/v1/fleet/jobs/HOST/ID/ACTION`` or
@@ -113,18 +113,22 @@ class AuditMiddleware:
         if described is None:
             await self.app(scope, receive, send)
             return
-        status = 500
+        recorded = False
 
         async def capture(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
+            # The record is written before the answer leaves, so a caller that has its
+            # answer can already read the audit line for it.
+            nonlocal recorded
+            if message["type"] == "http.response.start" and not recorded:
+                recorded = True
+                self._record(scope, described, int(message["status"]))
             await send(message)
 
         try:
             await self.app(scope, receive, capture)
         finally:
-            self._record(scope, described, status)
+            if not recorded:
+                self._record(scope, described, 500)
 
     def _record(self, scope: Scope, described: tuple[str, str | None], status: int) -> None:
         action, job_id = described
