@@ -39,6 +39,7 @@ __all__ = [
     "TaskView",
     "View",
     "capacity",
+    "digest",
     "group_sizes",
     "plan_bytes",
     "plan_document",
@@ -176,14 +177,15 @@ def _check_choices(inputs: PlanInputs) -> None:
         raise PlanRefused("the view belongs to another revision of the pack")
 
 
-def _digest(payload: Any) -> str:
+def digest(payload: Any) -> str:
+    """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no spaces)."""
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def allocation_id(inputs: PlanInputs, keys: Sequence[str]) -> str:
     """16 hex digits derived from the pack's random identity and the group."""
-    return _digest([inputs.pack_id, inputs.revision, len(inputs.attempts), list(keys)])[:16]
+    return digest([inputs.pack_id, inputs.revision, len(inputs.attempts), list(keys)])[:16]
 
 
 def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -237,7 +239,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
                 "sbatch_args": args,
                 # the directives without the allocation's identity (name, comment, log):
                 # one `sbatch --test-only` per distinct shape
-                "shape_sha256": _digest(args[:-3]),
+                "shape_sha256": digest(args[:-3]),
                 "script_sha256": hashlib.sha256(script).hexdigest(),
             }
         )
@@ -255,8 +257,8 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             "label": profile.name,
             "target": target,
             "resources": resources,
-            "target_sha256": _digest(target),
-            "resources_sha256": _digest(resources),
+            "target_sha256": digest(target),
+            "resources_sha256": digest(resources),
             "effective_time": format_minutes(res.time_minutes),
             "capacity": feasible,
         },
@@ -278,7 +280,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             "gpus": sum(a["gpus"] for a in allocations),
         },
     }
-    body["plan_sha256"] = _digest(body)
+    body["plan_sha256"] = digest(body)
     return body, scripts
 
 

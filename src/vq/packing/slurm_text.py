@@ -30,6 +30,7 @@ __all__ = [
     "ObservationError",
     "QueueRow",
     "Receipt",
+    "SbatchRefused",
     "SbatchTestOnlyAnswer",
     "bounded",
     "normalize_state",
@@ -89,6 +90,10 @@ _SQUEUE_FORMAT = "%i|%j|%k|%T"
 
 class ObservationError(ValueError):
     """Output vq cannot trust: a failed command, an overflow, a malformed row."""
+
+
+class SbatchRefused(ObservationError):
+    """``sbatch --test-only`` answered that the controller would not run the script."""
 
 
 def bounded(argv: Sequence[str]) -> list[str]:
@@ -154,7 +159,7 @@ def parse_sbatch_test_only(rc: int, stderr: str) -> SbatchTestOnlyAnswer:
                 return SbatchTestOnlyAnswer(job, start, int(procs), nodes, part)
         raise ObservationError("sbatch --test-only: no answer line in its output")
     why = lines[-1].strip() if lines else f"exit status {rc}"
-    raise ObservationError(f"sbatch --test-only refused the allocation: {why}")
+    raise SbatchRefused(f"sbatch --test-only refused the allocation: {why}")
 
 
 @dataclass(frozen=True)

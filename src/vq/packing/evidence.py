@@ -1,0 +1,174 @@
+"""Scheduler evidence of packed allocations, and what it means for each task (pure).
+
+One accepted attempt is observed by one single-job ``squeue`` (its active row, if any),
+one ``sacct --duplicates --name=vqp-<alloc>`` (its accounting records, already filtered
+to this identity by :func:`vq.packing.slurm_text.parse_sacct`) and one read of its slot
+markers. :func:`attempt_evidence` turns them into one state:
+
+* Accounting anchors the attempt: the records with the receipt's job id. A record of the
+  same identity under another job id is a second allocation of one attempt — ambiguous
+  history, so the view is aborted (:class:`~vq.packing.slurm_text.ObservationError`).
+  Requeues repeat the job id with a later submit time: the latest incarnation owns the
+  accounting evidence.
+* Without an anchor the state is ``UNKNOWN``, even when ``squeue`` shows an active row
+  (accounting may lag; the planner then asks for ``--allow-duplicate-risk``).
+* With an anchor, an active queue row is fresher than accounting and wins; otherwise the
+  latest incarnation's state stands.
+
+Each task of an attempt (slot = its position in the attempt) is ``SUCCEEDED`` or ``FAILED``
+by its marker's exit status; without a marker it shares the allocation's state, except
+that an allocation which ended without writing the marker says nothing about the task
+(``UNKNOWN``) unless it was cancelled or failed as a whole.
+
+:func:`adoptable` is reconciliation's rule: exactly one job id of this identity in the
+window, or nothing is adopted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vq.packing.slurm_text import (
+    MAX_FIELD_BYTES,
+    MAX_LINES,
+    MAX_STREAM_BYTES,
+    AccountingRecord,
+    ObservationError,
+    QueueRow,
+    State,
+)
+
+__all__ = [
+    "ACTIVE",
+    "TERMINAL",
+    "AttemptEvidence",
+    "TaskOutcome",
+    "adoptable",
+    "attempt_evidence",
+    "parse_markers",
+]
+
+ACTIVE = frozenset({"QUEUED", "RUNNING"})
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+_MARKER = re.compile(r"(\d{1,6})\|(-?\d{1,6})?")
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    key: str
+    slot: int
+    state: State
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class AttemptEvidence:
+    """The normalized evidence of one accepted attempt."""
+
+    allocation_id: str
+    job_id: str
+    state: State
+    raw_state: str | None
+    exit_code: str | None
+    submit: str | None
+    start: str | None
+    end: str | None
+    incarnations: int
+    tasks: tuple[TaskOutcome, ...]
+
+
+def parse_markers(text: str) -> dict[int, int | None]:
+    """``slot|code`` lines (an empty code: the marker exists but is unreadable)."""
+    if len(text.encode()) > MAX_STREAM_BYTES:
+        raise ObservationError(f"slot markers: output over {MAX_STREAM_BYTES} bytes")
+    lines = [line for line in text.split("\n") if line]
+    if len(lines) > MAX_LINES:
+        raise ObservationError(f"slot markers: more than {MAX_LINES} lines")
+    markers: dict[int, int | None] = {}
+    for line in lines:
+        if len(line) > MAX_FIELD_BYTES:
+            raise ObservationError("slot markers: a line over the field bound")
+        match = _MARKER.fullmatch(line.strip())
+        if match is None:
+            raise ObservationError("slot markers: a malformed line")
+        slot, code = match.groups()
+        markers[int(slot)] = int(code) if code is not None else None
+    return markers
+
+
+def _anchor(records: Sequence[AccountingRecord], job_id: str) -> list[AccountingRecord]:
+    others = sorted({record.job_id for record in records} - {job_id})
+    if others:
+        raise ObservationError(
+            f"accounting holds another job ({others[0]}) of the same allocation identity "
+            f"as job {job_id}: ambiguous history"
+        )
+    return sorted((r for r in records if r.job_id == job_id), key=lambda r: r.submit)
+
+
+def _task_state(allocation: State, code: int | None, has_marker: bool) -> State:
+    if has_marker:
+        return "SUCCEEDED" if code == 0 else "FAILED"
+    if allocation in ACTIVE or allocation in ("CANCELLED", "FAILED"):
+        return allocation
+    return "UNKNOWN"
+
+
+def attempt_evidence(
+    allocation_id: str,
+    job_id: str,
+    task_keys: Sequence[str],
+    queue_row: QueueRow | None,
+    records: Sequence[AccountingRecord],
+    markers: dict[int, int | None],
+) -> AttemptEvidence:
+    """One accepted attempt's state and its tasks' outcomes (see the module contract)."""
+    if queue_row is not None and queue_row.job_id != job_id:
+        raise ObservationError(f"squeue answered job {queue_row.job_id} for job {job_id}")
+    incarnations = _anchor(records, job_id)
+    latest = incarnations[-1] if incarnations else None
+    state: State
+    raw: str | None
+    if latest is None:
+        state, raw = "UNKNOWN", queue_row.raw_state if queue_row else None
+    elif queue_row is not None and queue_row.state in ACTIVE:
+        state, raw = queue_row.state, queue_row.raw_state
+    else:
+        state, raw = latest.state, latest.raw_state
+    tasks = tuple(
+        TaskOutcome(
+            key,
+            slot,
+            _task_state(state, markers.get(slot), slot in markers),
+            markers.get(slot),
+        )
+        for slot, key in enumerate(task_keys)
+    )
+    return AttemptEvidence(
+        allocation_id=allocation_id,
+        job_id=job_id,
+        state=state,
+        raw_state=raw,
+        exit_code=latest.exit_code if latest else None,
+        submit=latest.submit if latest else None,
+        start=latest.start if latest else None,
+        end=latest.end if latest else None,
+        incarnations=len(incarnations),
+        tasks=tasks,
+    )
+
+
+def adoptable(records: Sequence[AccountingRecord], window_start: str) -> str | None:
+    """The one job id of this identity submitted at or after ``window_start``, or None.
+
+    Several job ids are ambiguous: :class:`ObservationError` (nothing may be adopted).
+    """
+    ids = sorted({record.job_id for record in records if record.submit >= window_start})
+    if len(ids) > 1:
+        raise ObservationError(
+            f"accounting holds {len(ids)} jobs of this allocation identity ({', '.join(ids)}): "
+            "nothing is adopted"
+        )
+    return ids[0] if ids else None
