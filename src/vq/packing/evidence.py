@@ -5,11 +5,13 @@ one ``sacct --duplicates --name=vqp-<alloc>`` (its accounting records, already f
 to this identity by :func:`vq.packing.slurm_text.parse_sacct`) and one read of its slot
 markers. :func:`attempt_evidence` turns them into one state:
 
-* Accounting anchors the attempt: the records with the receipt's job id. A record of the
-  same identity under another job id is a second allocation of one attempt — ambiguous
-  history, so the view is aborted (:class:`~vq.packing.slurm_text.ObservationError`).
-  Requeues repeat the job id with a later submit time: the latest incarnation owns the
-  accounting evidence.
+* Accounting anchors the attempt: the records with the receipt's job id. Another job id
+  carrying the exact comment is a second allocation of one attempt — ambiguous history,
+  so the view is aborted (:class:`~vq.packing.slurm_text.ObservationError`). Another job
+  id with an empty comment (a site whose accounting stores no comments cannot tell a
+  same-name job apart) is listed as *unattributed* and never adopted. Requeues repeat
+  the job id with a later submit time: the latest incarnation owns the accounting
+  evidence.
 * Without an anchor the state is ``UNKNOWN``, even when ``squeue`` shows an active row
   (accounting may lag; the planner then asks for ``--allow-duplicate-risk``).
 * With an anchor, an active queue row is fresher than accounting and wins; otherwise the
@@ -20,8 +22,6 @@ by its marker's exit status; without a marker it shares the allocation's state, 
 that an allocation which ended without writing the marker says nothing about the task
 (``UNKNOWN``) unless it was cancelled or failed as a whole.
 
-:func:`adoptable` is reconciliation's rule: exactly one job id of this identity in the
-window, or nothing is adopted.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ __all__ = [
     "TERMINAL",
     "AttemptEvidence",
     "TaskOutcome",
-    "adoptable",
     "attempt_evidence",
     "parse_markers",
 ]
@@ -77,6 +76,7 @@ class AttemptEvidence:
     end: str | None
     incarnations: int
     tasks: tuple[TaskOutcome, ...]
+    unattributed: tuple[str, ...] = ()
 
 
 def parse_markers(text: str) -> dict[int, int | None]:
@@ -98,14 +98,19 @@ def parse_markers(text: str) -> dict[int, int | None]:
     return markers
 
 
-def _anchor(records: Sequence[AccountingRecord], job_id: str) -> list[AccountingRecord]:
-    others = sorted({record.job_id for record in records} - {job_id})
-    if others:
+def _anchor(
+    records: Sequence[AccountingRecord], job_id: str, allocation_id: str
+) -> tuple[list[AccountingRecord], list[str]]:
+    """(the receipt's incarnations by submit time, unattributed job ids)."""
+    exact = f"vq-pack:{allocation_id}"
+    duplicates = sorted({r.job_id for r in records if r.job_id != job_id and r.comment == exact})
+    if duplicates:
         raise ObservationError(
-            f"accounting holds another job ({others[0]}) of the same allocation identity "
-            f"as job {job_id}: ambiguous history"
+            f"accounting holds another job ({duplicates[0]}) of allocation {allocation_id} "
+            f"besides job {job_id}: ambiguous history"
         )
-    return sorted((r for r in records if r.job_id == job_id), key=lambda r: r.submit)
+    unattributed = sorted({r.job_id for r in records} - {job_id})
+    return sorted((r for r in records if r.job_id == job_id), key=lambda r: r.submit), unattributed
 
 
 def _task_state(allocation: State, code: int | None, has_marker: bool) -> State:
@@ -127,7 +132,7 @@ def attempt_evidence(
     """One accepted attempt's state and its tasks' outcomes (see the module contract)."""
     if queue_row is not None and queue_row.job_id != job_id:
         raise ObservationError(f"squeue answered job {queue_row.job_id} for job {job_id}")
-    incarnations = _anchor(records, job_id)
+    incarnations, unattributed = _anchor(records, job_id, allocation_id)
     latest = incarnations[-1] if incarnations else None
     state: State
     raw: str | None
@@ -157,18 +162,5 @@ def attempt_evidence(
         end=latest.end if latest else None,
         incarnations=len(incarnations),
         tasks=tasks,
+        unattributed=tuple(unattributed),
     )
-
-
-def adoptable(records: Sequence[AccountingRecord], window_start: str) -> str | None:
-    """The one job id of this identity submitted at or after ``window_start``, or None.
-
-    Several job ids are ambiguous: :class:`ObservationError` (nothing may be adopted).
-    """
-    ids = sorted({record.job_id for record in records if record.submit >= window_start})
-    if len(ids) > 1:
-        raise ObservationError(
-            f"accounting holds {len(ids)} jobs of this allocation identity ({', '.join(ids)}): "
-            "nothing is adopted"
-        )
-    return ids[0] if ids else None

@@ -27,6 +27,7 @@ __all__ = [
     "COMMAND_DEADLINE_S",
     "MAX_STREAM_BYTES",
     "AccountingRecord",
+    "ForeignJob",
     "ObservationError",
     "QueueRow",
     "Receipt",
@@ -90,6 +91,10 @@ _SQUEUE_FORMAT = "%i|%j|%k|%T"
 
 class ObservationError(ValueError):
     """Output vq cannot trust: a failed command, an overflow, a malformed row."""
+
+
+class ForeignJob(ObservationError):
+    """A queue row of this job id under another name or comment: not this allocation."""
 
 
 class SbatchRefused(ObservationError):
@@ -212,7 +217,7 @@ def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> Queue
         raise ObservationError("squeue: a malformed row")
     job, name, found_comment, raw = parts
     if name != job_name(allocation_id) or found_comment != comment(allocation_id):
-        raise ObservationError(f"squeue: job {job} is not allocation {allocation_id}")
+        raise ForeignJob(f"squeue: job {job} is not allocation {allocation_id}")
     return QueueRow(job, normalize_state(raw), raw)
 
 
@@ -246,6 +251,8 @@ class AccountingRecord:
     start: str
     end: str
     steps: dict[str, tuple[State, str]] = field(default_factory=dict)
+    #: the exact ``vq-pack:<alloc>`` comment, or "" where accounting stores none
+    comment: str = ""
 
 
 def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
@@ -281,7 +288,14 @@ def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
             continue
         foreign.discard(job)
         record = AccountingRecord(
-            job, normalize_state(raw_state), raw_state, exit_code, submit, start, end
+            job,
+            normalize_state(raw_state),
+            raw_state,
+            exit_code,
+            submit,
+            start,
+            end,
+            comment=found_comment,
         )
         current[job] = record
         records.append(record)

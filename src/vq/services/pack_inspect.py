@@ -164,6 +164,7 @@ class PackView:
                     "start": evidence.start if evidence else None,
                     "end": evidence.end if evidence else None,
                     "incarnations": evidence.incarnations if evidence else 0,
+                    "unattributed_jobs": list(evidence.unattributed) if evidence else [],
                 }
             )
         unresolved = any(a.outcome == "intent" for a in self.pack.attempts)

@@ -40,6 +40,7 @@ _MARKERS = (
     'if [ -f "$s/_vq/exit-code" ]; then printf "%s|%s\\n" "$s" '
     '"$(head -c 16 "$s/_vq/exit-code" | tr -dc 0-9-)"; fi; done'
 )
+_SUBMIT = 'mkdir -p -- "$1" "$2" || exit 96; shift 2; exec "$@"'
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
 
 
@@ -77,9 +78,12 @@ class PackRemote:
         result = self._run(slurm_text.sbatch_test_only_argv(), script)
         return slurm_text.parse_sbatch_test_only(result.rc, _text(result.stderr))
 
-    def submit(self, script: bytes) -> RunResult:
-        """``sbatch --parsable`` (the caller parses the receipt: its absence is ambiguous)."""
-        return self._run(slurm_text.submit_argv(), script)
+    def submit(self, script: bytes, log_root: str, work_root: str) -> RunResult:
+        """``sbatch --parsable`` in one remote command that first makes ``log_root`` and
+        ``work_root`` (Slurm opens the allocation's log before the script runs). The caller
+        parses the receipt: its absence is ambiguous."""
+        argv = ["sh", "-c", _SUBMIT, "sh", log_root, work_root, "sbatch", "--parsable"]
+        return self._run(slurm_text.bounded(argv), script)
 
     def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None:
         result = self._run(slurm_text.squeue_argv(job_id))

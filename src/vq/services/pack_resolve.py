@@ -1,8 +1,11 @@
 """Settling an attempt whose acceptance is unknown, and reading what an attempt left.
 
 * :func:`reconcile_attempt` (``vq pack reconcile NAME ALLOC``): one bounded ``sacct`` on the
-  intent's target; exactly one job of the allocation's identity in its window is adopted
-  as the receipt. None (exit 3) or several (exit 10) adopt nothing.
+  intent's target, then one single-job ``squeue`` per job it names; a job still queued or
+  running under another comment is someone else's and is dropped. Exactly one remaining
+  job of the allocation's identity in its window is adopted as the receipt. None (exit 3)
+  or several (exit 10) adopt nothing. Where accounting stores no comments, an ended
+  same-name job cannot be told apart: it counts, so two of them adopt nothing.
 * :func:`resolve_attempt` (``vq pack resolve``): an operator's word — accepted as job N
   (on cluster C), or not submitted. Only an attempt still awaiting its receipt can be
   resolved; an attempt is never both accepted and not submitted (exit 6).
@@ -15,13 +18,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vq.errors import Conflict, InvalidInput, NotFound
 from vq.packing.planner import digest
 from vq.packing.roster import Attempt, PackDocument, roster_digest
-from vq.packing.slurm_text import ObservationError
+from vq.packing.slurm_text import AccountingRecord, ForeignJob, ObservationError
 from vq.paths import StatePaths
 from vq.services.pack_inspect import PackView, observation_refused, window_start
 from vq.services.pack_remote import MAX_LOG_BYTES, PackRemote, RunnerFor
@@ -106,7 +110,18 @@ def reconcile_attempt(paths: StatePaths, name: str, alloc: str, runner_for: Runn
         records = remote.accounting(alloc, since)
     except ObservationError as exc:
         raise observation_refused(exc) from None
-    jobs = sorted({record.job_id for record in records if record.submit >= since})
+    exact = f"vq-pack:{alloc}"
+    jobs = []
+    for job in sorted({record.job_id for record in records if record.submit >= since}):
+        try:
+            row = remote.queue_row(job, alloc)
+        except ForeignJob:
+            continue  # active under another comment: someone else's job
+        except ObservationError as exc:
+            raise observation_refused(exc) from None
+        known = any(r.job_id == job and r.comment == exact for r in records)
+        if row is not None or known or _ours_without_comment(records, job):
+            jobs.append(job)
     if len(jobs) > 1:
         raise observation_refused(
             ObservationError(f"accounting holds {len(jobs)} jobs of allocation {alloc}")
@@ -118,6 +133,11 @@ def reconcile_attempt(paths: StatePaths, name: str, alloc: str, runner_for: Runn
             "if accounting lags, reconcile again shortly",
         )
     return _settle(paths, name, alloc, outcome="accepted", how="reconcile", job_id=jobs[0])
+
+
+def _ours_without_comment(records: Sequence[AccountingRecord], job: str) -> bool:
+    """An ended job whose accounting stores no comment: the name is all there is."""
+    return all(r.comment == "" for r in records if r.job_id == job)
 
 
 def resolve_attempt(

@@ -225,15 +225,6 @@ def _record_receipt(
     return next(a for a in pack.attempts if a.allocation_id == alloc)
 
 
-def _prepare_roots(remote: PackRemote, target: dict[str, Any]) -> None:
-    """Slurm opens the allocation's log before the script runs: its directory must exist."""
-    result = remote.runner.run(
-        ["mkdir", "-p", "--", str(target["log_root"]), str(target["work_root"])],
-        deadline_s=30,
-    )
-    result.check("mkdir")
-
-
 def submit_plan(
     paths: StatePaths, name: str, plan_path: Path, runner_for: RunnerFor, report: Report
 ) -> None:
@@ -241,8 +232,7 @@ def submit_plan(
     dict per allocation as it is accepted or found accepted."""
     plan = _plan_for(paths, name, plan_path)
     remote = _remote(plan, runner_for)
-    if plan.document["allocations"]:
-        _prepare_roots(remote, plan.document["profile"]["target"])
+    target = plan.document["profile"]["target"]
     for allocation in plan.document["allocations"]:
         alloc = allocation["allocation_id"]
         _refresh_retries(load_pack(paths, name), plan, allocation, remote)
@@ -251,7 +241,9 @@ def submit_plan(
             report({"allocation_id": alloc, "job_id": existing.job_id, "action": "already"})
             continue
         try:
-            result = remote.submit(plan.scripts[alloc])
+            result = remote.submit(
+                plan.scripts[alloc], str(target["log_root"]), str(target["work_root"])
+            )
         except TransportError as exc:
             raise _ambiguous(name, alloc, f"sbatch did not answer ({exc.message})") from None
         if result.rc != 0:
