@@ -12,8 +12,9 @@ characters, booleans where integers belong, zero or unlimited values, and confli
 settings (GPUs without ``gpu_gres``, ``gpu_gres`` without GPU capacity, a task asking for
 more than an allocation may hold).
 
-``host`` names a Slurm lane. Lanes are not configurable yet, so only the name's syntax is
-checked here; the submission path will resolve it.
+``host`` names a Slurm lane (a ``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``);
+only its syntax is checked here: the submission path resolves it
+(:func:`vq.services.pack_remote.lane_runner`).
 """
 
 from __future__ import annotations
