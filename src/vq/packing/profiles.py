@@ -19,6 +19,7 @@ only its syntax is checked here: the submission path resolves it
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -186,7 +187,12 @@ class Resources(BaseModel):
     @property
     def time_minutes(self) -> int:
         """The effective limit: rounded up to whole minutes once."""
-        return rounded_minutes(parse_time_limit(self.time_limit))
+        return _effective_minutes(self.time_limit)
+
+
+@functools.lru_cache(maxsize=256)
+def _effective_minutes(limit: str) -> int:
+    return rounded_minutes(parse_time_limit(limit))
 
 
 class PackingProfile(BaseModel):

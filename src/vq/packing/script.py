@@ -113,11 +113,21 @@ def _stdin_block(path: str, data: bytes) -> list[str]:
     return [f"base64 -d >{path} <<'{_STDIN_END}'", encoded, _STDIN_END]
 
 
-def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingProfile) -> bytes:
-    """The complete batch script (it embeds task arguments and stdin: not for plans)."""
+def render_script(
+    allocation_id: str,
+    tasks: Sequence[Task],
+    profile: PackingProfile,
+    directives: Sequence[str] | None = None,
+) -> bytes:
+    """The complete batch script (it embeds task arguments and stdin: not for plans).
+
+    ``directives`` are :func:`sbatch_args` of this allocation when the caller has them.
+    """
     work = f"{profile.target.work_root}/{allocation_id}"
+    if directives is None:
+        directives = sbatch_args(allocation_id, len(tasks), profile)
     lines = ["#!/bin/bash"]
-    lines += [f"#SBATCH {arg}" for arg in sbatch_args(allocation_id, len(tasks), profile)]
+    lines += [f"#SBATCH {arg}" for arg in directives]
     lines += [
         f"# vq packed allocation {allocation_id}: {len(tasks)} tasks. Generated; do not edit.",
         "set -u",
@@ -130,9 +140,13 @@ def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingPro
         lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
     head, launcher = _step_parts(profile)
     quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
+    # the slot options quoted once; the slot number (digits) joins the same shell word
+    chdir, output = _slot_options(allocation_id, 0, profile)
+    chdir_q = shlex.quote(chdir[: -len("0")])
+    output_q, output_tail = shlex.quote(output[: -len("0.out")]), ".out"
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
-        words = [quoted_head, shlex.join(_slot_options(allocation_id, slot, profile))]
+        words = [quoted_head, f"{chdir_q}{slot} {output_q}{slot}{output_tail}"]
         if launcher:
             words.append(quoted_launcher)
         words.append(shlex.join(task.args))
