@@ -248,9 +248,8 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
                 "sbatch_args": args,
                 # the directives without the allocation's identity (name, comment, log):
                 # one `sbatch --test-only` per distinct shape
-                "shape_sha256": shapes.get(tuple(args[:-3])) or shapes.setdefault(
-                    tuple(args[:-3]), digest(args[:-3])
-                ),
+                "shape_sha256": shapes.get(tuple(args[:-3]))
+                or shapes.setdefault(tuple(args[:-3]), digest(args[:-3])),
                 "script_sha256": hashlib.sha256(script).hexdigest(),
             }
         )
