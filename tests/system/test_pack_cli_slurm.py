@@ -341,3 +341,45 @@ def test_kill_before_sbatch_then_not_submitted_and_replanned(
     view = _inspect_until_quiescent(vq, "lost")
     assert view["tasks"][0]["state"] == "SUCCEEDED"
     assert _jobs_named(slurm_testbed, alloc) == []
+
+
+def test_append_while_executing(
+    vq: Vq,
+    tmp_path: Path,
+    slurm_testbed: SshTestbed,  # noqa: F811 - the fixture
+    remote_root: str,
+) -> None:
+    """An open pack grows while its first allocation runs: the old plan is stale, the new
+    one holds only the new task (the running ones are withheld), and after the seal only
+    the exact roster is accepted."""
+    _configure(vq, slurm_testbed, remote_root)
+    first = [("r1", ["sleep", "6"]), ("r2", ["sleep", "6"])]
+    vq.run("pack", "open", "grow", str(_tasks(tmp_path / "v1.jsonl", first)))
+    vq.run("pack", "plan", "grow", "--output", str(tmp_path / "v1.plan.json"))
+    vq.run("pack", "submit", "grow", str(tmp_path / "v1.plan.json"))
+
+    def running() -> bool:
+        view = vq.json("pack", "inspect", "grow")
+        return bool(view["attempts"][0]["state"] == "RUNNING")
+
+    wait_until(running, timeout=60, interval=1.0)
+    grown = _tasks(tmp_path / "v2.jsonl", [*first, ("n3", ["true"])])
+    assert vq.json("pack", "open", "grow", str(grown))["action"] == "appended"
+    stale = vq.run("pack", "submit", "grow", str(tmp_path / "v1.plan.json"), check=False)
+    assert stale.returncode == 6 and "stale" in stale.stderr and "hint:" in stale.stderr
+    plan = vq.json("pack", "plan", "grow", "--output", str(tmp_path / "v2.plan.json"))
+    assert plan["selection"]["selected"] == ["n3"]
+    assert {w["key"]: w["reason"].split(":")[0] for w in plan["selection"]["withheld"]} == {
+        "r1": "active",
+        "r2": "active",
+    }
+    vq.run("pack", "submit", "grow", str(tmp_path / "v2.plan.json"))
+    vq.run("pack", "seal", "grow")
+    view = _inspect_until_quiescent(vq, "grow")
+    assert [t["state"] for t in view["tasks"]] == ["SUCCEEDED"] * 3
+    assert view["results_ready"] is True
+    suffix = _tasks(tmp_path / "suffix.jsonl", [("n4", ["true"])])
+    assert vq.run("pack", "open", "grow", str(suffix), check=False).returncode == 6
+    more = _tasks(tmp_path / "v3.jsonl", [*first, ("n3", ["true"]), ("n4", ["true"])])
+    refused = vq.run("pack", "open", "grow", str(more), check=False)
+    assert refused.returncode == 6 and "sealed" in refused.stderr

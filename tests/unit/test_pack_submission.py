@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.packing_support import profile
-from vq.errors import CommandTimeout, OutcomeUnknown, ProtocolError
+from vq.errors import CommandTimeout, Conflict, OutcomeUnknown, ProtocolError
 from vq.packing.roster import Task
 from vq.paths import StatePaths
 from vq.services.pack_inspect import inspect_pack
@@ -202,3 +202,32 @@ def test_no_accounting_anchor_is_unknown_even_with_a_queue_row(
     )
     view = inspect_pack(paths, "p", lambda name: host).as_dict()
     assert view["attempts"][0]["state"] == "UNKNOWN" and view["quiescent"] is False
+
+
+def test_an_append_during_submission_stops_the_remaining_allocations(
+    paths: StatePaths, tmp_path: Path
+) -> None:
+    plan = _plan(paths, tmp_path)
+
+    def sbatch_then_append(argv: list[str], stdin: bytes | None) -> RunResult:
+        open_pack(paths, "p", [*TASKS, Task("d", ("true",))])  # revision 2, mid-run
+        return RunResult(0, b"500\n", b"", "login")
+
+    host = ScriptedHost({"sbatch": sbatch_then_append})
+    with pytest.raises(Conflict, match="revision 2"):
+        submit_plan(paths, "p", plan, lambda name: host, lambda item: None)
+    assert [(a["outcome"], a["job_id"]) for a in _attempts(paths)] == [("accepted", "500")]
+    assert len(host.calls) == 1
+
+
+def test_settling_twice_is_refused(paths: StatePaths, tmp_path: Path) -> None:
+    alloc = _accepted(paths, tmp_path)
+    for kwargs in ({"not_submitted": True}, {"job_id": "78"}):
+        with pytest.raises(Conflict, match="already accepted"):
+            resolve_attempt(
+                paths,
+                "p",
+                alloc,
+                **{"job_id": None, "cluster": None, "not_submitted": False, **kwargs},
+            )
+    assert _attempts(paths)[0]["job_id"] == "77"
