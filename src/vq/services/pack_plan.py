@@ -151,7 +151,10 @@ def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
         with open(plan_path, "rb") as handle:
             data = handle.read(MAX_PLAN_BYTES + 1)
     except FileNotFoundError:
-        raise NotFound(f"{plan_path} does not exist") from None
+        raise NotFound(
+            f"{plan_path} does not exist",
+            hint="make one with `vq pack plan NAME --output PLAN.json`",
+        ) from None
     refused = InvalidInput(
         f"{plan_path} is not a plan vq made, or it was edited",
         hint="make a new plan with `vq pack plan NAME --output NEW.json`",
