@@ -231,3 +231,28 @@ def test_settling_twice_is_refused(paths: StatePaths, tmp_path: Path) -> None:
                 **{"job_id": None, "cluster": None, "not_submitted": False, **kwargs},
             )
     assert _attempts(paths)[0]["job_id"] == "77"
+
+
+def test_a_slot_without_marker_is_judged_by_its_own_step_row(
+    paths: StatePaths, tmp_path: Path
+) -> None:
+    alloc = _accepted(paths, tmp_path)
+    times = "2026-12-03T10:00:00|2026-12-03T10:00:01|2026-12-03T10:00:09"
+    steps = [
+        f"77.0|vqp-{alloc}-2|vq-pack:{alloc}|CANCELLED by 0|0:15|{times}",
+        f"77.1|vqp-{alloc}-1|vq-pack:{alloc}|COMPLETED|0:0|{times}",
+        f"77.2|vqp-{alloc}-0|vq-pack:{alloc}|COMPLETED|0:0|{times}",
+    ]
+    host = ScriptedHost(
+        {
+            "squeue": ok(""),
+            "sacct": ok("\n".join([_row(alloc, state="COMPLETED"), *steps]) + "\n"),
+            "markers": ok("0|0\n"),  # only slot 0 wrote its marker
+        }
+    )
+    view = inspect_pack(paths, "p", lambda name: host).as_dict()
+    assert [(t["state"], t["exit_code"]) for t in view["tasks"]] == [
+        ("SUCCEEDED", 0),
+        ("FAILED", 0),  # the step ended but never wrote the marker: not a success
+        ("CANCELLED", 0),
+    ]

@@ -18,9 +18,11 @@ markers. :func:`attempt_evidence` turns them into one state:
   latest incarnation's state stands.
 
 Each task of an attempt (slot = its position in the attempt) is ``SUCCEEDED`` or ``FAILED``
-by its marker's exit status; without a marker it shares the allocation's state, except
-that an allocation which ended without writing the marker says nothing about the task
-(``UNKNOWN``) unless it was cancelled or failed as a whole.
+by its marker's exit status. Without a marker, in an allocation that ended, the slot's
+own step row (named ``vqp-<alloc>-<slot>``) decides: a step that ended without writing the
+marker did not succeed, so ``COMPLETED`` still counts as ``FAILED``, and ``CANCELLED`` or
+``FAILED`` stand with the step's exit status. With neither, the task shares a queued,
+running, failed or cancelled allocation's state, and is ``UNKNOWN`` otherwise.
 
 """
 
@@ -121,6 +123,39 @@ def _task_state(allocation: State, code: int | None, has_marker: bool) -> State:
     return "UNKNOWN"
 
 
+def _slot_steps(
+    record: AccountingRecord | None, allocation_id: str
+) -> dict[int, tuple[State, int | None]]:
+    """Each slot's latest named step row: (state, exit status) — the evidence when the
+    slot's marker is missing (a step killed, out of memory, cancelled)."""
+    found: dict[int, tuple[State, int | None]] = {}
+    if record is None:
+        return found
+    prefix = f"vqp-{allocation_id}-"
+    for step, name in record.step_names.items():
+        if not name.startswith(prefix) or not name[len(prefix) :].isdigit():
+            continue
+        state, exit_code = record.steps[step]
+        code = exit_code.partition(":")[0]
+        found[int(name[len(prefix) :])] = (state, int(code) if code.isdigit() else None)
+    return found
+
+
+def _task(
+    key: str,
+    slot: int,
+    allocation: State,
+    markers: dict[int, int | None],
+    steps: dict[int, tuple[State, int | None]],
+) -> TaskOutcome:
+    if slot in markers:
+        return TaskOutcome(key, slot, _task_state(allocation, markers[slot], True), markers[slot])
+    if slot in steps and steps[slot][0] in TERMINAL and allocation not in ACTIVE:
+        state, code = steps[slot]
+        return TaskOutcome(key, slot, "FAILED" if state == "SUCCEEDED" else state, code)
+    return TaskOutcome(key, slot, _task_state(allocation, None, False), None)
+
+
 def attempt_evidence(
     allocation_id: str,
     job_id: str,
@@ -142,15 +177,8 @@ def attempt_evidence(
         state, raw = queue_row.state, queue_row.raw_state
     else:
         state, raw = latest.state, latest.raw_state
-    tasks = tuple(
-        TaskOutcome(
-            key,
-            slot,
-            _task_state(state, markers.get(slot), slot in markers),
-            markers.get(slot),
-        )
-        for slot, key in enumerate(task_keys)
-    )
+    steps = _slot_steps(latest, allocation_id)
+    tasks = tuple(_task(key, slot, state, markers, steps) for slot, key in enumerate(task_keys))
     return AttemptEvidence(
         allocation_id=allocation_id,
         job_id=job_id,

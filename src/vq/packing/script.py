@@ -8,7 +8,7 @@ qos and constraint, ``--job-name=vqp-<alloc> --comment=vq-pack:<alloc>`` and
 Per task (slot 0..n-1) one background step::
 
     srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=C --mem=<M>M
-         [--gres=<gres>:<G>] --chdir=<work_root>/<alloc>/<slot>
+         [--gres=<gres>:<G>] --job-name=vqp-<alloc>-<slot> --chdir=<work_root>/<alloc>/<slot>
          --output=<log_root>/<alloc>-%j-<slot>.out  ARGS...  < <slot>/_vq/stdin
 
 whose exit status becomes the marker ``<work_root>/<alloc>/<slot>/_vq/exit-code`` (written
@@ -28,13 +28,18 @@ from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Task
 from vq.packing.timelimit import format_minutes
 
-__all__ = ["job_name", "render_script", "sbatch_args", "step_argv"]
+__all__ = ["job_name", "render_script", "sbatch_args", "step_argv", "step_name"]
 
 _STDIN_END = "VQ_STDIN_END"
 
 
 def job_name(allocation_id: str) -> str:
     return f"vqp-{allocation_id}"
+
+
+def step_name(allocation_id: str, slot: int) -> str:
+    """The step of one slot: accounting's step rows carry it, so they map to slots."""
+    return f"vqp-{allocation_id}-{slot}"
 
 
 def comment(allocation_id: str) -> str:
@@ -78,6 +83,7 @@ def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile
 def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
     target = profile.target
     return [
+        f"--job-name={step_name(allocation_id, slot)}",
         f"--chdir={target.work_root}/{allocation_id}/{slot}",
         f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
     ]
@@ -141,12 +147,13 @@ def render_script(
     head, launcher = _step_parts(profile)
     quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
     # the slot options quoted once; the slot number (digits) joins the same shell word
-    chdir, output = _slot_options(allocation_id, 0, profile)
+    name, chdir, output = _slot_options(allocation_id, 0, profile)
+    name_q = name[: -len("0")]  # vqp-<16 hex>-: nothing to quote
     chdir_q = shlex.quote(chdir[: -len("0")])
     output_q, output_tail = shlex.quote(output[: -len("0.out")]), ".out"
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
-        words = [quoted_head, f"{chdir_q}{slot} {output_q}{slot}{output_tail}"]
+        words = [quoted_head, f"{name_q}{slot} {chdir_q}{slot} {output_q}{slot}{output_tail}"]
         if launcher:
             words.append(quoted_launcher)
         words.append(shlex.join(task.args))

@@ -253,6 +253,8 @@ class AccountingRecord:
     steps: dict[str, tuple[State, str]] = field(default_factory=dict)
     #: the exact ``vq-pack:<alloc>`` comment, or "" where accounting stores none
     comment: str = ""
+    #: step id → the step's name (``vqp-<alloc>-<slot>`` for a slot's step)
+    step_names: dict[str, str] = field(default_factory=dict)
 
 
 def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
@@ -281,6 +283,7 @@ def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
             if job not in current:
                 raise ObservationError(f"sacct: step {raw_id} before its job row")
             current[job].steps[step] = (normalize_state(raw_state), exit_code)
+            current[job].step_names[step] = name
             continue
         if name != job_name(allocation_id) or found_comment not in ("", comment(allocation_id)):
             foreign.add(job)  # the same name under another comment: someone else's job
