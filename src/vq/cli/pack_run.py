@@ -172,10 +172,13 @@ def record(name: str, as_json: bool) -> None:
 
 
 def _escape(data: bytes) -> str:
-    """Control bytes (but newline and tab) and invalid UTF-8 as visible escapes."""
+    """Control bytes (C0, DEL and C1, but newline and tab) and invalid UTF-8 as visible
+    escapes."""
     text = data.decode("utf-8", errors="backslashreplace")
     return "".join(
-        ch if ch in "\n\t" or (ord(ch) >= 0x20 and ord(ch) != 0x7F) else f"\\x{ord(ch):02x}"
+        ch
+        if ch in "\n\t" or not (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F)
+        else f"\\x{ord(ch):02x}"
         for ch in text
     )
 

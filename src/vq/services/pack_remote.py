@@ -78,12 +78,18 @@ class PackRemote:
         result = self._run(slurm_text.sbatch_test_only_argv(), script)
         return slurm_text.parse_sbatch_test_only(result.rc, _text(result.stderr))
 
-    def submit(self, script: bytes, log_root: str, work_root: str) -> RunResult:
-        """``sbatch --parsable`` in one remote command that first makes ``log_root`` and
-        ``work_root`` (Slurm opens the allocation's log before the script runs). The caller
-        parses the receipt: its absence is ambiguous."""
+    @staticmethod
+    def submit_command(log_root: str, work_root: str) -> list[str]:
+        """One remote command that makes ``log_root`` and ``work_root`` (Slurm opens the
+        allocation's log before the script runs), then runs ``sbatch --parsable``.
+        Built before the intent is recorded: a refusal here sends nothing."""
         argv = ["sh", "-c", _SUBMIT, "sh", log_root, work_root, "sbatch", "--parsable"]
-        return self._run(slurm_text.bounded(argv), script)
+        return slurm_text.bounded(argv)
+
+    def submit(self, command: list[str], script: bytes) -> RunResult:
+        """Run :meth:`submit_command` with the script on stdin. The caller parses the
+        receipt: its absence is ambiguous."""
+        return self._run(command, script)
 
     def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None:
         result = self._run(slurm_text.squeue_argv(job_id))
@@ -109,7 +115,7 @@ class PackRemote:
         result = self.runner.run(
             slurm_text.bounded(["sh", "-c", _TAIL, "sh", path, str(count)]),
             deadline_s=COMMAND_DEADLINE_S,
-            max_output_bytes=max(count, 1),
+            max_output_bytes=max(count, 64 * 1024),  # tail never prints more than count
         )
         if result.rc == 3:
             return None

@@ -233,6 +233,10 @@ def submit_plan(
     plan = _plan_for(paths, name, plan_path)
     remote = _remote(plan, runner_for)
     target = plan.document["profile"]["target"]
+    try:
+        command = remote.submit_command(str(target["log_root"]), str(target["work_root"]))
+    except ObservationError as exc:
+        raise observation_refused(exc) from None
     for allocation in plan.document["allocations"]:
         alloc = allocation["allocation_id"]
         _refresh_retries(load_pack(paths, name), plan, allocation, remote)
@@ -241,9 +245,7 @@ def submit_plan(
             report({"allocation_id": alloc, "job_id": existing.job_id, "action": "already"})
             continue
         try:
-            result = remote.submit(
-                plan.scripts[alloc], str(target["log_root"]), str(target["work_root"])
-            )
+            result = remote.submit(command, plan.scripts[alloc])
         except TransportError as exc:
             raise _ambiguous(name, alloc, f"sbatch did not answer ({exc.message})") from None
         if result.rc != 0:
