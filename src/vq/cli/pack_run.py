@@ -76,6 +76,8 @@ def submit(name: str, plan_path: Path, as_json: bool) -> None:
             click.echo(f"allocation {item['allocation_id']}: {verb} as job {item['job_id']}")
 
     submit_plan(paths(), name, plan_path, _runner_for(), report)
+    if not receipts and not as_json:
+        click.echo(f"{plan_path} has no allocations: nothing to submit")
     if as_json:
         echo_json({"name": name, "allocations": receipts})
 
