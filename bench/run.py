@@ -33,6 +33,7 @@ import bench_fleet
 import bench_floors
 import bench_idle
 import bench_list
+import bench_pack
 import bench_publish
 import bench_remote
 import bench_scale
@@ -63,6 +64,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(o) SSH round trip, multiplexed vs fresh", bench_ssh.run),
     ("(p) campaign artifact hashing", bench_campaign.run),
     ("(q) publish", bench_publish.run),
+    ("(v)–(x) packed Slurm sweeps", bench_pack.run),
     ("(t) swarm: 2,000-element array, --max-parallel 2", bench_swarm.run),
     ("(u) 100k specs: start, submit, list, status, RSS, idle CPU", bench_scale.run),
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),

@@ -166,6 +166,10 @@ def test_one_packed_allocation_on_real_slurm(
         # Step numbers follow start order, not slots: the slot markers own the mapping.
         codes = sorted(rows[f"{job_id}.{step}"].split("|")[2] for step in (0, 1))
         assert codes == ["0:0", "3:0"]
+        # each step carries its slot's name: accounting maps steps to slots by it
+        by_name = {rows[f"{job_id}.{s}"].split("|")[1]: rows[f"{job_id}.{s}"] for s in (0, 1)}
+        assert by_name[f"vqp-{alloc}-1"].split("|")[2] == "3:0"
+        assert by_name[f"vqp-{alloc}-0"].split("|")[2] == "0:0"
         assert "FAILED" in rows[job_id]  # the script exits 1 when a slot failed
         comment = _slurm(runner, "sacct", "-j", job_id, "-n", "-X", "-P", "--format=Comment")
         assert comment.strip() in ("", f"vq-pack:{alloc}")

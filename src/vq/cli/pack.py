@@ -1,9 +1,10 @@
 """``vq pack``: packed Slurm sweeps — rosters (open, seal, show) and plans. See docs/packing.md.
 
 Thin commands: parse → :mod:`vq.services.pack_roster` / :mod:`vq.services.pack_plan` →
-render. Exit codes: 3 a missing pack or file; 4 a refused task file or plan input; 6 a
-roster change that is not an exact append, a stale plan, or an existing output path;
-7 a damaged pack file; 9 a refused profile.
+render; the Slurm verbs live in :mod:`vq.cli.pack_run`. A pack with accepted attempts is
+planned on an inspected view (the scheduler is asked). Exit codes: 3 a missing pack or
+file; 4 a refused task file or plan input; 6 a roster change that is not an exact append,
+a stale plan, or an existing output path; 7 a damaged pack file; 9 a refused profile.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from vq.cli import pack_run
 from vq.cli.output import echo_json
 
 __all__ = ["pack"]
@@ -20,6 +22,18 @@ __all__ = ["pack"]
 @click.group()
 def pack() -> None:
     """Packed Slurm sweeps: many tasks per single-node allocation."""
+
+
+for _command in (
+    pack_run.validate,
+    pack_run.submit,
+    pack_run.inspect,
+    pack_run.reconcile,
+    pack_run.resolve,
+    pack_run.record,
+    pack_run.log,
+):
+    pack.add_command(_command)
 
 
 @pack.command("open")
@@ -148,8 +162,13 @@ def plan(
     from vq.cli.output import warn
     from vq.config import load_settings, packing_profiles
     from vq.errors import ConfigError
+    from vq.packing.planner import View
     from vq.packing.profiles import ProfileError, select_profile
+    from vq.packing.roster import PackDocument
+    from vq.services.pack_inspect import inspect_pack
     from vq.services.pack_plan import make_plan, write_plan
+    from vq.services.pack_remote import lane_runner
+    from vq.services.pack_roster import load_pack
 
     settings = load_settings()
     try:
@@ -159,10 +178,16 @@ def plan(
             f"{'.'.join(exc.loc)}: {exc.reason}",
             hint="define [packing.NAME.target] and [packing.NAME.resources] (docs/packing.md)",
         ) from None
+
+    def observe(pack: PackDocument) -> View:
+        return inspect_pack(paths(), name, lane_runner(settings)).planner_view()
+
+    accepted = any(a.outcome == "accepted" for a in load_pack(paths(), name).attempts)
     made = make_plan(
         paths(),
         name,
         profile,
+        observe=observe if accepted else None,
         tasks_per_allocation=tasks_per_allocation,
         retry=frozenset(retry),
         allow_duplicate_risk=frozenset(allow_duplicate_risk),

@@ -39,6 +39,7 @@ __all__ = [
     "TaskView",
     "View",
     "capacity",
+    "digest",
     "group_sizes",
     "plan_bytes",
     "plan_document",
@@ -131,9 +132,17 @@ def _select(inputs: PlanInputs) -> tuple[list[Task], list[dict[str, str]], list[
     selected: list[Task] = []
     withheld: list[dict[str, str]] = []
     skipped: list[str] = []
+    views = inputs.view.tasks
     for task in inputs.roster:
-        view = inputs.view.tasks.get(task.key) or TaskView(task.key)
-        attempts = by_task.get(task.key, [])
+        view = views.get(task.key)
+        attempts = by_task.get(task.key)
+        if not attempts:  # the common case: never submitted
+            if view is not None and view.result == "valid":
+                skipped.append(task.key)
+            else:
+                selected.append(task)
+            continue
+        view = view or TaskView(task.key)
         accepted = [a for a in attempts if a.outcome == "accepted"]
         states = [view.scheduler.get(a.allocation_id) or "UNKNOWN" for a in accepted]
         if view.result == "valid":
@@ -176,14 +185,15 @@ def _check_choices(inputs: PlanInputs) -> None:
         raise PlanRefused("the view belongs to another revision of the pack")
 
 
-def _digest(payload: Any) -> str:
+def digest(payload: Any) -> str:
+    """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no spaces)."""
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def allocation_id(inputs: PlanInputs, keys: Sequence[str]) -> str:
     """16 hex digits derived from the pack's random identity and the group."""
-    return _digest([inputs.pack_id, inputs.revision, len(inputs.attempts), list(keys)])[:16]
+    return digest([inputs.pack_id, inputs.revision, len(inputs.attempts), list(keys)])[:16]
 
 
 def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -211,19 +221,20 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
     res = profile.resources
     allocations: list[dict[str, Any]] = []
     scripts: dict[str, bytes] = {}
+    shapes: dict[tuple[str, ...], str] = {}  # one digest per distinct shape
     start = 0
     for size in sizes:
         group = selected[start : start + size]
         start += size
         keys = [task.key for task in group]
         alloc = allocation_id(inputs, keys)
-        script = render_script(alloc, group, profile)
+        args = sbatch_args(alloc, size, profile)
+        script = render_script(alloc, group, profile, args)
         if len(script) > profile.target.max_script_bytes:
             raise PlanRefused(
                 f"the script of allocation {alloc} is {len(script)} bytes, over the "
                 f"profile's max_script_bytes ({profile.target.max_script_bytes})"
             )
-        args = sbatch_args(alloc, size, profile)
         scripts[alloc] = script
         allocations.append(
             {
@@ -237,7 +248,8 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
                 "sbatch_args": args,
                 # the directives without the allocation's identity (name, comment, log):
                 # one `sbatch --test-only` per distinct shape
-                "shape_sha256": _digest(args[:-3]),
+                "shape_sha256": shapes.get(tuple(args[:-3]))
+                or shapes.setdefault(tuple(args[:-3]), digest(args[:-3])),
                 "script_sha256": hashlib.sha256(script).hexdigest(),
             }
         )
@@ -255,8 +267,8 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             "label": profile.name,
             "target": target,
             "resources": resources,
-            "target_sha256": _digest(target),
-            "resources_sha256": _digest(resources),
+            "target_sha256": digest(target),
+            "resources_sha256": digest(resources),
             "effective_time": format_minutes(res.time_minutes),
             "capacity": feasible,
         },
@@ -278,7 +290,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             "gpus": sum(a["gpus"] for a in allocations),
         },
     }
-    body["plan_sha256"] = _digest(body)
+    body["plan_sha256"] = digest(body)
     return body, scripts
 
 

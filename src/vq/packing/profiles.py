@@ -12,12 +12,14 @@ characters, booleans where integers belong, zero or unlimited values, and confli
 settings (GPUs without ``gpu_gres``, ``gpu_gres`` without GPU capacity, a task asking for
 more than an allocation may hold).
 
-``host`` names a Slurm lane. Lanes are not configurable yet, so only the name's syntax is
-checked here; the submission path will resolve it.
+``host`` names a Slurm lane (a ``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``);
+only its syntax is checked here: the submission path resolves it
+(:func:`vq.services.pack_remote.lane_runner`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -185,7 +187,12 @@ class Resources(BaseModel):
     @property
     def time_minutes(self) -> int:
         """The effective limit: rounded up to whole minutes once."""
-        return rounded_minutes(parse_time_limit(self.time_limit))
+        return _effective_minutes(self.time_limit)
+
+
+@functools.lru_cache(maxsize=256)
+def _effective_minutes(limit: str) -> int:
+    return rounded_minutes(parse_time_limit(limit))
 
 
 class PackingProfile(BaseModel):

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_TASKS",
     "PACK_SCHEMA",
     "Attempt",
+    "AttemptIntent",
     "PackDocument",
     "RosterRefused",
     "StoredTask",
@@ -217,13 +218,43 @@ class StoredTask(BaseModel):
         return Task(self.key, tuple(self.args), stdin)
 
 
+class AttemptIntent(BaseModel):
+    """What was about to be sent, recorded before ``sbatch`` (no task arguments or stdin).
+
+    The route (the profile's label, its resolved ``target`` and ``resources`` and their
+    digests), the allocation's shape and totals, the plan's and script's digests, the
+    exact ``sbatch`` command, the retry and duplicate-risk choices, and when.
+    """
+
+    model_config = _DOC
+
+    recorded_at: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")]
+    profile: str
+    target: dict[str, Any]
+    resources: dict[str, Any]
+    target_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    resources_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    cpus: int = Field(ge=1)
+    memory_mib: int = Field(ge=1)
+    gpus: int = Field(ge=0)
+    time: str
+    sbatch_command: list[str]
+    plan_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    shape_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    script_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    retry: list[str] = Field(default_factory=list)
+    allow_duplicate_risk: list[str] = Field(default_factory=list)
+
+
 class Attempt(BaseModel):
     """One allocation's submission record (written by the submission path).
 
     ``outcome``: ``intent`` (recorded before ``sbatch``; with no receipt it is ambiguous),
     ``accepted`` (the receipt: ``job_id``, ``cluster``) or ``not_submitted`` (resolved by
     an operator). ``revision`` is the pack revision of the outcome. One tagged outcome: an
-    attempt can never be both accepted and not submitted.
+    attempt can never be both accepted and not submitted. ``how`` says how the outcome was
+    reached: ``sbatch`` (its own receipt), ``reconcile`` (one exact identity adopted from
+    accounting) or ``resolve`` (an operator's word).
     """
 
     model_config = _DOC
@@ -234,6 +265,9 @@ class Attempt(BaseModel):
     revision: int = Field(ge=1)
     job_id: str | None = None
     cluster: str | None = None
+    intent: AttemptIntent | None = None
+    how: Literal["sbatch", "reconcile", "resolve"] | None = None
+    decided_at: str | None = None
 
     @model_validator(mode="after")
     def _receipt_matches_outcome(self) -> Attempt:

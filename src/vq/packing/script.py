@@ -8,7 +8,7 @@ qos and constraint, ``--job-name=vqp-<alloc> --comment=vq-pack:<alloc>`` and
 Per task (slot 0..n-1) one background step::
 
     srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=C --mem=<M>M
-         [--gres=<gres>:<G>] --chdir=<work_root>/<alloc>/<slot>
+         [--gres=<gres>:<G>] --job-name=vqp-<alloc>-<slot> --chdir=<work_root>/<alloc>/<slot>
          --output=<log_root>/<alloc>-%j-<slot>.out  ARGS...  < <slot>/_vq/stdin
 
 whose exit status becomes the marker ``<work_root>/<alloc>/<slot>/_vq/exit-code`` (written
@@ -28,13 +28,18 @@ from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Task
 from vq.packing.timelimit import format_minutes
 
-__all__ = ["job_name", "render_script", "sbatch_args", "step_argv"]
+__all__ = ["job_name", "render_script", "sbatch_args", "step_argv", "step_name"]
 
 _STDIN_END = "VQ_STDIN_END"
 
 
 def job_name(allocation_id: str) -> str:
     return f"vqp-{allocation_id}"
+
+
+def step_name(allocation_id: str, slot: int) -> str:
+    """The step of one slot: accounting's step rows carry it, so they map to slots."""
+    return f"vqp-{allocation_id}-{slot}"
 
 
 def comment(allocation_id: str) -> str:
@@ -78,6 +83,7 @@ def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile
 def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
     target = profile.target
     return [
+        f"--job-name={step_name(allocation_id, slot)}",
         f"--chdir={target.work_root}/{allocation_id}/{slot}",
         f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
     ]
@@ -113,11 +119,21 @@ def _stdin_block(path: str, data: bytes) -> list[str]:
     return [f"base64 -d >{path} <<'{_STDIN_END}'", encoded, _STDIN_END]
 
 
-def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingProfile) -> bytes:
-    """The complete batch script (it embeds task arguments and stdin: not for plans)."""
+def render_script(
+    allocation_id: str,
+    tasks: Sequence[Task],
+    profile: PackingProfile,
+    directives: Sequence[str] | None = None,
+) -> bytes:
+    """The complete batch script (it embeds task arguments and stdin: not for plans).
+
+    ``directives`` are :func:`sbatch_args` of this allocation when the caller has them.
+    """
     work = f"{profile.target.work_root}/{allocation_id}"
+    if directives is None:
+        directives = sbatch_args(allocation_id, len(tasks), profile)
     lines = ["#!/bin/bash"]
-    lines += [f"#SBATCH {arg}" for arg in sbatch_args(allocation_id, len(tasks), profile)]
+    lines += [f"#SBATCH {arg}" for arg in directives]
     lines += [
         f"# vq packed allocation {allocation_id}: {len(tasks)} tasks. Generated; do not edit.",
         "set -u",
@@ -130,9 +146,14 @@ def render_script(allocation_id: str, tasks: Sequence[Task], profile: PackingPro
         lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
     head, launcher = _step_parts(profile)
     quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
+    # the slot options quoted once; the slot number (digits) joins the same shell word
+    name, chdir, output = _slot_options(allocation_id, 0, profile)
+    name_q = name[: -len("0")]  # vqp-<16 hex>-: nothing to quote
+    chdir_q = shlex.quote(chdir[: -len("0")])
+    output_q, output_tail = shlex.quote(output[: -len("0.out")]), ".out"
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
-        words = [quoted_head, shlex.join(_slot_options(allocation_id, slot, profile))]
+        words = [quoted_head, f"{name_q}{slot} {chdir_q}{slot} {output_q}{slot}{output_tail}"]
         if launcher:
             words.append(quoted_launcher)
         words.append(shlex.join(task.args))

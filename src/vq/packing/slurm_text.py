@@ -27,9 +27,11 @@ __all__ = [
     "COMMAND_DEADLINE_S",
     "MAX_STREAM_BYTES",
     "AccountingRecord",
+    "ForeignJob",
     "ObservationError",
     "QueueRow",
     "Receipt",
+    "SbatchRefused",
     "SbatchTestOnlyAnswer",
     "bounded",
     "normalize_state",
@@ -89,6 +91,14 @@ _SQUEUE_FORMAT = "%i|%j|%k|%T"
 
 class ObservationError(ValueError):
     """Output vq cannot trust: a failed command, an overflow, a malformed row."""
+
+
+class ForeignJob(ObservationError):
+    """A queue row of this job id under another name or comment: not this allocation."""
+
+
+class SbatchRefused(ObservationError):
+    """``sbatch --test-only`` answered that the controller would not run the script."""
 
 
 def bounded(argv: Sequence[str]) -> list[str]:
@@ -154,7 +164,7 @@ def parse_sbatch_test_only(rc: int, stderr: str) -> SbatchTestOnlyAnswer:
                 return SbatchTestOnlyAnswer(job, start, int(procs), nodes, part)
         raise ObservationError("sbatch --test-only: no answer line in its output")
     why = lines[-1].strip() if lines else f"exit status {rc}"
-    raise ObservationError(f"sbatch --test-only refused the allocation: {why}")
+    raise SbatchRefused(f"sbatch --test-only refused the allocation: {why}")
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,7 @@ def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> Queue
         raise ObservationError("squeue: a malformed row")
     job, name, found_comment, raw = parts
     if name != job_name(allocation_id) or found_comment != comment(allocation_id):
-        raise ObservationError(f"squeue: job {job} is not allocation {allocation_id}")
+        raise ForeignJob(f"squeue: job {job} is not allocation {allocation_id}")
     return QueueRow(job, normalize_state(raw), raw)
 
 
@@ -241,6 +251,10 @@ class AccountingRecord:
     start: str
     end: str
     steps: dict[str, tuple[State, str]] = field(default_factory=dict)
+    #: the exact ``vq-pack:<alloc>`` comment, or "" where accounting stores none
+    comment: str = ""
+    #: step id → the step's name (``vqp-<alloc>-<slot>`` for a slot's step)
+    step_names: dict[str, str] = field(default_factory=dict)
 
 
 def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
@@ -269,6 +283,7 @@ def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
             if job not in current:
                 raise ObservationError(f"sacct: step {raw_id} before its job row")
             current[job].steps[step] = (normalize_state(raw_state), exit_code)
+            current[job].step_names[step] = name
             continue
         if name != job_name(allocation_id) or found_comment not in ("", comment(allocation_id)):
             foreign.add(job)  # the same name under another comment: someone else's job
@@ -276,7 +291,14 @@ def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
             continue
         foreign.discard(job)
         record = AccountingRecord(
-            job, normalize_state(raw_state), raw_state, exit_code, submit, start, end
+            job,
+            normalize_state(raw_state),
+            raw_state,
+            exit_code,
+            submit,
+            start,
+            end,
+            comment=found_comment,
         )
         current[job] = record
         records.append(record)

@@ -7,23 +7,34 @@ existing path). :func:`load_plan` regenerates the plan from the pack file and th
 own frozen inputs and requires identical bytes; a pack that moved to another revision
 makes the plan stale.
 
-Until scheduler inspection exists, every view is scheduler-unobserved and result-unobserved:
-tasks never accepted are selected; accepted ones follow the planner's retry rules.
+The view comes from ``observe`` (the CLI passes scheduler inspection when the pack has
+accepted attempts, :mod:`vq.services.pack_inspect`); without it every task is unobserved.
+A plan records how many attempts the pack had; reloading regenerates it against that
+prefix of the (append-only) attempt list, so submitting some of its allocations does not
+make the rest unreadable; a genuine plan whose bytes no longer regenerate is stale.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vq.errors import Conflict, InvalidInput, NotFound
-from vq.packing.planner import PlanInputs, PlanRefused, TaskView, View, plan_bytes, plan_document
+from vq.packing.planner import (
+    PlanInputs,
+    PlanRefused,
+    TaskView,
+    View,
+    digest,
+    plan_bytes,
+    plan_document,
+)
 from vq.packing.profiles import PackingProfile
-from vq.packing.roster import PackDocument
+from vq.packing.roster import Attempt, PackDocument
 from vq.paths import StatePaths
 from vq.publish import publish_file
 from vq.services.pack_roster import load_pack
@@ -51,6 +62,7 @@ def unobserved_view(pack: PackDocument) -> View:
 
 def _inputs(
     pack: PackDocument,
+    attempts: Sequence[Attempt],
     view: View,
     profile: PackingProfile,
     tasks_per_allocation: int | None,
@@ -63,7 +75,7 @@ def _inputs(
         revision=pack.revision,
         sealed=pack.sealed,
         roster=pack.roster(),
-        attempts=pack.attempts,
+        attempts=attempts,
         view=view,
         profile=profile,
         tasks_per_allocation=tasks_per_allocation,
@@ -92,10 +104,22 @@ def make_plan(
     tasks_per_allocation: int | None = None,
     retry: frozenset[str] = frozenset(),
     allow_duplicate_risk: frozenset[str] = frozenset(),
+    observe: Callable[[PackDocument], View] | None = None,
 ) -> LoadedPlan:
+    """Plan pack ``name``. ``observe`` gives the view (scheduler evidence and results);
+    without it the view is unobserved."""
     pack = load_pack(paths, name)
-    view = unobserved_view(pack)
-    return _plan(_inputs(pack, view, profile, tasks_per_allocation, retry, allow_duplicate_risk))
+    view = unobserved_view(pack) if observe is None else observe(pack)
+    if view.revision != pack.revision:
+        raise Conflict(
+            f"pack {name!r} changed while it was being observed",
+            hint="plan again",
+            reference="pack-view-stale",
+        )
+    inputs = _inputs(
+        pack, pack.attempts, view, profile, tasks_per_allocation, retry, allow_duplicate_risk
+    )
+    return _plan(inputs)
 
 
 def write_plan(output: Path, plan: LoadedPlan) -> Path:
@@ -127,7 +151,10 @@ def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
         with open(plan_path, "rb") as handle:
             data = handle.read(MAX_PLAN_BYTES + 1)
     except FileNotFoundError:
-        raise NotFound(f"{plan_path} does not exist") from None
+        raise NotFound(
+            f"{plan_path} does not exist",
+            hint="make one with `vq pack plan NAME --output PLAN.json`",
+        ) from None
     refused = InvalidInput(
         f"{plan_path} is not a plan vq made, or it was edited",
         hint="make a new plan with `vq pack plan NAME --output NEW.json`",
@@ -147,8 +174,12 @@ def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
         view = _view_from(document)
         stored_revision = int(document["revision"])
         stored_pack_id = document["pack_id"]
+        stored_attempts = int(document["attempts"])
+        genuine = document.pop("plan_sha256") == digest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise refused from exc
+    if not genuine:
+        raise refused
     if stored_pack_id != pack.pack_id or stored_revision != pack.revision:
         raise Conflict(
             f"{plan_path} is stale: it was made for revision {stored_revision} of pack "
@@ -158,6 +189,7 @@ def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
         )
     inputs = _inputs(
         pack,
+        pack.attempts[:stored_attempts],
         view,
         profile,
         selection["tasks_per_allocation"],
@@ -166,5 +198,10 @@ def load_plan(paths: StatePaths, plan_path: Path) -> LoadedPlan:
     )
     regenerated = _plan(inputs)
     if regenerated.data != data:
-        raise refused
+        # the plan is vq's own (its digest holds), so the pack's attempts moved on
+        raise Conflict(
+            f"{plan_path} is stale: the attempts of pack {pack.name!r} changed since it was made",
+            hint="make a new plan",
+            reference="pack-plan-stale",
+        )
     return regenerated

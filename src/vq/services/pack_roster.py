@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,15 @@ from vq.packing.roster import (
 )
 from vq.paths import StatePaths
 
-__all__ = ["OpenResult", "load_pack", "open_pack", "read_tasks_file", "seal_pack"]
+__all__ = [
+    "OpenResult",
+    "load_pack",
+    "now_utc",
+    "open_pack",
+    "read_tasks_file",
+    "seal_pack",
+    "update_pack",
+]
 
 MAX_TASK_FILE_BYTES = 64 << 20
 
@@ -58,6 +67,11 @@ class OpenResult:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_utc() -> str:
+    """Whole seconds, UTC, in the form Slurm's accounting prints (``sacct`` windows)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _name(name: str) -> str:
@@ -211,3 +225,24 @@ def seal_pack(paths: StatePaths, name: str) -> tuple[PackDocument, bool]:
         )
         _write(paths, sealed)
         return sealed, True
+
+
+def update_pack(
+    paths: StatePaths, name: str, change: Callable[[PackDocument], PackDocument | None]
+) -> PackDocument:
+    """Reread the pack under its lock, apply ``change`` and write its answer durably.
+
+    ``change`` sees the current document and returns the new one, or None to write
+    nothing; it may raise to refuse (nothing is written). Returns the document now on disk.
+    """
+    _name(name)
+    if not paths.pack_file(name).parent.is_dir():
+        load_pack(paths, name)  # raises NotFound with the hint
+    with spec_lock(paths.pack_file(name)):
+        document = load_pack(paths, name)
+        changed = change(document)
+        if changed is None:
+            return document
+        changed = changed.model_copy(update={"updated_at": _now()})
+        _write(paths, changed)
+        return changed

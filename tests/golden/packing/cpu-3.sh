@@ -25,15 +25,15 @@ eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4
 eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eA==
 VQ_STDIN_END
 (
-  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --chdir=/cluster/work/sweep/0123456789abcdef/0 --output=/cluster/logs/sweep/0123456789abcdef-%j-0.out true <"$W/0/_vq/stdin"
+  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --job-name=vqp-0123456789abcdef-0 --chdir=/cluster/work/sweep/0123456789abcdef/0 --output=/cluster/logs/sweep/0123456789abcdef-%j-0.out true <"$W/0/_vq/stdin"
   echo $? >"$W/0/_vq/exit-code.tmp" && mv -f "$W/0/_vq/exit-code.tmp" "$W/0/_vq/exit-code"
 ) &
 (
-  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --chdir=/cluster/work/sweep/0123456789abcdef/1 --output=/cluster/logs/sweep/0123456789abcdef-%j-1.out sh -c 'exit 3' <"$W/1/_vq/stdin"
+  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --job-name=vqp-0123456789abcdef-1 --chdir=/cluster/work/sweep/0123456789abcdef/1 --output=/cluster/logs/sweep/0123456789abcdef-%j-1.out sh -c 'exit 3' <"$W/1/_vq/stdin"
   echo $? >"$W/1/_vq/exit-code.tmp" && mv -f "$W/1/_vq/exit-code.tmp" "$W/1/_vq/exit-code"
 ) &
 (
-  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --chdir=/cluster/work/sweep/0123456789abcdef/2 --output=/cluster/logs/sweep/0123456789abcdef-%j-2.out python3 'it'"'"'s a $HOME `test`' '--flag=a b' <"$W/2/_vq/stdin"
+  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=1 --mem=512M --job-name=vqp-0123456789abcdef-2 --chdir=/cluster/work/sweep/0123456789abcdef/2 --output=/cluster/logs/sweep/0123456789abcdef-%j-2.out python3 'it'"'"'s a $HOME `test`' '--flag=a b' <"$W/2/_vq/stdin"
   echo $? >"$W/2/_vq/exit-code.tmp" && mv -f "$W/2/_vq/exit-code.tmp" "$W/2/_vq/exit-code"
 ) &
 wait

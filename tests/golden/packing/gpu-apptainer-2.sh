@@ -24,11 +24,11 @@ VQ_STDIN_END
 # slot 1: g1
 : >"$W/1/_vq/stdin"
 (
-  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=8 --mem=32768M --gres=gpu:1 --chdir=/cluster/work/sweep/0123456789abcdef/0 --output=/cluster/logs/sweep/0123456789abcdef-%j-0.out /usr/bin/apptainer exec --nv /cluster/images/chem.sif train --seed 7 <"$W/0/_vq/stdin"
+  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=8 --mem=32768M --gres=gpu:1 --job-name=vqp-0123456789abcdef-0 --chdir=/cluster/work/sweep/0123456789abcdef/0 --output=/cluster/logs/sweep/0123456789abcdef-%j-0.out /usr/bin/apptainer exec --nv /cluster/images/chem.sif train --seed 7 <"$W/0/_vq/stdin"
   echo $? >"$W/0/_vq/exit-code.tmp" && mv -f "$W/0/_vq/exit-code.tmp" "$W/0/_vq/exit-code"
 ) &
 (
-  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=8 --mem=32768M --gres=gpu:1 --chdir=/cluster/work/sweep/0123456789abcdef/1 --output=/cluster/logs/sweep/0123456789abcdef-%j-1.out /usr/bin/apptainer exec --nv /cluster/images/chem.sif train <"$W/1/_vq/stdin"
+  srun --exclusive --exact --nodes=1 --ntasks=1 --cpus-per-task=8 --mem=32768M --gres=gpu:1 --job-name=vqp-0123456789abcdef-1 --chdir=/cluster/work/sweep/0123456789abcdef/1 --output=/cluster/logs/sweep/0123456789abcdef-%j-1.out /usr/bin/apptainer exec --nv /cluster/images/chem.sif train <"$W/1/_vq/stdin"
   echo $? >"$W/1/_vq/exit-code.tmp" && mv -f "$W/1/_vq/exit-code.tmp" "$W/1/_vq/exit-code"
 ) &
 wait

@@ -1,0 +1,254 @@
+"""Packed Slurm sweeps: (v) packed vs one lane job per task, (w) step start skew, (x) planning.
+
+(x) runs in process: :func:`vq.packing.planner.plan_document` over 10,000 one-CPU tasks
+(8 per allocation, every script rendered), after one warm-up; no comparison, a target.
+
+(v) and (w) need root and the testbed's Slurm (``scripts/testbed/up.sh`` with
+``VQ_TESTBED_SLURM=1``); they drive the real ``vq`` CLI against the login host
+``vq-local`` as user ``vqtest``.
+
+(v) N ``true`` tasks (``VQ_BENCH_SCALE`` × 200, at least 16) as one pack — ``vq pack open``,
+``plan``, ``submit``, done when every slot's exit marker is written — against N lane jobs
+(``vq submit cluster -- true`` through one daemon, done when every spec is terminal).
+The pack holds as many one-CPU tasks per allocation as the node has CPUs (at most 8):
+the sbatch count is the number of allocations against N.
+
+(w) one allocation of as many one-CPU slots as the node has (at most 8), each writing its
+start time; the skew is the latest start minus the earliest, over 3 runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from common import VQ, Figure, Result, Target, child_env, scaled
+
+SSH_CONFIG = Path(os.environ.get("VQ_TESTBED_DIR", "/var/lib/vq-testbed")) / "ssh" / "config"
+
+
+def planning() -> list[Result]:
+    from vq.packing.planner import PlanInputs, TaskView, View, plan_document
+    from vq.packing.profiles import PackingProfile
+    from vq.packing.roster import Task
+
+    tasks = [Task(f"task-{n}", ("true",)) for n in range(10_000)]
+    profile = PackingProfile.model_validate(
+        {
+            "name": "bench",
+            "target": _target("cluster", "/scratch/bench", 8)
+            | {"max_allocations_per_submit": 2000},
+            "resources": _resources(),
+        }
+    )
+    view = View(revision=1, observed_at=None, tasks={t.key: TaskView(t.key) for t in tasks})
+    inputs = PlanInputs(
+        pack="bench",
+        pack_id="0" * 32,
+        revision=1,
+        sealed=True,
+        roster=tasks,
+        attempts=[],
+        view=view,
+        profile=profile,
+    )
+    samples = []
+    for run in range(scaled(7, minimum=3) + 1):
+        start = time.perf_counter()
+        document, _ = plan_document(inputs)
+        if run:
+            samples.append(time.perf_counter() - start)
+    assert document["totals"]["allocations"] == 1250
+    return [
+        Result(
+            "pack_plan_10k",
+            "(x) plan 10,000 tasks, 8 per allocation (in process, scripts rendered)",
+            Figure("plan_document", "s", samples),
+            target=Target("< 0.2 s", "value", 0.2, strict=True),
+        )
+    ]
+
+
+def _target(host: str, root: str, per: int) -> dict[str, Any]:
+    return {
+        "host": host,
+        "partitions": ["debug"],
+        "work_root": f"{root}/work",
+        "log_root": f"{root}/logs",
+        "max_tasks_per_allocation": per,
+        "max_cpus_per_allocation": per,
+        "max_memory_mib_per_allocation": 128 * per,
+        "max_gpus_per_allocation": 0,
+        "max_time_limit": "00:10:00",
+        "max_allocations_per_submit": 1000,
+        "max_script_bytes": 1 << 20,
+    }
+
+
+def _resources() -> dict[str, Any]:
+    return {
+        "cpus_per_task": 1,
+        "memory_mib_per_task": 128,
+        "gpus_per_task": 0,
+        "time_limit": "00:05:00",
+    }
+
+
+def _toml(value: Any) -> str:
+    return json.dumps(value)
+
+
+def _config(path: Path, root: str, per: int) -> None:
+    lines = [
+        'default_packing = "bench"',
+        "[hosts.cluster]",
+        'ssh = "vq-local"',
+        f"ssh_options = {_toml(['-F', str(SSH_CONFIG)])}",
+        'scheduler_dialect = "slurm"',
+        f"scratch_root = {_toml(root + '/scratch')}",
+        'partition = "debug"',
+        "poll_interval = 1",
+        "scheduler_rpc_per_minute = 600",
+        "scheduler_copy_back_delays = [1, 1, 1]",
+        "max_scheduler_jobs = 1000",
+        "[packing.bench.target]",
+        *(f"{key} = {_toml(value)}" for key, value in _target("cluster", root, per).items()),
+        "[packing.bench.resources]",
+        *(f"{key} = {_toml(value)}" for key, value in _resources().items()),
+    ]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def _node_cpus() -> int:
+    out = subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True, check=True)
+    return min(8, int(out.stdout.split()[0]))
+
+
+def _vq(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [VQ, *args], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"vq {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def _wait(predicate: Any, timeout: float, interval: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out waiting for Slurm")
+        time.sleep(interval)
+
+
+class _Bench:
+    def __init__(self, per: int) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="vqbp-", dir="/tmp"))
+        os.chmod(self.base, 0o777)  # the login user writes its work and logs here
+        self.root = str(self.base / "remote")
+        self.env = child_env(
+            {"VQ_STATE_DIR": str(self.base / "state"), "VQ_CONFIG_DIR": str(self.base / "cfg")}
+        )
+        self.env["VQ_ALLOW_ROOT"] = "1"
+        _config(self.base / "cfg", self.root, per)
+
+    def pack(self, name: str, commands: list[list[str]]) -> list[dict[str, Any]]:
+        """Open, plan and submit a pack; its accepted allocations."""
+        tasks = self.base / f"{name}.jsonl"
+        tasks.write_text(
+            "".join(
+                json.dumps({"key": f"t{n}", "args": argv, "stdin_file": None}) + "\n"
+                for n, argv in enumerate(commands)
+            )
+        )
+        _vq(self.env, "pack", "open", name, str(tasks))
+        _vq(self.env, "pack", "plan", name, "--output", str(self.base / f"{name}.plan.json"))
+        out = _vq(self.env, "pack", "submit", name, str(self.base / f"{name}.plan.json"), "--json")
+        allocations: list[dict[str, Any]] = json.loads(out)["allocations"]
+        return allocations
+
+    def markers(self, alloc: str, slots: int) -> list[Path]:
+        work = Path(self.root) / "work" / alloc
+        return [work / str(slot) / "_vq" / "exit-code" for slot in range(slots)]
+
+    def close(self) -> None:
+        subprocess.run([VQ, "daemon", "stop"], env=self.env, capture_output=True, check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _skew(bench: _Bench, per: int) -> Result:
+    skews = []
+    for run in range(3):
+        command = ["sh", "-c", "date +%s.%N >started; sleep 1"]
+        (allocation,) = bench.pack(f"skew{run}", [command] * per)
+        markers = bench.markers(allocation["allocation_id"], per)
+        _wait(lambda markers=markers: all(m.exists() for m in markers), 120)
+        starts = [float((m.parent.parent / "started").read_text()) for m in markers]
+        skews.append(max(starts) - min(starts))
+    return Result(
+        "pack_step_skew",
+        f"(w) step start skew in one {per}-slot allocation (node CPUs, at most 8)",
+        Figure(f"latest − earliest step start ({per} slots)", "s", skews),
+        target=Target("≤ 1 s", "value", 1.0),
+    )
+
+
+def _packed_vs_lane(bench: _Bench, per: int) -> Result:
+    count = scaled(200, minimum=16)
+    start = time.perf_counter()
+    bench.pack("swarm", [["true"]] * count)
+    plan = json.loads((bench.base / "swarm.plan.json").read_text())
+    markers = [
+        marker
+        for allocation in plan["allocations"]
+        for marker in bench.markers(allocation["allocation_id"], allocation["tasks"])
+    ]
+    _wait(lambda: all(m.exists() for m in markers), 900, interval=0.5)
+    packed = time.perf_counter() - start
+
+    _vq(bench.env, "daemon", "start")
+    start = time.perf_counter()
+    ids = [_vq(bench.env, "submit", "cluster", "--", "true").strip() for _ in range(count)]
+    queue = bench.base / "state" / "queue"
+
+    def all_done() -> bool:
+        states = [json.loads((queue / f"{i}.json").read_text())["state"] for i in ids]
+        return all(state in ("COMPLETED", "FAILED", "KILLED") for state in states)
+
+    _wait(all_done, 1800, interval=1.0)
+    lane = time.perf_counter() - start
+    return Result(
+        "pack_vs_lane",
+        f"(v) {count} `true` tasks: packed {per} per allocation vs one lane job each",
+        Figure(f"vq pack ({len(plan['allocations'])} sbatch calls)", "s", [packed]),
+        Figure(f"vq submit cluster ({count} sbatch calls)", "s", [lane]),
+        Target("≤ 0.3× lane jobs", "ratio", 0.3),
+        extra={"tasks": count, "sbatch_packed": len(plan["allocations"]), "sbatch_lane": count},
+    )
+
+
+def slurm() -> list[Result]:
+    names = {
+        "pack_step_skew": "(w) step start skew in one allocation",
+        "pack_vs_lane": "(v) packed tasks vs one lane job each",
+    }
+    if os.geteuid() != 0 or shutil.which("sbatch") is None or not SSH_CONFIG.exists():
+        why = "needs root and the testbed's Slurm (VQ_TESTBED_SLURM=1 scripts/testbed/up.sh)"
+        return [Result(key, name, None, error=why) for key, name in names.items()]
+    per = _node_cpus()
+    bench = _Bench(per)
+    try:
+        return [_skew(bench, per), _packed_vs_lane(bench, per)]
+    finally:
+        bench.close()
+
+
+def run() -> list[Result]:
+    return planning() + slurm()

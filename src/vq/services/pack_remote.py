@@ -1,0 +1,131 @@
+"""The Slurm login host of a pack's target, reached through a :class:`Runner`.
+
+:func:`lane_runner` resolves a profile's ``host`` to a configured Slurm lane
+(``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``) and builds its SSH runner.
+:class:`PackRemote` runs the bounded commands of :mod:`vq.packing.slurm_text` through it:
+30 s per command, 1 MiB per stream (an overflow raises
+:class:`~vq.errors.OutputTooLarge`), ``env LC_ALL=C TZ=UTC``. Untrustworthy output raises
+:class:`~vq.packing.slurm_text.ObservationError`; a transport failure raises the
+runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vq.config import Settings
+from vq.errors import ConfigError
+from vq.packing import slurm_text
+from vq.packing.evidence import parse_markers
+from vq.packing.slurm_text import (
+    COMMAND_DEADLINE_S,
+    MAX_STREAM_BYTES,
+    AccountingRecord,
+    ObservationError,
+    QueueRow,
+    SbatchTestOnlyAnswer,
+)
+from vq.transport.runner import Runner, RunResult
+from vq.transport.ssh import SshRunner
+
+__all__ = ["MAX_LOG_BYTES", "PackRemote", "RunnerFor", "lane_runner"]
+
+MAX_LOG_BYTES = 1 << 20
+#: How a service reaches a lane: the lane's name → its runner.
+RunnerFor = Callable[[str], Runner]
+
+# One fixed script per read; its words arrive as arguments, never spliced into the text.
+_MARKERS = (
+    'cd -- "$1" 2>/dev/null || exit 0; for s in *; do '
+    'if [ -f "$s/_vq/exit-code" ]; then printf "%s|%s\\n" "$s" '
+    '"$(head -c 16 "$s/_vq/exit-code" | tr -dc 0-9-)"; fi; done'
+)
+_SUBMIT = 'mkdir -p -- "$1" "$2" || exit 96; shift 2; exec "$@"'
+_TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
+
+
+def lane_runner(settings: Settings) -> RunnerFor:
+    """A :data:`RunnerFor` over the Slurm lanes of ``settings``."""
+
+    def runner_for(host: str) -> Runner:
+        configured = settings.hosts.get(host)
+        lane = configured.lane(host) if configured is not None else None
+        if lane is None or lane.dialect != "slurm":
+            raise ConfigError(
+                f"packing target host {host!r} is not a configured Slurm lane",
+                hint=f'add [hosts.{host}] with scheduler_dialect = "slurm" and scratch_root '
+                "(docs/scheduler.md)",
+            )
+        return SshRunner(
+            lane.ssh, ssh_options=lane.ssh_options, host_key_policy=lane.host_key_policy
+        )
+
+    return runner_for
+
+
+class PackRemote:
+    """The bounded Slurm commands of packed allocations on one login host."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def _run(self, argv: list[str], stdin: bytes | None = None) -> RunResult:
+        return self.runner.run(
+            argv, stdin=stdin, deadline_s=COMMAND_DEADLINE_S, max_output_bytes=MAX_STREAM_BYTES
+        )
+
+    def test_only(self, script: bytes) -> SbatchTestOnlyAnswer:
+        result = self._run(slurm_text.sbatch_test_only_argv(), script)
+        return slurm_text.parse_sbatch_test_only(result.rc, _text(result.stderr))
+
+    @staticmethod
+    def submit_command(log_root: str, work_root: str) -> list[str]:
+        """One remote command that makes ``log_root`` and ``work_root`` (Slurm opens the
+        allocation's log before the script runs), then runs ``sbatch --parsable``.
+        Built before the intent is recorded: a refusal here sends nothing."""
+        argv = ["sh", "-c", _SUBMIT, "sh", log_root, work_root, "sbatch", "--parsable"]
+        return slurm_text.bounded(argv)
+
+    def submit(self, command: list[str], script: bytes) -> RunResult:
+        """Run :meth:`submit_command` with the script on stdin. The caller parses the
+        receipt: its absence is ambiguous."""
+        return self._run(command, script)
+
+    def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None:
+        result = self._run(slurm_text.squeue_argv(job_id))
+        return slurm_text.parse_squeue(
+            result.rc, _text(result.stdout), _text(result.stderr), allocation_id
+        )
+
+    def accounting(self, allocation_id: str, since: str) -> list[AccountingRecord]:
+        result = self._run(slurm_text.sacct_argv(allocation_id, since))
+        if result.rc != 0:
+            raise ObservationError(f"sacct failed (exit status {result.rc})")
+        return slurm_text.parse_sacct(_text(result.stdout), allocation_id)
+
+    def markers(self, allocation_work: str) -> dict[int, int | None]:
+        """Each slot's exit marker under ``<work_root>/<alloc>`` (none yet: empty)."""
+        result = self._run(slurm_text.bounded(["sh", "-c", _MARKERS, "sh", allocation_work]))
+        if result.rc != 0:
+            raise ObservationError(f"reading the slot markers failed (exit status {result.rc})")
+        return parse_markers(_text(result.stdout))
+
+    def tail(self, path: str, count: int) -> bytes | None:
+        """The last ``count`` bytes of ``path`` (None: no such file), one bounded read."""
+        result = self.runner.run(
+            slurm_text.bounded(["sh", "-c", _TAIL, "sh", path, str(count)]),
+            deadline_s=COMMAND_DEADLINE_S,
+            max_output_bytes=max(count, 64 * 1024),  # tail never prints more than count
+        )
+        if result.rc == 3:
+            return None
+        if result.rc != 0:
+            raise ObservationError(f"reading {path} failed (exit status {result.rc})")
+        return result.stdout
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ObservationError("the scheduler's answer is not UTF-8") from None
