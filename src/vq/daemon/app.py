@@ -35,7 +35,7 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.errors import Conflict, StorageError, VqError
+from vq.errors import Conflict, StorageError, TransportError, VqError
 from vq.executors.local import LocalExecutor
 from vq.executors.scheduler import SchedulerLane
 from vq.paths import StatePaths
@@ -74,13 +74,17 @@ WATCH_SECONDS = 1.0
 def provenance(runner: LocalRunner) -> dict[str, str | None]:
     """What code this daemon runs: version, interpreter, install path, git SHA if any."""
     package = Path(vq_package.__file__).resolve().parent
-    result = runner.run(["git", "-C", str(package), "rev-parse", "HEAD"], timeout=5)
+    try:
+        result = runner.run(["git", "-C", str(package), "rev-parse", "HEAD"], deadline_s=5)
+        sha = result.stdout.decode(errors="replace").strip() if result.ok else None
+    except TransportError:
+        sha = None
     return {
         "version": __version__,
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "package_path": str(package),
-        "git_sha": result.stdout.strip() if result.ok else None,
+        "git_sha": sha,
     }
 
 
