@@ -5,6 +5,9 @@
   ``signal_group``) or reads the collector's exit marker.
 * Only the lifecycle writer (``vq.services.lifecycle``) applies a state transition:
   nothing else calls ``apply_transition`` or assigns a spec's ``state``.
+* The daemon never decides by itself which executor runs a spec: no module in
+  ``vq.daemon`` reads ``scheduler_target`` (the registry, ``vq.executors.registry``,
+  partitions the specs and hands each executor its own).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ LIFECYCLE_WRITER = SRC / "services" / "lifecycle.py"
 TRANSITION_RULES = SRC / "domain" / "lifecycle.py"
 
 SIGNALLING = {"kill", "killpg", "signal_group", "terminate_group"}
+
+DAEMON = SRC / "daemon"
+#: ``vq.daemon`` modules that may read a spec's ``scheduler_target`` (none: ask the registry).
+TARGET_READERS: frozenset[Path] = frozenset()
 
 
 def _modules(under: Path) -> list[Path]:
@@ -101,6 +108,18 @@ def transitions_in(source: str) -> list[str]:
     return problems
 
 
+def target_reads_in(source: str) -> list[str]:
+    """Reads of a spec's ``scheduler_target`` found in ``source`` (an attribute, or the
+    name as a key: ``spec["scheduler_target"]``, ``getattr(spec, "scheduler_target")``)."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "scheduler_target":
+            problems.append(f"line {node.lineno}: reads .scheduler_target")
+        elif isinstance(node, ast.Constant) and node.value == "scheduler_target":
+            problems.append(f"line {node.lineno}: names 'scheduler_target'")
+    return problems
+
+
 @pytest.mark.parametrize("path", _modules(SRC / "services"), ids=_name)
 def test_services_never_signal_processes_or_read_markers(path: Path) -> None:
     problems = signalling_in(path.read_text())
@@ -120,6 +139,34 @@ def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
         f"{_name(path)} changes a job's state outside {_name(LIFECYCLE_WRITER)}: "
         + ("; ".join(problems))
     )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in _modules(DAEMON) if p not in TARGET_READERS], ids=_name
+)
+def test_the_daemon_asks_the_registry_which_executor_runs_a_spec(path: Path) -> None:
+    problems = target_reads_in(path.read_text())
+    assert not problems, (
+        f"{_name(path)} branches on a spec's execution target; ask "
+        "vq.executors.registry (partition, is_local, lane_of) instead: " + "; ".join(problems)
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if spec.scheduler_target is None:\n    pass\n",
+        "local = [s for s in specs if not s.scheduler_target]\n",
+        "target = row['scheduler_target']\n",
+        "target = getattr(spec, 'scheduler_target')\n",
+    ],
+)
+def test_the_target_check_sees_each_form(source: str) -> None:
+    assert target_reads_in(source)
+
+
+def test_a_docstring_mentioning_the_target_is_not_a_read() -> None:
+    assert not target_reads_in('"""A spec\'s ``scheduler_target`` picks its lane."""\n')
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
 from vq.executors.local import LocalExecutor
+from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
 from vq.paths import StatePaths
 from vq.services import cleanup_recovery
@@ -102,6 +103,8 @@ class DaemonParts:
     lifecycle: Lifecycle
     supervisor: Supervisor
     executor: LocalExecutor
+    #: Which executor runs each spec (the local one, or a scheduler lane).
+    executors: ExecutorRegistry
     #: Scheduler lanes (``vq.executors.scheduler``): ticked every pass, closed at the end.
     lanes: Sequence[SchedulerLane]
     watchdog: Watchdog
@@ -164,7 +167,7 @@ class Daemon:
         parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
         parts.facts.provenance = provenance(parts.runner)
         log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)
-        report = recover(parts.ctx, parts.supervisor, self.stop_requested)
+        report = recover(parts.ctx, parts.supervisor, self.stop_requested, parts.executors)
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
             "%d aborted (%d auto-resumed), %d never started (requeued), "
