@@ -36,7 +36,7 @@ from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
-from vq.executors.local import LocalExecutor
+from vq.executors.base import HostExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
 from vq.paths import StatePaths
@@ -102,7 +102,8 @@ class DaemonParts:
     loop_calls: LoopCalls
     lifecycle: Lifecycle
     supervisor: Supervisor
-    executor: LocalExecutor
+    #: The local executor, through the protocol (its fork server and cgroup probe).
+    executor: HostExecutor
     #: Which executor runs each spec (the local one, or a scheduler lane).
     executors: ExecutorRegistry
     #: Scheduler lanes (``vq.executors.scheduler``): ticked every pass, closed at the end.
@@ -162,8 +163,7 @@ class Daemon:
         """Fork server, cgroup probe, recovery pass, index load. False if stopped meanwhile."""
         parts = self.parts
         parts.executor.start()
-        parts.executor.probe_scopes()
-        mode = parts.executor.cgroup
+        mode = parts.executor.probe_scopes()
         parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
         parts.facts.provenance = provenance(parts.runner)
         log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)

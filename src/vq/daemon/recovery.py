@@ -44,8 +44,7 @@ from dataclasses import dataclass, field
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import CorruptSpec, NotFound
-from vq.executors.base import RecoveryKind
-from vq.executors.local import LocalExecutor
+from vq.executors.base import Executor, RecoveryKind
 from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
@@ -85,7 +84,7 @@ class RecoveryReport:
 
 def _recover_active(
     spec: JobSpec,
-    executor: LocalExecutor,
+    executor: Executor,
     lifecycle: Lifecycle,
     supervisor: Supervisor,
     report: RecoveryReport,
