@@ -5,6 +5,13 @@
   ``signal_group``) or reads the collector's exit marker.
 * Only the lifecycle writer (``vq.services.lifecycle``) applies a state transition:
   nothing else calls ``apply_transition`` or assigns a spec's ``state``.
+* The daemon talks to executors only through their protocols
+  (``vq.executors.base``: ``Executor``, ``HostExecutor``): no module in ``vq.daemon``
+  but the composition root imports the local executor or uses what only it has (its
+  fork server, its scope bookkeeping, its file paths).
+* The daemon never decides by itself which executor runs a spec: no module in
+  ``vq.daemon`` reads ``scheduler_target`` (the registry, ``vq.executors.registry``,
+  partitions the specs and hands each executor its own).
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ LIFECYCLE_WRITER = SRC / "services" / "lifecycle.py"
 TRANSITION_RULES = SRC / "domain" / "lifecycle.py"
 
 SIGNALLING = {"kill", "killpg", "signal_group", "terminate_group"}
+
+DAEMON = SRC / "daemon"
+#: The one ``vq.daemon`` module that builds the local executor (and attaches its fork server).
+COMPOSITION_ROOT = DAEMON / "compose.py"
+#: ``vq.daemon`` modules that may read a spec's ``scheduler_target`` (none: ask the registry).
+TARGET_READERS: frozenset[Path] = frozenset()
 
 
 def _modules(under: Path) -> list[Path]:
@@ -101,6 +114,51 @@ def transitions_in(source: str) -> list[str]:
     return problems
 
 
+def local_only_names() -> frozenset[str]:
+    """What the local executor has beyond the protocols: its public methods that are no
+    protocol method, and its public state (fork server, cgroup mode, scopes)."""
+    from vq.executors.base import HostExecutor
+    from vq.executors.local import LocalExecutor
+
+    methods = {name for name, value in vars(LocalExecutor).items() if callable(value)}
+    state = {"forkserver", "cgroup", "scopes"}
+    protocol = {name for name in dir(HostExecutor) if not name.startswith("_")}
+    return frozenset(name for name in methods | state if not name.startswith("_")) - protocol
+
+
+def local_executor_uses_in(source: str) -> list[str]:
+    """Imports of the local executor and uses of what only it has, found in ``source``."""
+    local_only = local_only_names()
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "") in {
+            "vq.executors.local",
+            "vq.executors.forkserver_client",
+        }:
+            problems.append(f"line {node.lineno}: imports {node.module}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "vq.executors":
+            problems += [
+                f"line {node.lineno}: imports vq.executors.{a.name}"
+                for a in node.names
+                if a.name in {"local", "forkserver_client"}
+            ]
+        elif isinstance(node, ast.Attribute) and node.attr in local_only:
+            problems.append(f"line {node.lineno}: uses LocalExecutor.{node.attr}")
+    return problems
+
+
+def target_reads_in(source: str) -> list[str]:
+    """Reads of a spec's ``scheduler_target`` found in ``source`` (an attribute, or the
+    name as a key: ``spec["scheduler_target"]``, ``getattr(spec, "scheduler_target")``)."""
+    problems = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "scheduler_target":
+            problems.append(f"line {node.lineno}: reads .scheduler_target")
+        elif isinstance(node, ast.Constant) and node.value == "scheduler_target":
+            problems.append(f"line {node.lineno}: names 'scheduler_target'")
+    return problems
+
+
 @pytest.mark.parametrize("path", _modules(SRC / "services"), ids=_name)
 def test_services_never_signal_processes_or_read_markers(path: Path) -> None:
     problems = signalling_in(path.read_text())
@@ -120,6 +178,71 @@ def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
         f"{_name(path)} changes a job's state outside {_name(LIFECYCLE_WRITER)}: "
         + ("; ".join(problems))
     )
+
+
+@pytest.mark.parametrize("path", [p for p in _modules(DAEMON) if p != COMPOSITION_ROOT], ids=_name)
+def test_the_daemon_talks_to_executors_only_through_the_protocol(path: Path) -> None:
+    problems = local_executor_uses_in(path.read_text())
+    assert not problems, (
+        f"{_name(path)} reaches past the executor protocol (vq.executors.base): "
+        + "; ".join(problems)
+    )
+
+
+def test_the_local_only_names_are_what_the_protocol_lacks() -> None:
+    names = local_only_names()
+    assert {"attach_fork_server", "forkserver", "cgroup", "stop_after_grace"} <= names
+    assert not names & {"launch", "cancel", "watcher_alive", "find_lost_launch", "start"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from vq.executors.local import LocalExecutor\n",
+        "from vq.executors import local\n",
+        "self.executor.forkserver.ping(timeout=1)\n",
+        "parts.executor.attach_fork_server(on_exit)\n",
+        "mode = parts.executor.cgroup\n",
+        "executor.stop_after_grace(handle, 10)\n",
+    ],
+)
+def test_the_local_executor_check_sees_each_form(source: str) -> None:
+    assert local_executor_uses_in(source)
+
+
+def test_a_protocol_call_is_not_a_local_executor_use() -> None:
+    assert not local_executor_uses_in(
+        "self.executor.watcher_alive(holder.handle)\nself.executor.find_lost_launch(job)\n"
+        "from vq.executors.base import HostExecutor\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in _modules(DAEMON) if p not in TARGET_READERS], ids=_name
+)
+def test_the_daemon_asks_the_registry_which_executor_runs_a_spec(path: Path) -> None:
+    problems = target_reads_in(path.read_text())
+    assert not problems, (
+        f"{_name(path)} branches on a spec's execution target; ask "
+        "vq.executors.registry (partition, is_local, lane_of) instead: " + "; ".join(problems)
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "if spec.scheduler_target is None:\n    pass\n",
+        "local = [s for s in specs if not s.scheduler_target]\n",
+        "target = row['scheduler_target']\n",
+        "target = getattr(spec, 'scheduler_target')\n",
+    ],
+)
+def test_the_target_check_sees_each_form(source: str) -> None:
+    assert target_reads_in(source)
+
+
+def test_a_docstring_mentioning_the_target_is_not_a_read() -> None:
+    assert not target_reads_in('"""A spec\'s ``scheduler_target`` picks its lane."""\n')
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """Every model that accepts submit fields agrees with their one declaration.
 
 :data:`vq.protocol.submit_fields.SUBMIT_FIELDS` names each field once; the RPC params,
-the profile presets, the web API's resubmit overrides, ``vq submit``'s options and
-``vq resubmit``'s options must carry exactly the declared fields with the declared limits.
+the profile presets, the web API's submit body and resubmit overrides, ``vq submit``'s
+options and ``vq resubmit``'s options must carry exactly the declared fields with the
+declared limits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from vq.config import ProfileSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.submit_fields import SUBMIT_FIELDS, SubmitField, field
 from vq.web.api.models import ResubmitRequest
+from vq.web.api.submit import JobRequest
 
 #: SubmitParams fields that are not submit options (set by the CLI or the web itself).
 NOT_OPTIONS = {
@@ -29,6 +31,8 @@ NOT_OPTIONS = {
     "environment",  # built from --export/--env (CLI-only options below)
     "submitter",  # stamped by the HTTP API
 }
+#: Fields of the web API's submit body that are not submit fields.
+WEB_ONLY = {"command", "inputs", "host", "env"}
 #: vq submit options that are no submit field of their own.
 CLI_ONLY = ("--mem", "--source-tar", "--export", "--env", "--json")
 
@@ -67,6 +71,27 @@ def test_models_carry_the_declared_fields_and_limits(
         assert model.model_fields[f.name].description == f.help
 
 
+def test_the_web_submit_body_takes_every_field_not_declared_off_http() -> None:
+    names = set(JobRequest.model_fields) - WEB_ONLY
+    missing = {f.name for f in SUBMIT_FIELDS} - names
+    assert missing == {f.name for f in SUBMIT_FIELDS if f.not_over_http}, (
+        "a declared submit field is missing from POST /api/v1/jobs without a reason"
+    )
+    assert names <= {f.name for f in SUBMIT_FIELDS}
+    for f in SUBMIT_FIELDS:
+        if f.name in names:
+            assert _limits(JobRequest, f.name) == _declared(f), f.name
+            assert JobRequest.model_fields[f.name].description == f.help
+    # absent means "not given" (a profile fills it), except the key the API requires
+    required = {name for name, info in JobRequest.model_fields.items() if info.is_required()}
+    assert required == {"command", "idempotency_key"}
+
+
+def test_a_field_off_http_says_why() -> None:
+    for f in SUBMIT_FIELDS:
+        assert f.not_over_http is None or f.not_over_http.strip(), f.name
+
+
 def test_submit_options_are_the_declared_flags_in_order() -> None:
     flags = [o.flag for o in SUBMIT_OPTIONS if o.flag not in CLI_ONLY]
     assert flags == [f.flag for f in SUBMIT_FIELDS]
@@ -83,9 +108,11 @@ def test_resubmit_options_are_the_override_fields() -> None:
 def test_a_declared_limit_reaches_every_model() -> None:
     cpus = field("cpus")
     too_many = cpus.maximum + 1  # type: ignore[operator]
-    for model in (SubmitParams, ProfileSettings, ResubmitRequest):
+    for model in (SubmitParams, ProfileSettings, ResubmitRequest, JobRequest):
         data: dict[str, Any] = {"cpus": too_many}
-        if model is SubmitParams:
+        if model in (SubmitParams, JobRequest):
             data["command"] = ["true"]
+        if model is JobRequest:
+            data["idempotency_key"] = "k"
         with pytest.raises(ValueError, match="cpus"):
             model.model_validate(data)

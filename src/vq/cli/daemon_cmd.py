@@ -220,7 +220,7 @@ def _last_error(log_path: os.PathLike[str]) -> str:
 
 
 def _alive(pid: int) -> bool:
-    from vq.executors.procs import is_alive
+    from vq._proc_stat import is_alive
 
     return is_alive(pid)
 

@@ -35,8 +35,9 @@ import vq as vq_package
 from vq import __version__
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
-from vq.errors import Conflict, StorageError, VqError
-from vq.executors.local import LocalExecutor
+from vq.errors import Conflict, StorageError, TransportError, VqError
+from vq.executors.base import HostExecutor
+from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
 from vq.paths import StatePaths
 from vq.services import cleanup_recovery
@@ -74,13 +75,17 @@ WATCH_SECONDS = 1.0
 def provenance(runner: LocalRunner) -> dict[str, str | None]:
     """What code this daemon runs: version, interpreter, install path, git SHA if any."""
     package = Path(vq_package.__file__).resolve().parent
-    result = runner.run(["git", "-C", str(package), "rev-parse", "HEAD"], timeout=5)
+    try:
+        result = runner.run(["git", "-C", str(package), "rev-parse", "HEAD"], deadline_s=5)
+        sha = result.stdout.decode(errors="replace").strip() if result.ok else None
+    except TransportError:
+        sha = None
     return {
         "version": __version__,
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "package_path": str(package),
-        "git_sha": result.stdout.strip() if result.ok else None,
+        "git_sha": sha,
     }
 
 
@@ -97,7 +102,10 @@ class DaemonParts:
     loop_calls: LoopCalls
     lifecycle: Lifecycle
     supervisor: Supervisor
-    executor: LocalExecutor
+    #: The local executor, through the protocol (its fork server and cgroup probe).
+    executor: HostExecutor
+    #: Which executor runs each spec (the local one, or a scheduler lane).
+    executors: ExecutorRegistry
     #: Scheduler lanes (``vq.executors.scheduler``): ticked every pass, closed at the end.
     lanes: Sequence[SchedulerLane]
     watchdog: Watchdog
@@ -155,12 +163,11 @@ class Daemon:
         """Fork server, cgroup probe, recovery pass, index load. False if stopped meanwhile."""
         parts = self.parts
         parts.executor.start()
-        parts.executor.probe_scopes()
-        mode = parts.executor.cgroup
+        mode = parts.executor.probe_scopes()
         parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
         parts.facts.provenance = provenance(parts.runner)
         log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)
-        report = recover(parts.ctx, parts.supervisor, self.stop_requested)
+        report = recover(parts.ctx, parts.supervisor, self.stop_requested, parts.executors)
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
             "%d aborted (%d auto-resumed), %d never started (requeued), "

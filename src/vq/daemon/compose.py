@@ -214,6 +214,7 @@ def compose_daemon(
             lifecycle=lifecycle,
             supervisor=supervisor,
             executor=executor,
+            executors=executors,
             lanes=lanes,
             watchdog=watchdog,
             pressure=pressure,

@@ -17,9 +17,11 @@ A launch failure — refused before it was sent, refused by the fork server, or 
 the collector could not start (missing working directory or program) — records FAILED
 with the reason (a dispatch failure, §4.1 item 3) and never consumes retry budget.
 
-Every job runs through the executor its spec selects (:mod:`vq.executors.registry`). A
-spec whose ``scheduler_target`` names no configured lane is FAILED at dispatch with the
-registry's reason instead of waiting forever. Every state change goes through the
+Every job runs through the executor its spec selects (:mod:`vq.executors.registry`): the
+registry partitions the pending specs, this dispatcher runs the local executor's, a
+configured scheduler lane dispatches its own, and a spec whose target names no
+configured lane is FAILED at dispatch with the registry's reason instead of waiting
+forever. Every state change goes through the
 lifecycle writer (:mod:`vq.services.lifecycle`).
 
 A job naming a program (§3.4) is re-probed right before step 1, outside any lock (the
@@ -50,7 +52,7 @@ from vq.domain.programs import (
 )
 from vq.domain.spec import JobSpec
 from vq.errors import StorageError, VqError
-from vq.executors.base import JobHandle, LaunchResult, NoExecutor
+from vq.executors.base import JobHandle, LaunchResult
 from vq.executors.launch import SERVER_EXITED
 from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
@@ -250,16 +252,10 @@ class Dispatcher:
         """The pending specs the local executor runs. A spec aimed at a scheduler lane
         that is not configured is FAILED with the registry's reason (a configured lane
         dispatches its own jobs)."""
-        local = []
-        for spec in pending:
-            if spec.scheduler_target is None:
-                local.append(spec)
-                continue
-            try:
-                self.executors.select(spec)
-            except NoExecutor as exc:
-                self._fail_pending(spec.id, exc.message)
-        return local
+        placed = self.executors.partition(pending)
+        for spec, refusal in placed.unplaced:
+            self._fail_pending(spec.id, refusal.message)
+        return placed.local
 
     def _fail_pending(self, job_id: str, reason: str) -> None:
         """PENDING → FAILED (a dependency cascade, a refused program, no executor)."""

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.errors import CorruptSpec, NotFound
-from vq.executors.base import RecoveryKind
-from vq.executors.local import LocalExecutor
+from vq.executors.base import Executor, RecoveryKind
+from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.siblings import create_sibling
@@ -84,7 +84,7 @@ class RecoveryReport:
 
 def _recover_active(
     spec: JobSpec,
-    executor: LocalExecutor,
+    executor: Executor,
     lifecycle: Lifecycle,
     supervisor: Supervisor,
     report: RecoveryReport,
@@ -145,10 +145,16 @@ def recover(
     ctx: ServiceContext,
     supervisor: Supervisor,
     stop: threading.Event,
+    executors: ExecutorRegistry | None = None,
 ) -> RecoveryReport:
-    """Run the pass over every spec in the queue (see module rules)."""
+    """Run the pass over every spec in the queue (see module rules).
+
+    The pass recovers the local executor's jobs; ``executors`` says which those are (a
+    scheduler lane recovers its own jobs; default: the supervisor's executor alone).
+    """
     report = RecoveryReport()
     executor, lifecycle = supervisor.executor, supervisor.lifecycle
+    registry = executors or ExecutorRegistry(executor)
     executor.begin_recovery()  # one /proc census for the whole pass
     try:
         for job_id in sorted(ctx.store.list_ids()):
@@ -166,7 +172,7 @@ def recover(
                 continue  # quarantined by the index load; never touched here
             if signature is not None:
                 report.untouched[job_id] = (signature, spec)
-            if spec.state is JobState.PENDING or spec.scheduler_target is not None:
+            if spec.state is JobState.PENDING or not registry.is_local(spec):
                 continue
             if spec.state in ACTIVE:
                 report.untouched.pop(job_id, None)  # may be written now: read it again

@@ -11,12 +11,14 @@ launched (or reattached by recovery) and released only when:
 Collector exits arrive from the fork server's reader thread through a queue and are
 applied on the main loop (:meth:`Supervisor.process`). Orphans — jobs whose collector is
 not a child of our fork server (reattached after a restart, or a fork server that died) —
-are polled through the executor.
+are polled through the executor (``watcher_alive``).
 
 Thread ownership: ``holders`` belongs to the loop. Other threads never read it; they read
 :meth:`Supervisor.usage`, an immutable snapshot the loop publishes after every change,
 and hand work to the loop through the event queue. Processes are reached only through
-the local executor; every state write goes through the lifecycle writer.
+the executor protocol (:class:`vq.executors.base.Executor`: ``watcher_alive``,
+``find_lost_launch``, ``fence_unstarted``, ``running``, ``force_stop`` and the outcome
+reads); every state write goes through the lifecycle writer.
 """
 
 from __future__ import annotations
@@ -31,9 +33,8 @@ from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import StorageError
-from vq.executors.base import JobHandle, LaunchResult
+from vq.executors.base import Executor, JobHandle, LaunchResult
 from vq.executors.launch import COLLECTOR_NOT_STARTED, CollectorExit, Launched
-from vq.executors.local import LocalExecutor
 from vq.services.context import ServiceContext
 from vq.services.kill import KILL_GRACE_SECONDS
 from vq.services.lifecycle import Lifecycle
@@ -96,7 +97,7 @@ class Supervisor:
         self,
         ctx: ServiceContext,
         lifecycle: Lifecycle,
-        executor: LocalExecutor,
+        executor: Executor,
         monotonic: Callable[[], float] = time.monotonic,
         grace_seconds: float = KILL_GRACE_SECONDS,
         on_release: Callable[[str], None] = lambda job_id: None,
@@ -180,7 +181,7 @@ class Supervisor:
     def _resolve_launch(self, holder: Holder) -> None:
         job_id = holder.job_id
         holder.unresolved_since = None
-        launched = self.executor.find_unrecorded(job_id)
+        launched = self.executor.find_lost_launch(job_id)
         if launched is not None:
             self.set_launched(launched)
             holder.orphan = True
@@ -327,7 +328,7 @@ class Supervisor:
             if (
                 holder.orphan
                 and not holder.collector_done
-                and not self.executor.leader_alive(holder.pid)
+                and not self.executor.watcher_alive(holder.handle)
             ):
                 # An orphaned collector is gone; we cannot know how it ended. Its marker
                 # tells whether it finished its work.

@@ -21,6 +21,16 @@ Contracts every implementation keeps:
   says the command never started (so its exit code is not the payload's).
 * ``cancel``, ``suspend``, ``resume`` and ``force_stop`` act only on a job whose identity
   is proven (never on a reused pid) and report whether they reached it.
+* ``watcher_alive`` says whether the attempt can still report its own end (the local
+  collector, which leads the job's group); ``find_lost_launch`` finds an attempt whose
+  launch answer was lost; ``fence_unstarted`` proves, once and for good, that an
+  attempt's command never started (so its claim may return to the queue).
+
+:class:`HostExecutor` adds what a daemon starts and stops for an executor whose jobs run
+on this host (its launcher, the isolation probe, a health check). The daemon talks to
+executors only through these two protocols; only its composition root
+(``daemon/compose.py``) knows the local executor's class
+(``tests/architecture/test_seams.py``).
 """
 
 from __future__ import annotations
@@ -33,11 +43,13 @@ from typing import Protocol
 from vq.domain.spec import JobSpec
 from vq.errors import VqError
 
+from .cgroups import CgroupMode
 from .launch import Launched
 from .sampling import GroupUsage
 
 __all__ = [
     "Executor",
+    "HostExecutor",
     "JobHandle",
     "LaunchResult",
     "NoExecutor",
@@ -121,6 +133,22 @@ class Executor(Protocol):
 
     def running(self, handle: JobHandle) -> bool: ...
 
+    def watcher_alive(self, handle: JobHandle) -> bool:
+        """Whether the process that supervises the attempt and records its end still
+        runs (local: the collector leading the job's group). Once it is gone the attempt
+        cannot report its end; the durable marker says whether it had."""
+        ...
+
+    def find_lost_launch(self, job_id: str) -> Launched | None:
+        """The attempt of a launch whose answer never arrived (the launcher died with
+        the request in flight), found by the job's own marks; None when none runs."""
+        ...
+
+    def fence_unstarted(self, spec: JobSpec) -> bool:
+        """Prove that the claimed attempt's command never started and now never will;
+        False when that cannot be proven (the ordinary outcome rules apply then)."""
+        ...
+
     def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]: ...
 
     # --- control -----------------------------------------------------------------------
@@ -152,3 +180,30 @@ class Executor(Protocol):
     def reap_leak(self, spec: JobSpec) -> bool: ...
 
     def released(self, job_id: str) -> None: ...
+
+
+class HostExecutor(Executor, Protocol):
+    """An executor whose jobs run on this host, with machinery the daemon drives: a
+    launcher process started with the daemon, restarted when it dies (its attempts
+    become orphans, polled through :meth:`Executor.watcher_alive`) and closed at the
+    end (running jobs go on), and the probe that decides how jobs are isolated."""
+
+    def start(self) -> None:
+        """Start the launcher (a no-op while it runs)."""
+        ...
+
+    def restart_if_dead(self) -> bool:
+        """Start a launcher that died; True if it had."""
+        ...
+
+    def close(self) -> None:
+        """Stop the launcher; running jobs go on."""
+        ...
+
+    def probe_scopes(self) -> CgroupMode:
+        """Decide once how later launches are isolated (§5.2), and say why."""
+        ...
+
+    def launcher_status(self, timeout: float) -> tuple[bool, str]:
+        """Whether the launcher answers within ``timeout`` seconds, and a one-line detail."""
+        ...

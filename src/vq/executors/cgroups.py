@@ -11,9 +11,11 @@ wall time, starvation and host pressure.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
-from vq.transport.local import LocalRunner
+from vq.errors import TransportError
+from vq.transport.runner import Runner
 
 __all__ = [
     "PROBE_TIMEOUT_SECONDS",
@@ -51,15 +53,20 @@ class CgroupMode:
         return self.mode == "scope"
 
 
-def probe(runner: LocalRunner) -> CgroupMode:
-    result = runner.run(PROBE_ARGV, timeout=PROBE_TIMEOUT_SECONDS)
-    if result.ok:
+def probe(runner: Runner) -> CgroupMode:
+    """Run the bounded scope probe once: ``scope`` when it worked, else ``direct``."""
+    try:
+        result = runner.run(PROBE_ARGV, deadline_s=PROBE_TIMEOUT_SECONDS)
+        failure = None if result.ok else result.first_line()
+    except TransportError as exc:
+        failure = exc.message
+    if failure is None:
         return CgroupMode(
             "scope", "systemd-run --user --scope works: jobs run in vq-job-<id>.scope"
         )
     return CgroupMode(
         "direct",
-        f"systemd-run --user --scope failed ({result.first_error_line()}); jobs run "
+        f"systemd-run --user --scope failed ({failure}); jobs run "
         "directly and the watchdog enforces memory by sampling RSS",
     )
 
@@ -84,9 +91,12 @@ def scope_argv(job_id: str, cpus: int, mem_mb: int | None) -> list[str]:
     return argv
 
 
-def stop_scope(runner: LocalRunner, job_id: str) -> None:
+def stop_scope(runner: Runner, job_id: str) -> None:
     """Stop the job's scope (best-effort; a scope that is already gone is fine)."""
-    runner.run(["systemctl", "--user", "stop", scope_name(job_id)], timeout=PROBE_TIMEOUT_SECONDS)
+    with contextlib.suppress(TransportError):
+        runner.run(
+            ["systemctl", "--user", "stop", scope_name(job_id)], deadline_s=PROBE_TIMEOUT_SECONDS
+        )
 
 
 @dataclass(frozen=True)
@@ -99,23 +109,25 @@ class ScopeInfo:
     active: bool
 
 
-def scope_info(runner: LocalRunner, job_id: str) -> ScopeInfo | None:
+def scope_info(runner: Runner, job_id: str) -> ScopeInfo | None:
     """``systemctl --user show`` of the job's scope; None when systemd does not answer."""
-    result = runner.run(
-        [
-            "systemctl",
-            "--user",
-            "show",
-            "--property=ControlGroup",
-            "--property=MainPID",
-            "--property=ActiveState",
-            scope_name(job_id),
-        ],
-        timeout=PROBE_TIMEOUT_SECONDS,
-    )
+    argv = [
+        "systemctl",
+        "--user",
+        "show",
+        "--property=ControlGroup",
+        "--property=MainPID",
+        "--property=ActiveState",
+        scope_name(job_id),
+    ]
+    try:
+        result = runner.run(argv, deadline_s=PROBE_TIMEOUT_SECONDS)
+    except TransportError:
+        return None
     if not result.ok:
         return None
-    values = dict(line.partition("=")[::2] for line in result.stdout.splitlines())
+    text = result.stdout.decode(errors="replace")
+    values = dict(line.partition("=")[::2] for line in text.splitlines())
     pid_text = values.get("MainPID", "0").strip()
     return ScopeInfo(
         control_group=values.get("ControlGroup", "").strip() or None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from vq.transport.local import LocalRunner
+from vq.transport.runner import Runner
 
 from . import procs
 from .cgroup_usage import cgroup_paths_of, read_cgroup
@@ -29,7 +29,7 @@ SCOPE_RETRY_SECONDS = 1.0
 class JobScopes:
     """Per-job scope lookups, with the scope's cgroup path cached per attempt."""
 
-    def __init__(self, runner: LocalRunner) -> None:
+    def __init__(self, runner: Runner) -> None:
         self.runner = runner
         #: job id -> (its scope's cgroup path or None, monotonic time of the lookup)
         self._paths: dict[str, tuple[str | None, float]] = {}

@@ -105,6 +105,15 @@ class LocalExecutor:
         if self.forkserver is not None:
             self.forkserver.close()
 
+    def launcher_status(self, timeout: float) -> tuple[bool, str]:
+        """Whether the fork server answers a ping within ``timeout`` seconds."""
+        if self.forkserver is None:
+            return False, "the fork server has not been started"
+        pid = self.forkserver.server_pid
+        if self.forkserver.ping(timeout=timeout):
+            return True, f"pid {pid} answers"
+        return False, f"the fork server (pid {pid}) does not answer"
+
     # --- cgroup scopes (§5.2) ---------------------------------------------------------
     def probe_scopes(self) -> CgroupMode:
         """Run the bounded scope probe once; later launches follow its answer."""
@@ -233,11 +242,12 @@ class LocalExecutor:
         """Whether any member of the job's group is alive (zombies count as gone)."""
         return handle.pgid is not None and bool(procs.live_group_members(handle.pgid))
 
-    def leader_alive(self, pid: int) -> bool:
-        """Whether the collector itself still runs (orphan polling)."""
-        return procs.is_alive(pid)
+    def watcher_alive(self, handle: JobHandle) -> bool:
+        """Whether the collector itself still runs (orphan polling): it leads the job's
+        group, so its pid is the group's id."""
+        return handle.pgid is not None and procs.is_alive(handle.pgid)
 
-    def find_unrecorded(self, job_id: str) -> Launched | None:
+    def find_lost_launch(self, job_id: str) -> Launched | None:
         """A launch whose answer was lost (fork-server death): its group, found through
         the ``VQ_JOB_ID`` environment of its processes."""
         found = find_job_processes(job_id)

@@ -11,6 +11,10 @@ Identity: a pid can be reused once its process is reaped. ``start_ticks`` (field
 ``/proc/<pid>/stat``, clock ticks since boot) together with the pid identifies one
 process for the life of the machine; :func:`matches_identity` compares both.
 
+The ``/proc/<pid>/stat`` reading itself (:class:`ProcStat`, :func:`read_stat`,
+:func:`is_alive`) lives in :mod:`vq._proc_stat`, where the CLI may use it too; it is
+re-exported here.
+
 Everything here is Linux-only, reads ``/proc`` without caching, and never raises for a
 process that vanishes mid-read (that reads as "not there").
 """
@@ -18,7 +22,8 @@ process that vanishes mid-read (that reads as "not there").
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from vq._proc_stat import GONE_STATES, ProcStat, is_alive, read_stat
 
 __all__ = [
     "GONE_STATES",
@@ -32,63 +37,6 @@ __all__ = [
     "signal_group",
     "start_ticks",
 ]
-
-#: Process states that mean "exited" even though the pid still shows in /proc.
-GONE_STATES = frozenset({"Z", "X", "x"})
-
-
-@dataclass(frozen=True)
-class ProcStat:
-    """The fields of ``/proc/<pid>/stat`` that vq needs."""
-
-    pid: int
-    state: str
-    ppid: int
-    pgid: int
-    start_ticks: int
-
-    @property
-    def alive(self) -> bool:
-        """True unless the process is a zombie or dead (see the module's zombie rule)."""
-        return self.state not in GONE_STATES
-
-
-def _parse_stat(pid: int, raw: bytes) -> ProcStat | None:
-    # "pid (comm) state ppid pgrp session tty_nr tpgid flags ... starttime(22) ..."
-    # comm may contain spaces and ')' itself, so split at the *last* ')'.
-    try:
-        fields = raw[raw.rindex(b")") + 1 :].split()
-        return ProcStat(
-            pid=pid,
-            state=fields[0].decode("ascii"),
-            ppid=int(fields[1]),
-            pgid=int(fields[2]),
-            start_ticks=int(fields[19]),
-        )
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return None
-
-
-def read_stat(pid: int) -> ProcStat | None:
-    """Parse ``/proc/<pid>/stat``; None if there is no such process (or it vanished).
-
-    A zombie is still returned (with ``state == "Z"``): use :func:`is_alive` to decide
-    liveness.
-    """
-    if pid <= 0:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-    except OSError:  # ENOENT, or ESRCH while the process is being torn down
-        return None
-    return _parse_stat(pid, raw)
-
-
-def is_alive(pid: int) -> bool:
-    """True if ``pid`` exists and is neither a zombie nor dead (state not ``Z``/``X``)."""
-    stat = read_stat(pid)
-    return stat is not None and stat.alive
 
 
 def start_ticks(pid: int) -> int | None:

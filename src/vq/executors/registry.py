@@ -4,11 +4,17 @@ No ``scheduler_target``: the local executor. A ``scheduler_target`` names a sche
 lane (``executors/scheduler/``, behind the same protocol); a target with no configured
 lane is refused with :class:`~vq.executors.base.NoExecutor`, which dispatch records as
 the job's ``failure_reason`` (the job is FAILED, never left PENDING forever).
+
+This is the one place that reads a spec's execution target: the daemon's dispatcher and
+recovery pass ask :meth:`ExecutorRegistry.partition` (or :meth:`~ExecutorRegistry.is_local`)
+which specs are theirs, and never branch on ``scheduler_target`` themselves
+(``tests/architecture/test_seams.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
 from vq.paths import StatePaths
@@ -16,7 +22,21 @@ from vq.paths import StatePaths
 from .base import Executor, NoExecutor
 from .local import LocalExecutor
 
-__all__ = ["ExecutorRegistry", "local_only"]
+__all__ = ["ExecutorRegistry", "Placement", "local_only"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Specs sorted by the executor that runs them (input order kept in each list).
+
+    ``local``: the local executor's; ``by_lane``: each configured scheduler lane's, by
+    lane name (a lane dispatches and recovers its own); ``unplaced``: specs whose target
+    names no configured lane, each with the refusal that says so.
+    """
+
+    local: list[JobSpec] = field(default_factory=list)
+    by_lane: dict[str, list[JobSpec]] = field(default_factory=dict)
+    unplaced: list[tuple[JobSpec, NoExecutor]] = field(default_factory=list)
 
 
 class ExecutorRegistry:
@@ -26,9 +46,19 @@ class ExecutorRegistry:
         self.local = local
         self.lanes = dict(lanes or {})
 
+    @staticmethod
+    def lane_of(spec: JobSpec) -> str | None:
+        """The scheduler lane ``spec`` is aimed at, or None for the local executor
+        (whether or not such a lane is configured)."""
+        return spec.scheduler_target
+
+    def is_local(self, spec: JobSpec) -> bool:
+        """Whether the local executor runs ``spec`` (no scheduler target)."""
+        return self.lane_of(spec) is None
+
     def select(self, spec: JobSpec) -> Executor:
         """The executor for ``spec``, or NoExecutor with the reason."""
-        target = spec.scheduler_target
+        target = self.lane_of(spec)
         if target is None:
             return self.local
         lane = self.lanes.get(target)
@@ -43,6 +73,22 @@ class ExecutorRegistry:
                 hint="configure the scheduler lane, or resubmit without a scheduler target",
             )
         return lane
+
+    def partition(self, specs: Iterable[JobSpec]) -> Placement:
+        """Hand each spec to its executor (see :class:`Placement`)."""
+        placed = Placement()
+        for spec in specs:
+            target = self.lane_of(spec)
+            if target is None:
+                placed.local.append(spec)
+            elif target in self.lanes:
+                placed.by_lane.setdefault(target, []).append(spec)
+            else:
+                try:
+                    self.select(spec)
+                except NoExecutor as refusal:
+                    placed.unplaced.append((spec, refusal))
+        return placed
 
 
 def local_only(paths: StatePaths) -> ExecutorRegistry:

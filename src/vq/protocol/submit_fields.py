@@ -8,7 +8,9 @@ The models and option tables that accept submit fields are derived from
 * the ``[profile.NAME]`` presets (:class:`vq.config.ProfileSettings`: the ``profile``
   fields);
 * the resubmit overrides (``vq resubmit``'s options and
-  :class:`vq.web.api.models.ResubmitRequest`: the ``override`` fields).
+  :class:`vq.web.api.models.ResubmitRequest`: the ``override`` fields);
+* the web API's submit body (:class:`vq.web.api.submit.JobRequest`): every field but
+  those whose ``not_over_http`` says why not.
 
 A model declares each field's Python type (the type checker needs it) and takes its
 default, limits and description from :func:`constraints`; ``tests/unit/test_submit_fields``
@@ -40,7 +42,8 @@ class SubmitField:
     ``default``; ``minimum``/``maximum`` (numbers), ``min_length``/``max_length`` (strings
     and lists), ``pattern`` (strings);
     ``profile``: a ``[profile.NAME]`` may preset it; ``override``: the web API's resubmit
-    may change it.
+    may change it; ``not_over_http``: why ``POST /api/v1/jobs`` does not take it (None:
+    it does).
     """
 
     __slots__ = (
@@ -55,6 +58,7 @@ class SubmitField:
         "min_length",
         "minimum",
         "name",
+        "not_over_http",
         "override",
         "pattern",
         "profile",
@@ -77,15 +81,18 @@ class SubmitField:
         pattern: str | None = None,
         profile: bool = False,
         override: bool = False,
+        not_over_http: str | None = None,
     ) -> None:
         self.name, self.kind, self.flag, self.dest, self.cli = name, kind, flag, dest, cli
         self.help, self.default = help, default
         self.minimum, self.maximum = minimum, maximum
         self.min_length, self.max_length, self.pattern = min_length, max_length, pattern
         self.profile, self.override = profile, override
+        self.not_over_http = not_over_http
 
 
 F = SubmitField
+_GROUPS = "arrays and chains take no idempotency key yet"
 
 #: In ``vq submit --help`` order.
 SUBMIT_FIELDS: tuple[SubmitField, ...] = (
@@ -114,13 +121,16 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
     F("depends_on_any", "str_list", "--after-any", "after_any", "multi",
       "Start after this job ended (repeatable).", default=(), max_length=10000),
     F("array", "int_list", "--array", "array", "str",
-      "Submit an array: indices like 0-99 or 1,5,7-9.", min_length=1, max_length=100000),
+      "Submit an array: indices like 0-99 or 1,5,7-9.", min_length=1, max_length=100000,
+      not_over_http=_GROUPS),
     F("array_values", "str_list", "--array-from", "array_from", "str",
-      "Submit an array: one element per line of FILE.", min_length=1, max_length=100000),
+      "Submit an array: one element per line of FILE.", min_length=1, max_length=100000,
+      not_over_http=_GROUPS),
     F("max_parallel", "int", "--max-parallel", "max_parallel", "int",
-      "Run at most N elements of the array at once.", minimum=1),
+      "Run at most N elements of the array at once.", minimum=1, not_over_http=_GROUPS),
     F("chain", "int", "--chain", "chain", "int",
-      "Submit N segments, each after the previous success.", minimum=2, maximum=10000),
+      "Submit N segments, each after the previous success.", minimum=2, maximum=10000,
+      not_over_http=_GROUPS),
     F("rerun_until_file_exists", "str", "--rerun-until-file-exists", "rerun_until", "str",
       "Rerun a COMPLETED job (as a sibling) until PATH exists.", min_length=1, max_length=1024),
     F("rerun_max", "int", "--rerun-max", "rerun_max", "int",
@@ -128,7 +138,8 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
     F("clean_workdir_on_terminal", "bool", "--clean-workdir", "clean_workdir", "flag",
       "Delete $VQ_WORKDIR when the job ends.", default=False, profile=True),
     F("recover_on_reboot", "bool", "--auto-resume", "auto_resume", "flag",
-      "After a reboot or daemon crash lost it, rerun the job as a sibling.", default=False),
+      "After a reboot or daemon crash lost it, rerun the job as a sibling.", default=False,
+      not_over_http="not offered over HTTP yet"),
     F("idempotency_key", "str", "--idempotency-key", "idempotency_key", "str",
       "Repeat-safe submit: the same key and intent return the same job.",
       min_length=1, max_length=256),
@@ -139,12 +150,14 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
       min_length=1, max_length=128, profile=True),
     F("expected_sha", "str", "--expected-sha", "expected_sha", "str",
       "Pin a venv --program to this git SHA (a prefix), checked at submit and dispatch.",
-      pattern=r"^[0-9a-fA-F]{4,64}$"),
-    F("cwd", "str", "--cwd", "cwd", "str", "Run here instead of the workspace."),
+      pattern=r"^[0-9a-fA-F]{4,64}$", not_over_http="not offered over HTTP yet"),
+    F("cwd", "str", "--cwd", "cwd", "str", "Run here instead of the workspace.",
+      not_over_http="a server path"),
     F("scheduler_target", "str", "--scheduler-target", "scheduler_target", "str",
       "Run through this scheduler lane ([hosts.NAME] with scheduler_dialect); "
       "what `vq submit LANE` sets.",
-      pattern=r"^[a-z0-9][a-z0-9-]{0,62}$"),
+      pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+      not_over_http="not offered over HTTP yet (`host` delegates to a remote daemon)"),
 )  # fmt: skip
 
 _BY_NAME = {f.name: f for f in SUBMIT_FIELDS}
@@ -155,13 +168,14 @@ def field(name: str) -> SubmitField:
     return _BY_NAME[name]
 
 
-def constraints(name: str, *, optional: bool = False) -> dict[str, Any]:
+def constraints(name: str, *, optional: bool = False, required: bool = False) -> dict[str, Any]:
     """Keyword arguments for a pydantic ``Field`` of submit field ``name``.
 
     ``description``, the limits (``ge``, ``le``, ``min_length``, ``max_length``,
     ``pattern``) and the
     default (a list default as a ``default_factory``); ``optional``: default None
-    instead (profile presets and overrides, where absent means "not given").
+    instead (profile presets and overrides, where absent means "not given");
+    ``required``: no default at all (the web API's ``idempotency_key``).
     """
     declared = _BY_NAME[name]
     kwargs: dict[str, Any] = {"description": declared.help}
@@ -174,7 +188,9 @@ def constraints(name: str, *, optional: bool = False) -> dict[str, Any]:
     ):
         if value is not None:
             kwargs[key] = value
-    if optional or declared.default is None:
+    if required:
+        pass
+    elif optional or declared.default is None:
         kwargs["default"] = None
     elif isinstance(declared.default, tuple):
         kwargs["default_factory"] = list

@@ -124,7 +124,7 @@ def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
         )
     with contextlib.suppress(OSError, ValueError):
         pid = int(read_regular(paths.daemon_pid, 64).decode().strip())
-        from vq.executors.procs import is_alive
+        from vq._proc_stat import is_alive
 
         if not is_alive(pid):
             checks.append(

@@ -2,9 +2,10 @@
 
 Contract:
 
-* every external command (``git``, an interpreter) runs through
-  :class:`~vq.transport.local.LocalRunner` with a :data:`PROBE_TIMEOUT` deadline; a probe
-  never raises, it reports an unavailable :class:`~vq.domain.programs.ProgramStatus`;
+* every external command (``git``, an interpreter) runs through a
+  :class:`~vq.transport.runner.Runner` (``LocalRunner``) with a :data:`PROBE_TIMEOUT`
+  deadline; a probe never raises, it reports an unavailable
+  :class:`~vq.domain.programs.ProgramStatus`;
 * ``binary``: the path (absolute, or a bare name looked up on ``PATH`` now) exists, is a
   regular file and is executable. ``import``: ``module`` imports under ``python`` and has
   every listed symbol. ``venv``: ``python`` runs, ``import_check`` (if any) imports and
@@ -36,8 +37,9 @@ from vq.domain.programs import (
     with_pins,
 )
 from vq.domain.spec import ProgramRuntimePin
-from vq.errors import InvalidInput, NotFound
+from vq.errors import InvalidInput, NotFound, TransportError
 from vq.transport.local import LocalRunner
+from vq.transport.runner import Runner
 
 __all__ = ["PROBE_TIMEOUT", "probe", "probe_all", "submit_pin"]
 
@@ -80,15 +82,18 @@ def _resolve(command: str) -> tuple[str | None, str | None]:
 
 
 def _interpreter(
-    runner: LocalRunner, python: str, module: str | None, symbols: list[str]
+    runner: Runner, python: str, module: str | None, symbols: list[str]
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The import script's answer, or None and why the interpreter could not answer."""
     argv = [python, "-c", _IMPORT_SCRIPT] + ([module, *symbols] if module else [])
-    result = runner.run(argv, timeout=PROBE_TIMEOUT)
-    if not result.ok:
-        return None, f"{python} does not run: {result.first_error_line()}"
     try:
-        answer = json.loads(result.stdout.strip().splitlines()[-1])
+        result = runner.run(argv, deadline_s=PROBE_TIMEOUT)
+    except TransportError as exc:
+        return None, f"{python} does not run: {exc.message}"
+    if not result.ok:
+        return None, f"{python} does not run: {result.first_line()}"
+    try:
+        answer = json.loads(result.stdout.decode(errors="replace").strip().splitlines()[-1])
     except (ValueError, IndexError):
         return None, f"{python} gave no answer to the import probe"
     if not isinstance(answer, dict):
@@ -101,13 +106,16 @@ def _interpreter(
     return answer, None
 
 
-def _git_sha(runner: LocalRunner, git_dir: str) -> tuple[str | None, str | None]:
+def _git_sha(runner: Runner, git_dir: str) -> tuple[str | None, str | None]:
     """HEAD of the checkout *at* ``git_dir`` (never of a repository that encloses it)."""
     argv = ["git", "-C", git_dir, "rev-parse", "--show-toplevel", "HEAD"]
-    result = runner.run(argv, timeout=PROBE_TIMEOUT)
-    lines = result.stdout.strip().splitlines()
+    try:
+        result = runner.run(argv, deadline_s=PROBE_TIMEOUT)
+    except TransportError as exc:
+        return None, f"git SHA of {git_dir} cannot be read: {exc.message}"
+    lines = result.stdout.decode(errors="replace").strip().splitlines()
     if not result.ok or len(lines) != 2 or not _SHA.fullmatch(lines[1].strip().lower()):
-        why = result.first_error_line() if not result.ok else "unexpected git output"
+        why = result.first_line() if not result.ok else "unexpected git output"
         return None, f"git SHA of {git_dir} cannot be read: {why}"
     if os.path.realpath(lines[0].strip()) != os.path.realpath(git_dir):
         return None, f"git SHA of {git_dir} cannot be read: it is inside {lines[0].strip()}"
@@ -119,7 +127,7 @@ def _binary(name: str, settings: BinaryProgram) -> ProgramStatus:
     return ProgramStatus(name, "binary", why is None, why, executable=path)
 
 
-def _import(name: str, settings: ImportProgram, runner: LocalRunner) -> ProgramStatus:
+def _import(name: str, settings: ImportProgram, runner: Runner) -> ProgramStatus:
     python, why = _resolve(settings.python)
     answer = None
     if why is None and python is not None:
@@ -128,7 +136,7 @@ def _import(name: str, settings: ImportProgram, runner: LocalRunner) -> ProgramS
     return ProgramStatus(name, "import", why is None, why, python=python, import_version=version)
 
 
-def _venv(name: str, settings: VenvProgram, runner: LocalRunner) -> ProgramStatus:
+def _venv(name: str, settings: VenvProgram, runner: Runner) -> ProgramStatus:
     problems: list[str] = []
     python, why = _resolve(settings.python)
     answer = None
@@ -153,7 +161,7 @@ def _venv(name: str, settings: VenvProgram, runner: LocalRunner) -> ProgramStatu
 
 
 def probe(
-    name: str, settings: ProgramSettings, runner: LocalRunner, *, pins: bool = True
+    name: str, settings: ProgramSettings, runner: Runner, *, pins: bool = True
 ) -> ProgramStatus:
     """Observe one registered program (bounded; never raises)."""
     if isinstance(settings, BinaryProgram):
@@ -167,7 +175,7 @@ def probe(
 
 
 def probe_all(
-    programs: Mapping[str, ProgramSettings], runner: LocalRunner | None = None
+    programs: Mapping[str, ProgramSettings], runner: Runner | None = None
 ) -> list[ProgramStatus]:
     """Every registered program in name order, judged against its configured pins."""
     runner = runner or LocalRunner()
@@ -177,7 +185,7 @@ def probe_all(
 def submit_pin(
     programs: Mapping[str, ProgramSettings],
     name: str,
-    runner: LocalRunner | None = None,
+    runner: Runner | None = None,
     expected_sha: str | None = None,
 ) -> ProgramRuntimePin:
     """The runtime snapshot for ``vq submit --program NAME``, or the refusal (§4.1 item 1).

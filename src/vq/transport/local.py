@@ -2,19 +2,13 @@
 
 See :mod:`vq.transport.runner` for the contract (never a shell, the child in its own
 process group, a deadline that kills the group, a per-stream output cap that is an error).
-
-``run(argv, timeout=…)`` is the older text form, kept for existing callers: it returns a
-:class:`Completed` with ``returncode`` None and an ``error`` text instead of raising, so
-those callers decide what a failure means without catching a zoo of exceptions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import overload
+from collections.abc import Mapping
 
-from vq.errors import CommandNotStarted, CommandTimeout, OutputTooLarge, TransportError
+from vq.errors import CommandNotStarted, CommandTimeout, OutputTooLarge
 from vq.transport.process import capture, describe_os_error
 from vq.transport.runner import (
     DEFAULT_DEADLINE_S,
@@ -24,27 +18,7 @@ from vq.transport.runner import (
 )
 from vq.transport.stream import ProcessStream
 
-__all__ = ["Completed", "LocalRunner", "LocalStream"]
-
-#: The older text form's output cap per stream (it predates caps; keep it generous).
-_LEGACY_CAP = 16 << 20
-
-
-@dataclass(frozen=True)
-class Completed:
-    argv: tuple[str, ...]
-    returncode: int | None
-    stdout: str
-    stderr: str
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def first_error_line(self) -> str:
-        text = self.error or self.stderr.strip() or self.stdout.strip()
-        return text.splitlines()[0] if text else f"exit code {self.returncode}"
+__all__ = ["LocalRunner", "LocalStream"]
 
 
 def _name(argv: Argv) -> str:
@@ -57,17 +31,6 @@ class LocalRunner:
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = env
 
-    @overload
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        input_text: str | None = None,
-    ) -> Completed: ...
-
-    @overload
     def run(
         self,
         argv: Argv,
@@ -75,37 +38,17 @@ class LocalRunner:
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-    ) -> RunResult: ...
-
-    def run(
-        self,
-        argv: Argv,
-        *,
-        stdin: bytes | None = None,
-        deadline_s: float = DEFAULT_DEADLINE_S,
-        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        input_text: str | None = None,
-    ) -> RunResult | Completed:
-        if timeout is not None:
-            return self._run_text(argv, timeout, env, input_text)
-        return self._run(argv, stdin, deadline_s, max_output_bytes, self._env)
-
-    def _run(
-        self,
-        argv: Argv,
-        stdin: bytes | None,
-        deadline_s: float,
-        max_output_bytes: int,
-        env: Mapping[str, str] | None,
     ) -> RunResult:
         if not argv:
             raise CommandNotStarted("empty command", hint="give the program to run")
         name = _name(argv)
         try:
             got = capture(
-                argv, stdin=stdin, deadline_s=deadline_s, max_output_bytes=max_output_bytes, env=env
+                argv,
+                stdin=stdin,
+                deadline_s=deadline_s,
+                max_output_bytes=max_output_bytes,
+                env=self._env,
             )
         except OSError as exc:
             raise CommandNotStarted(
@@ -125,33 +68,6 @@ class LocalRunner:
         # A child killed by a signal: report it as a shell would (128 + the signal).
         rc = got.rc if got.rc >= 0 else 128 - got.rc
         return RunResult(rc, got.stdout, got.stderr)
-
-    def _run_text(
-        self,
-        argv: Argv,
-        timeout: float,
-        env: Mapping[str, str] | None,
-        input_text: str | None,
-    ) -> Completed:
-        args = tuple(str(a) for a in argv)
-        try:
-            result = self._run(
-                argv,
-                None if input_text is None else input_text.encode(),
-                timeout,
-                _LEGACY_CAP,
-                env if env is not None else self._env,
-            )
-        except CommandTimeout:
-            return Completed(args, None, "", "", f"{args[0]}: timed out after {timeout:g}s")
-        except TransportError as exc:
-            return Completed(args, None, "", "", exc.message)
-        return Completed(
-            args,
-            result.rc,
-            result.stdout.decode(errors="replace"),
-            result.stderr.decode(errors="replace"),
-        )
 
     def open_stream(
         self,

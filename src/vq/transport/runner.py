@@ -63,6 +63,14 @@ class RunResult:
     def ok(self) -> bool:
         return self.rc == 0
 
+    def first_line(self) -> str:
+        """What went wrong in one line: stderr's first line, else stdout's, else the status."""
+        for stream in (self.stderr, self.stdout):
+            text = stream.decode(errors="replace").strip()
+            if text:
+                return text.splitlines()[0]
+        return f"exit code {self.rc}"
+
     def check(self, what: str) -> RunResult:
         """Self when the status is 0, else CommandFailed naming ``what`` and stderr's last line."""
         if self.rc == 0:

@@ -6,7 +6,9 @@ Contract (stable, part of ``/api/v1``):
   ``unauthorized``, ``forbidden``, ``conflict``, ``validation-error``, ``too-large``,
   ``rate-limited``, ``daemon-not-running``, ``internal-error``...).
 * ``message`` is one line; ``hint`` says what to do, or is null.
-* 422 answers also carry ``details``: a list of ``{"loc": "body.cpus", "message": ...}``.
+* 422 answers also carry ``details``: a list of ``{"loc": "body.cpus", "message": ...}``;
+  messages are vq's words, without the validation library's prefixes ("Value error,
+  …"): an unknown field reads "unknown field".
 * No token, password or server-side path appears in any error body.
 
 Every :class:`vq.errors.VqError` raised by a service maps to a status by its class; a
@@ -105,6 +107,20 @@ def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in parts)
 
 
+#: Prefixes the validation library puts before a validator's own words.
+_LIBRARY_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def _validation_message(item: dict[str, Any]) -> str:
+    """One validation problem in vq's words (no library prefix, no library jargon)."""
+    if item.get("type") == "extra_forbidden":
+        return "unknown field"
+    message = str(item.get("msg", ""))
+    for prefix in _LIBRARY_PREFIXES:
+        message = message.removeprefix(prefix)
+    return message
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Route every failure through :func:`error_body` (no HTML error pages on the API)."""
 
@@ -126,7 +142,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
-            {"loc": _loc(item.get("loc", ())), "message": str(item.get("msg", ""))}
+            {"loc": _loc(item.get("loc", ())), "message": _validation_message(item)}
             for item in exc.errors()
         ]
         first = details[0] if details else {"loc": "", "message": "invalid request"}

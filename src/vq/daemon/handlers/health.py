@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vq.errors import VqError
-from vq.executors.local import LocalExecutor
+from vq.executors.base import HostExecutor
 from vq.protocol.methods import EmptyParams, HealthResult
 from vq.services.context import ServiceContext
 
@@ -71,7 +71,7 @@ class HealthParts:
     tick_seconds: float
     holds: Holds
     pressure_hold: Callable[[], bool]
-    executor: LocalExecutor
+    executor: HostExecutor
     index: JobIndex
 
 
@@ -107,13 +107,8 @@ def _dispatch(parts: HealthParts) -> Check:
 
 
 def _fork_server(parts: HealthParts) -> Check:
-    forkserver = parts.executor.forkserver
-    if forkserver is None:
-        return Check("fork_server", False, "the fork server has not been started")
-    pid = forkserver.server_pid
-    if forkserver.ping(timeout=FORK_SERVER_TIMEOUT):
-        return Check("fork_server", True, f"pid {pid} answers")
-    return Check("fork_server", False, f"the fork server (pid {pid}) does not answer")
+    ok, detail = parts.executor.launcher_status(FORK_SERVER_TIMEOUT)
+    return Check("fork_server", ok, detail)
 
 
 def _disagreement(parts: HealthParts, job_id: str) -> str | None:

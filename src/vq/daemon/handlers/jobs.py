@@ -127,7 +127,7 @@ class JobHandlers:
         """An operator's decision for a lane job whose submission is in doubt (applied
         on the loop, which owns the lane's bookkeeping)."""
         spec = self._ctx.store.read(params.id)
-        lane = self._lanes.get(spec.scheduler_target or "")
+        lane = self._lanes.get(ExecutorRegistry.lane_of(spec) or "")
         if lane is None:
             raise Conflict(
                 f"job {spec.id} is not a job of a scheduler lane this daemon drives",

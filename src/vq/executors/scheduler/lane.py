@@ -55,7 +55,7 @@ from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
 
 from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
-from ..launch import LaunchError
+from ..launch import Launched, LaunchError
 from ..sampling import GroupUsage
 from .jobs import LaneJob, ambiguous
 from .observe import ObservingLane
@@ -349,6 +349,15 @@ class SchedulerLane(ObservingLane):
 
     def running(self, handle: JobHandle) -> bool:
         return handle.job_id in self._jobs
+
+    def watcher_alive(self, handle: JobHandle) -> bool:
+        return self.running(handle)  # the lane's own bookkeeping watches the job
+
+    def find_lost_launch(self, job_id: str) -> Launched | None:
+        return None  # a lost submission is found by its tag (scheduler/recovery.py)
+
+    def fence_unstarted(self, spec: JobSpec) -> bool:
+        return False  # no proof: the scheduler may hold the job
 
     def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]:
         return {}

@@ -1,12 +1,14 @@
 """``POST /api/v1/jobs``: submit one job over HTTP (§10.2), idempotently (§4.8).
 
-Body (JSON; unknown fields are refused with 422 naming them): the submit fields under
-their JobSpec names — ``command`` (argv list, required), ``cpus``, ``mem_mb``,
-``wall_time_seconds``, ``priority``, ``not_before``, ``job_name``, ``tags``,
-``depends_on`` (= ``vq submit --after``), ``depends_on_any`` (= ``--after-any``),
-``retry_max``, ``retry_backoff_seconds``, ``rerun_until_file_exists``, ``rerun_max``,
-``clean_workdir_on_terminal``, ``profile``, ``program`` — plus the required
-``idempotency_key`` and optional ``inputs``: ``{"files": {relpath: base64}}`` or
+Body (JSON; unknown fields are refused with 422 naming them): ``command`` (argv list,
+required), the submit fields under their JobSpec names — every field of
+:data:`vq.protocol.submit_fields.SUBMIT_FIELDS` but those declared ``not_over_http``
+(today ``cpus``, ``mem_mb``, ``wall_time_seconds``, ``priority``, ``not_before``,
+``job_name``, ``tags``, ``depends_on`` (= ``vq submit --after``), ``depends_on_any``
+(= ``--after-any``), ``retry_max``, ``retry_backoff_seconds``,
+``rerun_until_file_exists``, ``rerun_max``, ``clean_workdir_on_terminal``, ``profile``,
+``program``), with their declared limits and help — the required ``idempotency_key``,
+and optional ``host``, ``env`` and ``inputs``: ``{"files": {relpath: base64}}`` or
 ``{"upload_token": "..."}``.
 
 Answers the ``vq submit --json`` object (the spec, ``capacity_warnings``, and
@@ -24,7 +26,7 @@ charged key hashes).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
@@ -34,6 +36,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -43,6 +46,7 @@ from vq.config import Settings
 from vq.domain.environment import BadEnvironment, CapturedEnvironment
 from vq.domain.text import refuse_surrogates
 from vq.errors import ProtocolError
+from vq.protocol.submit_fields import SUBMIT_FIELDS, constraints
 from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
 from vq.web.auth.quota import (
@@ -63,7 +67,7 @@ from vq.web.submission import (
 )
 from vq.web.uploads_store import UploadStore
 
-__all__ = ["Inputs", "JobRequest", "body_cap", "router"]
+__all__ = ["API_FIELDS", "Inputs", "JobRequest", "body_cap", "router"]
 
 router = APIRouter(tags=["submit"])
 
@@ -85,8 +89,41 @@ class Inputs(BaseModel):
         return self
 
 
-class JobRequest(BaseModel):
-    """A submit; ranges are checked by ``SubmitParams``, exactly as for ``vq submit``."""
+#: Python types of the submit fields' value kinds (all optional: absent means "not
+#: given", so a profile fills the field exactly as for ``vq submit --profile``).
+_KIND_TYPES: dict[str, Any] = {
+    "int": int | None,
+    "str": str | None,
+    "bool": bool | None,
+    "str_list": list[str] | None,
+    "int_list": list[int] | None,
+    "datetime": datetime | None,
+}
+
+#: The submit fields this body takes: every declared one unless it says why not.
+API_FIELDS = tuple(f for f in SUBMIT_FIELDS if f.not_over_http is None)
+
+
+def _submit_fields_model() -> type[BaseModel]:
+    """A model of :data:`API_FIELDS`, each optional with its declared limits and help."""
+    fields: dict[str, Any] = {
+        f.name: (_KIND_TYPES[f.kind], Field(**constraints(f.name, optional=True)))
+        for f in API_FIELDS
+    }
+    return create_model("SubmitFields", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+if TYPE_CHECKING:
+    _SubmitFields = BaseModel
+else:
+    _SubmitFields = _submit_fields_model()
+
+
+class JobRequest(_SubmitFields):
+    """A submit: the command, the submit fields of :data:`API_FIELDS` (derived from
+    their one declaration, :mod:`vq.protocol.submit_fields`), the idempotency key and
+    the inputs. Limits are checked here and again by ``SubmitParams``, exactly as for
+    ``vq submit``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -97,24 +134,8 @@ class JobRequest(BaseModel):
         return data
 
     command: list[str] = Field(min_length=1, description="argv, e.g. ['bash', 'run.sh']")
-    idempotency_key: str = Field(min_length=1, max_length=256)
+    idempotency_key: str = Field(**constraints("idempotency_key", required=True))
     inputs: Inputs | None = None
-    cpus: int | None = None
-    mem_mb: int | None = None
-    wall_time_seconds: int | None = None
-    priority: int | None = None
-    not_before: datetime | None = None
-    job_name: str | None = None
-    tags: list[str] | None = None
-    depends_on: list[str] | None = Field(default=None, description="as --after")
-    depends_on_any: list[str] | None = Field(default=None, description="as --after-any")
-    retry_max: int | None = None
-    retry_backoff_seconds: int | None = None
-    rerun_until_file_exists: str | None = None
-    rerun_max: int | None = None
-    clean_workdir_on_terminal: bool | None = None
-    profile: str | None = None
-    program: str | None = None
     host: str | None = Field(
         default=None,
         description="a configured remote daemon host ([hosts.NAME]): the job is delegated "
