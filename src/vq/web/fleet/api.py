@@ -3,7 +3,8 @@
 Reads need ``read``; every answer about a host that did not answer is data (a host row
 with ``status``, ``error``, ``last_ok_at``), never an error — except the per-job routes,
 which answer the host's own error (404 unknown job, 502 unreachable, 503 marked down).
-Writes (``POST .../kill|pause|resume|resubmit``) follow :mod:`vq.web.fleet.control`.
+Writes (``POST .../kill|pause|resume|resubmit``; a kill may carry ``{"resubmit": true}``)
+follow :mod:`vq.web.fleet.control`.
 All reads come from the shared :class:`~vq.web.fleet.source.FleetSource` cache.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from vq.web.api.models import KillRequest
 from vq.web.auth.principal import Principal
 from vq.web.deps import need
 from vq.web.fleet.control import check_job_id, fleet_writer, perform
@@ -109,8 +111,22 @@ def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId)
     },
 )
 async def fleet_job_action(
-    request: Request, host: HostName, job_id: JobId, action: Action
+    request: Request,
+    host: HostName,
+    job_id: JobId,
+    action: Action,
+    body: Annotated[KillRequest | None, Body(description="kill only: {resubmit}")] = None,
 ) -> dict[str, Any]:
-    """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``."""
+    """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``; a kill
+    adds ``resubmitted`` (the new job's id when the body asked ``{"resubmit": true}``,
+    else null), as ``POST /api/v1/jobs/{id}/kill`` does."""
     await run_in_threadpool(fleet_writer, request, None)
-    return await run_in_threadpool(perform, source_of(request), host, job_id, action)
+    resubmit = body is not None and body.resubmit
+    if resubmit:
+        request.state.audit_extra = {"resubmit": True}
+    answer = await run_in_threadpool(
+        perform, source_of(request), host, job_id, action, resubmit=resubmit
+    )
+    if resubmit:
+        request.state.audit_extra = {"resubmit": True, "resubmitted": answer["resubmitted"]}
+    return answer
