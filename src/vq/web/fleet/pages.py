@@ -33,7 +33,8 @@ from vq.web.deps import web_config
 from vq.web.errors import status_for
 from vq.web.fleet.api import source_of
 from vq.web.fleet.control import check_job_id
-from vq.web.fleet.views import fleet_queue, host_rows
+from vq.web.fleet.listing import fleet_table, queue_filter
+from vq.web.fleet.views import host_rows
 from vq.web.pages import routes as single
 from vq.web.pages.render import login_redirect, reader, render, render_error
 from vq.web.pages.views import STATES, sample_series
@@ -74,14 +75,9 @@ def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
     name = params.get("name", "")[:200]
     number = _page_number(request)
     views = [source.host(host)] if host is not None else source.hosts()
-    listing = fleet_queue(
-        views,
-        states=[state] if state in STATES else [],
-        name=name or None,
-        host=host,
-        offset=(number - 1) * PAGE_ROWS,
-        limit=PAGE_ROWS,
-    )
+    flt = queue_filter(states=[state] if state in STATES else [], name=name or None)
+    offset = (number - 1) * PAGE_ROWS
+    listing = fleet_table(source, views, flt, host=host, offset=offset, limit=PAGE_ROWS)
     pages = max(1, -(-listing["total"] // PAGE_ROWS))
     return {
         "nav": "fleet",
@@ -94,6 +90,7 @@ def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
         "name": name,
         "states": STATES,
         "host": host,
+        "incomplete": listing["incomplete"],
     }
 
 
