@@ -446,3 +446,55 @@ def test_the_fleet_table_is_complete_past_a_hosts_newest_1000_jobs(
     assert f"page {pages} of {pages}" in last.text
     params = web.http.get("/api/v1/openapi.json").json()["paths"]["/api/v1/fleet/queue"]
     assert {"since", "group"} <= {p["name"] for p in params["get"]["parameters"]}
+
+
+def test_open_job_pages_poll_only_the_cached_job_detail(
+    fleet: RemoteFleet,
+    tmp_path: Path,
+    chromium: Browser,  # noqa: F811 - the fixture
+) -> None:
+    """Two browsers on one running h1 job: their live parts (every 3 s) and charts (every
+    5 s) cost h1 at most one `vq web fleet-job` call per 5 s cache period, not one each."""
+    job_id = fleet.submit(
+        "h1", "--job-name", "watched", "--", "sh", "-c", "while :; do echo t; sleep 0.5; done"
+    )
+    calls = Path(f"{fleet.remote_state('h1')}-calls.log")
+    calls.unlink(missing_ok=True)
+    counted = ["sh", "-c", f'echo "$*" >> {calls}; exec "$@"', "sh", *fleet.vq_command("h1")]
+    fleet.write_config(h1={"vq_command": counted})
+    contexts = []
+    try:
+        for name in ("web-users.json", "web-token"):
+            (fleet.config / name).unlink(missing_ok=True)
+        with _serving(fleet, tmp_path) as web:
+            wait_until(lambda: _remote_state(fleet, "h1", job_id) == "RUNNING", 30)
+            polls: list[list[str]] = []
+            pages = []
+            opened = time.monotonic()
+            for _ in range(2):
+                context = chromium.new_context(viewport=DESKTOP)
+                contexts.append(context)
+                page = context.new_page()
+                seen: list[str] = []
+                page.on("request", lambda request, seen=seen: seen.append(request.url))
+                page.goto(f"{web.base_url}/fleet/jobs/h1/{job_id}")
+                page.wait_for_selector('#usage-chart[data-live="1"]')
+                polls.append(seen)
+                pages.append(page)
+
+            def samples_polled_four_times_each() -> bool:
+                pages[0].wait_for_timeout(100)  # lets Playwright deliver the request events
+                return all(sum(u.endswith("/samples") for u in seen) >= 4 for seen in polls)
+
+            wait_until(samples_polled_four_times_each, 60, interval=0.5)
+            window = time.monotonic() - opened
+            reads = [line for line in calls.read_text().splitlines() if "fleet-job" in line]
+            lives = [sum("/live?" in u for u in seen) for seen in polls]
+            assert min(lives) >= 4, lives  # the live part polled too
+            assert len(reads) <= window / 5 + 2, (len(reads), window)
+    finally:
+        for context in contexts:
+            context.close()
+        fleet.write_config()
+        calls.unlink(missing_ok=True)
+        fleet.vq("kill", "h1", job_id)
