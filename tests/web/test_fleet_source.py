@@ -221,6 +221,23 @@ def test_the_table_is_complete_past_a_hosts_snapshot(tmp_path: Path) -> None:
     assert len(big.asked) == calls  # cached like every fleet read
 
 
+class BrokenListingHost(ListingHost):
+    def run_json(self, words: list[str]) -> Any:
+        if words[1] == "fleet-list":
+            raise SshUnreachable("host big: connection refused")
+        return super().run_json(words)
+
+
+def test_a_host_whose_listing_fails_is_named_not_an_error(tmp_path: Path) -> None:
+    big = BrokenListingHost([_row("", n, "FAILED", []) for n in range(1, 31)], listed=10)
+    small = ScriptedHost({"summary": {}, "jobs": [_row("", 100, "FAILED", [])], "total_jobs": 1})
+    source = FleetSource(lambda: ScriptedFleet(tmp_path, {"big": big, "small": small}))
+    page = fleet_table(source, source.hosts(), queue_filter(states=["FAILED"]))
+    assert [r["host"] for r in page["jobs"]] == ["small"] and page["total"] == 1
+    assert [gap["host"] for gap in page["incomplete"]] == ["big"]
+    assert "connection refused" in page["incomplete"][0]["error"]
+
+
 def test_fleet_actions_are_audited_with_their_host() -> None:
     assert describe_fleet("POST", "/api/v1/fleet/jobs/h2/0123456789ab/kill") == (
         "kill",
