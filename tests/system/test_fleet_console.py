@@ -263,6 +263,25 @@ def test_fleet_writes_auth_matrix_csrf_and_audit(
         ("admin-token", "resume", "ok"),
     ]
     assert all(r["job_id"] == jobs["h1"] for r in records[-8:])
+    wrong = web.http.post(f"{target}/pause", headers=admin, json={"resubmit": True})
+    assert wrong.status_code == 422 and wrong.json()["error"]["hint"]
+    assert _remote_state(fleet, "h1", jobs["h1"]) == "RUNNING"
+    again = web.http.post(f"{target}/kill", headers=admin, json={"resubmit": True})
+    assert again.status_code == 200, again.text
+    new_id = again.json()["resubmitted"]
+    assert again.json()["result"][0]["state"] == "KILLED" and new_id != jobs["h1"]
+    assert _remote_state(fleet, "h1", jobs["h1"]) == "KILLED"
+    assert _remote_state(fleet, "h1", new_id) in ("PENDING", "RUNNING")
+    copy = web.http.get(f"/api/v1/fleet/jobs/h1/{new_id}", headers=admin).json()
+    assert copy["job_name"] == f"{HOSTILE}-h1"
+    kill = [r for r in web.audit() if r.get("action") == "kill"][-1]
+    assert (kill["actor"], kill["host"], kill["job_id"], kill["outcome"]) == (
+        "admin-token",
+        "h1",
+        jobs["h1"],
+        "ok",
+    )
+    assert (kill["resubmit"], kill["resubmitted"]) == (True, new_id)
     assert viewer.get("/fleet/audit").status_code == 403
     web.add_user("adam", "admin")
     admin_client, _ = web.sign_in("adam")
@@ -302,18 +321,31 @@ def test_browser_opens_a_job_on_h2_draws_its_chart_and_kills_it(
         page.screenshot(path=str(SCREENSHOTS / "fleet-laptop.png"), full_page=True)
         page.click(f'tr[data-host="h2"][data-job-id="{job_id}"] td.name a')
         page.wait_for_url(f"{web.base_url}/fleet/jobs/h2/{job_id}")
-        page.wait_for_selector('#usage-chart[data-drawn="1"]')
+        page.wait_for_selector('#usage-chart[data-drawn="1"][data-live="1"]')
         assert page.locator("#job-live").get_attribute("data-state") == "RUNNING"
+        drawn = int(page.get_attribute("#usage-chart", "data-points") or 0)
+        # The chart follows the job without a reload: the watchdog adds a sample every
+        # 5 s and the page polls the fleet's cached samples every 5 s.
+        wait_until(
+            lambda: int(page.get_attribute("#usage-chart", "data-points") or 0) > drawn,
+            40,
+            interval=1,
+        )
         page.screenshot(path=str(SCREENSHOTS / "fleet-job.png"), full_page=True)
 
         def accept(dialog: Dialog) -> None:
             dialog.accept()
 
         page.on("dialog", accept)
+        page.check('form[action$="/kill"] input[name="resubmit"]')
         page.click('button[data-action="kill"]')
         page.wait_for_selector("#action-outcome .outcome-ok")
-        assert "h2" in (page.text_content("#action-outcome") or "")
+        said = page.text_content("#action-outcome") or ""
+        assert "h2" in said and "Resubmitted as" in said, said
         wait_until(lambda: _remote_state(fleet, "h2", job_id) == "KILLED", 20)
+        # the live part follows the state change without a reload; the chart stops
+        page.wait_for_selector('#job-live[data-state="KILLED"]', timeout=20_000)
+        page.wait_for_selector('#usage-chart[data-live="0"]', timeout=20_000)
         kill = [r for r in web.audit() if r.get("action") == "kill"][-1]
         assert (kill["actor"], kill["host"], kill["job_id"], kill["outcome"]) == (
             "olga",
@@ -321,6 +353,11 @@ def test_browser_opens_a_job_on_h2_draws_its_chart_and_kills_it(
             job_id,
             "ok",
         )
+        new_id = str(kill["resubmitted"])
+        assert kill["resubmit"] is True and new_id in said
+        link = page.get_attribute("#action-outcome a", "href")
+        assert link == f"/fleet/jobs/h2/{new_id}"
+        assert _remote_state(fleet, "h2", new_id) in ("PENDING", "RUNNING")
         page.set_viewport_size(PHONE)
         page.goto(f"{web.base_url}/fleet")
         width = page.evaluate("document.documentElement.scrollWidth")
@@ -360,3 +397,111 @@ def test_an_action_whose_answer_is_lost_says_outcome_unknown(
     finally:
         fleet.write_config()
     wait_until(lambda: _remote_state(fleet, "h1", job_id) == "KILLED", 20)
+
+
+def test_the_fleet_table_is_complete_past_a_hosts_newest_1000_jobs(
+    web: FleetWeb, fleet: RemoteFleet, jobs: dict[str, str]
+) -> None:
+    """h1 gets 1,050 more jobs (one array, held PENDING behind a sleeper): the table and
+    its filters still reach h1's older jobs, which its snapshot no longer lists."""
+    blocker = fleet.submit("h1", "--job-name", "blocker", "--", "sleep", "600")
+    made = fleet.remote_vq(
+        "h1", "submit", "--json", "--array", "0-1049", "--after", blocker, "--tag", "bulk",
+        "--", "true",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    group = json.loads(made.stdout)["array_group_id"]
+    try:
+        _check_complete_table(web, jobs, blocker, group)
+    finally:  # the array never runs: ending its blocker ends it, so h1 stays light
+        fleet.vq("kill", "h1", blocker)
+
+
+def _check_complete_table(web: FleetWeb, jobs: dict[str, str], blocker: str, group: str) -> None:
+    h1 = {h["name"]: h for h in web.http.get("/api/v1/fleet/hosts").json()["hosts"]}["h1"]
+    total = h1["total_jobs"]
+    assert total >= 1052, total
+    seen: list[str] = []
+    for offset in range(0, total, 1000):
+        page = web.http.get(
+            "/api/v1/fleet/queue", params={"host": "h1", "limit": 1000, "offset": offset}
+        ).json()
+        assert page["total"] == total and page["incomplete"] == []
+        seen += [row["id"] for row in page["jobs"]]
+    assert len(seen) == len(set(seen)) == total
+    assert {jobs["h1"], blocker} <= set(seen)  # older than h1's newest 1,000
+    tagged = web.http.get("/api/v1/fleet/queue", params={"tag": "fleet-ui"}).json()
+    assert ("h1", jobs["h1"]) in {(r["host"], r["id"]) for r in tagged["jobs"]}, tagged
+    grouped = web.http.get("/api/v1/fleet/queue", params={"group": group, "limit": 10}).json()
+    assert grouped["total"] == 1050 and {r["host"] for r in grouped["jobs"]} == {"h1"}
+    blocked = web.http.get(f"/api/v1/fleet/jobs/h1/{blocker}").json()
+    since = web.http.get(
+        "/api/v1/fleet/queue", params={"since": blocked["submitted_at"], "host": "h1"}
+    ).json()
+    assert since["total"] == 1051, since["total"]  # the blocker and its array
+    assert web.http.get("/api/v1/fleet/queue", params={"since": "2h"}).json()["total"] >= 1051
+    for bad in ({"since": "last tuesday"}, {"since": "0001-01-01"}, {"state": "SLEEPING"}):
+        refused = web.http.get("/api/v1/fleet/queue", params=bad)
+        assert refused.status_code == 422, (bad, refused.text)
+        error = refused.json()["error"]
+        assert error["code"] and error["message"] and error["hint"], error
+    too_long = web.http.get("/api/v1/fleet/queue", params={"group": "g" * 65})
+    assert too_long.status_code == 422 and too_long.json()["error"]["message"]
+    pages = -(-total // 100)
+    last = web.http.get("/fleet/hosts/h1", params={"page": pages})
+    assert last.status_code == 200 and f'data-job-id="{jobs["h1"]}"' in last.text
+    assert f"page {pages} of {pages}" in last.text
+    params = web.http.get("/api/v1/openapi.json").json()["paths"]["/api/v1/fleet/queue"]
+    assert {"since", "group"} <= {p["name"] for p in params["get"]["parameters"]}
+
+
+def test_open_job_pages_poll_only_the_cached_job_detail(
+    fleet: RemoteFleet,
+    tmp_path: Path,
+    chromium: Browser,  # noqa: F811 - the fixture
+) -> None:
+    """Two browsers on one running h2 job: their live parts (every 3 s) and charts (every
+    5 s) cost h2 at most one `vq web fleet-job` call per 5 s cache period, not one each."""
+    job_id = fleet.submit(
+        "h2", "--job-name", "watched", "--", "sh", "-c", "while :; do echo t; sleep 0.5; done"
+    )
+    calls = Path(f"{fleet.remote_state('h2')}-calls.log")
+    calls.unlink(missing_ok=True)
+    counted = ["sh", "-c", f'echo "$*" >> {calls}; exec "$@"', "sh", *fleet.vq_command("h2")]
+    fleet.write_config(h2={"vq_command": counted})
+    contexts = []
+    try:
+        for name in ("web-users.json", "web-token"):
+            (fleet.config / name).unlink(missing_ok=True)
+        with _serving(fleet, tmp_path) as web:
+            wait_until(lambda: _remote_state(fleet, "h2", job_id) == "RUNNING", 30)
+            polls: list[list[str]] = []
+            pages = []
+            opened = time.monotonic()
+            for _ in range(2):
+                context = chromium.new_context(viewport=DESKTOP)
+                contexts.append(context)
+                page = context.new_page()
+                seen: list[str] = []
+                page.on("request", lambda request, seen=seen: seen.append(request.url))
+                page.goto(f"{web.base_url}/fleet/jobs/h2/{job_id}")
+                page.wait_for_selector('#usage-chart[data-live="1"]')
+                polls.append(seen)
+                pages.append(page)
+
+            def samples_polled_four_times_each() -> bool:
+                pages[0].wait_for_timeout(100)  # lets Playwright deliver the request events
+                return all(sum(u.endswith("/samples") for u in seen) >= 4 for seen in polls)
+
+            wait_until(samples_polled_four_times_each, 60, interval=0.5)
+            window = time.monotonic() - opened
+            reads = [line for line in calls.read_text().splitlines() if "fleet-job" in line]
+            lives = [sum("/live?" in u for u in seen) for seen in polls]
+            assert min(lives) >= 4, lives  # the live part polled too
+            assert len(reads) <= window / 5 + 2, (len(reads), window)
+    finally:
+        for context in contexts:
+            context.close()
+        fleet.write_config()
+        calls.unlink(missing_ok=True)
+        fleet.vq("kill", "h2", job_id)

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vq.errors import SshUnreachable
+from vq.errors import InvalidInput, SshUnreachable
 from vq.hosts_config import HostSettings
 from vq.remote.fleet import Fleet
 from vq.web.audit import describe, describe_fleet
+from vq.web.fleet.listing import fleet_table, queue_filter
 from vq.web.fleet.source import FleetSource, HostView
-from vq.web.fleet.views import fleet_queue
 
 
 class ScriptedHost:
@@ -125,28 +125,117 @@ def test_a_down_host_is_never_contacted(tmp_path: Path) -> None:
     assert live.calls == 1
 
 
-def test_fleet_queue_filters_and_pages_newest_first() -> None:
-    def row(host: str, n: int, state: str, tags: list[str]) -> dict[str, Any]:
-        return {
-            "host": host,
-            "id": f"{n:012x}",
-            "state": state,
-            "tags": tags,
-            "job_name": f"job-{n}",
-            "submitted_at": f"2026-01-01T00:00:{n:02d}+00:00",
-        }
+def _row(
+    host: str, n: int, state: str, tags: list[str], group: str | None = None
+) -> dict[str, Any]:
+    return {
+        "host": host,
+        "id": f"{n:012x}",
+        "state": state,
+        "tags": tags,
+        "job_name": f"job-{n}",
+        "array_group_id": group,
+        "chain_group_id": None,
+        "submitted_at": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}+00:00",
+    }
 
-    a = HostView("a", "ok", jobs=[row("a", 1, "RUNNING", ["x"]), row("a", 3, "FAILED", [])])
-    b = HostView("b", "ok", jobs=[row("b", 2, "RUNNING", ["x", "y"])])
+
+def test_fleet_table_filters_and_pages_newest_first(tmp_path: Path) -> None:
+    a = HostView("a", "ok", jobs=[_row("a", 3, "FAILED", []), _row("a", 1, "RUNNING", ["x"])])
+    b = HostView("b", "ok", jobs=[_row("b", 2, "RUNNING", ["x", "y"], group="g1")])
     gone = HostView("c", "unreachable", error="timed out")
-    page = fleet_queue([a, b, gone], limit=2)
+    source = FleetSource(lambda: ScriptedFleet(tmp_path, {}))
+    for view in (a, b):
+        view.total_jobs = len(view.jobs)
+
+    def table(**filters: Any) -> dict[str, Any]:
+        paging = {k: filters.pop(k) for k in ("host", "offset", "limit") if k in filters}
+        return fleet_table(source, [a, b, gone], queue_filter(**filters), **paging)
+
+    page = table(limit=2)
     assert [(r["host"], r["id"][-1]) for r in page["jobs"]] == [("a", "3"), ("b", "2")]
-    assert page["total"] == 3
-    assert fleet_queue([a, b], offset=2)["jobs"][0]["id"][-1] == "1"
-    assert fleet_queue([a, b], states=["running"], tags=["x"])["total"] == 2
-    assert fleet_queue([a, b], tags=["x", "y"])["jobs"][0]["host"] == "b"
-    assert fleet_queue([a, b], name="JOB-3")["total"] == 1
-    assert fleet_queue([a, b], host="b")["total"] == 1
+    assert page["total"] == 3 and page["incomplete"] == []
+    assert table(offset=2)["jobs"][0]["id"][-1] == "1"
+    assert table(states=["running"], tags=["x"])["total"] == 2
+    assert table(tags=["x", "y"])["jobs"][0]["host"] == "b"
+    assert table(name="job-3")["total"] == 1
+    assert table(name="JOB-3")["total"] == 0  # case-sensitive, as vq list --name
+    assert table(host="b")["total"] == 1
+    assert [r["id"][-1] for r in table(group="g1")["jobs"]] == ["2"]
+    assert table(since="2026-01-01T00:00:02+00:00")["total"] == 2
+    assert table(since="2h")["total"] == 0  # every row is older than two hours
+
+
+def test_bad_fleet_filters_are_invalid_input() -> None:
+    for bad in ({"states": ["SLEEPING"]}, {"since": "yesterday-ish"}, {"since": "0001-01-01"}):
+        try:
+            queue_filter(**bad)
+        except InvalidInput as exc:
+            assert exc.message and exc.hint
+        else:
+            raise AssertionError(f"{bad} was accepted")
+
+
+class ListingHost:
+    """A host with more jobs than its snapshot lists: answers both verbs from ``rows``."""
+
+    def __init__(self, rows: list[dict[str, Any]], listed: int) -> None:
+        self.rows, self.listed, self.asked = rows, listed, []  # type: list[list[str]]
+
+    def run_json(self, words: list[str]) -> Any:
+        self.asked.append(words)
+        newest = sorted(self.rows, key=lambda r: (r["submitted_at"], r["id"]), reverse=True)
+        if words[1] == "fleet-snapshot":
+            return {"summary": {}, "jobs": newest[: self.listed], "total_jobs": len(newest)}
+        limit = int(words[words.index("--limit") + 1])
+        states = {words[i + 1] for i, w in enumerate(words) if w == "--state"}
+        chosen = [r for r in newest if not states or r["state"] in states]
+        return {"jobs": chosen[:limit], "total": len(chosen)}
+
+
+def test_the_table_is_complete_past_a_hosts_snapshot(tmp_path: Path) -> None:
+    big = ListingHost(
+        [_row("", n, "FAILED" if n % 2 else "COMPLETED", []) for n in range(1, 31)], listed=10
+    )
+    small = ScriptedHost({"summary": {}, "jobs": [_row("", 100, "FAILED", [])], "total_jobs": 1})
+    source = FleetSource(lambda: ScriptedFleet(tmp_path, {"big": big, "small": small}))
+
+    def table(offset: int, limit: int, **filters: Any) -> dict[str, Any]:
+        views = source.hosts()
+        return fleet_table(source, views, queue_filter(**filters), offset=offset, limit=limit)
+
+    first = table(0, 5)
+    assert [r["id"][-2:] for r in first["jobs"]] == ["64", "1e", "1d", "1c", "1b"]
+    assert first["total"] == 31
+    assert [w[1] for w in big.asked] == ["fleet-snapshot"]  # the snapshot answered it
+    deep = table(25, 10)  # past the snapshot's 10 rows: the host is asked
+    assert [int(r["id"], 16) for r in deep["jobs"]] == [6, 5, 4, 3, 2, 1]
+    assert deep["total"] == 31 and big.asked[-1][1] == "fleet-list"
+    assert big.asked[-1][big.asked[-1].index("--limit") + 1] == "500"
+    failed = table(0, 100, states=["failed"])
+    assert failed["total"] == 15 + 1
+    assert {int(r["id"], 16) for r in failed["jobs"]} == {100, *range(1, 31, 2)}
+    assert ["--state", "FAILED"] == big.asked[-1][-2:]
+    calls = len(big.asked)
+    assert table(0, 100, states=["failed"])["total"] == 16
+    assert len(big.asked) == calls  # cached like every fleet read
+
+
+class BrokenListingHost(ListingHost):
+    def run_json(self, words: list[str]) -> Any:
+        if words[1] == "fleet-list":
+            raise SshUnreachable("host big: connection refused")
+        return super().run_json(words)
+
+
+def test_a_host_whose_listing_fails_is_named_not_an_error(tmp_path: Path) -> None:
+    big = BrokenListingHost([_row("", n, "FAILED", []) for n in range(1, 31)], listed=10)
+    small = ScriptedHost({"summary": {}, "jobs": [_row("", 100, "FAILED", [])], "total_jobs": 1})
+    source = FleetSource(lambda: ScriptedFleet(tmp_path, {"big": big, "small": small}))
+    page = fleet_table(source, source.hosts(), queue_filter(states=["FAILED"]))
+    assert [r["host"] for r in page["jobs"]] == ["small"] and page["total"] == 1
+    assert [gap["host"] for gap in page["incomplete"]] == ["big"]
+    assert "connection refused" in page["incomplete"][0]["error"]
 
 
 def test_fleet_actions_are_audited_with_their_host() -> None:

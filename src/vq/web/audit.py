@@ -14,6 +14,8 @@ plus ``host`` for a fleet action (``POST /api/v1/fleet/jobs/HOST/ID/ACTION`` or
   action sent over SSH whose answer was lost) or ``error`` (anything else);
 * a handler may name the outcome itself (``request.state.audit_outcome``), e.g. a form
   post answered 303 whose action failed;
+* a fleet kill asked to resubmit adds ``resubmit: true`` and ``resubmitted`` (the new
+  job's id, null when the resubmit did not answer one): ``request.state.audit_extra``;
 * never a token, password, request body or server path.
 
 Admins read it on ``/audit`` (§7.3). Appends are best-effort (an audit write failure
@@ -55,6 +57,8 @@ _FLEET_ACTION = re.compile(
 _SAFE_ID = re.compile(r"^[0-9a-f]{12}$")
 _SAFE_HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _FLEET_VERBS = frozenset({"kill", "pause", "resume", "resubmit"})
+#: Keys a handler may add to its record (``request.state.audit_extra``).
+_EXTRA_KEYS = ("resubmit", "resubmitted")
 
 
 def describe(method: str, path: str) -> tuple[str, str | None] | None:
@@ -148,5 +152,7 @@ class AuditMiddleware:
             "outcome": state.get("audit_outcome") or _outcome(status),
             "client": client[0] if client else None,
         }
+        extra = state.get("audit_extra") or {}
+        record.update({k: extra[k] for k in _EXTRA_KEYS if k in extra})
         if self.path.parent.is_dir():
             append_line(self.path, json.dumps(record, separators=(",", ":")))

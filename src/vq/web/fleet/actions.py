@@ -3,7 +3,9 @@
 ``action`` is kill, pause, resume or resubmit. The rules are the single-host console's
 (:mod:`vq.web.pages.actions`) plus the fleet gate (:func:`vq.web.fleet.control.fleet_writer`):
 CSRF for a cookie session, ``control``, and fail-closed without any console account. A
-kill needs its confirmation (the htmx dialog, or ``confirm=yes`` without JavaScript).
+kill needs its confirmation (the htmx dialog, or ``confirm=yes`` without JavaScript); its
+``resubmit=yes`` field resubmits the killed job on the same host (the outcome links the
+new job's page; the audit record carries ``resubmit`` and ``resubmitted``).
 The outcome is shown as it came back from the host, including "outcome unknown" when
 the SSH call failed after sending (with the host's state); htmx gets an inline
 fragment, a plain form post a 303 back to the job page with a one-shot flash message.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -32,20 +35,29 @@ _HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _JOB = re.compile(r"^[0-9a-f]{12}$")
 
 
-def _describe(action: str, host: str, job_id: str, result: object) -> str:
+def _describe(outcome: dict[str, Any]) -> tuple[str, str | None]:
+    """The outcome line, and the new job's page when one was resubmitted."""
+    action, host, job_id, result = (outcome[k] for k in ("action", "host", "id", "result"))
     if action == "resubmit" and isinstance(result, dict):
-        return f"Job {job_id} resubmitted on {host} as {result.get('id')}."
+        new = result.get("id")
+        return f"Job {job_id} resubmitted on {host} as {new}.", f"/fleet/jobs/{host}/{new}"
     row = result[0] if isinstance(result, list) and result else {}
     state = row.get("state") if isinstance(row, dict) else None
     said = f" (now {state})" if state else ""
-    return f"{action.capitalize()} of job {job_id} on {host}: done{said}."
+    message = f"{action.capitalize()} of job {job_id} on {host}: done{said}."
+    new = outcome.get("resubmitted")
+    if not new:
+        return message, None
+    return f"{message} Resubmitted as {new}.", f"/fleet/jobs/{host}/{new}"
 
 
-def _answer(request: Request, back: str, message: str, ok: bool, status: int) -> Response:
+def _answer(
+    request: Request, back: str, message: str, ok: bool, status: int, link: str | None = None
+) -> Response:
     request.state.audit_outcome = "ok" if ok else "unknown" if status == 504 else "error"
     if is_htmx(request):
         headers = {"HX-Trigger": "job-changed"} if ok else None
-        context = {"ok": ok, "message": message, "link": None}
+        context = {"ok": ok, "message": message, "link": link, "link_text": "open it"}
         return render(request, "_outcome.html", context, status=status, headers=headers)
     response = RedirectResponse(back, status_code=303)
     flash = json.dumps({"m": message, "ok": ok}, separators=(",", ":"))
@@ -61,6 +73,7 @@ def act(
     action: str,
     csrf_token: str = Form(""),
     confirm: str = Form(""),
+    resubmit: str = Form(""),
 ) -> Response:
     try:
         fleet_writer(request, csrf_token or None)
@@ -73,9 +86,14 @@ def act(
     back = f"/fleet/jobs/{host}/{job_id}" if safe else "/fleet"
     if action == "kill" and confirm != "yes" and not is_htmx(request):
         return _answer(request, back, "Tick the confirmation box to kill the job.", False, 400)
+    again = action == "kill" and resubmit == "yes"
+    if again:
+        request.state.audit_extra = {"resubmit": True}
     try:
-        outcome = perform(source_of(request), host, job_id, action)
+        outcome = perform(source_of(request), host, job_id, action, resubmit=again)
     except VqError as exc:
         return _answer(request, back, exc.message, False, status_for(exc))
-    message = _describe(action, host, job_id, outcome["result"])
-    return _answer(request, back, message, True, 200)
+    if again:
+        request.state.audit_extra = {"resubmit": True, "resubmitted": outcome["resubmitted"]}
+    message, link = _describe(outcome)
+    return _answer(request, back, message, True, 200, link)

@@ -3,7 +3,8 @@
 Reads need ``read``; every answer about a host that did not answer is data (a host row
 with ``status``, ``error``, ``last_ok_at``), never an error — except the per-job routes,
 which answer the host's own error (404 unknown job, 502 unreachable, 503 marked down).
-Writes (``POST .../kill|pause|resume|resubmit``) follow :mod:`vq.web.fleet.control`.
+Writes (``POST .../kill|pause|resume|resubmit``; a kill may carry ``{"resubmit": true}``)
+follow :mod:`vq.web.fleet.control`.
 All reads come from the shared :class:`~vq.web.fleet.source.FleetSource` cache.
 """
 
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from vq.web.api.models import KillRequest
 from vq.web.auth.principal import Principal
 from vq.web.deps import need
 from vq.web.fleet.control import check_job_id, fleet_writer, perform
+from vq.web.fleet.listing import fleet_table, queue_filter
 from vq.web.fleet.source import FleetSource
-from vq.web.fleet.views import fleet_queue
 
 __all__ = ["router", "source_of"]
 
@@ -42,26 +44,39 @@ def fleet_hosts(request: Request, _: Reader) -> dict[str, Any]:
     return {"hosts": [view.as_dict() for view in source_of(request).hosts()]}
 
 
-@router.get("/queue", summary="The whole fleet's jobs as one paged table (a host per row)")
+@router.get(
+    "/queue",
+    summary="The whole fleet's jobs as one paged table (a host per row)",
+    responses={
+        404: {"description": "`host` is not a configured host"},
+        422: {"description": "an unknown state, a bad `since`, or a value out of range"},
+    },
+)
 def fleet_queue_route(
     request: Request,
     _: Reader,
     state: Annotated[list[str], Query(description="Only these states (repeatable).")] = [],  # noqa: B006
     tag: Annotated[list[str], Query(description="Only jobs with every tag (repeatable).")] = [],  # noqa: B006
     name: Annotated[str | None, Query(max_length=200, description="Name contains.")] = None,
+    since: Annotated[
+        str | None, Query(max_length=64, description="Submitted since: ISO time or 2h.")
+    ] = None,
+    group: Annotated[str | None, Query(max_length=64, description="Array/chain group.")] = None,
     host: Annotated[str | None, Query(max_length=63, description="Only this host.")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> dict[str, Any]:
-    """``{"jobs": [ROW + "host"], "total", "offset", "limit", "hosts": [...]}``: rows as
-    in ``GET /api/v1/jobs``, newest first; ``hosts`` says which hosts answered."""
+    """``{"jobs": [ROW + "host"], "total", "offset", "limit", "hosts": [...],
+    "incomplete": [{host, error}]}``: rows as in ``GET /api/v1/jobs``, filtered as
+    there, newest submitted first across hosts, every job of every answering host
+    (not only a snapshot's newest); ``hosts`` says which hosts answered,
+    ``incomplete`` names a host whose listing failed for this page."""
+    flt = queue_filter(state, tag, name, since, group)
     source = source_of(request)
     if host is not None:
         source.check_host(host)
     views = source.hosts()
-    page = fleet_queue(
-        views, states=state, tags=tag, name=name, host=host, offset=offset, limit=limit
-    )
+    page = fleet_table(source, views, flt, host=host, offset=offset, limit=limit)
     hosts = [{k: v for k, v in view.as_dict().items() if k != "summary"} for view in views]
     return {**page, "hosts": hosts}
 
@@ -109,8 +124,22 @@ def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId)
     },
 )
 async def fleet_job_action(
-    request: Request, host: HostName, job_id: JobId, action: Action
+    request: Request,
+    host: HostName,
+    job_id: JobId,
+    action: Action,
+    body: Annotated[KillRequest | None, Body(description="kill only: {resubmit}")] = None,
 ) -> dict[str, Any]:
-    """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``."""
+    """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``; a kill
+    adds ``resubmitted`` (the new job's id when the body asked ``{"resubmit": true}``,
+    else null), as ``POST /api/v1/jobs/{id}/kill`` does."""
     await run_in_threadpool(fleet_writer, request, None)
-    return await run_in_threadpool(perform, source_of(request), host, job_id, action)
+    resubmit = body is not None and body.resubmit
+    if resubmit:
+        request.state.audit_extra = {"resubmit": True}
+    answer = await run_in_threadpool(
+        perform, source_of(request), host, job_id, action, resubmit=resubmit
+    )
+    if resubmit:
+        request.state.audit_extra = {"resubmit": True, "resubmitted": answer["resubmitted"]}
+    return answer

@@ -25,7 +25,14 @@ from typing import Any
 
 from fastapi import Request
 
-from vq.errors import CommandTimeout, NotFound, OutcomeUnknown, RemoteProtocolError
+from vq.errors import (
+    CommandTimeout,
+    InvalidInput,
+    NotFound,
+    OutcomeUnknown,
+    RemoteProtocolError,
+    VqError,
+)
 from vq.remote.health import read_health
 from vq.web import deps
 from vq.web.auth.accounts import any_accounts
@@ -69,12 +76,10 @@ def fleet_writer(request: Request, csrf: str | None = None) -> Principal:
     return principal
 
 
-def perform(source: FleetSource, host: str, job_id: str, action: str) -> dict[str, Any]:
-    """Run ``action`` on ``host``'s job; ``{"host", "id", "action", "result"}`` or raise."""
-    check_job_id(job_id)
-    source.check_host(host)
+def _run(source: FleetSource, host: str, job_id: str, action: str) -> Any:
+    """The host's ``vq ACTION JOB --json`` answer; a lost answer is OutcomeUnknown."""
     try:
-        result = source.act(host, job_id, action)
+        return source.act(host, job_id, action)
     except (CommandTimeout, RemoteProtocolError) as exc:
         if isinstance(exc, RemoteProtocolError) and not exc.transient:
             raise  # ssh failed before the command started: nothing was sent
@@ -85,4 +90,36 @@ def perform(source: FleetSource, host: str, job_id: str, action: str) -> dict[st
             f"{health.last_ok_at or 'never'})",
             hint="reload the job once the host answers: its state there shows what happened",
         ) from exc
-    return {"host": host, "id": job_id, "action": action, "result": result}
+
+
+def perform(
+    source: FleetSource, host: str, job_id: str, action: str, *, resubmit: bool = False
+) -> dict[str, Any]:
+    """Run ``action`` on ``host``'s job; ``{"host", "id", "action", "result"}`` or raise.
+
+    ``resubmit`` (kill only, the single-host console's kill-with-resubmit): once the kill
+    answered, ``vq resubmit JOB --json`` runs on the same host and the answer adds
+    ``resubmitted`` (the new job's id; a kill always carries the key, null without it).
+    If the resubmit then fails, the error says the job was killed (and is the resubmit's
+    own: its status, or outcome-unknown when its answer was lost).
+    """
+    check_job_id(job_id)
+    source.check_host(host)
+    if resubmit and action != "kill":
+        raise InvalidInput(
+            f"resubmit applies to kill, not to {action}", hint="send resubmit only with a kill"
+        )
+    result = _run(source, host, job_id, action)
+    answer = {"host": host, "id": job_id, "action": action, "result": result}
+    if action != "kill":
+        return answer
+    answer["resubmitted"] = None
+    if resubmit:
+        try:
+            new = _run(source, host, job_id, "resubmit")
+        except VqError as exc:
+            exc.message = f"job {job_id} was killed on {host}, but {exc.message}"
+            exc.args = (exc.message,)
+            raise
+        answer["resubmitted"] = new.get("id") if isinstance(new, dict) else None
+    return answer

@@ -1,5 +1,6 @@
 """Fleet console pages (mounted only in fleet mode): ``/fleet``, ``/fleet/hosts/NAME``,
-``/fleet/jobs/HOST/ID`` (+ its log fragment and outputs download) and ``/fleet/audit``.
+``/fleet/jobs/HOST/ID`` (+ its live, actions and log fragments and outputs download) and
+``/fleet/audit``.
 
 Contracts:
 
@@ -8,6 +9,10 @@ Contracts:
 * All host data comes from the shared :class:`~vq.web.fleet.source.FleetSource`; a host
   that does not answer is a row saying so (status, reason, last answered), never an
   error page. A job page on such a host is an error page naming the host's state.
+* A job page is the single-host job page (``job.html``) with the fleet's URLs: while the
+  job can change, its live part re-fetches itself every 3 s and its chart polls
+  ``/api/v1/fleet/jobs/HOST/ID/samples`` every 5 s; both read the job's cached detail, so
+  open pages add no SSH call beyond one per job per cache period.
 * Everything rendered is autoescaped (remote job names included).
 * ``/fleet/jobs/HOST/ID/outputs.tar.gz`` streams the host's ``vq fetch ID --tar-stream``
   through gzip as it arrives (nothing is spooled here).
@@ -28,7 +33,8 @@ from vq.web.deps import web_config
 from vq.web.errors import status_for
 from vq.web.fleet.api import source_of
 from vq.web.fleet.control import check_job_id
-from vq.web.fleet.views import fleet_queue, host_rows
+from vq.web.fleet.listing import fleet_table, queue_filter
+from vq.web.fleet.views import host_rows
 from vq.web.pages import routes as single
 from vq.web.pages.render import login_redirect, reader, render, render_error
 from vq.web.pages.views import STATES, sample_series
@@ -69,14 +75,9 @@ def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
     name = params.get("name", "")[:200]
     number = _page_number(request)
     views = [source.host(host)] if host is not None else source.hosts()
-    listing = fleet_queue(
-        views,
-        states=[state] if state in STATES else [],
-        name=name or None,
-        host=host,
-        offset=(number - 1) * PAGE_ROWS,
-        limit=PAGE_ROWS,
-    )
+    flt = queue_filter(states=[state] if state in STATES else [], name=name or None)
+    offset = (number - 1) * PAGE_ROWS
+    listing = fleet_table(source, views, flt, host=host, offset=offset, limit=PAGE_ROWS)
     pages = max(1, -(-listing["total"] // PAGE_ROWS))
     return {
         "nav": "fleet",
@@ -89,6 +90,7 @@ def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
         "name": name,
         "states": STATES,
         "host": host,
+        "incomplete": listing["incomplete"],
     }
 
 
@@ -125,7 +127,7 @@ def _job_context(request: Request, host: str, job_id: str) -> dict[str, Any]:
         "series": sample_series(samples, job.get("mem_mb")),
         "sample_count": len(samples),
         "spec_rows": [],
-        "live": False,
+        "live": job.get("state") in single.LIVE_STATES,
         "tail_lines": 200,
     }
 
@@ -137,6 +139,31 @@ def job_page(request: Request, host: str, job_id: str) -> Response:
     )
 
 
+@router.get("/fragments/jobs/{host}/{job_id}/live")
+def job_live_fragment(request: Request, host: str, job_id: str, seen: str = "") -> Response:
+    """The live part; ``HX-Trigger: job-changed`` when the state is not the ``seen`` one."""
+
+    def build() -> Response:
+        context = _job_context(request, host, job_id)
+        changed = bool(seen) and seen != context["job"].get("state")
+        headers = {"HX-Trigger": "job-changed"} if changed else None
+        return render(request, "_job_live.html", context, headers=headers)
+
+    return guarded(request, build)
+
+
+@router.get("/fragments/jobs/{host}/{job_id}/actions")
+def job_actions_fragment(request: Request, host: str, job_id: str) -> Response:
+    """The action buttons for the job's current state (empty without control)."""
+
+    def build() -> Response:
+        if not request.state.principal.can("control"):
+            return Response(status_code=204)
+        return render(request, "_job_actions.html", _job_context(request, host, job_id))
+
+    return guarded(request, build)
+
+
 @router.get("/fragments/jobs/{host}/{job_id}/log")
 def job_log_fragment(request: Request, host: str, job_id: str, stream: str = "stdout") -> Response:
     def build() -> Response:
@@ -146,7 +173,7 @@ def job_log_fragment(request: Request, host: str, job_id: str, stream: str = "st
         context = _job_context(request, host, job_id)
         text = context["logs"].get(stream, "")
         values = {"host": host, "job_id": job_id, "stream": stream, "text": text}
-        return render(request, "fleet/_log.html", {**values, "tail_lines": 200})
+        return render(request, "_log.html", {**values, "tail_lines": 200})
 
     return guarded(request, build)
 

@@ -3,7 +3,9 @@
 ``vq web fleet-snapshot --json`` and ``vq web fleet-job ID --json`` (hidden verbs) print
 these payloads, so the console refreshes a host's whole view — queue summary and listing
 — or one job's whole detail — status, timeline, log tails, the last samples, receipt —
-with a single bounded SSH call instead of one per panel.
+with a single bounded SSH call instead of one per panel. ``vq web fleet-list --json``
+prints one filtered selection of the host's jobs, for the fleet table's pages and filters
+past the snapshot's newest :data:`LISTED_JOBS` rows.
 
 They read exactly what the single-host console reads (the gateway and the workspace's
 ``_vq`` files) but import no web framework, so a call costs one light
@@ -65,15 +67,29 @@ class Snapshots:
             raise
 
     def host(self) -> dict[str, Any]:
-        """``{"summary": <GET /api/v1/queue>, "jobs": [ROW…], "total_jobs": n}``: the
-        newest :data:`LISTED_JOBS` rows of ``vq list --json``."""
+        """``{"summary": <GET /api/v1/queue>, "jobs": [ROW…], "total_jobs": n, "running":
+        [ROW…]}``: the newest :data:`LISTED_JOBS` rows of ``vq list --json`` (newest
+        submitted first, ties by id descending), and every running or paused one."""
         from vq.web.cockpit import queue_summary
 
         with self.scrubbed():
             summary = queue_summary(self.gateway, self.paths)
-            rows: list[dict[str, Any]] = self.gateway.list_rows({})["jobs"]
-        rows.sort(key=lambda row: str(row.get("submitted_at") or ""), reverse=True)
-        return {"summary": summary, "jobs": rows[:LISTED_JOBS], "total_jobs": len(rows)}
+            rows = _newest_first(self.gateway.list_rows({})["jobs"])
+        running = [row for row in rows if row.get("state") in ("RUNNING", "SUSPENDED")]
+        return {
+            "summary": summary,
+            "jobs": rows[:LISTED_JOBS],
+            "total_jobs": len(rows),
+            "running": running,
+        }
+
+    def listing(self, filters: dict[str, Any], limit: int) -> dict[str, Any]:
+        """``{"jobs": [ROW…], "total": n}``: the newest ``limit`` rows of ``vq list --json``
+        matching ``filters`` (its ``states``, ``tags``, ``name``, ``since`` (ISO),
+        ``group`` parameters), in :meth:`host`'s order, and how many match."""
+        with self.scrubbed():
+            rows = _newest_first(self.gateway.list_rows(filters)["jobs"])
+        return {"jobs": rows[:limit], "total": len(rows)}
 
     def job(self, job_id: str) -> dict[str, Any]:
         """``{"job", "events", "logs": {"stdout", "stderr"}, "samples", "receipt"}``."""
@@ -97,6 +113,13 @@ class Snapshots:
             "samples": _samples(workspace),
             "receipt": _receipt(workspace),
         }
+
+
+def _newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fleet table's order on one host: newest submitted first, ties by id."""
+    return sorted(
+        rows, key=lambda row: (str(row.get("submitted_at") or ""), str(row.get("id"))), reverse=True
+    )
 
 
 def _inside(workspace: Path, relative: str) -> Path | None:

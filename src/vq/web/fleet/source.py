@@ -16,6 +16,10 @@ Contract of :class:`FleetSource` (one per app, created lazily):
 * :meth:`FleetSource.job` reads one job's detail (``vq web fleet-job ID --json``),
   cached the same way; :meth:`FleetSource.act` runs a control verb (never cached) and
   then drops the host's and the job's cached reads.
+* :meth:`FleetSource.listing` reads a selection of a host's jobs the snapshot cannot
+  answer (``vq web fleet-list``: a filter on a host with more jobs than a snapshot
+  lists, or a page past them), cached the same way per host, selection and size. The
+  fleet table's first page, unfiltered, never needs it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class HostView:
     summary: dict[str, Any] = field(default_factory=dict)
     jobs: list[dict[str, Any]] = field(default_factory=list)
     total_jobs: int = 0
+    running: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +77,15 @@ class _Entry:
     at: float = float("-inf")
     answered: bool = False
     pending: Future[Any] | None = None
+
+
+def _rows(host: str, rows: Any) -> list[dict[str, Any]]:
+    return [dict(row, host=host) for row in rows or [] if isinstance(row, dict)]
+
+
+def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running and paused rows (a snapshot of an older vq lists no ``running``)."""
+    return [row for row in rows if row.get("state") in ("RUNNING", "SUSPENDED")]
 
 
 class FleetSource:
@@ -180,7 +194,8 @@ class FleetSource:
                 status = "unreachable"
             return HostView(name, status, answer.message, health.last_ok_at)
         payload = answer if isinstance(answer, dict) else {}
-        jobs = [dict(row, host=name) for row in payload.get("jobs") or [] if isinstance(row, dict)]
+        jobs = _rows(name, payload.get("jobs"))
+        running = payload.get("running")
         return HostView(
             name,
             "ok",
@@ -188,6 +203,7 @@ class FleetSource:
             summary=payload.get("summary") or {},
             jobs=jobs,
             total_jobs=int(payload.get("total_jobs") or len(jobs)),
+            running=_rows(name, running) if isinstance(running, list) else _active(jobs),
         )
 
     def hosts(self) -> list[HostView]:
@@ -212,6 +228,18 @@ class FleetSource:
         if not isinstance(answer, dict):
             raise TransportError(f"host {host}: the job detail was not a JSON object")
         return answer
+
+    def listing(self, host: str, words: list[str], want: int) -> dict[str, Any]:
+        """``{"jobs": [ROW + host], "total"}``: the host's newest ``want`` jobs matching the
+        ``vq web fleet-list`` options ``words``, and how many match; the host's VqError
+        raised."""
+        key = ("list", host, str(want), *words)
+        answer = self._get(key, host, ["web", "fleet-list", "--json", "--limit", str(want), *words])
+        if isinstance(answer, VqError):
+            raise answer
+        if not isinstance(answer, dict) or not isinstance(answer.get("total"), int):
+            raise TransportError(f"host {host}: the job listing was not the expected JSON")
+        return {"jobs": _rows(host, answer.get("jobs")), "total": answer["total"]}
 
     # --- actions ------------------------------------------------------------------------
     def act(self, host: str, job_id: str, action: str) -> Any:

@@ -117,6 +117,41 @@ ENV.filters["shjoin"] = lambda argv: shlex.join(str(a) for a in argv or [])
 ENV.globals["quote"] = lambda value: quote(str(value), safe="")
 
 
+def job_urls(job_id: Any, host: Any = None) -> dict[str, str | None]:
+    """Where the parts of a job page live: the single-host console's for ``host`` None
+    (or undefined in a template), the fleet console's for a host name.
+
+    ``page``, ``live`` (the live fragment), ``actions`` (the buttons fragment), ``act``
+    (the action form prefix: ``act + "/kill"``), ``samples`` (the JSON the chart polls),
+    ``log`` (the log fragment, ``?stream=`` added) and ``download`` (a log's download
+    prefix, None on the fleet).
+    """
+    job = quote(str(job_id), safe="")
+    if not host:
+        return {
+            "page": f"/jobs/{job}",
+            "live": f"/fragments/jobs/{job}/live",
+            "actions": f"/fragments/jobs/{job}/actions",
+            "act": f"/actions/jobs/{job}",
+            "samples": f"/api/v1/jobs/{job}/samples",
+            "log": f"/fragments/jobs/{job}/log",
+            "download": f"/jobs/{job}/logs",
+        }
+    where = f"{quote(str(host), safe='')}/{job}"
+    return {
+        "page": f"/fleet/jobs/{where}",
+        "live": f"/fleet/fragments/jobs/{where}/live",
+        "actions": f"/fleet/fragments/jobs/{where}/actions",
+        "act": f"/fleet/actions/jobs/{where}",
+        "samples": f"/api/v1/fleet/jobs/{where}/samples",
+        "log": f"/fleet/fragments/jobs/{where}/log",
+        "download": None,
+    }
+
+
+ENV.globals["job_urls"] = job_urls
+
+
 def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request", "").lower() == "true"
 

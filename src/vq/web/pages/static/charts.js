@@ -4,7 +4,9 @@
 // ("0" while there is too little to draw). No inline script is needed (CSP 'self').
 //
 // A samples chart with data-live-url refetches that URL (GET /api/v1/jobs/{id}/samples,
-// a JSON array of watchdog samples) every POLL_MS and redraws in place with setData,
+// a JSON array of watchdog samples, or the fleet's GET /api/v1/fleet/jobs/{host}/{id}/
+// samples, an object whose "samples" is that array) every POLL_MS and redraws in place
+// with setData,
 // while #job-live[data-state] is PENDING, RUNNING or SUSPENDED; after the job ends it
 // fetches once more and stops (data-live="0"); a hidden tab skips its fetches. Elements
 // with data-stat="..." inside the chart's panel show the latest numbers, kept up to date.
@@ -246,7 +248,8 @@
           if (!response.ok) throw new Error("samples: HTTP " + response.status);
           return response.json();
         })
-        .then(function (samples) {
+        .then(function (payload) {
+          var samples = Array.isArray(payload) ? payload : (payload && payload.samples) || [];
           failures = 0;
           box.data = seriesFromSamples(samples, memMb);
           mark(el, drawSamples(el, box));
