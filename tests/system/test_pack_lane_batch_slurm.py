@@ -1,0 +1,117 @@
+"""A lane batch of array elements on the testbed's real Slurm 22.05 over real sshd.
+
+The batch is chosen, named and rendered by :mod:`vq.packing.lane_batch`, sent with the
+pack submit command and observed with the pack evidence reads (``squeue``, ``sacct
+--name``, the slot markers): each element's ending comes from its own slot, one failing
+element fails alone, and accounting holds exactly one allocation of that name. Needs
+root (the testbed); skipped on a developer machine without it and FAILS under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.testbed import SshTestbed
+from vq.packing.evidence import AttemptEvidence, attempt_evidence
+from vq.packing.lane_batch import Element, element_ending, next_batch
+from vq.packing.profiles import PackingProfile
+from vq.packing.slurm_text import parse_parsable
+from vq.services.pack_remote import PackRemote
+from vq.transport.ssh import SshRunner
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def remote(slurm_testbed: SshTestbed) -> Iterator[tuple[PackRemote, str]]:  # noqa: F811
+    control = Path(tempfile.mkdtemp(prefix="vqlb", dir="/tmp"))
+    control.chmod(0o700)
+    runner = SshRunner(
+        "vq-local", ssh_options=("-F", str(slurm_testbed.ssh_config)), control_dir=control
+    )
+    root = f"/tmp/vq-lanebatch-{secrets.token_hex(4)}"
+    yield PackRemote(runner), root
+    runner.run(["rm", "-rf", root], deadline_s=30)
+    shutil.rmtree(control, ignore_errors=True)
+
+
+def _profile(root: str) -> PackingProfile:
+    return PackingProfile.model_validate(
+        {
+            "name": "tb",
+            "target": {
+                "host": "cluster",
+                "partitions": ["debug"],
+                "work_root": f"{root}/work",
+                "log_root": f"{root}/logs",
+                "max_tasks_per_allocation": 2,
+                "max_cpus_per_allocation": 2,
+                "max_memory_mib_per_allocation": 1024,
+                "max_gpus_per_allocation": 0,
+                "max_time_limit": "00:05:00",
+                "max_allocations_per_submit": 8,
+                "max_script_bytes": 65536,
+            },
+            "resources": {
+                "cpus_per_task": 1,
+                "memory_mib_per_task": 128,
+                "gpus_per_task": 0,
+                "time_limit": "00:02:00",
+            },
+        }
+    )
+
+
+def test_a_batch_runs_each_element_in_its_slot_and_one_failure_fails_alone(
+    remote: tuple[PackRemote, str],
+) -> None:
+    pack_remote, root = remote
+    profile = _profile(root)
+    group = secrets.token_hex(6)
+    pending = [
+        Element(f"{group[:6]}{i:06x}", i, 0, args)
+        for i, args in enumerate([("true",), ("sh", "-c", "echo failing >&2; exit 3"), ("true",)])
+    ]
+    batch = next_batch("cluster", group, pending, profile, free=10)
+    assert batch is not None
+    assert [e.array_index for e in batch.elements] == [0, 1]  # 3 elements, cap 2: 2 + 1
+    since = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S")
+
+    command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
+    result = pack_remote.submit(command, batch.script)
+    assert result.rc == 0, result.stderr
+    receipt = parse_parsable(result.stdout.decode())
+    alloc = batch.allocation_id
+    keys = [e.job_id for e in batch.elements]
+
+    def ended() -> AttemptEvidence | None:
+        evidence = attempt_evidence(
+            alloc,
+            receipt.job_id,
+            keys,
+            pack_remote.queue_row(receipt.job_id, alloc),
+            pack_remote.accounting(alloc, since),
+            pack_remote.markers(f"{profile.target.work_root}/{alloc}"),
+        )
+        done = evidence.state not in ("QUEUED", "RUNNING", "UNKNOWN")
+        return evidence if done and all(t.state != "UNKNOWN" for t in evidence.tasks) else None
+
+    evidence: AttemptEvidence = wait_until(ended, 150, interval=1.0)
+    assert evidence.incarnations == 1
+    endings = [element_ending(task) for task in evidence.tasks]
+    assert [(e.state, e.exit_code) if e else None for e in endings] == [(None, 0), (None, 3)]
+    # exactly one allocation of that name in accounting (the batch identity is exact)
+    records = pack_remote.accounting(alloc, since)
+    assert {record.job_id for record in records} == {receipt.job_id}
+    # each slot's own log exists; the failing one holds its stderr
+    log = pack_remote.tail(f"{profile.target.log_root}/{alloc}-{receipt.job_id}-1.out", 4096)
+    assert log is not None and b"failing" in log
