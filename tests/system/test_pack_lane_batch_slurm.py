@@ -22,9 +22,9 @@ from tests.conftest import wait_until
 from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
 from vq.packing.evidence import AttemptEvidence, attempt_evidence
-from vq.packing.lane_batch import Element, element_ending, next_batch
+from vq.packing.lane_batch import Batch, Element, element_ending, next_batch
 from vq.packing.profiles import PackingProfile
-from vq.packing.slurm_text import parse_parsable
+from vq.packing.slurm_text import Receipt, parse_parsable
 from vq.services.pack_remote import PackRemote
 from vq.transport.ssh import SshRunner
 
@@ -115,3 +115,75 @@ def test_a_batch_runs_each_element_in_its_slot_and_one_failure_fails_alone(
     # each slot's own log exists; the failing one holds its stderr
     log = pack_remote.tail(f"{profile.target.log_root}/{alloc}-{receipt.job_id}-1.out", 4096)
     assert log is not None and b"failing" in log
+
+
+def _send(
+    pack_remote: PackRemote, profile: PackingProfile, commands: list[tuple[str, ...]]
+) -> tuple[Batch, Receipt, str]:
+    group = secrets.token_hex(6)
+    pending = [Element(f"{group[:6]}{i:06x}", i, 0, args) for i, args in enumerate(commands)]
+    batch = next_batch("cluster", group, pending, profile, free=10)
+    assert batch is not None and len(batch.elements) == len(commands)
+    since = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
+    result = pack_remote.submit(command, batch.script)
+    assert result.rc == 0, result.stderr
+    return batch, parse_parsable(result.stdout.decode()), since
+
+
+def _evidence(
+    pack_remote: PackRemote, profile: PackingProfile, batch: Batch, job_id: str, since: str
+) -> AttemptEvidence:
+    alloc = batch.allocation_id
+    return attempt_evidence(
+        alloc,
+        job_id,
+        [e.job_id for e in batch.elements],
+        pack_remote.queue_row(job_id, alloc),
+        pack_remote.accounting(alloc, since),
+        pack_remote.markers(f"{profile.target.work_root}/{alloc}"),
+    )
+
+
+def test_killing_one_slot_cancels_its_step_only(remote: tuple[PackRemote, str]) -> None:
+    pack_remote, root = remote
+    profile = _profile(root)
+    batch, receipt, since = _send(
+        pack_remote, profile, [("sh", "-c", "sleep 8; echo done"), ("sleep", "300")]
+    )
+    alloc, job = batch.allocation_id, receipt.job_id
+    steps = wait_until(lambda: len(s := pack_remote.running_slots(job, alloc)) == 2 and s, 150)
+    assert set(steps) == {0, 1}
+    assert pack_remote.cancel_slot(job, alloc, 1) == "sent"
+
+    def ended() -> AttemptEvidence | None:
+        evidence = _evidence(pack_remote, profile, batch, job, since)
+        return evidence if evidence.state in ("SUCCEEDED", "FAILED", "CANCELLED") else None
+
+    evidence: AttemptEvidence = wait_until(ended, 60, interval=1.0)
+    first, second = evidence.tasks
+    assert (first.state, first.exit_code) == ("SUCCEEDED", 0)  # its sibling ran to the end
+    assert second.state in ("FAILED", "CANCELLED") and second.exit_code != 0
+    ending = element_ending(second)
+    assert ending is not None and ending.exit_code != 0
+    assert evidence.state == "FAILED"  # the allocation ended by itself, not cancelled
+    assert pack_remote.cancel_slot(job, alloc, 1) == "not_running"
+
+
+def test_killing_the_pack_cancels_the_allocation(remote: tuple[PackRemote, str]) -> None:
+    pack_remote, root = remote
+    profile = _profile(root)
+    batch, receipt, since = _send(pack_remote, profile, [("sleep", "300"), ("sleep", "300")])
+    alloc, job = batch.allocation_id, receipt.job_id
+    wait_until(lambda: len(pack_remote.running_slots(job, alloc)) == 2, 150)
+    assert pack_remote.cancel(job) == "sent"
+
+    def ended() -> AttemptEvidence | None:
+        evidence = _evidence(pack_remote, profile, batch, job, since)
+        return evidence if evidence.state == "CANCELLED" else None
+
+    evidence: AttemptEvidence = wait_until(ended, 60, interval=1.0)
+    assert all(task.state != "SUCCEEDED" for task in evidence.tasks)
+    assert pack_remote.running_slots(job, alloc) == {}
+    # a second cancel of the allocation is harmless: 22.05 answers 0 for an ended job
+    assert pack_remote.cancel(job) == "sent"
