@@ -187,3 +187,41 @@ def test_killing_the_pack_cancels_the_allocation(remote: tuple[PackRemote, str])
     assert pack_remote.running_slots(job, alloc) == {}
     # a second cancel of the allocation is harmless: 22.05 answers 0 for an ended job
     assert pack_remote.cancel(job) == "sent"
+
+
+def test_a_lost_receipt_is_found_by_the_rederived_identity_and_a_blind_resubmit_shows(
+    remote: tuple[PackRemote, str],
+) -> None:
+    pack_remote, root = remote
+    profile = _profile(root)
+    group = secrets.token_hex(6)
+    pending = [Element(f"{group[:6]}{i:06x}", i, 0, ("true",)) for i in range(2)]
+    batch = next_batch("cluster", group, pending, profile, free=10)
+    assert batch is not None
+    alloc = batch.allocation_id
+    since = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    assert pack_remote.allocation_jobs(alloc, since) == []  # before sbatch: nothing
+
+    command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
+    sent = pack_remote.submit(command, batch.script)  # its receipt is "lost"
+    assert sent.rc == 0, sent.stderr
+    actual = parse_parsable(sent.stdout.decode()).job_id
+
+    # after a restart the same pending elements give the same identity, found by name
+    again = next_batch("cluster", group, pending, profile, free=10)
+    assert again is not None and again.allocation_id == alloc
+    found = wait_until(lambda: pack_remote.allocation_jobs(alloc, since), 60, interval=1.0)
+    assert found == [actual]
+
+    # what a blind resubmission would leave behind: two jobs of one identity, ambiguous
+    second = pack_remote.submit(command, again.script)
+    assert second.rc == 0, second.stderr
+    both = wait_until(
+        lambda: len(jobs := pack_remote.allocation_jobs(alloc, since)) == 2 and jobs, 60, 1.0
+    )
+    assert actual in both
+    # a retried element is a new attempt: a new identity that owns none of those jobs
+    retried = [pending[0], Element(pending[1].job_id, 1, 1, ("true",))]
+    fresh = next_batch("cluster", group, retried, profile, free=10)
+    assert fresh is not None and fresh.allocation_id != alloc
+    assert pack_remote.allocation_jobs(fresh.allocation_id, since) == []

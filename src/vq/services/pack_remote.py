@@ -19,6 +19,7 @@ from vq.config import Settings
 from vq.errors import ConfigError
 from vq.packing import slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
+from vq.packing.script import comment
 from vq.packing.slurm_text import (
     COMMAND_DEADLINE_S,
     MAX_STREAM_BYTES,
@@ -111,6 +112,29 @@ class PackRemote:
         if result.rc != 0:
             raise ObservationError(f"reading the slot markers failed (exit status {result.rc})")
         return parse_markers(_text(result.stdout))
+
+    def allocation_jobs(self, allocation_id: str, since: str) -> list[str]:
+        """The jobs that are this allocation, by its identity, submitted since ``since``.
+
+        One bounded ``sacct --name=vqp-<alloc>``, then one single-job ``squeue`` per job it
+        names: a job still queued or running under another comment is someone else's and
+        is dropped; a job whose accounting repeats the exact comment counts, and so does
+        an ended one where accounting stores no comments (the name is all there is).
+        Exactly one job is the allocation; none means accounting has not seen it; several
+        is ambiguous history. Raises :class:`ObservationError` on an untrustworthy answer."""
+        records = self.accounting(allocation_id, since)
+        exact = comment(allocation_id)
+        jobs = []
+        for job in sorted({record.job_id for record in records if record.submit >= since}):
+            try:
+                row = self.queue_row(job, allocation_id)
+            except slurm_text.ForeignJob:
+                continue  # active under another comment: someone else's job
+            known = any(r.job_id == job and r.comment == exact for r in records)
+            unlabelled = all(r.comment == "" for r in records if r.job_id == job)
+            if row is not None or known or unlabelled:
+                jobs.append(job)
+        return jobs
 
     def running_slots(self, job_id: str, allocation_id: str) -> dict[int, str]:
         """Each running slot of the allocation → its step id (``squeue --steps``)."""
