@@ -97,3 +97,30 @@ netns_hosts() {
 
 # The namespace hosts that exist now, whatever the current knob says.
 existing_netns_hosts() { ip netns list 2>/dev/null | awk '$1 ~ /^vq-h[0-9]+$/ {print $1}'; }
+
+# --- GPU GRES (VQ_TESTBED_SLURM_GPUS) ---------------------------------------------------
+# Slurm 22.05 drops a GPU without device files ("Removing file-less GPU") and then marks a
+# node configured with count-only Gres=gpu:N INVAL ("gres/gpu count reported lower than
+# configured (0 < N)"). So the node advertises N GPUs backed by N character devices that
+# alias /dev/null (major 1, minor 3) under DIR: jobs and steps get whole GPUs, and
+# CUDA_VISIBLE_DEVICES, as on a GPU node; nothing can use them as GPUs.
+
+# fake_gpu_devices DIR N: DIR/gpu0..gpu(N-1) are character devices 1,3 and nothing else
+# named gpu* is left in DIR (idempotent: existing right nodes are kept).
+fake_gpu_devices() {
+  local dir=$1 n=$2 i f
+  install -d -m 755 "$dir"
+  for f in "$dir"/gpu*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    i=${f##*/gpu}
+    if ! [[ $i =~ ^(0|[1-9][0-9]*)$ ]] || [ "$i" -ge "$n" ] || [ "$(stat -c '%F %t,%T' "$f")" != 'character special file 1,3' ]; then
+      rm -f "$f"
+    fi
+  done
+  for ((i = 0; i < n; i++)); do [ -e "$dir/gpu$i" ] || mknod -m 666 "$dir/gpu$i" c 1 3; done
+}
+
+# gres_conf NODE DIR N: the gres.conf lines for N fake GPUs on NODE.
+gres_conf() {
+  printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/gpu[0-%d]\n' "$1" "$2" "$(($3 - 1))"
+}

@@ -14,6 +14,8 @@ SLURM=${VQ_TESTBED_SLURM:-1}
 SLURMDBD=${VQ_TESTBED_SLURMDBD:-1}
 CGROUP=${VQ_TESTBED_SLURM_CGROUP:-auto}
 SLURM_CPUS=${VQ_TESTBED_SLURM_CPUS:-}
+SLURM_GPUS=${VQ_TESTBED_SLURM_GPUS:-0}
+GPU_DIR=$TB/gpu
 T0=$(now_ms)
 timings=()
 lap() { # lap WHAT START_MS
@@ -269,6 +271,7 @@ slurm_conf() {
   if [ -n "$SLURM_CPUS" ]; then
     node_line=$(sed "s/CPUs=[0-9]*/CPUs=$SLURM_CPUS/; s/CoresPerSocket=[0-9]*/CoresPerSocket=$SLURM_CPUS/; s/ThreadsPerCore=[0-9]*/ThreadsPerCore=1/" <<<"$node_line")
   fi
+  if [ "$SLURM_GPUS" -gt 0 ]; then node_line="$node_line Gres=gpu:$SLURM_GPUS"; fi
   cat <<CONF
 # Written by scripts/testbed/up.sh
 ClusterName=vqtest
@@ -316,6 +319,7 @@ CONF
     echo 'AccountingStorageType=accounting_storage/none'
   fi
   if [ -n "$SLURM_CPUS" ]; then echo 'SlurmdParameters=config_overrides'; fi
+  if [ "$SLURM_GPUS" -gt 0 ]; then echo 'GresTypes=gpu'; fi
   echo "$node_line State=UNKNOWN"
   echo 'PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP'
 }
@@ -327,6 +331,8 @@ if [ "$SLURM" = 1 ]; then
   1 | 0) CG=$CGROUP ;;
   *) die "VQ_TESTBED_SLURM_CGROUP must be auto, 1 or 0 (got '$CGROUP')" ;;
   esac
+  [[ $SLURM_GPUS =~ ^[0-9]+$ ]] && [ "$SLURM_GPUS" -le 64 ] ||
+    die "VQ_TESTBED_SLURM_GPUS must be a whole number from 0 to 64 (got '$SLURM_GPUS')"
   mkdir -p /etc/slurm /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
   conf_changed=0
   slurm_conf "$CG" | write_if_changed /etc/slurm/slurm.conf 644 && conf_changed=1
@@ -335,6 +341,15 @@ if [ "$SLURM" = 1 ]; then
       write_if_changed /etc/slurm/cgroup.conf 644 && conf_changed=1
   elif [ -e /etc/slurm/cgroup.conf ]; then
     rm -f /etc/slurm/cgroup.conf
+    conf_changed=1
+  fi
+  if [ "$SLURM_GPUS" -gt 0 ]; then
+    fake_gpu_devices "$GPU_DIR" "$SLURM_GPUS"
+    gres_conf "$NODE" "$GPU_DIR" "$SLURM_GPUS" | write_if_changed /etc/slurm/gres.conf 644 &&
+      conf_changed=1
+  elif [ -e /etc/slurm/gres.conf ]; then
+    rm -f /etc/slurm/gres.conf
+    rm -rf "$GPU_DIR"
     conf_changed=1
   fi
 
@@ -408,6 +423,8 @@ fi
 slurm_up=0
 if command -v scontrol >/dev/null && [ -r /etc/slurm/slurm.conf ] && ctld_ok; then slurm_up=1; fi
 NODE=${NODE:-$(hostname -s)}
+gpus=0
+if [ -r /etc/slurm/gres.conf ]; then gpus=$(find "$GPU_DIR" -maxdepth 1 -name 'gpu*' | wc -l); fi
 cat >"$TB/env.sh.tmp" <<ENV
 # Written by scripts/testbed/up.sh; source it.
 export VQ_TESTBED=$TB
@@ -420,6 +437,7 @@ export VQ_TESTBED_HOSTS="${ssh_hosts[*]}"
 export VQ_TESTBED_VENV=$VENV
 export VQ_TESTBED_SLURM=$slurm_up
 export VQ_TESTBED_SLURM_NODE=$NODE
+export VQ_TESTBED_SLURM_GPUS=$gpus
 ENV
 mv -f "$TB/env.sh.tmp" "$TB/env.sh"
 chmod 644 "$TB/env.sh"

@@ -35,6 +35,7 @@ __all__ = [
     "StoredTask",
     "Task",
     "TaskLine",
+    "check_args",
     "compare_rosters",
     "parse_task_lines",
     "roster_digest",
@@ -90,7 +91,7 @@ class TaskLine:
     line: int
 
 
-def _check_args(args: Any, line: int | None) -> tuple[str, ...]:
+def check_args(args: Any, line: int | None = None) -> tuple[str, ...]:
     if not isinstance(args, list) or not args or len(args) > MAX_ARGS:
         raise RosterRefused(f"args must be a non-empty array of at most {MAX_ARGS}", line=line)
     if not all(isinstance(arg, str) for arg in args):
@@ -149,7 +150,7 @@ def parse_task_lines(text: str) -> list[TaskLine]:
                     "directory (no '..')",
                     line=number,
                 )
-        tasks.append(TaskLine(key, _check_args(item["args"], number), stdin_file, number))
+        tasks.append(TaskLine(key, check_args(item["args"], number), stdin_file, number))
     return tasks
 
 

@@ -2,7 +2,8 @@
 
 :func:`lane_runner` resolves a profile's ``host`` to a configured Slurm lane
 (``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``) and builds its SSH runner.
-:class:`PackRemote` runs the bounded commands of :mod:`vq.packing.slurm_text` through it:
+:class:`PackRemote` runs the bounded commands of :mod:`vq.packing.slurm_text` (and the
+step control of :mod:`vq.packing.slurm_steps`) through it:
 30 s per command, 1 MiB per stream (an overflow raises
 :class:`~vq.errors.OutputTooLarge`), ``env LC_ALL=C TZ=UTC``. Untrustworthy output raises
 :class:`~vq.packing.slurm_text.ObservationError`; a transport failure raises the
@@ -12,11 +13,13 @@ runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from vq.config import Settings
 from vq.errors import ConfigError
-from vq.packing import slurm_text
+from vq.packing import slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
+from vq.packing.script import comment
 from vq.packing.slurm_text import (
     COMMAND_DEADLINE_S,
     MAX_STREAM_BYTES,
@@ -109,6 +112,52 @@ class PackRemote:
         if result.rc != 0:
             raise ObservationError(f"reading the slot markers failed (exit status {result.rc})")
         return parse_markers(_text(result.stdout))
+
+    def allocation_jobs(self, allocation_id: str, since: str) -> list[str]:
+        """The jobs that are this allocation, by its identity, submitted since ``since``.
+
+        One bounded ``sacct --name=vqp-<alloc>``, then one single-job ``squeue`` per job it
+        names: a job still queued or running under another comment is someone else's and
+        is dropped; a job whose accounting repeats the exact comment counts, and so does
+        an ended one where accounting stores no comments (the name is all there is).
+        Exactly one job is the allocation; none means accounting has not seen it; several
+        is ambiguous history. Raises :class:`ObservationError` on an untrustworthy answer."""
+        records = self.accounting(allocation_id, since)
+        exact = comment(allocation_id)
+        jobs = []
+        for job in sorted({record.job_id for record in records if record.submit >= since}):
+            try:
+                row = self.queue_row(job, allocation_id)
+            except slurm_text.ForeignJob:
+                continue  # active under another comment: someone else's job
+            known = any(r.job_id == job and r.comment == exact for r in records)
+            unlabelled = all(r.comment == "" for r in records if r.job_id == job)
+            if row is not None or known or unlabelled:
+                jobs.append(job)
+        return jobs
+
+    def running_slots(self, job_id: str, allocation_id: str) -> dict[int, str]:
+        """Each running slot of the allocation → its step id (``squeue --steps``)."""
+        result = self._run(slurm_steps.squeue_steps_argv(job_id))
+        return slurm_steps.parse_squeue_steps(
+            result.rc, _text(result.stdout), job_id, allocation_id
+        )
+
+    def cancel(self, job_id: str, step_id: str | None = None) -> Literal["sent", "gone"]:
+        """``scancel`` of the allocation, or of one step of it (``JOBID.STEP``)."""
+        result = self._run(slurm_steps.scancel_argv(job_id, step_id))
+        return slurm_steps.parse_scancel(result.rc, _text(result.stderr))
+
+    def cancel_slot(
+        self, job_id: str, allocation_id: str, slot: int
+    ) -> Literal["sent", "gone", "not_running"]:
+        """Cancel one slot's step, found by its name; ``not_running`` when the slot has no
+        live step (the allocation is queued, or the slot has not started or has ended):
+        nothing was sent, and the caller decides."""
+        step = self.running_slots(job_id, allocation_id).get(slot)
+        if step is None:
+            return "not_running"
+        return self.cancel(job_id, step)
 
     def tail(self, path: str, count: int) -> bytes | None:
         """The last ``count`` bytes of ``path`` (None: no such file), one bounded read."""

@@ -18,14 +18,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vq.errors import Conflict, InvalidInput, NotFound
 from vq.packing.planner import digest
 from vq.packing.roster import Attempt, PackDocument, roster_digest
-from vq.packing.slurm_text import AccountingRecord, ForeignJob, ObservationError
+from vq.packing.slurm_text import ObservationError
 from vq.paths import StatePaths
 from vq.services.pack_inspect import PackView, observation_refused, window_start
 from vq.services.pack_remote import MAX_LOG_BYTES, PackRemote, RunnerFor
@@ -107,21 +106,9 @@ def reconcile_attempt(paths: StatePaths, name: str, alloc: str, runner_for: Runn
     remote = PackRemote(runner_for(str(attempt.intent.target["host"])))
     since = window_start(attempt)
     try:
-        records = remote.accounting(alloc, since)
+        jobs = remote.allocation_jobs(alloc, since)
     except ObservationError as exc:
         raise observation_refused(exc) from None
-    exact = f"vq-pack:{alloc}"
-    jobs = []
-    for job in sorted({record.job_id for record in records if record.submit >= since}):
-        try:
-            row = remote.queue_row(job, alloc)
-        except ForeignJob:
-            continue  # active under another comment: someone else's job
-        except ObservationError as exc:
-            raise observation_refused(exc) from None
-        known = any(r.job_id == job and r.comment == exact for r in records)
-        if row is not None or known or _ours_without_comment(records, job):
-            jobs.append(job)
     if len(jobs) > 1:
         raise observation_refused(
             ObservationError(f"accounting holds {len(jobs)} jobs of allocation {alloc}")
@@ -133,11 +120,6 @@ def reconcile_attempt(paths: StatePaths, name: str, alloc: str, runner_for: Runn
             "if accounting lags, reconcile again shortly",
         )
     return _settle(paths, name, alloc, outcome="accepted", how="reconcile", job_id=jobs[0])
-
-
-def _ours_without_comment(records: Sequence[AccountingRecord], job: str) -> bool:
-    """An ended job whose accounting stores no comment: the name is all there is."""
-    return all(r.comment == "" for r in records if r.job_id == job)
 
 
 def resolve_attempt(
