@@ -83,8 +83,24 @@ write_if_changed() {
   mv -f "$tmp" "$1"
 }
 
+# The fake Torque server (scripts/testbed/torque_fake.py) as qsub/qstat/qdel/qhold/qrls,
+# first on the PATH of one namespace host only ($TORQUE_HOST; the others keep Slurm's
+# slurm-wlm-torque wrappers in /usr/bin when those are installed).
+TORQUE_HOST=${VQ_TESTBED_TORQUE_HOST:-vq-h1}
+TORQUE_BIN=$TB_OPT/torque-fake/bin
+install_torque_fake() {
+  local cmd
+  install -d -m 755 "$TB_OPT" "$TB_OPT/torque-fake" "$TORQUE_BIN"
+  install -m 755 "$TB_REPO/scripts/testbed/torque_fake.py" "$TB_OPT/torque-fake/torque_fake.py"
+  for cmd in qsub qstat qdel qhold qrls; do
+    ln -sfn ../torque_fake.py "$TORQUE_BIN/$cmd"
+  done
+}
+install_torque_fake
+
 sshd_config() { # NAME ADDR PORT
-  local name=$1 addr=$2 port=$3 u home
+  local name=$1 addr=$2 port=$3 u home path=$VENV/bin:/usr/local/bin:/usr/bin:/bin
+  [ "$name" = "$TORQUE_HOST" ] && path=$TORQUE_BIN:$path
   cat <<CONF
 # Written by scripts/testbed/up.sh: sshd of testbed host $name.
 ListenAddress $addr
@@ -105,12 +121,12 @@ PrintMotd no
 Subsystem sftp /usr/lib/openssh/sftp-server
 # The namespace hosts share one filesystem and one set of homes: each host gives every
 # user its own vq state and config directories, so each "host" runs its own vq.
-SetEnv PATH=$VENV/bin:/usr/local/bin:/usr/bin:/bin VQ_TESTBED_HOST=$name
+SetEnv PATH=$path VQ_TESTBED_HOST=$name
 CONF
   for u in "${TB_SSH_USERS[@]}"; do
     home=$TB/hosts/$name/$u
     printf 'Match User %s\n  SetEnv PATH=%s VQ_TESTBED_HOST=%s VQ_STATE_DIR=%s VQ_CONFIG_DIR=%s\n' \
-      "$u" "$VENV/bin:/usr/local/bin:/usr/bin:/bin" "$name" "$home/state" "$home/config"
+      "$u" "$path" "$name" "$home/state" "$home/config"
   done
 }
 
@@ -438,6 +454,7 @@ export VQ_TESTBED_VENV=$VENV
 export VQ_TESTBED_SLURM=$slurm_up
 export VQ_TESTBED_SLURM_NODE=$NODE
 export VQ_TESTBED_SLURM_GPUS=$gpus
+export VQ_TESTBED_TORQUE_HOST=$TORQUE_HOST
 ENV
 mv -f "$TB/env.sh.tmp" "$TB/env.sh"
 chmod 644 "$TB/env.sh"
