@@ -7,7 +7,7 @@ the index and wakes the loop when dispatch may have something new to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 
 from vq.domain.admission import Usage
 from vq.domain.states import JobState
@@ -63,11 +63,11 @@ class JobHandlers:
         dispatch_hold: Callable[[], str | None],
         storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
         executors: ExecutorRegistry | None = None,
-        lanes: Sequence[SchedulerLane] = (),
+        lanes: Mapping[str, SchedulerLane] | None = None,
         loop_calls: LoopCalls | None = None,
     ) -> None:
         self._executors = executors
-        self._lanes = {lane.name: lane for lane in lanes}
+        self._lanes: Mapping[str, SchedulerLane] = lanes if lanes is not None else {}
         self._loop_calls = loop_calls or LoopCalls()
         self._ctx = ctx
         self._index = index

@@ -148,6 +148,11 @@ class SchedulerLane(ObservingLane):
         self._worker.close()
 
     @property
+    def idle(self) -> bool:
+        """Nothing of this lane in flight on its worker (it can be closed and rebuilt)."""
+        return self._worker.in_flight == 0
+
+    @property
     def held(self) -> int:
         """Jobs holding lane capacity."""
         return len(self._jobs)
