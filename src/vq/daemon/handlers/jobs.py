@@ -14,6 +14,7 @@ from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
+from vq.hosts_config import LaneSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -97,11 +98,16 @@ class JobHandlers:
             dependency_state=self._index.dependency_state,
             basis=self._views.eta_basis,
             hold=self._dispatch_hold(),
+            lane=self._lane_settings(spec.scheduler_target),
         )
         hold = self._storage_hold()
         if hold is not None and spec.state is JobState.PENDING:
             view["pending_reason"] = f"dispatch is held: {hold['message']}"
         return StatusResult.model_validate(view)
+
+    def _lane_settings(self, target: str | None) -> LaneSettings | None:
+        lane = self._lanes.get(target) if target is not None else None
+        return lane.settings if lane is not None else None
 
     def kill(self, params: JobIdParams) -> JobOutcome:
         job_id = params.id
