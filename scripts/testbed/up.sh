@@ -352,6 +352,16 @@ if [ "$SLURM" = 1 ]; then
   mkdir -p /etc/slurm /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
   conf_changed=0
   slurm_conf "$CG" | write_if_changed /etc/slurm/slurm.conf 644 && conf_changed=1
+  # Each namespace host's own slurm.conf: the controller and slurmdbd on the root side of
+  # its link (10.200.N.1). `ip netns exec` bind-mounts /etc/netns/NAME/slurm over
+  # /etc/slurm for what it starts (the host's sshd, hence its logins); an sshd that does
+  # not see its copy yet is restarted below (its open sessions keep running).
+  while read -r h; do
+    install -d -m 755 "/etc/netns/$h" "/etc/netns/$h/slurm"
+    sed -e "s/^SlurmctldHost=\([^(]*\)(127\.0\.0\.1)/SlurmctldHost=\1(10.200.${h#vq-h}.1)/" \
+      -e "s/^AccountingStorageHost=localhost/AccountingStorageHost=10.200.${h#vq-h}.1/" \
+      /etc/slurm/slurm.conf | write_if_changed "/etc/netns/$h/slurm/slurm.conf" 644 || true
+  done < <(netns_hosts)
   if [ "$CG" = 1 ]; then
     printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\nConstrainCores=no\nConstrainSwapSpace=no\nConstrainDevices=no\n' |
       write_if_changed /etc/slurm/cgroup.conf 644 && conf_changed=1
@@ -432,6 +442,22 @@ if [ "$SLURM" = 1 ]; then
   start_daemon slurmd /run/slurmd.pid /var/log/slurm/slurmd.log 30 node_ok -- \
     /usr/sbin/slurmd -D -N "$NODE"
   lap slurmd "$t"
+fi
+
+# A namespace host's sshd started before its /etc/netns copy existed (or changed) reads
+# the root side's slurm.conf: start it again.
+if [ "$SLURM" = 1 ]; then
+  while read -r h; do
+    pid=$(pid_from_file "/run/vq-sshd-$h.pid")
+    [ -n "$pid" ] && alive "$pid" || continue
+    if ! cmp -s "/etc/netns/$h/slurm/slurm.conf" "/proc/$pid/root/etc/slurm/slurm.conf"; then
+      log "restarting the sshd of $h so its logins read /etc/netns/$h/slurm"
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+      alive "$pid" && die "the sshd of $h (pid $pid) did not stop"
+      start_sshd "$h" "$h"
+    fi
+  done < <(netns_hosts)
 fi
 
 # --- what the tests read --------------------------------------------------------------------
