@@ -98,7 +98,7 @@ class JobHandlers:
             dependency_state=self._index.dependency_state,
             basis=self._views.eta_basis,
             hold=self._dispatch_hold(),
-            lane=self._lane_settings(spec.scheduler_target),
+            lane=self._lane_settings(ExecutorRegistry.lane_of(spec)),
         )
         hold = self._storage_hold()
         if hold is not None and spec.state is JobState.PENDING:
