@@ -32,6 +32,7 @@ import bench_drain
 import bench_fleet
 import bench_floors
 import bench_idle
+import bench_lanes
 import bench_list
 import bench_pack
 import bench_publish
@@ -70,6 +71,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
     ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
     ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),
+    ("lanes (a)–(d): Slurm lanes over SSH", bench_lanes.run),
 ]
 
 

@@ -50,6 +50,7 @@ done
 while read -r ns; do
   [ -n "$ns" ] || continue
   ip netns del "$ns" && log "deleted namespace $ns"
+  rm -rf "/etc/netns/$ns/slurm" && rmdir "/etc/netns/$ns" 2>/dev/null || true
 done < <(existing_netns_hosts)
 
 if [ "$purge" = 1 ]; then

@@ -83,8 +83,24 @@ write_if_changed() {
   mv -f "$tmp" "$1"
 }
 
+# The fake Torque server (scripts/testbed/torque_fake.py) as qsub/qstat/qdel/qhold/qrls,
+# first on the PATH of one namespace host only ($TORQUE_HOST; the others keep Slurm's
+# slurm-wlm-torque wrappers in /usr/bin when those are installed).
+TORQUE_HOST=${VQ_TESTBED_TORQUE_HOST:-vq-h1}
+TORQUE_BIN=$TB_OPT/torque-fake/bin
+install_torque_fake() {
+  local cmd
+  install -d -m 755 "$TB_OPT" "$TB_OPT/torque-fake" "$TORQUE_BIN"
+  install -m 755 "$TB_REPO/scripts/testbed/torque_fake.py" "$TB_OPT/torque-fake/torque_fake.py"
+  for cmd in qsub qstat qdel qhold qrls; do
+    ln -sfn ../torque_fake.py "$TORQUE_BIN/$cmd"
+  done
+}
+install_torque_fake
+
 sshd_config() { # NAME ADDR PORT
-  local name=$1 addr=$2 port=$3 u home
+  local name=$1 addr=$2 port=$3 u home path=$VENV/bin:/usr/local/bin:/usr/bin:/bin
+  [ "$name" = "$TORQUE_HOST" ] && path=$TORQUE_BIN:$path
   cat <<CONF
 # Written by scripts/testbed/up.sh: sshd of testbed host $name.
 ListenAddress $addr
@@ -105,12 +121,12 @@ PrintMotd no
 Subsystem sftp /usr/lib/openssh/sftp-server
 # The namespace hosts share one filesystem and one set of homes: each host gives every
 # user its own vq state and config directories, so each "host" runs its own vq.
-SetEnv PATH=$VENV/bin:/usr/local/bin:/usr/bin:/bin VQ_TESTBED_HOST=$name
+SetEnv PATH=$path VQ_TESTBED_HOST=$name
 CONF
   for u in "${TB_SSH_USERS[@]}"; do
     home=$TB/hosts/$name/$u
     printf 'Match User %s\n  SetEnv PATH=%s VQ_TESTBED_HOST=%s VQ_STATE_DIR=%s VQ_CONFIG_DIR=%s\n' \
-      "$u" "$VENV/bin:/usr/local/bin:/usr/bin:/bin" "$name" "$home/state" "$home/config"
+      "$u" "$path" "$name" "$home/state" "$home/config"
   done
 }
 
@@ -336,6 +352,16 @@ if [ "$SLURM" = 1 ]; then
   mkdir -p /etc/slurm /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
   conf_changed=0
   slurm_conf "$CG" | write_if_changed /etc/slurm/slurm.conf 644 && conf_changed=1
+  # Each namespace host's own slurm.conf: the controller and slurmdbd on the root side of
+  # its link (10.200.N.1). `ip netns exec` bind-mounts /etc/netns/NAME/slurm over
+  # /etc/slurm for what it starts (the host's sshd, hence its logins); an sshd that does
+  # not see its copy yet is restarted below (its open sessions keep running).
+  while read -r h; do
+    install -d -m 755 "/etc/netns/$h" "/etc/netns/$h/slurm"
+    sed -e "s/^SlurmctldHost=\([^(]*\)(127\.0\.0\.1)/SlurmctldHost=\1(10.200.${h#vq-h}.1)/" \
+      -e "s/^AccountingStorageHost=localhost/AccountingStorageHost=10.200.${h#vq-h}.1/" \
+      /etc/slurm/slurm.conf | write_if_changed "/etc/netns/$h/slurm/slurm.conf" 644 || true
+  done < <(netns_hosts)
   if [ "$CG" = 1 ]; then
     printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\nConstrainCores=no\nConstrainSwapSpace=no\nConstrainDevices=no\n' |
       write_if_changed /etc/slurm/cgroup.conf 644 && conf_changed=1
@@ -418,6 +444,22 @@ if [ "$SLURM" = 1 ]; then
   lap slurmd "$t"
 fi
 
+# A namespace host's sshd started before its /etc/netns copy existed (or changed) reads
+# the root side's slurm.conf: start it again.
+if [ "$SLURM" = 1 ]; then
+  while read -r h; do
+    pid=$(pid_from_file "/run/vq-sshd-$h.pid")
+    [ -n "$pid" ] && alive "$pid" || continue
+    if ! cmp -s "/etc/netns/$h/slurm/slurm.conf" "/proc/$pid/root/etc/slurm/slurm.conf"; then
+      log "restarting the sshd of $h so its logins read /etc/netns/$h/slurm"
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+      alive "$pid" && die "the sshd of $h (pid $pid) did not stop"
+      start_sshd "$h" "$h"
+    fi
+  done < <(netns_hosts)
+fi
+
 # --- what the tests read --------------------------------------------------------------------
 # Slurm counts as up when it answers, also when this run skipped it (VQ_TESTBED_SLURM=0).
 slurm_up=0
@@ -438,6 +480,7 @@ export VQ_TESTBED_VENV=$VENV
 export VQ_TESTBED_SLURM=$slurm_up
 export VQ_TESTBED_SLURM_NODE=$NODE
 export VQ_TESTBED_SLURM_GPUS=$gpus
+export VQ_TESTBED_TORQUE_HOST=$TORQUE_HOST
 ENV
 mv -f "$TB/env.sh.tmp" "$TB/env.sh"
 chmod 644 "$TB/env.sh"

@@ -66,6 +66,7 @@ _LANE_KEYS = (
     "scheduler_backoff_seconds",
     "scheduler_copy_back_delays",
     "scheduler_absent_recheck_seconds",
+    "scheduler_min_job_age",
 )
 
 
@@ -109,6 +110,8 @@ class LaneSettings(BaseModel):
     backoff_seconds: float = 600.0
     copy_back_delays: tuple[float, ...] = (30.0, 120.0, 300.0)
     absent_recheck_seconds: float = 30.0
+    #: How long the scheduler keeps an ended job visible (Slurm's MinJobAge).
+    min_job_age: float = 300.0
 
     @property
     def jobs_root(self) -> str:
@@ -153,6 +156,7 @@ class HostSettings(BaseModel):
         default_factory=lambda: [30.0, 120.0, 300.0], max_length=10
     )
     scheduler_absent_recheck_seconds: float = Field(default=30.0, gt=0, le=3600)
+    scheduler_min_job_age: float = Field(default=300.0, gt=0, le=7 * 86400)
 
     @field_validator("ssh")
     @classmethod
@@ -245,6 +249,7 @@ class HostSettings(BaseModel):
             backoff_seconds=self.scheduler_backoff_seconds,
             copy_back_delays=tuple(self.scheduler_copy_back_delays),
             absent_recheck_seconds=self.scheduler_absent_recheck_seconds,
+            min_job_age=self.scheduler_min_job_age,
         )
 
 

@@ -359,6 +359,10 @@ def reload(as_json: bool) -> None:
         echo_json(result)
         return
     click.echo("changed: " + (", ".join(result["changed"]) or "nothing"))
+    lanes = result.get("lanes") or {}
+    for what in ("added", "changed", "removed"):
+        if lanes.get(what):
+            click.echo(f"scheduler lanes {what}: " + ", ".join(lanes[what]))
     if result["needs_restart"]:
         click.echo("needs a daemon restart: " + ", ".join(result["needs_restart"]))
 

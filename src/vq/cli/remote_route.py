@@ -75,11 +75,14 @@ def _without_by(rest: list[str]) -> list[str]:
     return out
 
 
-def _lane_route(verb: str, word: str, rest: list[str]) -> list[str] | None:
+def _lane_route(verb: str, word: str, rest: list[str]) -> int | list[str] | None:
     """``vq submit LANE …`` for a scheduler lane this queue drives: a local submit with
-    ``--scheduler-target LANE``. Any other verb naming a lane is refused (the lane's
-    jobs are in this queue: use the job id alone)."""
-    from vq._hostnames import configured_lanes, is_local_name
+    ``--scheduler-target LANE``. A lane whose ``scheduler_driver`` is another configured
+    host is delegated: ``vq submit --scheduler-target LANE …`` runs on that host's queue
+    over SSH (the source packed and sent as for ``vq submit HOST``), which must drive the
+    lane itself. Any other verb naming a lane is refused (the lane's jobs are in the
+    driver's queue: use the job id alone)."""
+    from vq._hostnames import configured_lanes, configured_names, is_local_name
 
     lanes = configured_lanes()
     if word not in lanes:
@@ -91,13 +94,17 @@ def _lane_route(verb: str, word: str, rest: list[str]) -> list[str] | None:
             f"{word} is a scheduler lane, not a vq host",
             hint=f"its jobs are in this queue: `vq {verb} ID` without the lane name",
         )
-    if not is_local_name(lanes[word]):
+    driver = lanes[word]
+    if is_local_name(driver):
+        return ["submit", "--scheduler-target", word, *rest]
+    if driver not in configured_names() or driver in lanes:
         raise UsageError(
-            f"scheduler lane {word} is driven by host {lanes[word]!r}; delegating a "
-            "submit to another driver is not supported yet",
-            hint=f'submit on {lanes[word]}, or set scheduler_driver = "localhost"',
+            f"scheduler lane {word} is driven by {driver!r}, which is not a configured vq host",
+            hint=f'add [hosts.{driver}] (its ssh), or set scheduler_driver = "localhost"',
         )
-    return ["submit", "--scheduler-target", word, *rest]
+    from vq.cli.remote_verbs import run_remote
+
+    return run_remote("submit", driver, ["--scheduler-target", word, *rest])
 
 
 def route(args: list[str]) -> int | list[str] | None:

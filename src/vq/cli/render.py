@@ -302,6 +302,10 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
             text = f"unavailable ({basis})"
         table.add_row("queue ETA", text)
     console.print(table)
+    warning = view.get("scheduler_warning")
+    if warning:
+        console.print(Text(f"warning: {warning['message']}", style="bold yellow"))
+        console.print(Text(f"hint: {warning['hint']}", style="yellow"))
     if view.get("failure_tail"):
         console.print(Text("stderr tail:", style="bold"))
         console.print(Text(view["failure_tail"], style="red"))

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -38,7 +38,7 @@ from vq.config import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
 from vq.executors.base import HostExecutor
 from vq.executors.registry import ExecutorRegistry
-from vq.executors.scheduler import SchedulerLane
+from vq.executors.scheduler import LaneSet
 from vq.paths import StatePaths
 from vq.services import cleanup_recovery
 from vq.services.context import ServiceContext
@@ -106,8 +106,9 @@ class DaemonParts:
     executor: HostExecutor
     #: Which executor runs each spec (the local one, or a scheduler lane).
     executors: ExecutorRegistry
-    #: Scheduler lanes (``vq.executors.scheduler``): ticked every pass, closed at the end.
-    lanes: Sequence[SchedulerLane]
+    #: Scheduler lanes (``vq.executors.scheduler``): the active ones ticked every pass,
+    #: retired ones settled, all closed at the end; rebuilt on a reload.
+    lanes: LaneSet
     watchdog: Watchdog
     pressure: PressureGuard
     storage: StorageGuard
@@ -253,11 +254,13 @@ class Daemon:
             parts.index.refresh_names(if_changed=True)
             self._last_rescan = time.monotonic()
         parts.dispatcher.run_pass()
-        for lane in parts.lanes:
+        parts.lanes.settle()
+        active = parts.lanes.active()
+        for lane in active:
             lane.tick()
         timeout = parts.settings.daemon.tick_seconds
         deadlines = [parts.supervisor.next_deadline(), parts.watchdog.next_deadline()]
-        deadlines += [lane.next_deadline() for lane in parts.lanes]
+        deadlines += [lane.next_deadline() for lane in active]
         for deadline in deadlines:
             if deadline is not None:
                 timeout = min(timeout, deadline + 0.01)
@@ -280,8 +283,7 @@ class Daemon:
             except FileNotFoundError:
                 pass
         parts.executor.close()
-        for lane in parts.lanes:
-            lane.close()
+        parts.lanes.close()
         parts.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():

@@ -18,7 +18,7 @@ from vq.domain.spec import JobSpec
 from vq.errors import VqError
 from vq.executors.local import LocalExecutor
 from vq.executors.registry import ExecutorRegistry
-from vq.executors.scheduler import LaneContext, build_lanes
+from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
 from vq.paths import StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
@@ -84,8 +84,8 @@ def compose_daemon(
     )
     executor = LocalExecutor(paths, runner=runner)
     #: Scheduler lanes this daemon drives: executors that dispatch their own jobs.
-    lanes = build_lanes(
-        settings.hosts,
+    #: Rebuilt on a reload (``Holds`` applies the new ``[hosts]`` on the loop).
+    make_lane = lane_factory(
         LaneContext(paths, ctx.store, ctx.now),
         lifecycle,
         pending=index.pending,
@@ -93,7 +93,8 @@ def compose_daemon(
         dependency_state=index.dependency_state,
         hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
     )
-    executors = ExecutorRegistry(executor, {lane.name: lane for lane in lanes})
+    lanes = LaneSet(make_lane, settings.hosts)
+    executors = ExecutorRegistry(executor, lanes, parked=lanes.parked)
 
     # The supervisor hands launch answers to the dispatcher, which needs the supervisor:
     # the one forward reference, resolved before the loop (or any launch) runs.
@@ -115,7 +116,7 @@ def compose_daemon(
             if not holder.collector_done and holder.pgid is not None
         ]
 
-    holds = Holds(ctx, settings, overrides, running_groups, loop_calls)
+    holds = Holds(ctx, settings, overrides, running_groups, loop_calls, on_hosts=lanes.reconfigure)
 
     def affinity_cores() -> frozenset[int] | None:
         """The cores jobs are pinned within (the daemon's own affinity), or None when

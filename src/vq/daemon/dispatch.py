@@ -254,7 +254,8 @@ class Dispatcher:
         dispatches its own jobs)."""
         placed = self.executors.partition(pending)
         for spec, refusal in placed.unplaced:
-            self._fail_pending(spec.id, refusal.message)
+            if not refusal.parked:  # a lane a reload removed: its jobs wait for it
+                self._fail_pending(spec.id, refusal.message)
         return placed.local
 
     def _fail_pending(self, job_id: str, reason: str) -> None:

@@ -28,6 +28,8 @@ from vq.config import SITE_CONFIG, Settings, load_settings
 from vq.domain.admission import Caps
 from vq.domain.spec import utcnow
 from vq.errors import ConfigError, VqError
+from vq.executors.scheduler import LaneChanges
+from vq.hosts_config import HostSettings
 from vq.paths import resolve_config_root
 from vq.services.context import ServiceContext
 from vq.services.control import (
@@ -93,8 +95,11 @@ class Holds:
         overrides: Mapping[str, Any] | None,
         running: Callable[[], list[str]],
         loop: LoopCalls | None = None,
+        on_hosts: Callable[[dict[str, HostSettings]], LaneChanges] | None = None,
     ) -> None:
         self.ctx = ctx
+        #: Applies a reloaded ``[hosts]`` table to the scheduler lanes (on the loop).
+        self._on_hosts = on_hosts
         self.loop = loop or LoopCalls()
         self.settings = settings
         self._overrides = overrides
@@ -215,12 +220,24 @@ class Holds:
         self.ctx.programs = settings.programs
         self.configured = settings.daemon.caps()
         caps = self.apply_caps()
-        return {
+        report: dict[str, Any] = {
             "changed": changed,
             "applied": [key for key in changed if key not in restart],
             "needs_restart": restart,
             "caps": asdict(caps),
         }
+        if self._on_hosts is not None:
+            lanes = self._on_hosts(settings.hosts)
+            report["lanes"] = asdict(lanes)
+            touched = lanes.added + lanes.changed + lanes.removed
+            if touched:
+                log.info(
+                    "reload: scheduler lanes added %s, changed %s, removed %s",
+                    lanes.added or "-",
+                    lanes.changed or "-",
+                    lanes.removed or "-",
+                )
+        return report
 
     def drain(self, state: DrainState) -> None:
         write_drain(self.ctx.paths, state)

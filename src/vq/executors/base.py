@@ -59,9 +59,14 @@ __all__ = [
 
 
 class NoExecutor(VqError):
-    """No executor is configured for a spec's execution target."""
+    """No executor is configured for a spec's execution target. ``parked``: the target
+    is a lane a reload removed; a PENDING job waits for it instead of failing."""
 
     default_reference = "no-executor"
+
+    def __init__(self, message: str, *, hint: str | None = None, parked: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.parked = parked
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ which specs are theirs, and never branch on ``scheduler_target`` themselves
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
@@ -42,9 +42,18 @@ class Placement:
 class ExecutorRegistry:
     """The local executor plus the configured scheduler lanes, by target name."""
 
-    def __init__(self, local: Executor, lanes: Mapping[str, Executor] | None = None) -> None:
+    def __init__(
+        self,
+        local: Executor,
+        lanes: Mapping[str, Executor] | None = None,
+        *,
+        parked: Callable[[str], bool] = lambda name: False,
+    ) -> None:
+        """``lanes`` is read at each selection (a reload may rebuild it); ``parked`` names
+        a lane a reload removed, whose PENDING jobs wait instead of failing."""
         self.local = local
-        self.lanes = dict(lanes or {})
+        self.lanes: Mapping[str, Executor] = lanes if lanes is not None else {}
+        self._parked = parked
 
     @staticmethod
     def lane_of(spec: JobSpec) -> str | None:
@@ -68,6 +77,13 @@ class ExecutorRegistry:
                 if self.lanes
                 else "no scheduler lane is configured"
             )
+            if self._parked(target):
+                raise NoExecutor(
+                    f"the scheduler lane {target!r} was removed by a reload; its jobs wait "
+                    "for it to come back",
+                    hint=f"add [hosts.{target}] back and run `vq daemon reload`",
+                    parked=True,
+                )
             raise NoExecutor(
                 f"no executor for scheduler target {target!r}: {configured}",
                 hint="configure the scheduler lane, or resubmit without a scheduler target",

@@ -38,7 +38,8 @@ from typing import Any
 from vq._fs import read_regular
 from vq.client import Client
 from vq.domain.durations import parse_moment
-from vq.errors import DaemonNotRunning, ProtocolError
+from vq.errors import DaemonNotRunning, ProtocolError, VqError
+from vq.hosts_config import LaneSettings
 from vq.paths import StatePaths
 
 from .disk import DiskVerbs
@@ -144,13 +145,15 @@ class Gateway(DiskVerbs):
         from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
+        spec = ctx.store.read(job_id)
         return job_status(
             ctx,
-            ctx.store.read(job_id),
+            spec,
             effective=None,
             usage=None,
             dependency_state=disk_dependency_state(ctx),
             basis=lambda: disk_eta_basis(ctx),
+            lane=_configured_lane(spec.scheduler_target),
         )
 
     def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
@@ -334,3 +337,16 @@ class Gateway(DiskVerbs):
         except (OSError, ValueError):
             return None
         return pid if pid > 0 else None
+
+
+def _configured_lane(target: str | None) -> LaneSettings | None:
+    """The configured settings of scheduler lane ``target`` (None: none, or no config)."""
+    if target is None:
+        return None
+    from vq.config import load_settings
+    from vq.hosts_config import lanes_of
+
+    try:
+        return lanes_of(load_settings().hosts).get(target)
+    except VqError:
+        return None

@@ -9,17 +9,19 @@ basis; the no-daemon path (:mod:`vq.gateway`) passes the same from the spec file
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from vq.domain.admission import Caps, Usage
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, NotFound
+from vq.hosts_config import LaneSettings
 from vq.services.context import ServiceContext
 from vq.services.query import status_view
 from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
 
-__all__ = ["disk_dependency_state", "disk_eta_basis", "job_status"]
+__all__ = ["blind_lane_warning", "disk_dependency_state", "disk_eta_basis", "job_status"]
 
 
 def job_status(
@@ -31,11 +33,14 @@ def job_status(
     dependency_state: Callable[[str], JobState | str | None],
     basis: Callable[[], EtaBasis],
     hold: str | None = None,
+    lane: LaneSettings | None = None,
 ) -> dict[str, Any]:
     """The status view of ``spec`` against the base caps (``ctx.base_caps``: the daemon's,
     or its last advertised snapshot; None: unknown) and the ``effective`` ones (after a
     throttle; the daemon knows them). ``basis`` is asked only for a PENDING job whose
-    base caps are known. ``hold``: why the daemon holds all dispatch, if it does."""
+    base caps are known. ``hold``: why the daemon holds all dispatch, if it does.
+    ``lane``: the settings of the scheduler lane the job targets, when it has one (for
+    ``scheduler_warning``, :func:`blind_lane_warning`)."""
     now = ctx.now()
     base = ctx.base_caps
     view = status_view(
@@ -45,7 +50,44 @@ def job_status(
         row = report_row(spec, base, now)
         known = basis() if base is not None else None
         view["queue_eta"] = queue_eta(row, (), base, now, basis=known)
+    if spec.scheduler_target is not None:
+        view["scheduler_warning"] = blind_lane_warning(spec, lane, now)
     return view
+
+
+def blind_lane_warning(
+    spec: JobSpec, lane: LaneSettings | None, now: datetime
+) -> dict[str, str] | None:
+    """``{code, message, hint}`` when a lane without accounting has gone blind to a job.
+
+    Without ``sacct`` the only scheduler record of a job is its queue entry, which the
+    controller keeps for ``MinJobAge`` (``scheduler_min_job_age``) after the job ends.
+    A job still RUNNING or SUSPENDED in vq whose scheduler report (``last_heartbeat_at``,
+    else ``started_at``) is older than that may have ended and been forgotten: vq can then
+    learn only what its exit marker says, and nothing of how it ended without one. Pure."""
+    if lane is None or lane.accounting != "none" or spec.scheduler_job_id is None:
+        return None
+    if spec.state not in (JobState.RUNNING, JobState.SUSPENDED):
+        return None
+    seen = spec.last_heartbeat_at or spec.started_at
+    if seen is None:
+        return None
+    silent = (now - seen).total_seconds()
+    if silent <= lane.min_job_age:
+        return None
+    return {
+        "code": "lane_blind",
+        "message": (
+            f'lane {lane.name} has no accounting (scheduler_accounting = "none") and its '
+            f"scheduler last reported this job {int(silent)} s ago, longer than MinJobAge "
+            f"({int(lane.min_job_age)} s): if the job ended, the scheduler may have "
+            "forgotten it, and without its exit marker vq cannot tell how it ended"
+        ),
+        "hint": (
+            f'set scheduler_accounting = "sacct" on [hosts.{lane.name}], or look the '
+            f"job up on the cluster (scheduler id {spec.scheduler_job_id})"
+        ),
+    }
 
 
 def disk_dependency_state(ctx: ServiceContext) -> Callable[[str], JobState | str | None]:

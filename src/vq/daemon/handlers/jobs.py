@@ -7,13 +7,14 @@ the index and wakes the loop when dispatch may have something new to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 
 from vq.domain.admission import Usage
 from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
+from vq.hosts_config import LaneSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -63,11 +64,11 @@ class JobHandlers:
         dispatch_hold: Callable[[], str | None],
         storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
         executors: ExecutorRegistry | None = None,
-        lanes: Sequence[SchedulerLane] = (),
+        lanes: Mapping[str, SchedulerLane] | None = None,
         loop_calls: LoopCalls | None = None,
     ) -> None:
         self._executors = executors
-        self._lanes = {lane.name: lane for lane in lanes}
+        self._lanes: Mapping[str, SchedulerLane] = lanes if lanes is not None else {}
         self._loop_calls = loop_calls or LoopCalls()
         self._ctx = ctx
         self._index = index
@@ -97,11 +98,16 @@ class JobHandlers:
             dependency_state=self._index.dependency_state,
             basis=self._views.eta_basis,
             hold=self._dispatch_hold(),
+            lane=self._lane_settings(ExecutorRegistry.lane_of(spec)),
         )
         hold = self._storage_hold()
         if hold is not None and spec.state is JobState.PENDING:
             view["pending_reason"] = f"dispatch is held: {hold['message']}"
         return StatusResult.model_validate(view)
+
+    def _lane_settings(self, target: str | None) -> LaneSettings | None:
+        lane = self._lanes.get(target) if target is not None else None
+        return lane.settings if lane is not None else None
 
     def kill(self, params: JobIdParams) -> JobOutcome:
         job_id = params.id

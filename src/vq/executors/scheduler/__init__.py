@@ -1,7 +1,8 @@
 """Scheduler lanes (Slurm, Torque over SSH): the second executor behind the seam.
 
-:func:`build_lanes` makes one :class:`~.lane.SchedulerLane` per ``[hosts.NAME]`` with
-``scheduler_dialect`` whose ``scheduler_driver`` is this daemon. See docs/scheduler.md.
+:func:`lane_factory` builds one :class:`~.lane.SchedulerLane` from a lane's settings;
+:class:`~.lane_set.LaneSet` holds one per ``[hosts.NAME]`` with ``scheduler_dialect``
+whose ``scheduler_driver`` is this daemon, rebuilt on a reload. See docs/scheduler.md.
 """
 
 from __future__ import annotations
@@ -10,17 +11,24 @@ from collections.abc import Callable
 
 from vq.domain.dependencies import Lookup
 from vq.domain.spec import JobSpec
-from vq.hosts_config import HostSettings, is_local_name, lanes_of
+from vq.hosts_config import LaneSettings
 from vq.transport.ssh import SshRunner
 
 from .lane import SchedulerLane
+from .lane_set import LaneChanges, LaneSet, driven_lanes
 from .ports import LaneContext, LaneLifecycle
 
-__all__ = ["LaneContext", "SchedulerLane", "build_lanes"]
+__all__ = [
+    "LaneChanges",
+    "LaneContext",
+    "LaneSet",
+    "SchedulerLane",
+    "driven_lanes",
+    "lane_factory",
+]
 
 
-def build_lanes(
-    hosts: dict[str, HostSettings],
+def lane_factory(
     ctx: LaneContext,
     lifecycle: LaneLifecycle,
     *,
@@ -28,25 +36,22 @@ def build_lanes(
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
     hold: Callable[[], bool] = lambda: False,
-) -> list[SchedulerLane]:
-    """The lanes this daemon drives (``scheduler_driver = "localhost"``)."""
-    lanes = []
-    for lane in lanes_of(hosts).values():
-        if not is_local_name(lane.driver):
-            continue
+) -> Callable[[LaneSettings], SchedulerLane]:
+    """A builder of lanes on this daemon's parts, each with its own SSH runner."""
+
+    def make(lane: LaneSettings) -> SchedulerLane:
         runner = SshRunner(
             lane.ssh, ssh_options=lane.ssh_options, host_key_policy=lane.host_key_policy
         )
-        lanes.append(
-            SchedulerLane(
-                lane,
-                ctx,
-                lifecycle,
-                runner,
-                pending=pending,
-                call_soon=call_soon,
-                dependency_state=dependency_state,
-                hold=hold,
-            )
+        return SchedulerLane(
+            lane,
+            ctx,
+            lifecycle,
+            runner,
+            pending=pending,
+            call_soon=call_soon,
+            dependency_state=dependency_state,
+            hold=hold,
         )
-    return lanes
+
+    return make

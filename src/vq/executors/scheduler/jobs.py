@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from vq.dialects import SchedulerPhase
+from vq.dialects import AccountingRecord, SchedulerPhase
 from vq.domain.states import JobState
 
 __all__ = ["ACTIVE_PHASES", "LaneJob", "ambiguous"]
@@ -35,6 +35,7 @@ class LaneJob:
     marker: int | None = None
     end: tuple[JobState | None, str] | None = None  # (abnormal state, raw state) once ended
     absent_checks: int = 0
+    accounting: AccountingRecord | None = None  # the record the end was read with, if any
 
 
 def ambiguous(detail: str) -> bool:

@@ -111,6 +111,7 @@ class SchedulerLane(ObservingLane):
         self._next_poll = 0.0
         self._backoff_until = 0.0
         self._recovered = False
+        self._later = []
 
     # --- the loop's entry points ---------------------------------------------------------
     def tick(self) -> None:
@@ -127,6 +128,7 @@ class SchedulerLane(ObservingLane):
         for job in list(self._jobs.values()):
             if not job.busy and job.due <= now:
                 self._advance(job)
+        self._run_later(now)
         self._maybe_poll(now)
 
     def next_deadline(self) -> float | None:
@@ -136,6 +138,7 @@ class SchedulerLane(ObservingLane):
         if now < self._backoff_until:
             return self._backoff_until - now
         wanted = [j.due for j in self._jobs.values() if not j.busy and j.due > now]
+        wanted += [at for at, _ in self._later]
         pollable = any(
             j.scheduler_job_id is not None and not j.busy and j.phase != "copying"
             for j in self._jobs.values()
@@ -146,6 +149,12 @@ class SchedulerLane(ObservingLane):
 
     def close(self) -> None:
         self._worker.close()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing of this lane in flight on its worker (it can be closed and rebuilt;
+        a delayed accounting-sample retry is dropped then: telemetry is best-effort)."""
+        return self._worker.in_flight == 0
 
     @property
     def held(self) -> int:

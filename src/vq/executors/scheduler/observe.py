@@ -13,12 +13,14 @@ on the lane's worker).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from vq._fs import append_line, read_regular
 from vq.dialects import (
     AccountingRecord,
     ControlOutcome,
@@ -36,9 +38,13 @@ from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
 from .outcome import TokenBucket, ending
 from .ports import LaneContext, LaneLifecycle
 from .remote import LaneRemote
+from .usage import accounting_sample, receipt_usable
 from .worker import Worker
 
 __all__ = ["ObservingLane"]
+
+#: A receipt larger than this is not a GNU time receipt.
+RECEIPT_LIMIT = 64 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,8 @@ class ObservingLane:
     _polling: bool
     _next_poll: float
     _backoff_until: float
+    #: (monotonic due time, call): delayed follow-ups such as an accounting sample retry.
+    _later: list[tuple[float, Callable[[], None]]]
 
     # --- observe ---------------------------------------------------------------------------
     def _maybe_poll(self, now: float) -> None:
@@ -152,6 +160,7 @@ class ObservingLane:
         if record is not None and abnormal is None:
             abnormal = record.abnormal_end_state
         job.end = (abnormal, raw_state)
+        job.accounting = record
         job.phase = "copying"
         self._complete(job)
 
@@ -203,6 +212,68 @@ class ObservingLane:
                 job.job_id, verdict.state, verdict.reason or "", verdict.exit_code
             )
         self._drop(job)
+        self._sample_after_end(job)
+
+    def _sample_after_end(self, job: LaneJob) -> None:
+        """After the terminal transition (never delaying it): when the job's GNU time
+        receipt is unusable, one ``samples.jsonl`` record from ``sacct`` (:mod:`.usage`).
+        A ``partial`` or ``unavailable`` answer (accounting lags the end) is asked again
+        after each of ``copy_back_delays``; only the last answer is written."""
+        scheduler_id = job.scheduler_job_id
+        if scheduler_id is None or self.settings.accounting != "sacct":
+            return
+        try:
+            receipt: bytes | None = read_regular(
+                self.ctx.paths.resource_usage(job.job_id), RECEIPT_LIMIT
+            )
+        except (OSError, VqError):
+            receipt = None
+        if not receipt_usable(receipt):
+            since = (job.submitted_at or self.ctx.now()) - timedelta(days=1)
+            self._ask_sample(job.job_id, scheduler_id, since, job.accounting, 0)
+
+    def _ask_sample(
+        self,
+        job_id: str,
+        scheduler_id: str,
+        since: datetime,
+        known: AccountingRecord | None,
+        tries: int,
+    ) -> None:
+        def work() -> tuple[AccountingRecord | None, str | None]:
+            if known is not None and known.max_rss_kb and known.total_cpu_seconds:
+                return known, None
+            try:
+                report = self.remote.accounting([scheduler_id], since)
+            except (VqError, OSError) as exc:
+                return known, f"the accounting query failed: {exc}"
+            if report is None:
+                return known, "the accounting answer could not be read"
+            record = report.records.get(scheduler_id)
+            return (record, None) if record is not None else (known, "not in accounting yet")
+
+        def answered(result: object) -> None:
+            record, why = result if isinstance(result, tuple) else (known, str(result))
+            sample = accounting_sample(scheduler_id, record, why, self.ctx.now())
+            delays = self.settings.copy_back_delays
+            if sample["status"] != "ok" and tries < len(delays):
+                self._later.append(
+                    (
+                        self._monotonic() + delays[tries],
+                        lambda: self._ask_sample(job_id, scheduler_id, since, record, tries + 1),
+                    )
+                )
+                return
+            append_line(self.ctx.paths.samples(job_id), json.dumps(sample))
+
+        self._worker.submit(work, answered)
+
+    def _run_later(self, now: float) -> None:
+        """Run the delayed calls that are due (on the loop)."""
+        due = [call for at, call in self._later if at <= now]
+        self._later = [(at, call) for at, call in self._later if at > now]
+        for call in due:
+            call()
 
     # --- cancel ----------------------------------------------------------------------------
     def request_cancel(self, job_id: str) -> None:

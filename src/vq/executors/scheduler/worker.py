@@ -26,12 +26,24 @@ class Worker:
     def __init__(self, name: str, deliver: Callable[[Callable[[], None]], None]) -> None:
         self._deliver = deliver
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._in_flight = 0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, work: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """Run ``work`` on the worker; then ``done(result or exception)`` on the loop."""
-        self._queue.put((work, done))
+        self._in_flight += 1  # on the loop; back down when ``done`` has run there
+
+        def finished(result: Any) -> None:
+            self._in_flight -= 1
+            done(result)
+
+        self._queue.put((work, finished))
+
+    @property
+    def in_flight(self) -> int:
+        """Calls submitted whose ``done`` has not run yet (read on the loop)."""
+        return self._in_flight
 
     def close(self) -> None:
         self._queue.put(_STOP)

@@ -1,0 +1,337 @@
+"""Slurm lanes (a)–(d) against the testbed's Slurm 22.05 over its loopback sshd.
+
+* lanes (a) RPCs per round: tracked held Slurm jobs (1,000 at scale 1) adopted by a real
+  daemon from RUNNING specs; controller job-info RPCs (``sdiag``: REQUEST_JOB_INFO +
+  REQUEST_JOB_INFO_SINGLE) and slurmdbd job queries (``sacctmgr show stats``:
+  DBD_GET_JOBS_COND) per poll round over a window. Rounds are counted as the distinct
+  ``last_heartbeat_at`` values one tracked spec takes. The counters are the cluster's:
+  another user's queries in the window count too.
+* lanes (b) round wall time: ``LaneRemote.status`` (the round's one ``squeue``) over a
+  multiplexed SshRunner for every tracked id vs for one.
+* lanes (c) submit cost: PENDING lane jobs written by the CLI with no daemon; from the
+  daemon's first answer until every spec has its ``scheduler_job_id`` (claim, tar stage,
+  intent, ``sbatch``, per job), vs ``sbatch --parsable --hold --wrap true`` run one at a
+  time over the same kind of multiplexed connection.
+* lanes (d) ``true`` end to end: ``vq submit cluster -- true`` until the spec is
+  COMPLETED (poll_interval 1 s), minus one round, vs ``sbatch --wrap true`` then
+  ``squeue`` every second over a multiplexed connection until the job is gone or ended.
+
+Needs root (the testbed). Slurm jobs are named ``vqbench-*`` and cancelled at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from common import REPO, VQ, Figure, Result, StateRoot, Target, run_checked, scaled
+
+TB = Path(os.environ.get("VQ_TESTBED_DIR", "/var/lib/vq-testbed"))
+SSH_CONFIG = TB / "ssh" / "config"
+POLL = 1.0
+
+
+def _lane_config(state: StateRoot, scratch: str, **extra: Any) -> None:
+    keys: dict[str, Any] = {
+        "ssh": "vq-local",
+        "ssh_options": ["-F", str(SSH_CONFIG)],
+        "scheduler_dialect": "slurm",
+        "scratch_root": scratch,
+        "partition": "debug",
+        "poll_interval": POLL,
+        "scheduler_rpc_per_minute": 6000,
+        "scheduler_copy_back_delays": [1, 1, 1],
+        "max_scheduler_jobs": 10000,
+        **extra,
+    }
+    lines = ["[hosts.cluster]", *(f"{k} = {json.dumps(v)}" for k, v in keys.items())]
+    (state.config / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@contextmanager
+def _runner() -> Iterator[Any]:
+    from vq.transport.ssh import SshRunner
+
+    control = Path(tempfile.mkdtemp(prefix="vqcm-", dir="/tmp"))
+    runner = SshRunner("vq-local", ssh_options=("-F", str(SSH_CONFIG)), control_dir=control)
+    try:
+        yield runner
+    finally:
+        runner.close()
+        shutil.rmtree(control, ignore_errors=True)
+
+
+@contextmanager
+def _scratch(runner: Any) -> Iterator[str]:
+    root = f"/tmp/vqbench-lane-{os.urandom(4).hex()}"
+    runner.run(["mkdir", "-p", root]).check("mkdir")
+    try:
+        yield root
+    finally:
+        runner.run(["scancel", "--name=vqbench-held"])
+        runner.run(["rm", "-rf", root])
+
+
+def _counter(text: str, name: str) -> int:
+    match = re.search(rf"^\s*{name}\s+\(\s*\d+\)\s+count:(\d+)", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def _rpc_counts() -> tuple[int, int]:
+    sdiag = subprocess.run(["sdiag"], capture_output=True, text=True, check=True).stdout
+    info = _counter(sdiag, "REQUEST_JOB_INFO") + _counter(sdiag, "REQUEST_JOB_INFO_SINGLE")
+    stats = subprocess.run(
+        ["sacctmgr", "show", "stats"], capture_output=True, text=True, check=True
+    ).stdout
+    return info, _counter(stats, "DBD_GET_JOBS_COND")
+
+
+def _held_jobs(runner: Any, n: int) -> list[str]:
+    script = (
+        'i=0; while [ "$i" -lt "$1" ]; do '
+        "sbatch --parsable --hold -J vqbench-held -o /dev/null --wrap true || exit 1; "
+        "i=$((i + 1)); done"
+    )
+    result = runner.run(["sh", "-c", script, "sh", str(n)], deadline_s=60 + n)
+    result.check("sbatch --hold")
+    return [line.strip() for line in result.stdout.decode().splitlines() if line.strip()]
+
+
+def _forge_tracked(state: StateRoot, slurm_ids: list[str], scratch: str) -> list[str]:
+    """RUNNING lane specs holding ``slurm_ids`` (as after a restart), written in-process."""
+    from vq.domain.spec import JobSpec
+    from vq.domain.states import JobState
+    from vq.store.specs import encode_spec
+
+    paths = state.paths
+    paths.ensure()
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    ids = []
+    for number, slurm_id in enumerate(slurm_ids):
+        job_id = os.urandom(6).hex()
+        spec = JobSpec(
+            id=job_id,
+            submitted_at=start,
+            command=["true"],
+            cwd=str(paths.workspace(job_id)),
+            cpus=1,
+        )
+        spec.state = JobState.RUNNING
+        spec.started_at = start + timedelta(milliseconds=number)
+        spec.workdir = f"{scratch}/.vibeqc-cluster/jobs/{job_id}"
+        spec.scheduler_target = "cluster"
+        spec.scheduler_job_id = slurm_id
+        spec.scheduler_state = "held"
+        paths.workspace(job_id).mkdir(parents=True, exist_ok=True)
+        spec_path = paths.spec(job_id)
+        spec_path.write_bytes(encode_spec(spec))
+        spec_path.with_name(spec_path.name + ".lock").touch()
+        ids.append(job_id)
+    os.sync()
+    return ids
+
+
+def _heartbeat(state: StateRoot, job_id: str) -> str | None:
+    try:
+        data = json.loads(state.paths.spec(job_id).read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("last_heartbeat_at")
+    return str(value) if value else None
+
+
+def held_rounds() -> list[Result]:
+    """lanes (a) and (b)."""
+    n = scaled(1000, minimum=50)
+    key_a, name_a = "lanes_rpcs_per_round", f"lanes (a) {n} tracked held jobs: RPCs per round"
+    key_b, name_b = "lanes_round_wall", f"lanes (b) status round wall time: {n} jobs vs 1"
+    with _runner() as runner, _scratch(runner) as scratch, StateRoot("lanes-held") as state:
+        slurm_ids = _held_jobs(runner, n)
+        assert len(slurm_ids) == n, f"{len(slurm_ids)} of {n} held jobs submitted"
+        # (b) first, on the same ids: the round's one squeue, n ids vs 1.
+        from vq.dialects import dialect_for
+        from vq.executors.scheduler.remote import LaneRemote
+        from vq.hosts_config import HostSettings
+
+        lane = HostSettings.model_validate(
+            {"ssh": "vq-local", "scheduler_dialect": "slurm", "scratch_root": scratch}
+        ).lane("cluster")
+        assert lane is not None
+        remote = LaneRemote(lane, runner, dialect_for("slurm"))
+        many: list[float] = []
+        one: list[float] = []
+        for _ in range(scaled(10, minimum=5)):
+            for ids, out in ((slurm_ids, many), (slurm_ids[:1], one)):
+                start = time.perf_counter()
+                report = remote.status(ids)
+                out.append((time.perf_counter() - start) * 1000)
+                assert len(getattr(report, "observed", {})) == len(ids), report
+        round_b = Result(
+            key_b,
+            name_b,
+            Figure(f"one squeue round over {n} ids (SshRunner, muxed)", "ms", many),
+            Figure("the same round over 1 id", "ms", one),
+            Target("≤ 3× the 1-job round", "ratio", 3.0),
+        )
+        # (a) a daemon adopts every held job and polls them.
+        _lane_config(state, scratch, poll_interval=2)
+        tracked = _forge_tracked(state, slurm_ids, scratch)
+        state.start_daemon()
+        probe = tracked[0]
+        deadline = time.monotonic() + 60 + n / 10
+        while _heartbeat(state, probe) is None:
+            assert time.monotonic() < deadline, "the daemon never polled the tracked jobs"
+            time.sleep(0.05)
+        before = _rpc_counts()
+        seen = {_heartbeat(state, probe)}
+        window_end = time.monotonic() + scaled(20, minimum=10)
+        while time.monotonic() < window_end:
+            seen.add(_heartbeat(state, probe))
+            time.sleep(0.1)
+        after = _rpc_counts()
+        seen.discard(None)
+        rounds = max(1, len(seen) - 1)
+        info = (after[0] - before[0]) / rounds
+        dbd = (after[1] - before[1]) / rounds
+        polled = sum(1 for job_id in tracked if _heartbeat(state, job_id) is not None)
+        round_a = Result(
+            key_a,
+            name_a,
+            Figure("controller job-info RPCs per round (sdiag)", "count", [info]),
+            None,
+            Target("≤ 1 job-info RPC per round", "value", 1.0),
+            extra={
+                "rounds": rounds,
+                "slurmdbd_job_queries_per_round": dbd,
+                "tracked_jobs_polled": polled,
+                "tracked_jobs": n,
+            },
+        )
+        round_a.vq.note = f"{dbd:.2f} sacct queries per round, {polled}/{n} jobs polled"  # type: ignore[union-attr]
+        state.stop_daemon()
+    return [round_a, round_b]
+
+
+def _wait_specs(state: StateRoot, ids: list[str], done: Callable[[dict[str, Any]], bool]) -> None:
+    pending = list(ids)
+    deadline = time.monotonic() + 120 + 5 * len(ids)
+    while pending:
+        assert time.monotonic() < deadline, f"{len(pending)} jobs never got there"
+        try:
+            data = json.loads(state.paths.spec(pending[0]).read_text())
+        except (OSError, ValueError):
+            data = {}
+        if done(data):
+            pending.pop(0)
+        else:
+            time.sleep(0.02)
+
+
+def submit_cost() -> list[Result]:
+    """lanes (c)."""
+    k = scaled(40, minimum=10)
+    key, name = "lanes_submit_cost", f"lanes (c) per-job submit cost, {k} jobs"
+    with _runner() as runner, _scratch(runner) as scratch, StateRoot("lanes-submit") as state:
+        _lane_config(state, scratch)
+        ids = [
+            run_checked([VQ, "submit", "cluster", "--", "true"], state.env).stdout.strip()
+            for _ in range(k)
+        ]
+        start = time.perf_counter()
+        state.start_daemon()
+        answered = time.perf_counter()
+        _wait_specs(state, ids, lambda d: bool(d.get("scheduler_job_id")))
+        per_job = (time.perf_counter() - answered) * 1000 / k
+        _wait_specs(state, ids, lambda d: d.get("state") == "COMPLETED")
+        state.stop_daemon()
+        raw: list[float] = []
+        for _ in range(k):
+            t0 = time.perf_counter()
+            runner.run(
+                ["sbatch", "--parsable", "--hold", "-J", "vqbench-held", "--wrap", "true"]
+            ).check("sbatch")
+            raw.append((time.perf_counter() - t0) * 1000)
+    return [
+        Result(
+            key,
+            name,
+            Figure("claim → stage → intent → sbatch, per job (daemon, mean)", "ms", [per_job]),
+            Figure("ssh vq-local sbatch --hold --wrap true, muxed", "ms", raw),
+            Target("≤ 1.5× muxed sbatch", "ratio", 1.5),
+            extra={"daemon_start_ms": (answered - start) * 1000},
+        )
+    ]
+
+
+def _raw_true(runner: Any) -> float:
+    start = time.perf_counter()
+    result = runner.run(["sbatch", "--parsable", "-J", "vqbench-raw", "--wrap", "true"])
+    result.check("sbatch")
+    slurm_id = result.stdout.decode().strip()
+    while True:
+        state = runner.run(["squeue", "--noheader", "-j", slurm_id, "-o", "%T"])
+        text = state.stdout.decode().strip()
+        if text in ("", "COMPLETED", "FAILED", "CANCELLED"):
+            return time.perf_counter() - start
+        time.sleep(POLL)
+
+
+def true_end_to_end() -> list[Result]:
+    """lanes (d)."""
+    runs = scaled(6, minimum=3)
+    key, name = "lanes_true_e2e", f"lanes (d) `true` end to end, {runs} runs"
+    vq_times: list[float] = []
+    raw_times: list[float] = []
+    with _runner() as runner, _scratch(runner) as scratch, StateRoot("lanes-e2e") as state:
+        _lane_config(state, scratch)
+        state.start_daemon()
+        for _ in range(runs):
+            start = time.perf_counter()
+            job = run_checked([VQ, "submit", "cluster", "--", "true"], state.env).stdout.strip()
+            _wait_specs(state, [job], lambda d: d.get("state") == "COMPLETED")
+            vq_times.append(time.perf_counter() - start - POLL)
+            raw_times.append(_raw_true(runner))
+        state.stop_daemon()
+    return [
+        Result(
+            key,
+            name,
+            Figure("vq submit cluster -- true → COMPLETED, minus one round (1 s)", "s", vq_times),
+            Figure("sbatch --wrap true, then squeue every 1 s until ended", "s", raw_times),
+            Target("≤ 1.2× raw + one round", "ratio", 1.2),
+        )
+    ]
+
+
+def run() -> list[Result]:
+    groups: list[tuple[str, str, Callable[[], list[Result]]]] = [
+        ("lanes_rpcs_per_round", "lanes (a)–(b)", held_rounds),
+        ("lanes_submit_cost", "lanes (c)", submit_cost),
+        ("lanes_true_e2e", "lanes (d)", true_end_to_end),
+    ]
+    if os.geteuid() != 0:
+        return [
+            Result(k, n, None, error="needs the testbed, which needs root") for k, n, _ in groups
+        ]
+    up = subprocess.run(
+        [str(REPO / "scripts" / "testbed" / "up.sh")], capture_output=True, text=True, check=False
+    )
+    if up.returncode != 0 or "VQ_TESTBED_SLURM=1" not in (TB / "env.sh").read_text():
+        return [Result(k, n, None, error="the testbed's Slurm is not up") for k, n, _ in groups]
+    results: list[Result] = []
+    for key, name, measure in groups:
+        try:
+            results += measure()
+        except Exception as exc:  # one failed measurement must not hide the others
+            results.append(Result(key, name, None, error=f"{type(exc).__name__}: {exc}"))
+    return results

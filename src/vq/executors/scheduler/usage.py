@@ -1,0 +1,94 @@
+"""A lane job's resource sample from scheduler accounting, when its receipt is unusable (pure).
+
+The batch script's GNU time receipt (``_vq/resource-usage.json``) is the job's usage
+record. When it is absent, malformed, an ``error`` receipt, or carries a non-finite or
+out-of-range number, the lane asks ``sacct`` once after the job ended and appends one
+record to ``_vq/samples.jsonl`` in the watchdog's sample schema (§4.4), with
+``cpu_time_source = "sacct"`` and:
+
+* ``status = "ok"``: positive CPU time and MaxRSS;
+* ``"partial"``: the job is in accounting but a metric is missing or zero;
+* ``"unavailable"``: no accounting record (lag, an unreadable or failed query), with a
+  one-line ``diagnostic``.
+
+Nothing here delays the job's terminal transition: the lane asks after it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+from vq.dialects import AccountingRecord
+
+__all__ = ["MAX_RSS_KB", "accounting_sample", "receipt_usable"]
+
+#: Larger than any machine's memory (1 PiB in KiB): above it a figure is garbage.
+MAX_RSS_KB = 2**40
+_CPU_FIELDS = ("user_cpu_seconds", "system_cpu_seconds")
+
+
+def _number(value: Any, ceiling: float) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= ceiling
+    )
+
+
+def receipt_usable(data: bytes | None) -> bool:
+    """Whether a GNU time receipt's bytes give a complete, sane usage record."""
+    if data is None:
+        return False
+    try:
+        receipt = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    if not isinstance(receipt, dict):
+        return False
+    if receipt.get("schema") != "vq.resource-usage.v1" or receipt.get("status") != "ok":
+        return False
+    if not _number(receipt.get("max_rss_kb"), MAX_RSS_KB):
+        return False
+    return all(_number(receipt.get(name), 1e12) for name in _CPU_FIELDS)
+
+
+def accounting_sample(
+    scheduler_job_id: str,
+    record: AccountingRecord | None,
+    diagnostic: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """One ``samples.jsonl`` record from ``record`` (None: nothing usable, ``diagnostic``
+    says why)."""
+    rss_kb = record.max_rss_kb if record is not None else None
+    cpu = record.total_cpu_seconds if record is not None else None
+    rss_ok = _number(rss_kb, MAX_RSS_KB) and bool(rss_kb)
+    cpu_ok = _number(cpu, 1e12) and bool(cpu)
+    if record is None:
+        status = "unavailable"
+    elif rss_ok and cpu_ok:
+        status = "ok"
+    else:
+        status = "partial"
+        missing = [n for n, ok in (("MaxRSS", rss_ok), ("TotalCPU", cpu_ok)) if not ok]
+        diagnostic = diagnostic or f"accounting has no positive {' or '.join(missing)}"
+    return {
+        "ts": now.isoformat(),
+        "elapsed_seconds": record.elapsed_seconds if record is not None else None,
+        "rss_mb": round(rss_kb / 1024, 2) if rss_ok and rss_kb is not None else None,
+        "cpu_percent": None,
+        "cpu_time_seconds": round(float(cpu), 3) if cpu_ok and cpu is not None else None,
+        "cpu_time_source": "sacct",
+        "cgroup_lookup": None,
+        "cgroup_path": None,
+        "sample_pid": None,
+        "sample_pgid": None,
+        "source": "scheduler-accounting",
+        "status": status,
+        "scheduler_job_id": scheduler_job_id,
+        "diagnostic": (diagnostic or "")[:300] or None,
+    }

@@ -1,0 +1,132 @@
+"""Chaos on a Slurm lane: the daemon is SIGKILLed at random moments while jobs are submitted,
+staged, sbatch'ed, polled and copied back; it is started again each time.
+
+Afterwards every vq job is terminal with the state and exit code its command chose, and
+``sacct --name=vq-<id>`` shows exactly one Slurm job per vq job: nothing lost, nothing run
+twice. The kills land wherever the random delays put them (between claim and intent,
+around ``sbatch``, mid-poll, mid-copy-back). The seed is in the test id; the normal suite
+runs a bounded plan, the slow suite (``make soak``) the issue's 50 submits.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Vq, wait_until
+from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.test_scheduler_slurm import (
+    _configure,
+    _ssh,
+    scratch,  # noqa: F401 - the fixture
+)
+from tests.testbed import SshTestbed
+
+TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _kill_and_restart(vq: Vq) -> None:
+    pid = vq.daemon_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not _alive(pid), 20)
+    vq.start_daemon()
+
+
+def _slurm_jobs_by_name(testbed: SshTestbed, job_ids: list[str]) -> dict[str, list[str]]:
+    names = ",".join(f"vq-{job_id}" for job_id in job_ids)
+    out = _ssh(
+        testbed,
+        "sacct",
+        "-X",
+        "--noheader",
+        "--parsable2",
+        f"--name={names}",
+        "--starttime=now-2hours",
+        "-o",
+        "JobName,JobID",
+    )
+    found: dict[str, list[str]] = {job_id: [] for job_id in job_ids}
+    for line in out.splitlines():
+        name, _, slurm_id = line.partition("|")
+        if name.startswith("vq-") and name[3:] in found:
+            found[name[3:]].append(slurm_id)
+    return found
+
+
+def _run_chaos(
+    vq: Vq,
+    testbed: SshTestbed,
+    root: str,
+    *,
+    jobs: int,
+    kills: int,
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    _configure(vq, testbed, root, max_scheduler_jobs=8)
+    vq.start_daemon()
+    expected: dict[str, int] = {}
+    killed = 0
+    for _ in range(jobs):
+        code = rng.choice([0, 0, 1, 3])
+        pause = f"{rng.uniform(0, 1):.2f}"
+        job = vq.submit("cluster", "--", "sh", "-c", f"sleep {pause}; exit {code}")
+        expected[job] = code
+        if killed < kills and rng.random() < kills / jobs * 1.5:
+            time.sleep(rng.uniform(0, 2))  # lets the kill land anywhere in the job's path
+            _kill_and_restart(vq)
+            killed += 1
+    while killed < kills and not all(vq.state(j) in TERMINAL for j in expected):
+        time.sleep(rng.uniform(0.5, 3))
+        _kill_and_restart(vq)
+        killed += 1
+    wait_until(lambda: all(vq.state(j) in TERMINAL for j in expected), 60 + 6 * jobs)
+    vq.stop_daemon()
+    for job, code in expected.items():
+        spec = vq.spec(job)
+        want = ("COMPLETED", 0) if code == 0 else ("FAILED", code)
+        assert (spec["state"], spec["exit_code"]) == want, (seed, job, spec)
+        assert spec["scheduler_job_id"], (seed, job)
+    # Accounting lags squeue a little: wait until every job has its record, then count.
+    ids = list(expected)
+    wait_until(lambda: all(_slurm_jobs_by_name(testbed, ids).values()), 60)
+    found = _slurm_jobs_by_name(testbed, ids)
+    for job in ids:
+        assert found[job] == [vq.spec(job)["scheduler_job_id"]], (seed, job, found[job])
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("seed", [int(os.environ.get("VQ_CHAOS_SEED", "0")) or 17017])
+def test_random_daemon_kills_across_submits(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+    seed: int,
+) -> None:
+    _run_chaos(vq, slurm_testbed, scratch, jobs=10, kills=3, seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("seed", [int(os.environ.get("VQ_CHAOS_SEED", "0")) or 50050])
+def test_random_daemon_kills_across_50_submits(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+    seed: int,
+) -> None:
+    _run_chaos(vq, slurm_testbed, scratch, jobs=50, kills=12, seed=seed)

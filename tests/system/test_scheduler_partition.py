@@ -1,0 +1,158 @@
+"""A Slurm lane whose login host is partitioned: the network namespace host ``vq-h2``, whose
+``/etc/slurm/slurm.conf`` (``/etc/netns/vq-h2/slurm`` from the testbed) names the root
+side of its link (10.200.2.1), reached over its own sshd.
+
+* Partitioned while polling: the host is marked unreachable, the job stays RUNNING with
+  its Slurm id (a host failure never ends a job), and after the link is back the same
+  Slurm job completes it: one Slurm job, the right exit code.
+* Partitioned during the copy-back: the exit marker was read, the copy-back fails every
+  try, and the job ends with the marker's exit code and ``scheduler_state =
+  "artifacts_unavailable"``.
+
+The link is taken down on the namespace side only and is always brought back up in a
+``finally`` (the testbed's up.sh heals it too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Vq, wait_until
+from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.test_scheduler_slurm import (
+    _configure,
+    _slurm_jobs_named,
+    _ssh,
+    _terminal,
+    scratch,  # noqa: F401 - the fixture
+)
+from tests.testbed import UP, SshTestbed
+
+pytestmark = pytest.mark.timeout(300)
+
+HOST = "vq-h2"
+LINK = "vqh2-ns"
+
+
+@contextmanager
+def _partitioned() -> Iterator[None]:
+    subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "down"], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "up"], check=True)
+
+
+def _lane_on_h2(vq: Vq, testbed: SshTestbed, root: str) -> None:
+    if HOST not in testbed.hosts:
+        pytest.fail(f"the testbed has no {HOST}")
+    # The host's logins read /etc/netns/vq-h2/slurm as /etc/slurm (scripts/testbed/up.sh).
+    line = ""
+    for _attempt in range(2):
+        line = _ssh_h2(testbed, "grep", "^SlurmctldHost=", "/etc/slurm/slurm.conf").strip()
+        if line.endswith("(10.200.2.1)"):
+            break
+        subprocess.run([str(UP)], capture_output=True, timeout=600, check=False)
+    else:
+        pytest.fail(f"{HOST}'s slurm.conf does not name 10.200.2.1: {line!r}")
+    _ssh_h2(testbed, "squeue", "--noheader", "--me")  # the controller answers from there
+    _configure(
+        vq,
+        testbed,
+        root,
+        ssh=HOST,
+        ssh_timeout=2,
+        scheduler_backoff_seconds=3,
+        scheduler_copy_back_delays=[1, 1, 1],
+    )
+
+
+def _ssh_h2(testbed: SshTestbed, *words: str) -> str:
+    done = subprocess.run(
+        ["ssh", "-F", str(testbed.ssh_config), HOST, "--", *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _health(vq: Vq) -> dict[str, Any]:
+    path = vq.root / "hosts" / "cluster.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
+def test_partition_while_polling_keeps_the_job_running(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+) -> None:
+    _lane_on_h2(vq, slurm_testbed, scratch)
+    vq.start_daemon()
+    job = vq.submit("cluster", "--", "sh", "-c", "sleep 12; echo after; exit 3")
+    wait_until(lambda: vq.spec(job).get("scheduler_state") == "running", 60)
+    slurm_id = vq.spec(job)["scheduler_job_id"]
+    with _partitioned():
+        wait_until(lambda: _health(vq).get("status") == "unreachable", 60)
+        # The controller still runs the job; vq keeps it exactly as it was.
+        out = _ssh(slurm_testbed, "squeue", "--noheader", "-j", slurm_id, "-o", "%T")
+        assert out.strip() == "RUNNING"
+        spec = vq.spec(job)
+        assert (spec["state"], spec["scheduler_state"]) == ("RUNNING", "running")
+        assert spec["scheduler_job_id"] == slurm_id and spec["failure_reason"] is None
+    done = _terminal(vq, job, timeout=120)
+    assert (done["state"], done["exit_code"]) == ("FAILED", 3)
+    assert (done["scheduler_job_id"], done["scheduler_state"]) == (slurm_id, "ended")
+    assert (vq.root / "jobs" / job / "stdout.log").read_text() == "after\n"
+    wait_until(lambda: _health(vq).get("status") == "ok", 60)
+    assert wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30) == [slurm_id]
+
+
+def _tar_running_in(workspace: str) -> bool:
+    """Whether the copy-back's ``tar`` runs now with ``workspace`` as its directory."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "tar":
+                continue
+            if os.readlink(f"/proc/{pid}/cwd") == workspace:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_partition_during_copy_back_keeps_the_exit_code(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+) -> None:
+    _lane_on_h2(vq, slurm_testbed, scratch)
+    vq.start_daemon()
+    # A 200 MB output keeps the copy-back's tar busy long enough to be cut off.
+    job = vq.submit("cluster", "--", "sh", "-c", "head -c 200M /dev/urandom > big; exit 4")
+    workspace = f"{scratch}/.vibeqc-cluster/jobs/{job}"
+    wait_until(lambda: _tar_running_in(workspace), 120, interval=0.01)
+    with _partitioned():
+        done = _terminal(vq, job, timeout=180)
+    assert (done["state"], done["exit_code"]) == ("FAILED", 4)
+    assert done["scheduler_state"] == "artifacts_unavailable"
+    assert not (vq.root / "jobs" / job / "big").exists()
+    assert wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30) == [
+        done["scheduler_job_id"]
+    ]
