@@ -1,0 +1,206 @@
+"""`vq campaign run` across two remote daemon hosts over real SSH (the controller relays).
+
+The testbed's namespace hosts h1 and h2 each run a real vq daemon (module fixture); the
+controller runs here through the real CLI, with no local daemon: every node runs
+remotely, every artifact comes back over SSH, is hashed and verified here, and goes out
+again inside its consumer's payload.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.system.remote_fleet import RemoteFleet, remote_fleet_of, wait_until
+from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
+    with remote_fleet_of(testbed) as made:
+        yield made
+
+
+@pytest.fixture(autouse=True)
+def _fresh_config(fleet: RemoteFleet) -> None:
+    fleet.write_config()
+
+
+def make_campaign(tmp_path: Path, campaign_id: str, produce_delay: float = 0.0) -> Path:
+    """produce (h1) → check (validate, h2) → report (render, h1), and cleanup (h2) on
+    produce's completion."""
+    produce = f"sleep {produce_delay}; mkdir -p out/sub && echo 42 > out/value.txt"
+    data: dict[str, Any] = {
+        "schema_name": "vq.campaign/1",
+        "campaign_id": campaign_id,
+        "nodes": [
+            {
+                "id": "produce",
+                "kind": "compute",
+                "host": "h1",
+                "command": ["sh", "-c", f"{produce} && echo deep > out/sub/deep.txt"],
+                "outputs": [{"name": "result", "path": "out", "kind": "directory"}],
+            },
+            {
+                "id": "check",
+                "kind": "validate",
+                "host": "h2",
+                "command": [
+                    "sh",
+                    "-c",
+                    'test "$(cat in/value.txt)" = 42 && test -f in/sub/deep.txt '
+                    "&& echo '{\"ok\": true}' > verdict.json",
+                ],
+                "inputs": [{"name": "result", "source": "produce.result", "path": "in"}],
+                "outputs": [{"name": "verdict", "path": "verdict.json", "kind": "file"}],
+            },
+            {
+                "id": "report",
+                "kind": "render",
+                "host": "h1",
+                "command": ["sh", "-c", "echo minimum $(cat in/value.txt) > report.md"],
+                "inputs": [{"name": "result", "source": "produce.result", "path": "in"}],
+                "after": [{"node": "check", "on": "success"}],
+                "outputs": [{"name": "report", "path": "report.md", "kind": "file"}],
+            },
+            {
+                "id": "cleanup",
+                "kind": "other",
+                "host": "h2",
+                "command": ["true"],
+                "after": [{"node": "produce", "on": "completion"}],
+            },
+        ],
+    }
+    path = tmp_path / "campaign.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def run(fleet: RemoteFleet, path: Path, run_dir: Path, code: int = 0) -> dict[str, Any]:
+    done = fleet.vq(
+        "campaign", "run", str(path), str(run_dir), "--interval", "0.3", "--json", timeout=300
+    )
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def remote_names(fleet: RemoteFleet, host: str, campaign_id: str) -> list[str]:
+    """The job names of the campaign's jobs on ``host``, as its own queue lists them."""
+    done = fleet.remote_vq(host, "list", "--json", "--name", f"{campaign_id}.")
+    assert done.returncode == 0, done.stderr
+    return sorted(str(job["job_name"]) for job in json.loads(done.stdout)["jobs"])
+
+
+def assert_one_job_per_node(fleet: RemoteFleet, campaign_id: str) -> None:
+    assert remote_names(fleet, "h1", campaign_id) == [
+        f"{campaign_id}.produce.a1",
+        f"{campaign_id}.report.a1",
+    ]
+    assert remote_names(fleet, "h2", campaign_id) == [
+        f"{campaign_id}.check.a1",
+        f"{campaign_id}.cleanup.a1",
+    ]
+
+
+def test_a_campaign_across_two_hosts_relays_verified_artifacts(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    path = make_campaign(tmp_path, "two-hosts")
+    run_dir = tmp_path / "run"
+    result = run(fleet, path, run_dir)
+    assert result["status"] == "succeeded"
+    journal = json.loads((run_dir / "journal.json").read_text())
+    hosts = {a["node"]: a["host"] for a in journal["attempts"]}
+    assert hosts == {"produce": "h1", "check": "h2", "report": "h1", "cleanup": "h2"}
+    for attempt in journal["attempts"]:
+        assert fleet.remote_spec(attempt["host"], attempt["job_id"])["state"] == "COMPLETED"
+        assert all(o["status"] == "verified" for o in attempt["outputs"])
+    # the relayed artifacts, each verified against its manifest by the real CLI
+    artifacts = run_dir / "artifacts"
+    assert (artifacts / "report" / "1" / "report").read_text() == "minimum 42\n"
+    for node, output in (("produce", "result"), ("check", "verdict"), ("report", "report")):
+        manifest = artifacts / node / "1" / f"{output}.manifest.json"
+        verify = fleet.vq(
+            "campaign", "artifact-verify", str(manifest), str(manifest.parent / output)
+        )
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+    entries = json.loads((artifacts / "produce" / "1" / "result.manifest.json").read_text())
+    assert sorted(e["path"] for e in entries["entries"] if e["type"] == "file") == [
+        "sub/deep.txt",
+        "value.txt",
+    ]
+    # the consumer on h2 got exactly the producer's bytes, staged from attempt 1
+    check = next(a for a in journal["attempts"] if a["node"] == "check")
+    assert check["inputs"][0]["producer"] == "produce" and check["inputs"][0]["attempt"] == 1
+    assert not [p for p in (run_dir / "incoming").rglob("*") if not p.is_dir()]
+    assert_one_job_per_node(fleet, "two-hosts")
+    # a rerun of a finished campaign contacts nobody and submits nothing
+    again = run(fleet, path, run_dir)
+    assert again["status"] == "succeeded"
+    assert_one_job_per_node(fleet, "two-hosts")
+
+
+def test_controller_kill_9_mid_run_never_duplicates_a_remote_node(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    """SIGKILL the controller at random moments (mid-submission, mid-fetch, mid-publish),
+    rerun it each time: one job per key per host, and the campaign succeeds."""
+    path = make_campaign(tmp_path, "kill-nine", produce_delay=0.5)
+    run_dir = tmp_path / "run"
+    rng = random.Random(19)
+    kills = 0
+    interval = ["--interval", "0.2"]
+    for round_ in range(10):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vq", "campaign", "run", str(path), str(run_dir), *interval],
+            env=fleet.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        # fault injection (not a wait for a condition): later and later, with jitter
+        time.sleep(0.6 + 0.25 * round_ + rng.uniform(0.0, 0.4))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+    assert kills >= 3
+    final = run(fleet, path, run_dir)
+    assert final["status"] == "succeeded"
+    assert_one_job_per_node(fleet, "kill-nine")
+
+
+def test_a_partitioned_host_is_retried_and_nothing_fails(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    path = make_campaign(tmp_path, "partition", produce_delay=2.0)
+    run_dir = tmp_path / "run"
+    log = tmp_path / "controller.err"
+    proc = fleet.popen(
+        "campaign", "run", str(path), str(run_dir), "--interval", "0.3", "--json", stderr=log
+    )
+    try:
+        wait_until(lambda: b"produce: attempt 1 submitted" in log.read_bytes(), 60)
+        with fleet.partition("h1"):
+            wait_until(lambda: b"cannot observe the jobs on h1" in log.read_bytes(), 60)
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log.read_text()
+    assert json.loads(out)["status"] == "succeeded"
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert {a["state"] for a in journal["attempts"]} == {"succeeded"}
+    assert_one_job_per_node(fleet, "partition")
