@@ -28,6 +28,7 @@ from rich.table import Table
 
 import bench_affinity
 import bench_campaign
+import bench_campaign_remote
 import bench_drain
 import bench_fleet
 import bench_floors
@@ -70,6 +71,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("remote (b)–(d): remote daemons over SSH", bench_remote.run),
     ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
     ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),
+    ("campaign (a), (c): the controller over three hosts", bench_campaign_remote.run),
 ]
 
 

@@ -146,6 +146,9 @@ def test_a_campaign_across_two_hosts_relays_verified_artifacts(
     assert check["inputs"][0]["producer"] == "produce" and check["inputs"][0]["attempt"] == 1
     assert not [p for p in (run_dir / "incoming").rglob("*") if not p.is_dir()]
     assert_one_job_per_node(fleet, "two-hosts")
+    # the relay fetch is the controller's own record: the job's last_fetched_at stays unset
+    produce = next(a for a in journal["attempts"] if a["node"] == "produce")
+    assert fleet.remote_spec("h1", produce["job_id"]).get("last_fetched_at") is None
     # a rerun of a finished campaign contacts nobody and submits nothing
     again = run(fleet, path, run_dir)
     assert again["status"] == "succeeded"

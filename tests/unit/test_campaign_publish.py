@@ -53,6 +53,8 @@ def test_a_published_output_is_complete_and_leaves_no_stage(
     assert (final / "deep" / "log.txt").read_text() == "scf converged\n"
     assert sorted(os.listdir(final.parent)) == ["result", "result.manifest.json"]
     assert not (tmp_path / "incoming" / "calculate" / "1").exists()
+    # the fetched copy's files became the artifact's (linked, then the fetched names removed)
+    assert os.stat(final / "energy.txt").st_nlink == 1
 
 
 def test_a_verified_copy_already_in_place_is_kept(loaded: LoadedCampaign, tmp_path: Path) -> None:

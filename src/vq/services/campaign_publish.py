@@ -3,7 +3,9 @@
 For each output not yet verified: hash it in the fetched copy under
 ``incoming/<node>/<attempt>/`` (links and special files refused), then publish it at
 ``artifacts/<node>/<attempt>/<output>`` through :mod:`vq.publish`: the copy is built in a
-hidden stage beside it (``.<output>.vqstage-…``), verified there against the manifest,
+hidden stage beside it (``.<output>.vqstage-…``; a directory's files are hard-linked from
+the fetched copy, which is private to the run directory and removed right after, and
+copied when that is impossible), verified there against the manifest,
 synced, and committed no-replace, so ``artifacts/`` only ever holds a complete, verified
 copy. ``<output>.manifest.json`` is written beside it afterwards. A copy already in place
 (a publish interrupted before its journal record) is kept when it verifies against the
@@ -14,8 +16,9 @@ is removed once every output was handled.
 
 from __future__ import annotations
 
+import os
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from vq._fs import atomic_write_json
 from vq.campaign.artifact import (
@@ -136,7 +139,12 @@ def _publish_verified(
     if output.kind == "directory":
 
         def build(draft: Draft) -> None:
-            copy_tree(source, draft.path)
+            try:
+                _link_tree(source, draft, PurePosixPath())
+            except InvalidInput:  # another filesystem, or not a plain tree: copy instead
+                for child in list(draft.path.iterdir()):
+                    _remove(child)
+                copy_tree(source, draft.path)
             check(draft.path)
 
         publish(final, build)
@@ -148,6 +156,24 @@ def _publish_verified(
             check(staged)
 
         publish_file(final, write)
+
+
+def _link_tree(source: Path, draft: Draft, rel: PurePosixPath) -> None:
+    """Hard-link every regular file under ``source`` into ``draft`` (directories made):
+    the fetched copy is private to this run directory and removed right after, so the
+    artifact takes over its inodes instead of writing the bytes again. Anything but a
+    directory or a regular file is :class:`InvalidInput` (the caller copies instead)."""
+    with os.scandir(source / rel if rel.parts else source) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        child = rel / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            draft.path.joinpath(*child.parts).mkdir()
+            _link_tree(source, draft, child)
+        elif entry.is_file(follow_symlinks=False):
+            draft.link(entry.path, child)
+        else:
+            raise InvalidInput(f"{child} is neither a directory nor a regular file")
 
 
 def _remove(path: Path) -> None:

@@ -12,7 +12,9 @@ connection:
 * ``observe``: one ``vq list --json --name HINT`` on the host per pass.
 * ``runtime``: ``vq status ID --json`` once the job was dispatched (a daemon host resolves
   the runtime itself, so a started job's record is proof).
-* ``fetch``: ``vq fetch HOST ID DEST`` (the streamed snapshot, every member checked).
+* ``fetch``: the workspace snapshot streamed by the host's ``vq fetch ID --tar-stream``,
+  every member checked (:func:`vq.remote.fetch.fetch_workspace_copy`: one SSH call; like
+  an artifact fetch it does not stamp the job's ``last_fetched_at``).
 
 A transport failure is a :class:`~vq.errors.TransportError` (a VqError): the controller
 retries it next pass and never marks anything failed for it.
@@ -20,19 +22,15 @@ retries it next pass and never marks anything failed for it.
 
 from __future__ import annotations
 
-import io
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vq.domain.archive_rules import META_DIR
-from vq.remote.fetch import fetch_remote
+from vq.remote.fetch import fetch_workspace_copy
 from vq.remote.host import RemoteHost
 from vq.remote.submit import delegate_submit, options_from_fields
 from vq.services.campaign_hosts import Observation, SubmitRequest, observation_of, runtime_of
-from vq.services.fetch_snapshot import MANIFEST_NAME
 
 __all__ = ["RemoteQueue"]
 
@@ -64,25 +62,7 @@ class RemoteQueue:
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
         if dest.exists():
             shutil.rmtree(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        answer = io.StringIO()
-        # a non-zero status here is only an unrecorded acknowledgement: the tree is published
-        fetch_remote(self.host, {"job_id": job_id, "dest": dest}, out=answer)
-        manifest = _read_manifest(dest / META_DIR / MANIFEST_NAME)
-        skipped = manifest.get("skipped", [])
-        return [
-            {"path": str(item.get("path", "")), "reason": str(item.get("reason", ""))}
-            for item in skipped
-            if isinstance(item, dict)
-        ]
+        return fetch_workspace_copy(self.host, job_id, dest)
 
     def close(self) -> None:
         self.host.close()
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
