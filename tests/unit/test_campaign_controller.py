@@ -204,3 +204,22 @@ def test_a_missing_output_blocks_consumers(
     assert any("output result missing" in line for line in result.problems)
     assert states(ctl) == {"calculate": "succeeded", "cleanup": "accepted"}
     assert ctl.plan().node("validate").status == "blocked"
+
+
+def test_an_attempt_that_ran_another_generation_publishes_nothing(
+    tmp_path: Path, host: MemoryHost
+) -> None:
+    data = raw()
+    data["nodes"][0].update(runtime_digest="d" * 64, runtime_root="/opt/runtimes/qc")
+    (tmp_path / "bound.json").write_text(json.dumps(data))
+    ctl = controller(read_campaign(tmp_path / "bound.json"), tmp_path, host)
+    ctl.run_pass()
+    assert host.requests[0].fields()["runtime_artifact"] == "d" * 64
+    assert host.requests[0].fields()["runtime_root"] == "/opt/runtimes/qc"
+    host.finish("000000000001", {"out/energy.txt": "-76.02\n"})
+    result = ctl.run_pass()  # the host records a program pin but no generation
+    assert any("records no runtime generation" in p for p in result.problems)
+    # its consumers stay unsubmitted; only the completion edge (cleanup) moves on
+    assert states(ctl) == {"calculate": "succeeded", "cleanup": "accepted"}
+    assert ctl.journal.attempts[0].outputs == []
+    assert not (tmp_path / "run" / "artifacts").exists()

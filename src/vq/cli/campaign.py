@@ -188,6 +188,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
             directory,
             hosts=hosts,
             host_problem=hosts.problem,
+            runtime_problem=hosts.runtime_problem,
             state_root=access.paths.root,
             interval=interval,
             once=once,

@@ -37,7 +37,7 @@ from vq.services.campaign_publish import pending_outputs, publish_outputs
 from vq.services.campaign_rundir import RunDir, load_journal, write_journal
 from vq.services.campaign_stage import check_payload, stage_payload
 
-__all__ = ["Controller", "PassResult", "attempt_state", "job_name"]
+__all__ = ["Controller", "PassResult", "attempt_state", "job_name", "runtime_mismatch"]
 
 #: How far an attempt has come; an observation never moves it back.
 _RANK = {"submitting": 0, "accepted": 1, "running": 2}
@@ -51,6 +51,26 @@ def attempt_state(queue_state: str, terminal: bool, current: AttemptState) -> At
         return "cancelled" if queue_state == "KILLED" else "failed"
     seen: AttemptState = "accepted" if queue_state == "PENDING" else "running"
     return seen if _RANK[seen] > _RANK.get(current, 0) else current
+
+
+def runtime_mismatch(node: Node, attempt: Attempt) -> str | None:
+    """Why a succeeded attempt of a node declaring a runtime generation must not be
+    published: it recorded no generation, or another one (None: it ran the declared one,
+    or the node declares none)."""
+    if node.runtime_digest is None:
+        return None
+    ran = (attempt.runtime or {}).get("artifact_identity")
+    if ran is None:
+        return (
+            f"its job records no runtime generation (declared {node.runtime_digest[:12]}); "
+            "nothing it produced is published"
+        )
+    if ran != node.runtime_digest:
+        return (
+            f"its job ran runtime generation {str(ran)[:12]}, not the declared "
+            f"{node.runtime_digest[:12]}; nothing it produced is published"
+        )
+    return None
 
 
 def job_name(campaign_id: str, node: str, attempt: int) -> str:
@@ -163,6 +183,10 @@ class Controller:
                 continue
             if not pending_outputs(node, attempt):
                 continue
+            mismatch = runtime_mismatch(node, attempt)
+            if mismatch is not None:  # nothing it produced is published
+                result.problems.append(f"{node.id}: attempt {attempt.attempt}: {mismatch}")
+                continue
             incoming = self.run_dir.incoming(node.id, attempt.attempt)
             label = f"{node.id}: attempt {attempt.attempt}"
             try:
@@ -248,6 +272,8 @@ class Controller:
                     mem_mb=node.mem_mb,
                     wall_time_seconds=node.wall_time_seconds,
                     program=node.program,
+                    runtime_root=node.runtime_root,
+                    runtime_artifact=node.runtime_digest,
                 )
             )
         except (VqError, OSError) as exc:

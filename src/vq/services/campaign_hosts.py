@@ -52,11 +52,14 @@ class SubmitRequest:
     mem_mb: int | None
     wall_time_seconds: int | None
     program: str | None
+    runtime_root: str | None = None
+    runtime_artifact: str | None = None
 
     def fields(self) -> dict[str, Any]:
         """The submit fields besides the command, source and key (the HTTP API's names)."""
         out: dict[str, Any] = {"cpus": self.cpus, "job_name": self.job_name}
-        for name in ("mem_mb", "wall_time_seconds", "program"):
+        names = ("mem_mb", "wall_time_seconds", "program", "runtime_root", "runtime_artifact")
+        for name in names:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -158,16 +161,25 @@ class LocalHost:
 
 
 def runtime_of(view: dict[str, Any]) -> dict[str, Any] | None:
-    """The runtime a job's queue resolved (its program pin), once it was dispatched;
-    None rather than a guess for a job without a program or not dispatched yet."""
-    pin = view.get("program_runtime_pin")
-    if not isinstance(pin, dict) or not view.get("started_at"):
+    """The runtime a job's queue resolved once it was dispatched: its program pin
+    (program, version, git SHA, artifact identity) and the runtime generation it is bound
+    to (``artifact_identity`` its digest, ``runtime_root`` its payload); None rather than
+    a guess for a job with neither, or not dispatched yet."""
+    if not view.get("started_at"):
         return None
+    pin = view.get("program_runtime_pin")
+    pin = pin if isinstance(pin, dict) else {}
     record = {
         "program": pin.get("program"),
         "version": pin.get("version") or pin.get("import_version"),
         "git_sha": pin.get("resolved_git_sha") or pin.get("git_sha"),
+        "artifact_identity": pin.get("artifact_identity"),
     }
+    bound = view.get("runtime_generation")
+    if isinstance(bound, dict) and bound.get("root") and bound.get("digest"):
+        root, digest = str(bound["root"]), str(bound["digest"])
+        record["artifact_identity"] = digest
+        record["runtime_root"] = f"{root.rstrip('/')}/generations/{digest}/payload"
     kept = {key: value for key, value in record.items() if value is not None}
     return kept or None
 
@@ -215,6 +227,27 @@ class HostDirectory:
             return None
         known = ", ".join(["localhost", *sorted(lanes), *self._daemon_fleet().names()])
         return f"host {name!r} is neither this machine nor a configured host (known: {known})"
+
+    def runtime_problem(self, name: str | None, root: str, digest: str) -> str | None:
+        """Why a node on ``name`` cannot be bound to generation ``digest`` of ``root``, as
+        far as this machine can tell (None otherwise): here the generation must verify
+        now; a remote daemon host verifies it at submit (a refusal leaves the attempt
+        submitting); a scheduler lane needs its job script's check on the node, which
+        this version does not generate, so a lane node with a generation is refused."""
+        from vq._hostnames import is_local_name
+        from vq.services.runtime_generations import generation_problem, root_problem
+
+        problem = root_problem(root)
+        if problem is not None:
+            return problem
+        if name is None or is_local_name(name):
+            return generation_problem(root, digest)
+        if name in self._lane_drivers():
+            return (
+                f"a runtime generation on scheduler lane {name!r} is not supported yet "
+                "(its job script cannot verify it on the compute node)"
+            )
+        return None
 
     def __call__(self, name: str | None) -> CampaignHost:
         """The host a node names (None = this machine)."""
