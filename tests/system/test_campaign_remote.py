@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,3 +209,51 @@ def test_a_partitioned_host_is_retried_and_nothing_fails(
     journal = json.loads((run_dir / "journal.json").read_text())
     assert {a["state"] for a in journal["attempts"]} == {"succeeded"}
     assert_one_job_per_node(fleet, "partition")
+
+
+def test_a_node_bound_to_a_generation_on_h1_and_a_group_writable_one_refused_there(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    source = tmp_path / "runtime-src" / "bin"
+    source.mkdir(parents=True)
+    (source / "tool").write_text("#!/bin/sh\necho generation ran\n")
+    (source / "tool").chmod(0o755)
+    root = Path(tempfile.mkdtemp(prefix="vq-gen-", dir="/tmp"))  # one filesystem for all hosts
+    root.chmod(0o755)
+    try:
+        deployed = fleet.vq("runtime", "deploy", str(source.parent), "--root", str(root), "--json")
+        assert deployed.returncode == 0, deployed.stderr
+        digest = json.loads(deployed.stdout)["digest"]
+        path = make_campaign(tmp_path, "bound-h1")
+        data = json.loads(path.read_text())
+        produce = data["nodes"][0]
+        produce.update(runtime_root=str(root), runtime_digest=digest)
+        produce["command"] = [
+            "sh",
+            "-c",
+            "mkdir -p out/sub && echo 42 > out/value.txt && "
+            'echo deep > out/sub/deep.txt && "$VQ_RUNTIME_PAYLOAD"/bin/tool > out/ran',
+        ]
+        path.write_text(json.dumps(data))
+        run_dir = tmp_path / "run"
+        assert run(fleet, path, run_dir)["status"] == "succeeded"
+        journal = json.loads((run_dir / "journal.json").read_text())
+        attempt = next(a for a in journal["attempts"] if a["node"] == "produce")
+        assert attempt["runtime"]["artifact_identity"] == digest
+        assert (run_dir / "artifacts" / "produce" / "1" / "result" / "ran").read_text() == (
+            "generation ran\n"
+        )
+        # the same campaign under another id, with the generation made group writable:
+        # h1's queue refuses the submission, the attempt stays submitting, nothing fails
+        tool = root / "generations" / digest / "payload" / "bin" / "tool"
+        tool.chmod(0o775)
+        data["campaign_id"] = "bound-h1-writable"
+        path.write_text(json.dumps(data))
+        refused = fleet.vq("campaign", "run", str(path), str(tmp_path / "run2"), "--once", "--json")
+        assert refused.returncode == 1, refused.stderr
+        assert "group or world writable" in refused.stderr
+        states = {n["node"]: n["state"] for n in json.loads(refused.stdout)["nodes"]}
+        assert states["produce"] == "submitting"
+        assert remote_names(fleet, "h1", "bound-h1-writable") == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
