@@ -232,8 +232,9 @@ class HostDirectory:
         """Why a node on ``name`` cannot be bound to generation ``digest`` of ``root``, as
         far as this machine can tell (None otherwise): here the generation must verify
         now; a remote daemon host verifies it at submit (a refusal leaves the attempt
-        submitting); a scheduler lane needs its job script's check on the node, which
-        this version does not generate, so a lane node with a generation is refused."""
+        submitting); on a scheduler lane only the root's form is checked, because only the
+        job's compute node sees the deployment (its script exits 126 when it does not
+        verify)."""
         from vq._hostnames import is_local_name
         from vq.services.runtime_generations import generation_problem, root_problem
 
@@ -242,12 +243,7 @@ class HostDirectory:
             return problem
         if name is None or is_local_name(name):
             return generation_problem(root, digest)
-        if name in self._lane_drivers():
-            return (
-                f"a runtime generation on scheduler lane {name!r} is not supported yet "
-                "(its job script cannot verify it on the compute node)"
-            )
-        return None
+        return None  # a daemon host checks at submit; a lane's job script on the node
 
     def __call__(self, name: str | None) -> CampaignHost:
         """The host a node names (None = this machine)."""

@@ -3,6 +3,9 @@
 ``vq runtime deploy DIR --root ROOT`` copies DIR into a generation named by its digest:
 
     ROOT/generations/<digest>/generation.json   vq.runtime-generation/1 record
+    ROOT/generations/<digest>/entries.json      the payload's entries as canonical JSON,
+                                                whose SHA-256 is the digest (what a
+                                                scheduler job script checks on the node)
     ROOT/generations/<digest>/payload/          the runtime (what VQ_RUNTIME_PAYLOAD names)
     ROOT/current -> generations/<digest>        what the deployment currently selects
 
@@ -28,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vq.campaign.artifact import entries_sha256
+from vq.campaign.artifact import ArtifactEntry, entries_sha256
+from vq.campaign.canonical import canonical_bytes
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
 from vq.publish import Draft, copy_tree, publish
 from vq.store.campaign_tree import descend, hash_strict
@@ -66,9 +70,9 @@ class Generation:
         return self.directory / "generation.json"
 
 
-def tree_digest(path: Path, what: str) -> tuple[str, int]:
-    """The digest of the directory ``path`` and its entry count; links and special files
-    are UnsafeArchive, a missing or non-directory ``path`` NotFound."""
+def tree_entries(path: Path, what: str) -> list[ArtifactEntry]:
+    """The entries of the directory ``path``; links and special files are UnsafeArchive,
+    a missing or non-directory ``path`` NotFound."""
     opened = descend(path, "", what)
     if opened is None:
         raise NotFound(f"{path} does not exist", hint="give an existing directory")
@@ -76,9 +80,14 @@ def tree_digest(path: Path, what: str) -> tuple[str, int]:
     try:
         if not stat.S_ISDIR(info.st_mode):
             raise NotFound(f"{path} is not a directory", hint="give an existing directory")
-        entries = hash_strict(fd, info, what)
+        return hash_strict(fd, info, what)
     finally:
         os.close(fd)
+
+
+def tree_digest(path: Path, what: str) -> tuple[str, int]:
+    """The digest of the directory ``path`` and its entry count (see :func:`tree_entries`)."""
+    entries = tree_entries(path, what)
     return entries_sha256(entries), len(entries)
 
 
@@ -167,7 +176,8 @@ def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
     """
     if not root.is_absolute():
         raise InvalidInput(f"--root {root} must be an absolute path", hint="give /path/to/root")
-    digest, count = tree_digest(source, "runtime directory")
+    entries = tree_entries(source, "runtime directory")
+    digest, count = entries_sha256(entries), len(entries)
     generation = Generation(root, digest)
     created = not generation.directory.exists()
     if created:
@@ -180,6 +190,10 @@ def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
             record = {"schema_name": GENERATION_SCHEMA, "digest": digest, "entries": count}
             record["deployed_at"] = deployed_at
             (draft.path / "generation.json").write_text(json.dumps(record, indent=1) + "\n")
+            # what a scheduler job script verifies on the node: its SHA-256 is the digest
+            ordered = sorted(entries, key=lambda entry: entry.path)
+            listed = canonical_bytes([entry.model_dump(mode="json") for entry in ordered])
+            (draft.path / "entries.json").write_bytes(listed)
             _clear_group_world_write(draft.path)
             copied, _ = tree_digest(payload, "runtime payload copy")
             if copied != digest:
