@@ -157,33 +157,78 @@ def test_a_campaign_across_two_hosts_relays_verified_artifacts(
     assert_one_job_per_node(fleet, "two-hosts")
 
 
+def wide_campaign(tmp_path: Path, campaign_id: str, pairs: int) -> Path:
+    """``pairs`` producers round-robin over h1..h3, each consumed on the next host."""
+    hosts = ("h1", "h2", "h3")
+    nodes: list[dict[str, Any]] = []
+    for i in range(pairs):
+        nodes.append(
+            {
+                "id": f"p{i}",
+                "kind": "compute",
+                "host": hosts[i % 3],
+                "command": ["sh", "-c", f"sleep 0.3; echo {i} > o.txt"],
+                "outputs": [{"name": "o", "path": "o.txt", "kind": "file"}],
+            }
+        )
+        nodes.append(
+            {
+                "id": f"c{i}",
+                "kind": "other",
+                "host": hosts[(i + 1) % 3],
+                "command": ["sh", "-c", f'test "$(cat in.txt)" = {i} && cp in.txt r.txt'],
+                "inputs": [{"name": "o", "source": f"p{i}.o", "path": "in.txt"}],
+                "outputs": [{"name": "r", "path": "r.txt", "kind": "file"}],
+            }
+        )
+    path = tmp_path / "wide.json"
+    data = {"schema_name": "vq.campaign/1", "campaign_id": campaign_id, "nodes": nodes}
+    path.write_text(json.dumps(data))
+    return path
+
+
 def test_controller_kill_9_mid_run_never_duplicates_a_remote_node(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
-    """SIGKILL the controller at random moments (mid-submission, mid-fetch, mid-publish),
-    rerun it each time: one job per key per host, and the campaign succeeds."""
-    path = make_campaign(tmp_path, "kill-nine", produce_delay=0.5)
+    """SIGKILL the controller at least 30 times at random moments (after a submitting
+    record, mid-fetch, mid-publish), rerunning it each time: one job per key per host,
+    and the campaign succeeds."""
+    pairs = 9
+    path = wide_campaign(tmp_path, "kill-nine", pairs)
     run_dir = tmp_path / "run"
     rng = random.Random(19)
-    kills = 0
+    kills, seen = 0, set()
     interval = ["--interval", "0.2"]
-    for round_ in range(10):
+    for _round in range(90):
+        if kills >= 30:
+            break
         proc = subprocess.Popen(
             [sys.executable, "-m", "vq", "campaign", "run", str(path), str(run_dir), *interval],
             env=fleet.env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        # fault injection (not a wait for a condition): later and later, with jitter
-        time.sleep(0.6 + 0.25 * round_ + rng.uniform(0.0, 0.4))
+        # fault injection (not a wait for a condition): at a random moment of the pass
+        time.sleep(rng.uniform(0.4, 1.6))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait(timeout=60)
-    assert kills >= 3
+        journal = run_dir / "journal.json"
+        if journal.exists():
+            attempts = json.loads(journal.read_text())["attempts"]
+            seen |= {a["state"] for a in attempts}
+    assert kills >= 30
+    assert "submitting" in seen or "accepted" in seen  # kills landed mid-progress
     final = run(fleet, path, run_dir)
     assert final["status"] == "succeeded"
-    assert_one_job_per_node(fleet, "kill-nine")
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert len(journal["attempts"]) == 2 * pairs
+    for host in ("h1", "h2", "h3"):  # one job per key (per node) on each host
+        names = remote_names(fleet, host, "kill-nine")
+        assert len(names) == len(set(names)), names
+    everywhere = sum(len(remote_names(fleet, host, "kill-nine")) for host in ("h1", "h2", "h3"))
+    assert everywhere == 2 * pairs
 
 
 def test_a_partitioned_host_is_retried_and_nothing_fails(
