@@ -54,12 +54,12 @@ _DIGEST_CHARS = frozenset("0123456789abcdef")
 class Generation:
     """Where generation ``digest`` of deployment ``root`` lives."""
 
-    root: Path
+    deployment: Path
     digest: str
 
     @property
     def directory(self) -> Path:
-        return self.root / "generations" / self.digest
+        return self.deployment / "generations" / self.digest
 
     @property
     def payload(self) -> Path:
@@ -159,12 +159,12 @@ def _clear_group_world_write(top: Path) -> None:
     os.chmod(top, stat.S_IMODE(os.lstat(top).st_mode) & ~0o022)
 
 
-def _point_current(root: Path, digest: str) -> None:
+def _point_current(deployment: Path, digest: str) -> None:
     """``ROOT/current`` → ``generations/<digest>``, replaced atomically."""
-    temporary = root / f".current.{os.getpid()}"
+    temporary = deployment / f".current.{os.getpid()}"
     temporary.unlink(missing_ok=True)
     os.symlink(f"generations/{digest}", temporary)
-    os.replace(temporary, root / "current")
+    os.replace(temporary, deployment / "current")
 
 
 def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
@@ -181,7 +181,7 @@ def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
     generation = Generation(root, digest)
     created = not generation.directory.exists()
     if created:
-        (root / "generations").mkdir(mode=0o755, parents=True, exist_ok=True)
+        generation.directory.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
 
         def build(draft: Draft) -> None:
             payload = draft.path / "payload"
