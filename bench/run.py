@@ -28,6 +28,7 @@ from rich.table import Table
 
 import bench_affinity
 import bench_campaign
+import bench_campaign_remote
 import bench_drain
 import bench_fleet
 import bench_floors
@@ -72,6 +73,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("(r) CPU affinity: pinned vs unpinned matmul pair", bench_affinity.run),
     ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),
     ("lanes (a)–(d): Slurm lanes over SSH", bench_lanes.run),
+    ("campaign (a), (c): the controller over three hosts", bench_campaign_remote.run),
 ]
 
 

@@ -289,16 +289,24 @@ def test_cleanup_lists_then_applies(cli: Cli, tmp_path: Path) -> None:
         (run_dir / "payloads" / node_id / "1" / "run.py").write_text("x" * 100)
     (run_dir / "incoming" / "validate" / "1").mkdir(parents=True)
     (run_dir / "incoming" / "validate" / "1" / "verdict.json").write_text("{}")
+    stage = run_dir / "artifacts" / "validate" / "1" / ".verdict.vqstage-0a1b2c3d"
+    stage.parent.mkdir(parents=True)
+    stage.write_text("partial")  # an interrupted publication's hidden stage
     listed = cli.json("cleanup", path, run_dir)
     paths = {Path(item["path"]).relative_to(run_dir).as_posix() for item in listed["items"]}
-    assert paths == {"payloads/calculate/1", "payloads/validate/1", "incoming/validate/1"}
-    assert listed["applied"] is False and listed["bytes_listed"] == 202
+    assert paths == {
+        "payloads/calculate/1",
+        "payloads/validate/1",
+        "incoming/validate/1",
+        "artifacts/validate/1/.verdict.vqstage-0a1b2c3d",
+    }
+    assert listed["applied"] is False and listed["bytes_listed"] == 209
     assert (run_dir / "payloads" / "calculate" / "1").exists()
     # render still needs calculate's artifact: --intermediate keeps it (retention)
     kept = cli.json("cleanup", path, run_dir, "--intermediate")
-    assert not any("artifacts" in item["path"] for item in kept["items"])
+    assert [i["path"] for i in kept["items"] if "artifacts" in i["path"]] == [str(stage)]
     applied = cli.json("cleanup", path, run_dir, "--apply")
-    assert applied["bytes_freed"] == 202
+    assert applied["bytes_freed"] == 209 and not stage.exists()
     assert not (run_dir / "payloads" / "calculate" / "1").exists()
     assert (run_dir / "journal.json").exists()
     assert (run_dir / "artifacts" / "calculate" / "1" / "result.manifest.json").exists()

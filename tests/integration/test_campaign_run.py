@@ -188,7 +188,7 @@ def test_refusals_before_anything_is_submitted(vq: Vq, tmp_path: Path) -> None:
     data["nodes"][0]["host"] = "cluster-a"
     path.write_text(json.dumps(data))
     proc = vq.run("campaign", "run", str(path), str(tmp_path / "run"), check=False)
-    assert proc.returncode == 4 and "not this machine" in proc.stderr
+    assert proc.returncode == 4 and "neither this machine nor a configured host" in proc.stderr
     assert not (vq.root / "queue").exists() or job_count(vq) == 0
     path = make_campaign(tmp_path, vq)
     (tmp_path / "check" / "check.py").write_text("print('edited')\n")

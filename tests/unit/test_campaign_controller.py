@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.campaign_support import raw
-from vq.errors import Conflict, NotFound
+from vq.errors import Conflict
 from vq.services.campaign_controller import Controller
 from vq.services.campaign_files import LoadedCampaign, read_campaign
 from vq.services.campaign_hosts import Observation, SubmitRequest
@@ -29,6 +31,7 @@ class MemoryHost:
         self.requests: list[SubmitRequest] = []
         self.refuse: Exception | None = None
         self.observe_error: Exception | None = None
+        self.listings: list[str] = []
 
     def submit(self, request: SubmitRequest) -> str:
         if self.refuse is not None:
@@ -41,12 +44,23 @@ class MemoryHost:
             self.states[job_id] = "PENDING"
         return self.by_key[request.key]
 
-    def observe(self, job_id: str) -> Observation:
+    def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
         if self.observe_error is not None:
             raise self.observe_error
-        state = self.states[job_id]
-        runtime = None if state == "PENDING" else {"program": "vibe-qc", "version": "1.4"}
-        return Observation(state, None, None, runtime)
+        self.listings.append(name_hint)
+        return {
+            job_id: Observation(
+                self.states[job_id], None, None, None, self.states[job_id] != "PENDING"
+            )
+            for job_id in job_ids
+            if job_id in self.states
+        }
+
+    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+        return {"program": "vibe-qc", "version": "1.4"} if seen.started else None
+
+    def close(self) -> None:
+        return None
 
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
         shutil.copytree(self.root / job_id, dest)
@@ -64,6 +78,7 @@ def loaded(tmp_path: Path) -> LoadedCampaign:
     data = raw()
     for item in data["nodes"]:
         item.pop("host", None)
+    data["nodes"][0]["program"] = "vibe-qc"
     path = tmp_path / "campaign.json"
     path.write_text(json.dumps(data))
     return read_campaign(path)
@@ -107,6 +122,7 @@ def test_a_pass_submits_ready_nodes_and_an_idle_pass_changes_nothing(
     host.states["000000000001"] = "PENDING"  # resumed: never moved backwards
     ctl.run_pass()
     assert states(ctl) == {"calculate": "running"}
+    assert host.listings == ["h2o-pipeline."] * 3  # one listing per host and pass
 
 
 def test_a_verified_output_is_staged_into_its_consumers(
@@ -135,9 +151,9 @@ def test_a_lost_job_is_reported_and_a_transport_failure_retried(
 ) -> None:
     ctl = controller(loaded, tmp_path, host)
     ctl.run_pass()
-    host.observe_error = NotFound("job 000000000001 does not exist")
+    del host.states["000000000001"]  # the queue no longer lists it
     lost = ctl.run_pass()
-    assert not lost.retry_later and "does not exist" in lost.problems[0]
+    assert not lost.retry_later and "unknown on localhost" in lost.problems[0]
     host.observe_error = OSError("connection reset")
     flaky = ctl.run_pass()
     assert flaky.retry_later and "cannot observe" in flaky.problems[0]
@@ -188,3 +204,22 @@ def test_a_missing_output_blocks_consumers(
     assert any("output result missing" in line for line in result.problems)
     assert states(ctl) == {"calculate": "succeeded", "cleanup": "accepted"}
     assert ctl.plan().node("validate").status == "blocked"
+
+
+def test_an_attempt_that_ran_another_generation_publishes_nothing(
+    tmp_path: Path, host: MemoryHost
+) -> None:
+    data = raw()
+    data["nodes"][0].update(runtime_digest="d" * 64, runtime_root="/opt/runtimes/qc")
+    (tmp_path / "bound.json").write_text(json.dumps(data))
+    ctl = controller(read_campaign(tmp_path / "bound.json"), tmp_path, host)
+    ctl.run_pass()
+    assert host.requests[0].fields()["runtime_artifact"] == "d" * 64
+    assert host.requests[0].fields()["runtime_root"] == "/opt/runtimes/qc"
+    host.finish("000000000001", {"out/energy.txt": "-76.02\n"})
+    result = ctl.run_pass()  # the host records a program pin but no generation
+    assert any("records no runtime generation" in p for p in result.problems)
+    # its consumers stay unsubmitted; only the completion edge (cleanup) moves on
+    assert states(ctl) == {"calculate": "succeeded", "cleanup": "accepted"}
+    assert ctl.journal.attempts[0].outputs == []
+    assert not (tmp_path / "run" / "artifacts").exists()

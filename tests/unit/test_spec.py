@@ -151,6 +151,7 @@ ADDITIVE = {
     "idempotency_intent_digest",
     "cpu_affinity",
     "launch_attempt",
+    "runtime_generation",
 }
 
 

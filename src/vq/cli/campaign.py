@@ -159,14 +159,15 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     and advance until it succeeds or nothing more can run. Safe to stop and rerun.
 
     Exits 0 only when the campaign succeeded (with --once: while it still progresses
-    without a problem); 1 otherwise. Nodes run on localhost only in this version.
+    without a problem); 1 otherwise. A node runs on this machine, a scheduler lane this
+    queue drives, or a configured remote host.
     """
     import time
 
     from vq.cli.campaign_render import print_status, status_json
     from vq.cli.common import gateway
     from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_hosts import host_for
+    from vq.services.campaign_hosts import HostDirectory
     from vq.services.campaign_run import run_campaign
     from vq.services.campaign_rundir import RunDir, read_journal
 
@@ -180,17 +181,23 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     def log(line: str) -> None:
         click.echo(f"{now()} {line}", err=True)
 
-    report = run_campaign(
-        loaded,
-        directory,
-        hosts=lambda name: host_for(name, access),
-        state_root=access.paths.root,
-        interval=interval,
-        once=once,
-        sleep=time.sleep,
-        now=now,
-        log=log,
-    )
+    hosts = HostDirectory(access)
+    try:
+        report = run_campaign(
+            loaded,
+            directory,
+            hosts=hosts,
+            host_problem=hosts.problem,
+            runtime_problem=hosts.runtime_problem,
+            state_root=access.paths.root,
+            interval=interval,
+            once=once,
+            sleep=time.sleep,
+            now=now,
+            log=log,
+        )
+    finally:
+        hosts.close()
     journal = read_journal(directory.journal, loaded)
     if as_json:
         document = status_json(loaded, journal, report.plan)

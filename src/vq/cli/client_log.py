@@ -47,11 +47,12 @@ MUTATING = frozenset(
         "campaign retry",
         "campaign cleanup",
         "campaign artifact-publish",
+        "runtime deploy",
     }
 )
 #: Verbs that only report what they would do unless given their flag (dry runs change nothing).
 DRY_UNLESS = {"cleanup": "--execute", "campaign cleanup": "--apply"}
-_GROUPS = frozenset({"daemon", "web", "config", "programs", "campaign"})
+_GROUPS = frozenset({"daemon", "web", "config", "programs", "campaign", "runtime"})
 _JOB_ID = re.compile(r"[0-9a-f]{12}")
 
 #: Job ids a verb created during this process (a submit's new ids).

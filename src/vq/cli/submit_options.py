@@ -264,6 +264,8 @@ def build_params(
         "expected_sha": values.get("expected_sha"),
         "environment": _environment(values),
         "scheduler_target": values.get("scheduler_target"),
+        "runtime_root": values.get("runtime_root"),
+        "runtime_artifact": values.get("runtime_artifact"),
     }
     given = values.get(GIVEN)
     if given is not None and "mem" in given:

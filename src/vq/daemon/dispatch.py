@@ -39,6 +39,7 @@ import heapq
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
+from pathlib import Path
 
 from vq._fault_points import crash_point
 from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
@@ -59,6 +60,7 @@ from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.programs import probe
 from vq.services.query import request_of
+from vq.services.runtime_generations import Generation, generation_problem
 from vq.transport.local import LocalRunner
 
 from .index import JobIndex
@@ -98,6 +100,10 @@ def job_environment(
     if spec.chain_index is not None:
         env["VQ_CHAIN_INDEX"] = str(spec.chain_index)
         env["VQ_CHAIN_TOTAL"] = str(spec.chain_total)
+    env.pop("VQ_RUNTIME_PAYLOAD", None)
+    if spec.runtime_generation is not None:
+        bound = spec.runtime_generation
+        env["VQ_RUNTIME_PAYLOAD"] = str(Generation(Path(bound.root), bound.digest).payload)
     return env
 
 
@@ -285,8 +291,19 @@ class Dispatcher:
             yield request
 
     def _check_program(self, job_id: str) -> tuple[bool, ProgramStatus | None]:
-        """(may launch, dispatch-time probe) for a chosen job; a refusal fails it (§3.4)."""
+        """(may launch, dispatch-time probe) for a chosen job; a refusal fails it (§3.4).
+        A job bound to a runtime generation that no longer verifies fails too."""
         spec = self._index.get(job_id)
+        if spec is not None and spec.runtime_generation is not None:
+            bound = spec.runtime_generation
+            problem = generation_problem(bound.root, bound.digest)
+            if problem is not None:
+                self._fail_pending(
+                    job_id,
+                    f"bound runtime generation {bound.digest[:12]} unavailable: {problem}; "
+                    "command not started",
+                )
+                return False, None
         if spec is None or spec.program is None:
             return True, None
         settings = self.ctx.programs.get(spec.program)

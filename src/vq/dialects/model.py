@@ -104,6 +104,9 @@ class ScriptRequest:
     epilogue: tuple[str, ...] = ()
     hooks: ProgramHooks | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    #: (root, digest) of the runtime generation the job is bound to: verified on the node
+    #: before the command (exit 126 with a reason), its payload as VQ_RUNTIME_PAYLOAD
+    runtime_generation: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, UnsupportedSpecVersion
 
-__all__ = ["SPEC_VERSION", "JobSpec", "ProgramRuntimePin", "dump_spec", "load_spec", "utcnow"]
+__all__ = [
+    "SPEC_VERSION",
+    "JobSpec",
+    "ProgramRuntimePin",
+    "RuntimeGeneration",
+    "dump_spec",
+    "load_spec",
+    "utcnow",
+]
 
 #: The schema version this build writes. Readers refuse anything newer.
 SPEC_VERSION = 2
@@ -33,6 +41,16 @@ JOB_ID_RE = re.compile(r"[0-9a-f]{12}")
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime (the only clock format in specs)."""
     return datetime.now(UTC)
+
+
+class RuntimeGeneration(BaseModel):
+    """The runtime generation a job is bound to (``vq submit --runtime-root ROOT
+    --runtime-artifact DIGEST``): ``ROOT/generations/DIGEST/payload`` is what it runs."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    root: str
+    digest: str
 
 
 class ProgramRuntimePin(BaseModel):
@@ -151,6 +169,8 @@ class JobSpec(BaseModel):
     branch: str | None = None
     program: str | None = None
     program_runtime_pin: ProgramRuntimePin | None = None
+    #: the runtime generation the job is bound to (verified at submit and dispatch)
+    runtime_generation: RuntimeGeneration | None = None
     refresh_before: bool = False
     build_env: dict[str, str] | None = None
 

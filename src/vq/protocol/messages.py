@@ -81,6 +81,8 @@ class SubmitParams(BaseModel):
 
     #: ``vq submit LANE``: the scheduler lane (``[hosts.LANE]`` with ``scheduler_dialect``)
     #: this queue's daemon submits the job to (§2.2)
+    runtime_root: str | None = Field(**constraints("runtime_root"))
+    runtime_artifact: str | None = Field(**constraints("runtime_artifact"))
     scheduler_target: str | None = Field(**constraints("scheduler_target"))
 
     @field_validator("environment")
@@ -148,6 +150,10 @@ class SubmitParams(BaseModel):
             raise ValueError("--rerun-max needs --rerun-until-file-exists")
         if self.expected_sha is not None and self.program is None:
             raise ValueError("--expected-sha needs --program (a venv program)")
+        if (self.runtime_root is None) != (self.runtime_artifact is None):
+            raise ValueError("--runtime-root and --runtime-artifact go together")
+        if self.runtime_root is not None and any(groups):
+            raise ValueError("arrays and chains cannot be bound to a runtime generation yet")
         return self
 
     @field_validator("source", "cwd")

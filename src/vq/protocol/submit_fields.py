@@ -153,6 +153,13 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
       pattern=r"^[0-9a-fA-F]{4,64}$", not_over_http="not offered over HTTP yet"),
     F("cwd", "str", "--cwd", "cwd", "str", "Run here instead of the workspace.",
       not_over_http="a server path"),
+    F("runtime_root", "str", "--runtime-root", "runtime_root", "str",
+      "Bind the job to a generation of this runtime deployment root (with "
+      "--runtime-artifact); its payload is exported as VQ_RUNTIME_PAYLOAD.",
+      min_length=2, max_length=4096, not_over_http="not offered over HTTP yet"),
+    F("runtime_artifact", "str", "--runtime-artifact", "runtime_artifact", "str",
+      "The generation's digest (vq runtime deploy); verified at submit and dispatch.",
+      pattern=r"^[0-9a-f]{64}$", not_over_http="not offered over HTTP yet"),
     F("scheduler_target", "str", "--scheduler-target", "scheduler_target", "str",
       "Run through this scheduler lane ([hosts.NAME] with scheduler_dialect); "
       "what `vq submit LANE` sets.",

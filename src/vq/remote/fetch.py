@@ -37,7 +37,7 @@ from vq.remote.host import RemoteHost, remote_error
 from vq.services.fetch import default_dest_name
 from vq.services.fetch_snapshot import MANIFEST_NAME, fetch_manifest, previous_fetch, publish
 
-__all__ = ["fetch_remote"]
+__all__ = ["fetch_remote", "fetch_workspace_copy"]
 
 _STREAM_DEADLINE_S = 24 * 3600.0
 _DIAGNOSIS_NAME = "terminal-diagnosis.json"
@@ -168,6 +168,40 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
         out.write(f"{verb} the {kind} of job {job_id} from {host.name} → {target}\n")
     out.flush()
     return code
+
+
+def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict[str, str]]:
+    """Extract the job's workspace snapshot at ``dest`` (which must not exist) with one
+    SSH call, every member checked as for ``vq fetch HOST ID``; the entries the host
+    skipped (links, special files) as ``{"path", "reason"}``.
+
+    For a caller that keeps its own record of what it fetched (the campaign controller):
+    no status call, and, like an artifact (``--name``) fetch, no ``last_fetched_at``
+    acknowledgement. ``dest`` appears whole or not at all.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.vq-fetch-", dir=dest.parent))
+    spool = tmp.with_suffix(".tar")
+    try:
+        _stream_to(host, ["fetch", job_id, "--tar-stream"], spool)
+        _extract(spool, tmp)
+        try:
+            remote = json.loads((tmp / META_DIR / MANIFEST_NAME).read_text())
+        except (OSError, ValueError):
+            remote = {}
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            spool.unlink()
+    skipped = remote.get("skipped") if isinstance(remote, dict) else None
+    return [
+        {"path": str(item.get("path", "")), "reason": str(item.get("reason", ""))}
+        for item in (skipped if isinstance(skipped, list) else [])
+        if isinstance(item, dict)
+    ]
 
 
 def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str, Any]) -> int:

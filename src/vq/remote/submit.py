@@ -55,6 +55,8 @@ _FIELD_OPTIONS = {
     "rerun_max": "--rerun-max",
     "profile": "--profile",
     "program": "--program",
+    "runtime_root": "--runtime-root",
+    "runtime_artifact": "--runtime-artifact",
 }
 
 

@@ -24,6 +24,8 @@ __all__ = ["CleanupItem", "CleanupReport", "cleanup"]
 
 #: Suffixes of the directories an interrupted stage or publish leaves behind.
 LEFTOVER_SUFFIXES = (".staging", ".copy")
+#: In the name of a hidden stage an interrupted :mod:`vq.publish` commit leaves behind.
+STAGE_MARK = ".vqstage-"
 
 
 @dataclass
@@ -98,8 +100,8 @@ def cleanup(
 
 
 def _leftovers(run_dir: RunDir) -> list[Path]:
-    """Everything under incoming/<node>/<attempt>, and *.staging / *.copy entries under
-    payloads/ and artifacts/ (down to <node>/<attempt>/<entry>)."""
+    """Everything under incoming/<node>/<attempt>, and *.staging / *.copy entries (and
+    hidden publish stages) under payloads/ and artifacts/ (down to <node>/<attempt>/<entry>)."""
     out: list[Path] = []
     incoming = run_dir.root / "incoming"
     for node_dir in _children(incoming):
@@ -113,7 +115,7 @@ def _leftovers(run_dir: RunDir) -> list[Path]:
                 out.extend(
                     entry
                     for entry in _children(attempt_dir)
-                    if entry.name.endswith(LEFTOVER_SUFFIXES)
+                    if entry.name.endswith(LEFTOVER_SUFFIXES) or STAGE_MARK in entry.name
                 )
     return out
 

@@ -3,7 +3,8 @@
 Each pass goes through the nodes in campaign order and is level-triggered (the plan is
 recomputed from the journal, :mod:`vq.campaign.planner`):
 
-1. **Observe** every accepted or running attempt on its host. COMPLETED makes it
+1. **Observe** every accepted or running attempt on its host (one listing per host).
+   COMPLETED makes it
    succeeded, KILLED cancelled, any other terminal state failed; a job is never moved
    backwards (one seen running and later pending again stays running).
 2. **Publish** each output of a succeeded attempt (:mod:`vq.services.campaign_publish`).
@@ -31,12 +32,12 @@ from vq.campaign.model import Node
 from vq.campaign.planner import CampaignPlan, plan
 from vq.errors import NotFound, VqError
 from vq.services.campaign_files import LoadedCampaign
-from vq.services.campaign_hosts import CampaignHost, SubmitRequest
+from vq.services.campaign_hosts import CampaignHost, Observation, SubmitRequest
 from vq.services.campaign_publish import pending_outputs, publish_outputs
 from vq.services.campaign_rundir import RunDir, load_journal, write_journal
 from vq.services.campaign_stage import check_payload, stage_payload
 
-__all__ = ["Controller", "PassResult", "attempt_state", "job_name"]
+__all__ = ["Controller", "PassResult", "attempt_state", "job_name", "runtime_mismatch"]
 
 #: How far an attempt has come; an observation never moves it back.
 _RANK = {"submitting": 0, "accepted": 1, "running": 2}
@@ -50,6 +51,26 @@ def attempt_state(queue_state: str, terminal: bool, current: AttemptState) -> At
         return "cancelled" if queue_state == "KILLED" else "failed"
     seen: AttemptState = "accepted" if queue_state == "PENDING" else "running"
     return seen if _RANK[seen] > _RANK.get(current, 0) else current
+
+
+def runtime_mismatch(node: Node, attempt: Attempt) -> str | None:
+    """Why a succeeded attempt of a node declaring a runtime generation must not be
+    published: it recorded no generation, or another one (None: it ran the declared one,
+    or the node declares none)."""
+    if node.runtime_digest is None:
+        return None
+    ran = (attempt.runtime or {}).get("artifact_identity")
+    if ran is None:
+        return (
+            f"its job records no runtime generation (declared {node.runtime_digest[:12]}); "
+            "nothing it produced is published"
+        )
+    if ran != node.runtime_digest:
+        return (
+            f"its job ran runtime generation {str(ran)[:12]}, not the declared "
+            f"{node.runtime_digest[:12]}; nothing it produced is published"
+        )
+    return None
 
 
 def job_name(campaign_id: str, node: str, attempt: int) -> str:
@@ -108,31 +129,51 @@ class Controller:
 
     # --- 1. observe ------------------------------------------------------------------
     def _observe(self, result: PassResult) -> None:
+        by_host: dict[str | None, list[Attempt]] = {}
         for attempt in self.journal.attempts:
-            if attempt.state not in ("accepted", "running") or attempt.job_id is None:
-                continue
-            label = f"{attempt.node}: attempt {attempt.attempt}"
-            try:
-                seen = self.hosts(self._node(attempt.node).host).observe(attempt.job_id)
-            except NotFound as exc:  # the queue lost the job: someone has to look
-                result.problems.append(f"{label}: job {attempt.job_id}: {exc}")
-                continue
+            if attempt.state in ("accepted", "running") and attempt.job_id is not None:
+                by_host.setdefault(self._node(attempt.node).host, []).append(attempt)
+        hint = f"{self.loaded.campaign.campaign_id[:100]}."
+        for host_name, attempts in by_host.items():
+            host = self.hosts(host_name)
+            try:  # one listing per host and pass
+                seen = host.observe([str(a.job_id) for a in attempts], hint)
             except (VqError, OSError) as exc:
                 result.retry_later = True
-                result.problems.append(f"{label}: cannot observe job {attempt.job_id}: {exc}")
+                where = host_name or "localhost"
+                result.problems.append(f"cannot observe the jobs on {where}: {exc}")
                 continue
-            state = attempt_state(seen.state, seen.terminal, attempt.state)
-            runtime = seen.runtime if attempt.runtime is None else attempt.runtime
-            if (state, runtime) == (attempt.state, attempt.runtime):
-                continue
-            attempt.state, attempt.runtime = state, runtime
-            self.save()
-            result.changed = True
-            if state in ("failed", "cancelled"):
-                why = seen.failure_reason or f"exit code {seen.exit_code}"
-                self.log(f"{label} {state} (job {seen.state.lower()}: {why})")
-            elif state != "running" or seen.terminal:
-                self.log(f"{label} {state}")
+            for attempt in attempts:
+                self._observe_one(host, attempt, seen.get(str(attempt.job_id)), result)
+
+    def _observe_one(
+        self, host: CampaignHost, attempt: Attempt, seen: Observation | None, result: PassResult
+    ) -> None:
+        label = f"{attempt.node}: attempt {attempt.attempt}"
+        if seen is None:  # the queue lost the job: someone has to look
+            result.problems.append(f"{label}: job {attempt.job_id} is unknown on {host.name}")
+            return
+        state = attempt_state(seen.state, seen.terminal, attempt.state)
+        runtime = attempt.runtime
+        node = self._node(attempt.node)
+        wants_runtime = node.program is not None or node.runtime_digest is not None
+        if runtime is None and seen.started and wants_runtime:
+            try:
+                runtime = host.runtime(str(attempt.job_id), seen)
+            except (VqError, OSError) as exc:  # nothing moves until the record is read
+                result.retry_later = True
+                result.problems.append(f"{label}: cannot read its runtime: {exc}")
+                return
+        if (state, runtime) == (attempt.state, attempt.runtime):
+            return
+        attempt.state, attempt.runtime = state, runtime
+        self.save()
+        result.changed = True
+        if state in ("failed", "cancelled"):
+            why = seen.failure_reason or f"exit code {seen.exit_code}"
+            self.log(f"{label} {state} (job {seen.state.lower()}: {why})")
+        elif state != "running" or seen.terminal:
+            self.log(f"{label} {state}")
 
     # --- 2. publish ------------------------------------------------------------------
     def _publish(self, result: PassResult) -> None:
@@ -141,6 +182,10 @@ class Controller:
             if attempt is None or attempt.state != "succeeded" or attempt.job_id is None:
                 continue
             if not pending_outputs(node, attempt):
+                continue
+            mismatch = runtime_mismatch(node, attempt)
+            if mismatch is not None:  # nothing it produced is published
+                result.problems.append(f"{node.id}: attempt {attempt.attempt}: {mismatch}")
                 continue
             incoming = self.run_dir.incoming(node.id, attempt.attempt)
             label = f"{node.id}: attempt {attempt.attempt}"
@@ -227,6 +272,8 @@ class Controller:
                     mem_mb=node.mem_mb,
                     wall_time_seconds=node.wall_time_seconds,
                     program=node.program,
+                    runtime_root=node.runtime_root,
+                    runtime_artifact=node.runtime_digest,
                 )
             )
         except (VqError, OSError) as exc:

@@ -1,16 +1,26 @@
-"""Where a campaign node's job runs: one function per host operation.
+"""Where a campaign node's job runs: one object per host, four operations.
 
 The controller reaches a host only through :class:`CampaignHost`: ``submit`` a payload
-under an idempotency key, ``observe`` a job, ``fetch`` a finished job's workspace. This
-increment implements :class:`LocalHost`, the queue of this state root, through the same
-paths the CLI uses (:class:`vq.gateway.Gateway`: the daemon when one answers, else the
-same services on the disk). A remote daemon host or scheduler lane is another
-implementation of the same three methods, returned by :func:`host_for`.
+under an idempotency key, ``observe`` the campaign's jobs there (one listing per host and
+pass), ``runtime`` of a started job (the record of what it ran with), ``fetch`` a finished
+job's workspace. :class:`HostDirectory` maps a node's ``host`` to one:
+
+* none, ``localhost`` or another alias of this machine: :class:`LocalHost`, the queue of
+  this state root through the same paths the CLI uses (:class:`vq.gateway.Gateway`: the
+  daemon when one answers, else the same services on the disk);
+* a scheduler lane this queue drives: :class:`LocalHost` submitting with
+  ``scheduler_target`` (its jobs are in this queue; a lane's runtime is taken as run only
+  once the job COMPLETED with exit code 0, because its ``started_at`` proves nothing);
+* a configured ``[hosts.NAME]`` daemon host: :class:`vq.services.campaign_remote.RemoteQueue`
+  (``vq submit/list/status/fetch`` over SSH).
+
+Any other name is a problem reported before anything is submitted (:meth:`HostDirectory.problem`).
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,17 +30,14 @@ from vq.errors import InvalidInput
 from vq.gateway import Gateway
 
 __all__ = [
-    "LOCAL_NAMES",
     "CampaignHost",
+    "HostDirectory",
     "LocalHost",
     "Observation",
     "SubmitRequest",
-    "host_for",
-    "host_problem",
+    "observation_of",
+    "runtime_of",
 ]
-
-#: Host names that mean this machine's queue.
-LOCAL_NAMES = frozenset({"localhost"})
 
 
 @dataclass(frozen=True)
@@ -45,17 +52,29 @@ class SubmitRequest:
     mem_mb: int | None
     wall_time_seconds: int | None
     program: str | None
+    runtime_root: str | None = None
+    runtime_artifact: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The submit fields besides the command, source and key (the HTTP API's names)."""
+        out: dict[str, Any] = {"cpus": self.cpus, "job_name": self.job_name}
+        names = ("mem_mb", "wall_time_seconds", "program", "runtime_root", "runtime_artifact")
+        for name in names:
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
 
 
 @dataclass(frozen=True)
 class Observation:
-    """A job as its queue reports it: the state name, and once known, how it ended and
-    the runtime it was dispatched with."""
+    """A job as its queue lists it: the state name, how it ended once known, whether it
+    was dispatched, and (when the host already knows it) the runtime it ran with."""
 
     state: str
     exit_code: int | None
     failure_reason: str | None
-    runtime: dict[str, Any] | None
+    runtime: dict[str, Any] | None = None
+    started: bool = False
 
     @property
     def terminal(self) -> bool:
@@ -69,43 +88,66 @@ class CampaignHost(Protocol):
         """The id of the job accepted under ``request.key`` (the same id on a resend)."""
         ...
 
-    def observe(self, job_id: str) -> Observation: ...
+    def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
+        """The jobs among ``job_ids`` this host's queue knows, from one listing of the jobs
+        whose name contains ``name_hint``; an id missing from the answer is unknown there."""
+        ...
+
+    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+        """What a started job ran with, once the host can prove it; None until then."""
+        ...
 
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
-        """Copy the job's workspace to ``dest`` (which must not exist); the entries the
+        """Copy the job's workspace to ``dest`` (replaced if it exists); the entries the
         copy skipped (links, special files) as ``{"path", "reason"}``."""
         ...
 
+    def close(self) -> None: ...
+
+
+def observation_of(row: Mapping[str, Any]) -> Observation:
+    """An :class:`Observation` from a ``vq list --json`` row."""
+    code = row.get("exit_code")
+    reason = row.get("failure_reason")
+    return Observation(
+        state=str(row["state"]),
+        exit_code=code if isinstance(code, int) else None,
+        failure_reason=str(reason) if reason else None,
+        started=bool(row.get("started_at")),
+    )
+
 
 class LocalHost:
-    """The queue of this state root, daemon or disk (:mod:`vq.gateway`)."""
+    """The queue of this state root, daemon or disk (:mod:`vq.gateway`); with ``lane``,
+    submissions go to that scheduler lane this queue drives."""
 
-    name = "localhost"
-
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, lane: str | None = None) -> None:
         self.gateway = gateway
+        self.lane = lane
+        self.name = lane or "localhost"
 
     def submit(self, request: SubmitRequest) -> str:
         params: dict[str, Any] = {
             "command": request.command,
             "source": str(request.payload.resolve()),
-            "cpus": request.cpus,
-            "job_name": request.job_name,
             "idempotency_key": request.key,
+            **request.fields(),
         }
-        for name in ("mem_mb", "wall_time_seconds", "program"):
-            if getattr(request, name) is not None:
-                params[name] = getattr(request, name)
+        if self.lane is not None:
+            params["scheduler_target"] = self.lane
         return str(self.gateway.submit(params)["id"])
 
-    def observe(self, job_id: str) -> Observation:
-        view = self.gateway.status(job_id)
-        return Observation(
-            state=str(view["state"]),
-            exit_code=view.get("exit_code"),
-            failure_reason=view.get("failure_reason"),
-            runtime=runtime_of(view),
-        )
+    def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
+        wanted = set(job_ids)
+        listing = self.gateway.list_rows({"states": [], "tags": [], "name": name_hint})
+        return {
+            str(row["id"]): observation_of(row) for row in listing["jobs"] if row["id"] in wanted
+        }
+
+    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+        if self.lane is not None and (seen.state, seen.exit_code) != ("COMPLETED", 0):
+            return None  # a lane job's start proves nothing; only its success does
+        return runtime_of(self.gateway.status(job_id))
 
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
         if dest.exists():
@@ -114,35 +156,117 @@ class LocalHost:
         result = self.gateway.fetch_tree(job_id, dest, "workspace")
         return list(result.skipped)
 
+    def close(self) -> None:
+        return None
+
 
 def runtime_of(view: dict[str, Any]) -> dict[str, Any] | None:
-    """The runtime a job's queue resolved (its program pin), once it was dispatched;
-    None rather than a guess for a job without a program or not dispatched yet."""
-    pin = view.get("program_runtime_pin")
-    if not isinstance(pin, dict) or not view.get("started_at"):
+    """The runtime a job's queue resolved once it was dispatched: its program pin
+    (program, version, git SHA, artifact identity) and the runtime generation it is bound
+    to (``artifact_identity`` its digest, ``runtime_root`` its payload); None rather than
+    a guess for a job with neither, or not dispatched yet."""
+    if not view.get("started_at"):
         return None
+    pin = view.get("program_runtime_pin")
+    pin = pin if isinstance(pin, dict) else {}
     record = {
         "program": pin.get("program"),
         "version": pin.get("version") or pin.get("import_version"),
         "git_sha": pin.get("resolved_git_sha") or pin.get("git_sha"),
+        "artifact_identity": pin.get("artifact_identity"),
     }
+    bound = view.get("runtime_generation")
+    if isinstance(bound, dict) and bound.get("root") and bound.get("digest"):
+        root, digest = str(bound["root"]), str(bound["digest"])
+        record["artifact_identity"] = digest
+        record["runtime_root"] = f"{root.rstrip('/')}/generations/{digest}/payload"
     kept = {key: value for key, value in record.items() if value is not None}
     return kept or None
 
 
-def host_problem(host: str | None) -> str | None:
-    """Why this controller cannot run a node on ``host`` (None when it can)."""
-    if host is None or host in LOCAL_NAMES:
-        return None
-    return (
-        f"host {host!r} is not this machine; this controller runs nodes on localhost only "
-        "(remote hosts are not supported yet)"
-    )
+class HostDirectory:
+    """The hosts a campaign's nodes name, resolved against this machine's configuration
+    (read once, on first need) and made once each, so an SSH connection is reused."""
 
+    def __init__(self, gateway: Gateway, env: Mapping[str, str] | None = None) -> None:
+        self.gateway = gateway
+        self.env = env
+        self._lanes: dict[str, str] | None = None
+        self._fleet: Any = None
+        self._made: dict[str, CampaignHost] = {}
 
-def host_for(name: str | None, gateway: Gateway) -> CampaignHost:
-    """The host a node names (None = this machine)."""
-    problem = host_problem(name)
-    if problem is not None:
-        raise InvalidInput(problem, hint="set the node's host to localhost, or omit it")
-    return LocalHost(gateway)
+    def _lane_drivers(self) -> dict[str, str]:
+        if self._lanes is None:
+            from vq._hostnames import configured_lanes
+
+            self._lanes = configured_lanes(self.env)
+        return self._lanes
+
+    def _daemon_fleet(self) -> Any:
+        if self._fleet is None:
+            from vq.remote.fleet import load_fleet
+
+            self._fleet = load_fleet(self.env)
+        return self._fleet
+
+    def problem(self, name: str | None) -> str | None:
+        """Why this controller cannot run a node on ``name`` (None when it can)."""
+        from vq._hostnames import is_local_name
+
+        if name is None or is_local_name(name):
+            return None
+        lanes = self._lane_drivers()
+        if name in lanes:
+            if is_local_name(lanes[name]):
+                return None
+            return (
+                f"scheduler lane {name!r} is driven by host {lanes[name]!r}; a campaign "
+                "submits only to lanes this queue drives"
+            )
+        if name in self._daemon_fleet().hosts:
+            return None
+        known = ", ".join(["localhost", *sorted(lanes), *self._daemon_fleet().names()])
+        return f"host {name!r} is neither this machine nor a configured host (known: {known})"
+
+    def runtime_problem(self, name: str | None, root: str, digest: str) -> str | None:
+        """Why a node on ``name`` cannot be bound to generation ``digest`` of ``root``, as
+        far as this machine can tell (None otherwise): here the generation must verify
+        now; a remote daemon host verifies it at submit (a refusal leaves the attempt
+        submitting); on a scheduler lane only the root's form is checked, because only the
+        job's compute node sees the deployment (its script exits 126 when it does not
+        verify)."""
+        from vq._hostnames import is_local_name
+        from vq.services.runtime_generations import generation_problem, root_problem
+
+        problem = root_problem(root)
+        if problem is not None:
+            return problem
+        if name is None or is_local_name(name):
+            return generation_problem(root, digest)
+        return None  # a daemon host checks at submit; a lane's job script on the node
+
+    def __call__(self, name: str | None) -> CampaignHost:
+        """The host a node names (None = this machine)."""
+        from vq._hostnames import is_local_name
+
+        key = "localhost" if name is None or is_local_name(name) else name
+        if key in self._made:
+            return self._made[key]
+        problem = self.problem(name)
+        if problem is not None:
+            raise InvalidInput(problem, hint="name localhost, a scheduler lane or a [hosts.NAME]")
+        host: CampaignHost
+        if key == "localhost":
+            host = LocalHost(self.gateway)
+        elif key in self._lane_drivers():
+            host = LocalHost(self.gateway, lane=key)
+        else:
+            from vq.services.campaign_remote import RemoteQueue
+
+            host = RemoteQueue(self._daemon_fleet().host(key))
+        self._made[key] = host
+        return host
+
+    def close(self) -> None:
+        for host in self._made.values():
+            host.close()

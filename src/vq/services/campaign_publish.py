@@ -1,25 +1,38 @@
 """Publishing the outputs of a succeeded attempt into ``artifacts/`` (controller relay).
 
 For each output not yet verified: hash it in the fetched copy under
-``incoming/<node>/<attempt>/`` (links and special files refused), copy it to
-``artifacts/<node>/<attempt>/<output>.copy``, verify that copy against the manifest, and
-only then rename it into place and write ``<output>.manifest.json`` beside it. The
-journal record says what happened: ``verified`` with the manifest's digest, or the worst
-problem. The fetched copy is removed once every output was handled.
+``incoming/<node>/<attempt>/`` (links and special files refused), then publish it at
+``artifacts/<node>/<attempt>/<output>`` through :mod:`vq.publish`: the copy is built in a
+hidden stage beside it (``.<output>.vqstage-…``; a directory's files are hard-linked from
+the fetched copy, which is private to the run directory and removed right after, and
+copied when that is impossible), verified there against the manifest,
+synced, and committed no-replace, so ``artifacts/`` only ever holds a complete, verified
+copy. ``<output>.manifest.json`` is written beside it afterwards. A copy already in place
+(a publish interrupted before its journal record) is kept when it verifies against the
+manifest, and removed and published again when it does not. The journal record says what
+happened: ``verified`` with the manifest's digest, or the worst problem. The fetched copy
+is removed once every output was handled.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from vq._fs import atomic_write_json
-from vq.campaign.artifact import compare, manifest_sha256, verdict
+from vq.campaign.artifact import (
+    ArtifactManifest,
+    VerifyProblem,
+    compare,
+    manifest_sha256,
+    verdict,
+)
 from vq.campaign.journal import Attempt, OutputRecord
 from vq.campaign.model import Node, Output
 from vq.campaign.planner import REPUBLISH_STATUSES
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
+from vq.publish import Draft, copy_tree, publish, publish_file
 from vq.services.campaign_files import LoadedCampaign, build_manifest, hash_output
 from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import observe
@@ -83,28 +96,84 @@ def _publish_one(
         return OutputRecord(name=name, status="unsafe", message=exc.message)
     manifest = build_manifest(loaded, node, attempt.attempt, output, entries, attempt.runtime)
     final = run_dir.artifact(node.id, attempt.attempt, name)
-    copy = final.with_name(final.name + ".copy")
     final.parent.mkdir(parents=True, exist_ok=True)
-    _remove(copy)
-    source = fetched / output.path
-    if output.kind == "directory":
-        shutil.copytree(source, copy, symlinks=True)
-    else:
-        shutil.copyfile(source, copy, follow_symlinks=False)
-    problems = compare(manifest, observe(copy))
-    if problems:
-        _remove(copy)
-        first = problems[0]
-        return OutputRecord.model_validate(
-            {"name": name, "status": verdict(problems), "message": f"{first.path}: {first.message}"}
-        )
-    _remove(final)
-    os.rename(copy, final)
+    if compare(manifest, observe(final)):  # absent, or not this output's bytes
+        _remove(final)
+        try:
+            _publish_verified(fetched / output.path, final, output, manifest)
+        except _CopyDiffers as differs:
+            first = differs.problems[0]
+            return OutputRecord.model_validate(
+                {
+                    "name": name,
+                    "status": verdict(differs.problems),
+                    "message": f"{first.path}: {first.message}",
+                }
+            )
     atomic_write_json(
         run_dir.manifest(node.id, attempt.attempt, name),
         manifest.model_dump(mode="json", exclude_none=True),
     )
     return OutputRecord(name=name, status="verified", manifest_sha256=manifest_sha256(manifest))
+
+
+class _CopyDiffers(Exception):
+    """The staged copy is not what the manifest lists (nothing was committed)."""
+
+    def __init__(self, problems: list[VerifyProblem]) -> None:
+        super().__init__(problems[0].message)
+        self.problems = problems
+
+
+def _publish_verified(
+    source: Path, final: Path, output: Output, manifest: ArtifactManifest
+) -> None:
+    """Copy ``source`` to ``final`` through a hidden stage, committing it only when the
+    staged copy verifies against ``manifest`` (:class:`_CopyDiffers` otherwise)."""
+
+    def check(staged: Path) -> None:
+        problems = compare(manifest, observe(staged))
+        if problems:
+            raise _CopyDiffers(problems)
+
+    if output.kind == "directory":
+
+        def build(draft: Draft) -> None:
+            try:
+                _link_tree(source, draft, PurePosixPath())
+            except InvalidInput:  # another filesystem, or not a plain tree: copy instead
+                for child in list(draft.path.iterdir()):
+                    _remove(child)
+                copy_tree(source, draft.path)
+            check(draft.path)
+
+        publish(final, build)
+    else:
+
+        def write(staged: Path) -> None:
+            with source.open("rb") as src, staged.open("r+b") as dst:
+                shutil.copyfileobj(src, dst)
+            check(staged)
+
+        publish_file(final, write)
+
+
+def _link_tree(source: Path, draft: Draft, rel: PurePosixPath) -> None:
+    """Hard-link every regular file under ``source`` into ``draft`` (directories made):
+    the fetched copy is private to this run directory and removed right after, so the
+    artifact takes over its inodes instead of writing the bytes again. Anything but a
+    directory or a regular file is :class:`InvalidInput` (the caller copies instead)."""
+    with os.scandir(source / rel if rel.parts else source) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        child = rel / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            draft.path.joinpath(*child.parts).mkdir()
+            _link_tree(source, draft, child)
+        elif entry.is_file(follow_symlinks=False):
+            draft.link(entry.path, child)
+        else:
+            raise InvalidInput(f"{child} is neither a directory nor a regular file")
 
 
 def _remove(path: Path) -> None:

@@ -3,13 +3,15 @@
 Contracts:
 
 * Preflight, before anything is submitted: every node's host must be one this controller
-  reaches (:func:`vq.services.campaign_hosts.host_problem`), a node may not declare a
-  runtime generation (this queue's ``vq submit`` cannot bind one yet), and every sources
+  reaches (:meth:`vq.services.campaign_hosts.HostDirectory.problem`), a node's runtime
+  generation must be one ``vq submit`` would accept there as far as this machine can tell
+  (:meth:`~vq.services.campaign_hosts.HostDirectory.runtime_problem`), and every sources
   pin must match (exit 1 otherwise, as ``vq campaign validate``).
 * The loop holds ``controller.lock`` throughout (a second controller is refused), passes
   until the campaign succeeds or nothing more can run (no job in flight, no queue call to
   retry, and a pass that changed nothing), and sleeps ``interval`` seconds between passes
-  while jobs run. ``once`` stops after one pass.
+  while jobs run. ``once`` stops after one pass. A problem is logged when a pass first
+  finds it (an unreachable host, a refused submission), not again while it persists.
 * The run directory is registered in ``<state-root>/campaigns.json`` so the console can
   find it.
 """
@@ -27,7 +29,7 @@ from vq.errors import InvalidInput, VqError
 from vq.paths import StateLayout
 from vq.services.campaign_controller import Controller, PassResult
 from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
-from vq.services.campaign_hosts import CampaignHost, host_problem
+from vq.services.campaign_hosts import CampaignHost
 from vq.services.campaign_rundir import RunDir, hold_lock, write_journal
 
 __all__ = ["REGISTRY_SCHEMA", "RunReport", "preflight", "register", "run_campaign"]
@@ -56,7 +58,11 @@ class RunReport:
         return 0 if self.once and self.plan.status == "running" and not self.problems else 1
 
 
-def preflight(loaded: LoadedCampaign) -> None:
+def preflight(
+    loaded: LoadedCampaign,
+    host_problem: Callable[[str | None], str | None],
+    runtime_problem: Callable[[str | None, str, str], str | None],
+) -> None:
     """Refuse a campaign this controller cannot run, before anything is submitted."""
     for node in loaded.campaign.nodes:
         problem = host_problem(node.host)
@@ -64,12 +70,14 @@ def preflight(loaded: LoadedCampaign) -> None:
             raise InvalidInput(
                 f"node {node.id!r}: {problem}", hint="nothing was submitted; see docs/campaigns.md"
             )
-        if node.runtime_digest is not None:
-            raise InvalidInput(
-                f"node {node.id!r}: runtime_digest needs `vq submit --runtime-root`, which "
-                "this queue does not support yet",
-                hint="nothing was submitted; remove the runtime pin or run the node elsewhere",
-            )
+        if node.runtime_digest is not None and node.runtime_root is not None:
+            problem = runtime_problem(node.host, node.runtime_root, node.runtime_digest)
+            if problem is not None:
+                raise InvalidInput(
+                    f"node {node.id!r}: {problem}",
+                    hint="nothing was submitted; deploy the generation there with "
+                    "`vq runtime deploy DIR --root ROOT`, or fix runtime_root",
+                )
     for check in check_sources(loaded):
         if check.problems:
             raise VqError(
@@ -111,6 +119,8 @@ def run_campaign(
     run_dir: RunDir,
     *,
     hosts: Callable[[str | None], CampaignHost],
+    host_problem: Callable[[str | None], str | None],
+    runtime_problem: Callable[[str | None, str, str], str | None],
     state_root: Path,
     interval: float,
     once: bool,
@@ -119,7 +129,7 @@ def run_campaign(
     log: Callable[[str], None],
 ) -> RunReport:
     """Run the campaign in ``run_dir`` until it is done (module contract)."""
-    preflight(loaded)
+    preflight(loaded, host_problem, runtime_problem)
     run_dir.root.mkdir(parents=True, exist_ok=True)
     with hold_lock(run_dir):
         controller = Controller(loaded, run_dir, hosts, now, log)
@@ -130,6 +140,9 @@ def run_campaign(
         while True:
             result: PassResult = controller.run_pass()
             report.passes += 1
+            for problem in result.problems:
+                if problem not in report.problems:  # each once while it persists
+                    log(problem)
             report.problems = result.problems
             report.plan = controller.plan()
             if once or report.plan.status == "succeeded":

@@ -139,6 +139,9 @@ def intent_digest(params: SubmitParams) -> str:
         canonical.pop("recover_on_reboot", None)
     if params.scheduler_target is None:  # absent: keeps the digests of older claims
         canonical.pop("scheduler_target", None)
+    for name in ("runtime_root", "runtime_artifact"):
+        if getattr(params, name) is None:  # absent: keeps the digests of older claims
+            canonical.pop(name, None)
     if params.expected_sha is None:  # absent: keeps the digests of older claims
         canonical.pop("expected_sha", None)
     else:

@@ -142,7 +142,27 @@ def _base_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
         "clean_workdir_on_terminal": params.clean_workdir_on_terminal,
         "recover_on_reboot": params.recover_on_reboot or ctx.default_recover_on_reboot,
         "scheduler_target": params.scheduler_target,
+        "runtime_generation": _runtime_generation(params),
     }
+
+
+def _runtime_generation(params: SubmitParams) -> dict[str, str] | None:
+    """The generation the job is bound to, refused unless it verifies here. A scheduler
+    lane's root lives on the cluster: only its form is checked here, its job script
+    verifies it on the compute node."""
+    if params.runtime_root is None or params.runtime_artifact is None:
+        return None
+    from vq.services.runtime_generations import generation_problem, root_problem
+
+    problem = root_problem(params.runtime_root)
+    if problem is None and params.scheduler_target is None:
+        problem = generation_problem(params.runtime_root, params.runtime_artifact)
+    if problem is not None:
+        raise InvalidInput(
+            f"the runtime generation is not usable: {problem}",
+            hint="deploy it with `vq runtime deploy DIR --root ROOT` and name the digest it prints",
+        )
+    return {"root": params.runtime_root, "digest": params.runtime_artifact}
 
 
 def _plan(

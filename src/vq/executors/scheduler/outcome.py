@@ -89,7 +89,9 @@ def script_request(spec: JobSpec, lane: LaneSettings, nonce: str) -> ScriptReque
         environment["VQ_ARRAY_TOTAL"] = str(spec.array_total)
         if spec.array_value is not None:
             environment["VQ_ARRAY_VALUE"] = spec.array_value
+    bound = spec.runtime_generation
     return ScriptRequest(
+        runtime_generation=None if bound is None else (bound.root, bound.digest),
         job_id=spec.id,
         nonce=nonce,
         command=tuple(spec.command),
