@@ -9,6 +9,11 @@ Contract of :class:`FleetSource` (one per app, created lazily):
 * Answers are cached per host for :data:`FRESH_SECONDS`; concurrent readers of the same
   host share one in-flight call (single flight), so ten browsers refreshing every few
   seconds cause at most one SSH call per host per :data:`FRESH_SECONDS`.
+* A reader never waits for the refresh of a host that answered less than
+  ``2 × FRESH_SECONDS`` ago: it gets that answer at once while the refresh runs in the
+  background (stale while revalidating), so a page open on a busy fleet does not pay an
+  SSH read every refresh period. Only an older answer, a first read or a read after
+  :meth:`FleetSource.forget` waits for the host (bounded by its ``ssh_timeout``).
 * A host whose last answer was a failure is not waited for: its row (status, reason,
   ``last_ok_at`` from the health file) is served at once while a refresh runs in the
   background. A partitioned host therefore costs its ``ssh_timeout`` once, when it
@@ -148,7 +153,8 @@ class FleetSource:
                 future.add_done_callback(lambda done: self._settle(key, done))
             pending = entry.pending
             failed_before = entry.answered and isinstance(entry.value, VqError)
-        if failed_before:
+            recent = entry.answered and now - entry.at < 2 * self._fresh_s  # forget(): -inf
+        if failed_before or recent:
             return entry.value  # the background refresh decides the next answer
         wait = self.fleet.hosts[host].ssh_timeout + _WAIT_SLACK_S
         try:
@@ -167,17 +173,20 @@ class FleetSource:
 
     def _settle(self, key: tuple[str, ...], done: Future[Any]) -> None:
         with self._lock:
-            entry = self._entries[key]
+            entry = self._entries.get(key)
+            if entry is None or entry.pending is not done:
+                return  # a call forget() detached: it may predate the change
             entry.value, entry.at, entry.pending = done.result(), self._clock(), None
             entry.answered = True
 
     def forget(self, host: str, job_id: str | None = None) -> None:
-        """Drop cached reads of ``host`` (and of its job ``job_id``) after a change."""
+        """Drop cached reads of ``host`` (and of its job ``job_id``) after a change: the
+        next reader waits for a new call (an in-flight one may predate the change)."""
         with self._lock:
             for key in [("host", host), *([("job", host, job_id)] if job_id else [])]:
                 entry = self._entries.get(key)
                 if entry is not None:
-                    entry.at = float("-inf")
+                    entry.at, entry.pending = float("-inf"), None
 
     # --- reads --------------------------------------------------------------------------
     def host(self, name: str) -> HostView:
