@@ -17,8 +17,9 @@ def _newest_first(rows: list[dict[str, object]]) -> list[str]:
 
 def test_the_newest_rows_are_exact_also_when_an_array_ties_across_the_cut(vq: Vq) -> None:
     vq.start_daemon()
-    array = json.loads(vq.run("submit", "--json", "--array", "0-5", "--not-before", "1h", "--", "true").stdout)
-    singles = [vq.submit("--not-before", "1h", "--", "true") for _ in range(3)]
+    later = ("--not-before", "1h", "--", "true")
+    array = json.loads(vq.run("submit", "--json", "--array", "0-5", *later).stdout)
+    singles = [vq.submit(*later) for _ in range(3)]
     snapshots = Snapshots(StatePaths.from_env(vq.env))
     everything = snapshots.listing({}, 100)
     assert everything["total"] == 9 and len(everything["jobs"]) == 9
