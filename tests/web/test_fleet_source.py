@@ -107,6 +107,8 @@ def test_a_recent_answer_is_served_at_once_while_the_host_is_reread(tmp_path: Pa
     assert stale.jobs[0]["id"] == "a" * 12 and time.monotonic() - asked < 1.0
     _poll(lambda: host.calls == 2)
     assert source.host("h1").jobs[0]["id"] == "a" * 12 and host.calls == 2  # single flight
+    clock.now += 6.0  # two windows old now, but its refresh (bounded) is still running
+    assert source.host("h1").jobs[0]["id"] == "a" * 12 and host.calls == 2
     gate.set()
     _poll(lambda: source.host("h1").jobs[0]["id"] == "b" * 12)
     assert host.calls == 2
