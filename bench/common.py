@@ -418,7 +418,14 @@ class TspQueue:
 
 # --- bulk spec set-up (not timed) -------------------------------------------------------
 def write_specs(state: StateRoot, n: int, pending_every: int = 0) -> list[str]:
-    """Write ``n`` valid specs straight to the store, non-durably, then one ``os.sync()``.
+    """:func:`write_specs_at` into ``state``'s root."""
+    return write_specs_at(state.paths, n, pending_every)
+
+
+def write_specs_at(paths: Any, n: int, pending_every: int = 0) -> list[str]:
+    """Write ``n`` valid specs straight to the store of ``paths`` (a ``StatePaths``),
+    non-durably, then one ``os.sync()``. Imports nothing beyond vq and the standard library,
+    so a remote host can run it (the fleet benchmark seeds its hosts this way).
 
     Every ``pending_every``-th spec (0: none) is PENDING with ``not_before`` a day ahead, so
     a daemon keeps it queued instead of running it; the others are COMPLETED with exit 0
@@ -432,7 +439,6 @@ def write_specs(state: StateRoot, n: int, pending_every: int = 0) -> list[str]:
     from vq.domain.states import JobState
     from vq.store.specs import encode_spec
 
-    paths = state.paths
     paths.ensure()
     with open("/proc/sys/kernel/pid_max") as handle:
         pid_max = int(handle.read())

@@ -1,7 +1,9 @@
 """A local queue configured with the testbed's namespace hosts, each running a real daemon.
 
 ``remote_fleet`` (module scope) gives a private local state root whose config has
-``[hosts.h1..h3]`` = ``vq-h1..3`` (``ssh_timeout`` 3 s). Each host runs this checkout's
+``[hosts.h1..h3]`` = ``vq-h1..3`` (``ssh_timeout`` :data:`SSH_TIMEOUT`, generous so a
+host holding many jobs answers in time on a loaded machine; a test that measures the
+deadline itself sets :data:`MEASURED_SSH_TIMEOUT` on its host). Each host runs this checkout's
 vq (``PYTHONPATH`` into the source tree, the testbed venv's interpreter) on its own
 private state root under the testbed user's per-host state, so tests never share a
 queue with anyone else. The daemons are started over SSH and stopped at the end; a
@@ -27,6 +29,11 @@ from tests.testbed import REPO, UP, SshTestbed
 
 HOSTS = ("h1", "h2", "h3")
 VENV_PYTHON = "/opt/vq-testbed/venv/bin/python"
+#: Every host's ``ssh_timeout``: a fleet read of a host with a thousand jobs can take
+#: seconds when the machine is busy, and must not fail a test that does not time it.
+SSH_TIMEOUT = 10
+#: The ``ssh_timeout`` a test sets on the host whose deadline it measures.
+MEASURED_SSH_TIMEOUT = 3
 
 
 def netns(name: str) -> str:
@@ -86,7 +93,7 @@ class RemoteFleet:
         keys: dict[str, object] = {
             "ssh": netns(host),
             "ssh_options": ["-F", str(self.ssh_config)],
-            "ssh_timeout": 3,
+            "ssh_timeout": SSH_TIMEOUT,
             "vq_command": self.vq_command(host),
             **extra,
         }

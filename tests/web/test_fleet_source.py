@@ -87,11 +87,37 @@ def test_concurrent_readers_share_one_call_per_freshness_window(tmp_path: Path) 
     source.host("h1")
     assert host.calls == 1  # still fresh
     clock.now += 5.0
-    source.host("h1")
-    assert host.calls == 2
+    source.host("h1")  # stale: served at once, refreshed in the background
+    _poll(lambda: host.calls == 2)
     source.forget("h1")
     source.host("h1")
     assert host.calls == 3
+
+
+def test_a_recent_answer_is_served_at_once_while_the_host_is_reread(tmp_path: Path) -> None:
+    host = ScriptedHost(_snapshot({"id": "a" * 12, "state": "RUNNING"}))
+    clock = Clock()
+    source = FleetSource(lambda: ScriptedFleet(tmp_path, {"h1": host}), clock=clock)
+    assert source.host("h1").jobs[0]["id"] == "a" * 12
+    gate = threading.Event()
+    host.gate, host.answer = gate, _snapshot({"id": "b" * 12, "state": "RUNNING"})
+    clock.now += 6.0  # stale, but answered less than two freshness windows ago
+    asked = time.monotonic()
+    stale = source.host("h1")  # the refresh hangs on the gate: the reader must not wait
+    assert stale.jobs[0]["id"] == "a" * 12 and time.monotonic() - asked < 1.0
+    _poll(lambda: host.calls == 2)
+    assert source.host("h1").jobs[0]["id"] == "a" * 12 and host.calls == 2  # single flight
+    clock.now += 6.0  # two windows old now, but its refresh (bounded) is still running
+    assert source.host("h1").jobs[0]["id"] == "a" * 12 and host.calls == 2
+    gate.set()
+    _poll(lambda: source.host("h1").jobs[0]["id"] == "b" * 12)
+    assert host.calls == 2
+    host.answer = _snapshot({"id": "c" * 12, "state": "RUNNING"})
+    clock.now += 10.0  # two windows old: the reader waits for the host
+    assert source.host("h1").jobs[0]["id"] == "c" * 12 and host.calls == 3
+    host.answer = _snapshot({"id": "d" * 12, "state": "RUNNING"})
+    source.forget("h1")  # after a change the next read is the host's, never the old one
+    assert source.host("h1").jobs[0]["id"] == "d" * 12 and host.calls == 4
 
 
 def test_a_failing_host_is_waited_for_once_then_served_at_once(tmp_path: Path) -> None:

@@ -74,13 +74,13 @@ class Snapshots:
 
         with self.scrubbed():
             summary = queue_summary(self.gateway, self.paths)
-            rows = _newest_first(self.gateway.list_rows({})["jobs"])
-        running = [row for row in rows if row.get("state") in ("RUNNING", "SUSPENDED")]
+            rows, total = self._newest({}, LISTED_JOBS)
+            active = self.gateway.list_rows({"states": ["RUNNING", "SUSPENDED"]})["jobs"]
         return {
             "summary": summary,
-            "jobs": rows[:LISTED_JOBS],
-            "total_jobs": len(rows),
-            "running": running,
+            "jobs": rows,
+            "total_jobs": total,
+            "running": _newest_first(active),
         }
 
     def listing(self, filters: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -88,8 +88,22 @@ class Snapshots:
         matching ``filters`` (its ``states``, ``tags``, ``name``, ``since`` (ISO),
         ``group`` parameters), in :meth:`host`'s order, and how many match."""
         with self.scrubbed():
-            rows = _newest_first(self.gateway.list_rows(filters)["jobs"])
-        return {"jobs": rows[:limit], "total": len(rows)}
+            rows, total = self._newest(filters, limit)
+        return {"jobs": rows, "total": total}
+
+    def _newest(self, filters: dict[str, Any], limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The newest ``limit`` rows matching ``filters`` in :func:`_newest_first`'s order,
+        and how many match. The queue sends only ``limit + 1`` rows, newest submitted
+        first; when the last row kept and the first row dropped were submitted at the same
+        moment (an array's members are), the queue's tie order may differ from ours, so
+        every matching row is read and sorted here instead."""
+        page = self.gateway.list_rows({**filters, "sort": "-submitted_at", "limit": limit + 1})
+        rows: list[dict[str, Any]] = page["jobs"]
+        cut = 0 < limit < len(rows)
+        if cut and rows[limit].get("submitted_at") == rows[limit - 1].get("submitted_at"):
+            rows = self.gateway.list_rows(filters)["jobs"]
+            return _newest_first(rows)[:limit], len(rows)
+        return _newest_first(rows)[:limit], int(page.get("total", len(rows)))
 
     def job(self, job_id: str) -> dict[str, Any]:
         """``{"job", "events", "logs": {"stdout", "stderr"}, "samples", "receipt"}``."""

@@ -9,6 +9,12 @@ Contract of :class:`FleetSource` (one per app, created lazily):
 * Answers are cached per host for :data:`FRESH_SECONDS`; concurrent readers of the same
   host share one in-flight call (single flight), so ten browsers refreshing every few
   seconds cause at most one SSH call per host per :data:`FRESH_SECONDS`.
+* A reader never waits for the refresh of a host that answered less than
+  ``2 × FRESH_SECONDS`` ago: it gets that answer at once while the refresh runs in the
+  background (stale while revalidating), until that refresh settles (within the host's
+  ``ssh_timeout``), so a page open on a busy fleet does not pay an SSH read every
+  refresh period. Only an older answer, a first read or a read after
+  :meth:`FleetSource.forget` waits for the host (bounded by its ``ssh_timeout``).
 * A host whose last answer was a failure is not waited for: its row (status, reason,
   ``last_ok_at`` from the health file) is served at once while a refresh runs in the
   background. A partitioned host therefore costs its ``ssh_timeout`` once, when it
@@ -77,6 +83,7 @@ class _Entry:
     at: float = float("-inf")
     answered: bool = False
     pending: Future[Any] | None = None
+    serve_while_pending: bool = False  # the answer was recent when ``pending`` started
 
 
 def _rows(host: str, rows: Any) -> list[dict[str, Any]]:
@@ -142,13 +149,15 @@ class FleetSource:
             now = self._clock()
             if now - entry.at < self._fresh_s:
                 return entry.value
+            recent = entry.answered and now - entry.at < 2 * self._fresh_s  # forget(): -inf
             if entry.pending is None:
                 future = self._pool.submit(self._call, host, words)
-                entry.pending = future
+                entry.pending, entry.serve_while_pending = future, recent
                 future.add_done_callback(lambda done: self._settle(key, done))
             pending = entry.pending
             failed_before = entry.answered and isinstance(entry.value, VqError)
-        if failed_before:
+            recent = recent or entry.serve_while_pending  # the refresh is bounded
+        if failed_before or recent:
             return entry.value  # the background refresh decides the next answer
         wait = self.fleet.hosts[host].ssh_timeout + _WAIT_SLACK_S
         try:
@@ -167,17 +176,20 @@ class FleetSource:
 
     def _settle(self, key: tuple[str, ...], done: Future[Any]) -> None:
         with self._lock:
-            entry = self._entries[key]
+            entry = self._entries.get(key)
+            if entry is None or entry.pending is not done:
+                return  # a call forget() detached: it may predate the change
             entry.value, entry.at, entry.pending = done.result(), self._clock(), None
             entry.answered = True
 
     def forget(self, host: str, job_id: str | None = None) -> None:
-        """Drop cached reads of ``host`` (and of its job ``job_id``) after a change."""
+        """Drop cached reads of ``host`` (and of its job ``job_id``) after a change: the
+        next reader waits for a new call (an in-flight one may predate the change)."""
         with self._lock:
             for key in [("host", host), *([("job", host, job_id)] if job_id else [])]:
                 entry = self._entries.get(key)
                 if entry is not None:
-                    entry.at = float("-inf")
+                    entry.at, entry.pending = float("-inf"), None
 
     # --- reads --------------------------------------------------------------------------
     def host(self, name: str) -> HostView:
