@@ -3,8 +3,9 @@
 * Services reach a job's processes only through an executor: no module in
   ``vq.services`` signals a process (``os.kill``/``os.killpg``, or the executors'
   ``signal_group``) or reads the collector's exit marker.
-* Only the lifecycle writer (``vq.services.lifecycle``) applies a state transition:
-  nothing else calls ``apply_transition`` or assigns a spec's ``state``.
+* Only the lifecycle writer (``vq.services.lifecycle``, with the pure rules of what
+  each request decides in ``vq.services.lifecycle_decisions``) applies a state
+  transition: nothing else calls ``apply_transition`` or assigns a spec's ``state``.
 * The daemon, the services and the gateway talk to executors only through their
   protocols (``vq.executors.base``: ``Executor``, ``HostExecutor``) and the registry
   (``vq.executors.registry``, which builds the local executor of a process without a
@@ -25,6 +26,8 @@ import pytest
 
 SRC = Path(__file__).parent.parent.parent / "src" / "vq"
 LIFECYCLE_WRITER = SRC / "services" / "lifecycle.py"
+#: The writer's pure decisions (each request's rule, applied under the writer's lock).
+LIFECYCLE_DECISIONS = SRC / "services" / "lifecycle_decisions.py"
 #: Where the transition function itself is defined (pure rules, no writes).
 TRANSITION_RULES = SRC / "domain" / "lifecycle.py"
 
@@ -173,7 +176,11 @@ def test_services_never_signal_processes_or_read_markers(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in _modules(SRC) if p not in (LIFECYCLE_WRITER, TRANSITION_RULES)],
+    [
+        p
+        for p in _modules(SRC)
+        if p not in (LIFECYCLE_WRITER, LIFECYCLE_DECISIONS, TRANSITION_RULES)
+    ],
     ids=_name,
 )
 def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
@@ -295,5 +302,5 @@ def test_a_service_verb_named_kill_is_not_signalling() -> None:
     assert not signalling_in("lifecycle.kill('x', 'why')\nLifecycle(ctx).kill('x', 'y')\n")
 
 
-def test_the_lifecycle_writer_itself_is_seen_applying_transitions() -> None:
-    assert transitions_in(LIFECYCLE_WRITER.read_text())
+def test_the_lifecycle_decisions_are_seen_applying_transitions() -> None:
+    assert transitions_in(LIFECYCLE_DECISIONS.read_text())
