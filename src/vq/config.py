@@ -9,11 +9,10 @@ typo never silently does nothing. ``docs/config.md`` documents every key.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -27,10 +26,11 @@ from pydantic import (
 
 from vq._fs import read_regular
 from vq.config_multi_user import MultiUserSettings, QuotaSettings
+from vq.config_notifications import NotificationSettings
+from vq.config_programs import ProgramSettings, check_program_names
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
-from vq.domain.states import WRITABLE_TERMINAL, JobState
 from vq.errors import ConfigError, InvalidInput
 from vq.hosts_config import HostSettings, check_default_host, check_host_names
 from vq.paths import resolve_config_root
@@ -41,9 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DaemonSettings",
-    "NotificationSettings",
     "ProfileSettings",
-    "ProgramSettings",
     "Settings",
     "SubmitSettings",
     "WatchdogSettings",
@@ -117,68 +115,6 @@ class WatchdogSettings(BaseModel):
         return self
 
 
-#: Terminal state names a notification filter may name (lower case, in §3.3 order).
-_NOTIFY_STATES: tuple[str, ...] = tuple(
-    state.value.lower() for state in JobState if state in WRITABLE_TERMINAL
-)
-_URL = re.compile(r"https?://[^/?#\s]+\S*", re.IGNORECASE)
-
-
-class NotificationSettings(BaseModel):
-    """``[notifications]``: the daemon-wide terminal webhook (§6.2), copied at daemon start.
-
-    ``webhook_url`` is empty (disabled), an ``http(s)://`` URL, or a secret reference
-    (§7.4, :mod:`vq.secrets`): ``env:NAME``, ``file:/absolute/path`` or ``credential:NAME``
-    (systemd ``LoadCredential=``). Only the *form* is checked here; the
-    daemon resolves a reference when it starts (``vq.daemon.notify.resolve_webhook_url``)
-    so reading the configuration never reads a secret. Error messages never echo the value.
-    ``notify_on_states`` is normalized to lower case and deduplicated; an empty list means
-    no filter.
-    """
-
-    # A literal URL embeds its token: keep it out of validation errors and tracebacks.
-    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
-
-    webhook_url: str = ""
-    notify_on_states: list[str] = Field(default_factory=list)
-
-    @field_validator("webhook_url")
-    @classmethod
-    def _url_form(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            return ""
-        from vq.secrets import parse_reference
-
-        try:
-            reference = parse_reference(value)
-        except ConfigError as exc:
-            raise ValueError(exc.message) from None
-        if reference is None and not _URL.fullmatch(value):
-            raise ValueError(
-                "must be an http(s):// URL, env:NAME, file:/absolute/path or credential:NAME"
-            )
-        return value
-
-    @field_validator("notify_on_states")
-    @classmethod
-    def _terminal_states(cls, value: list[str]) -> list[str]:
-        normalized: list[str] = []
-        for name in value:
-            state = name.strip().lower()
-            if state not in _NOTIFY_STATES:
-                if state == JobState.INTERRUPTED.value.lower():
-                    why = "is a legacy state vq never writes"
-                elif state.upper() in JobState.__members__:
-                    why = "is not a terminal state"
-                else:
-                    why = "is not a job state"
-                raise ValueError(f"{name!r} {why}; use any of: " + ", ".join(_NOTIFY_STATES))
-            if state not in normalized:
-                normalized.append(state)
-        return normalized
-
-
 class ProfileSettings(BaseModel):
     """``[profile.NAME]``: submit presets under the JobSpec's own field names (§9.2).
 
@@ -239,72 +175,6 @@ class SubmitSettings(BaseModel):
         return value
 
 
-# pydantic patterns search: anchor them.
-_MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
-_SHA = r"^[0-9a-fA-F]{7,64}$"
-_PROGRAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
-
-
-def _command_path(value: str) -> str:
-    """An absolute path, or a bare name looked up on PATH when probed."""
-    if not value or ("/" in value and not value.startswith("/")) or "\x00" in value:
-        raise ValueError("must be an absolute path or a bare name found on PATH")
-    return value
-
-
-class _Program(BaseModel):
-    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
-
-
-class BinaryProgram(_Program):
-    """``kind = "binary"``: an executable (``path``); probe: exists and is executable."""
-
-    kind: Literal["binary"]
-    path: str
-
-    _path = field_validator("path")(_command_path)
-
-
-class VenvProgram(_Program):
-    """``kind = "venv"``: an interpreter plus a git checkout, with optional pins (§3.4)."""
-
-    kind: Literal["venv"]
-    python: str
-    git_dir: str
-    branch: str | None = Field(default=None, min_length=1)
-    import_check: str | None = Field(default=None, pattern=_MODULE)
-    expected_git_sha: str | None = Field(default=None, pattern=_SHA)
-    expected_import_version: str | None = Field(default=None, min_length=1)
-
-    _python = field_validator("python")(_command_path)
-
-    @field_validator("git_dir")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not value.startswith("/"):
-            raise ValueError("must be an absolute path")
-        return value
-
-
-class ImportProgram(_Program):
-    """``kind = "import"``: ``module`` importable by ``python``, with ``symbols``."""
-
-    kind: Literal["import"]
-    python: str
-    module: str = Field(pattern=_MODULE)
-    symbols: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
-        default_factory=list
-    )
-
-    _python = field_validator("python")(_command_path)
-
-
-#: ``[programs.NAME]``: one of the three kinds, chosen by its ``kind`` key.
-ProgramSettings = Annotated[
-    BinaryProgram | VenvProgram | ImportProgram, Field(discriminator="kind")
-]
-
-
 class Settings(BaseModel):
     """The whole configuration. Every section refuses unknown keys."""
 
@@ -338,9 +208,7 @@ class Settings(BaseModel):
     @field_validator("programs")
     @classmethod
     def _program_names(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for name in value:
-            if not _PROGRAM_NAME.fullmatch(name):
-                raise ValueError(f"program name {name!r} must be 1-64 of letters, digits, ._+-")
+        check_program_names(value)
         return value
 
 

@@ -3,12 +3,15 @@
 * Services reach a job's processes only through an executor: no module in
   ``vq.services`` signals a process (``os.kill``/``os.killpg``, or the executors'
   ``signal_group``) or reads the collector's exit marker.
-* Only the lifecycle writer (``vq.services.lifecycle``) applies a state transition:
-  nothing else calls ``apply_transition`` or assigns a spec's ``state``.
-* The daemon talks to executors only through their protocols
-  (``vq.executors.base``: ``Executor``, ``HostExecutor``): no module in ``vq.daemon``
-  but the composition root imports the local executor or uses what only it has (its
-  fork server, its scope bookkeeping, its file paths).
+* Only the lifecycle writer (``vq.services.lifecycle``, with the pure rules of what
+  each request decides in ``vq.services.lifecycle_decisions``) applies a state
+  transition: nothing else calls ``apply_transition`` or assigns a spec's ``state``.
+* The daemon, the services and the gateway talk to executors only through their
+  protocols (``vq.executors.base``: ``Executor``, ``HostExecutor``) and the registry
+  (``vq.executors.registry``, which builds the local executor of a process without a
+  daemon): no module in ``vq.daemon`` but the composition root, and none in
+  ``vq.services`` or ``vq.gateway``, imports the local executor or uses what only it
+  has (its fork server, its scope bookkeeping, its file paths).
 * The daemon never decides by itself which executor runs a spec: no module in
   ``vq.daemon`` reads ``scheduler_target`` (the registry, ``vq.executors.registry``,
   partitions the specs and hands each executor its own).
@@ -23,6 +26,8 @@ import pytest
 
 SRC = Path(__file__).parent.parent.parent / "src" / "vq"
 LIFECYCLE_WRITER = SRC / "services" / "lifecycle.py"
+#: The writer's pure decisions (each request's rule, applied under the writer's lock).
+LIFECYCLE_DECISIONS = SRC / "services" / "lifecycle_decisions.py"
 #: Where the transition function itself is defined (pure rules, no writes).
 TRANSITION_RULES = SRC / "domain" / "lifecycle.py"
 
@@ -31,6 +36,8 @@ SIGNALLING = {"kill", "killpg", "signal_group", "terminate_group"}
 DAEMON = SRC / "daemon"
 #: The one ``vq.daemon`` module that builds the local executor (and attaches its fork server).
 COMPOSITION_ROOT = DAEMON / "compose.py"
+#: Packages that hold executors only through the protocols (the daemon: but its root).
+PROTOCOL_ONLY = (DAEMON, SRC / "services", SRC / "gateway")
 #: ``vq.daemon`` modules that may read a spec's ``scheduler_target`` (none: ask the registry).
 TARGET_READERS: frozenset[Path] = frozenset()
 
@@ -169,7 +176,11 @@ def test_services_never_signal_processes_or_read_markers(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in _modules(SRC) if p not in (LIFECYCLE_WRITER, TRANSITION_RULES)],
+    [
+        p
+        for p in _modules(SRC)
+        if p not in (LIFECYCLE_WRITER, LIFECYCLE_DECISIONS, TRANSITION_RULES)
+    ],
     ids=_name,
 )
 def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
@@ -180,8 +191,14 @@ def test_only_the_lifecycle_writer_applies_transitions(path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("path", [p for p in _modules(DAEMON) if p != COMPOSITION_ROOT], ids=_name)
-def test_the_daemon_talks_to_executors_only_through_the_protocol(path: Path) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [p for under in PROTOCOL_ONLY for p in _modules(under) if p != COMPOSITION_ROOT],
+    ids=_name,
+)
+def test_the_daemon_and_services_talk_to_executors_only_through_the_protocol(
+    path: Path,
+) -> None:
     problems = local_executor_uses_in(path.read_text())
     assert not problems, (
         f"{_name(path)} reaches past the executor protocol (vq.executors.base): "
@@ -191,8 +208,16 @@ def test_the_daemon_talks_to_executors_only_through_the_protocol(path: Path) -> 
 
 def test_the_local_only_names_are_what_the_protocol_lacks() -> None:
     names = local_only_names()
-    assert {"attach_fork_server", "forkserver", "cgroup", "stop_after_grace"} <= names
-    assert not names & {"launch", "cancel", "watcher_alive", "find_lost_launch", "start"}
+    assert {"attach_fork_server", "forkserver", "cgroup", "start_record_path"} <= names
+    assert not names & {
+        "launch",
+        "cancel",
+        "running",
+        "force_stop",
+        "watcher_alive",
+        "find_lost_launch",
+        "start",
+    }
 
 
 @pytest.mark.parametrize(
@@ -203,7 +228,8 @@ def test_the_local_only_names_are_what_the_protocol_lacks() -> None:
         "self.executor.forkserver.ping(timeout=1)\n",
         "parts.executor.attach_fork_server(on_exit)\n",
         "mode = parts.executor.cgroup\n",
-        "executor.stop_after_grace(handle, 10)\n",
+        "record = executor.start_record_path(spec)\n",
+        "from vq.executors.local import LocalExecutor as Local\n",
     ],
 )
 def test_the_local_executor_check_sees_each_form(source: str) -> None:
@@ -276,5 +302,5 @@ def test_a_service_verb_named_kill_is_not_signalling() -> None:
     assert not signalling_in("lifecycle.kill('x', 'why')\nLifecycle(ctx).kill('x', 'y')\n")
 
 
-def test_the_lifecycle_writer_itself_is_seen_applying_transitions() -> None:
-    assert transitions_in(LIFECYCLE_WRITER.read_text())
+def test_the_lifecycle_decisions_are_seen_applying_transitions() -> None:
+    assert transitions_in(LIFECYCLE_DECISIONS.read_text())

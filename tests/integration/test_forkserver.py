@@ -388,11 +388,19 @@ def test_fork_server_imports_only_cheap_stdlib_modules() -> None:
     allowed = {"__future__", "errno", "json", "os", "select", "signal", "sys", "time"}
     # the collector and its privilege drop, same rules (the drop also needs pwd, and
     # ctypes for prctl, imported only when a multi-user job starts)
-    sibling = {"_collector", "vq.executors._collector", "_privdrop", "vq.executors"}
+    sibling = {
+        "_collector",
+        "vq.executors._collector",
+        "_collector_record",
+        "vq.executors._collector_record",
+        "_privdrop",
+        "vq.executors",
+    }
     allowed |= {"pwd", "ctypes"}
     for script in (
         SERVER_SCRIPT,
         SERVER_SCRIPT.with_name("_collector.py"),
+        SERVER_SCRIPT.with_name("_collector_record.py"),
         SERVER_SCRIPT.with_name("_privdrop.py"),
     ):
         imported: set[str] = set()

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vq.dialects import SLURM, TORQUE, ProgramHooks, SchedulerDialect
-from vq.executors._collector import _record
+from vq.executors._collector_record import _record
 
 from .dialect_requests import J, request
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import BinaryProgram, ImportProgram, Settings, VenvProgram, check_file
+from vq.config import Settings, check_file
+from vq.config_programs import BinaryProgram, ImportProgram, VenvProgram
 from vq.domain.programs import (
     ProgramStatus,
     dispatch_refusal,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import NotificationSettings
+from vq.config_notifications import NotificationSettings
 from vq.daemon.notify import resolve_webhook_url
 from vq.errors import ConfigError
 from vq.secrets import SecretRef, audit, parse_reference, read_secret

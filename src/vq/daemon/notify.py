@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vq import __version__
-from vq.config import NotificationSettings
+from vq.config_notifications import NotificationSettings
 from vq.domain.lifecycle import describe_exit
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState

@@ -63,13 +63,8 @@ if TYPE_CHECKING:
 # The collector lives in a sibling module. Run as a script with ``-I -S`` the package is
 # not importable, so the script's own directory is put on the path for it.
 try:
-    from vq.executors._collector import (
-        _POLL_SECONDS,
-        _READ_SIZE,
-        _collector,
-        _start_ticks,
-        _stderr,
-    )
+    from vq.executors._collector import _POLL_SECONDS, _READ_SIZE, _collector, _start_ticks
+    from vq.executors._collector_record import _stderr
 except ImportError:  # pragma: no cover - exercised by every real daemon start
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _collector import (  # type: ignore[import-not-found,no-redef]
@@ -77,8 +72,8 @@ except ImportError:  # pragma: no cover - exercised by every real daemon start
         _READ_SIZE,
         _collector,
         _start_ticks,
-        _stderr,
     )
+    from _collector_record import _stderr  # type: ignore[import-not-found,no-redef]
 
 
 # --------------------------------------------------------------------------------------

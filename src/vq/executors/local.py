@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,19 +309,6 @@ class LocalExecutor:
 
     def check_pausable(self, spec: JobSpec) -> None:
         return None  # SIGSTOP works on any live group
-
-    def stop_after_grace(self, handle: JobHandle, grace: float) -> bool:
-        """Wait up to ``grace`` for the group to exit; then force-stop what remains.
-
-        For callers without a supervising loop (the CLI with no daemon). Returns True
-        when SIGKILL had to be sent.
-        """
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if not self.running(handle):
-                return False
-            time.sleep(0.1)
-        return self.force_stop(handle)
 
     # --- after a restart ---------------------------------------------------------------------
     def begin_recovery(self) -> None:

@@ -14,18 +14,25 @@ waits the grace itself (:func:`kill_and_wait`).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
-from vq.executors.base import JobHandle, NoExecutor
-from vq.executors.local import LocalExecutor
+from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 
-__all__ = ["KILL_GRACE_SECONDS", "KillOutcome", "kill_and_wait", "kill_job"]
+__all__ = [
+    "KILL_GRACE_SECONDS",
+    "KillOutcome",
+    "kill_and_wait",
+    "kill_job",
+    "stop_after_grace",
+]
 
 #: The grace owed to a SIGTERM'd group before SIGKILL (§4.4, an internal default).
 KILL_GRACE_SECONDS = 10.0
@@ -71,15 +78,40 @@ def kill_job(
     return KillOutcome(moved.spec, moved.previous, already_killed=False, signaled=signaled)
 
 
+def stop_after_grace(
+    executor: Executor,
+    handle: JobHandle,
+    grace: float,
+    *,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    poll: float = 0.1,
+) -> bool:
+    """Wait up to ``grace`` seconds for the cancelled attempt to end; then force-stop
+    what remains (through the executor's protocol: ``running``, ``force_stop``).
+
+    For callers without a supervising loop (the CLI with no daemon). Returns True when
+    the forced stop had to be sent and reached the job.
+    """
+    deadline = monotonic() + grace
+    while monotonic() < deadline:
+        if not executor.running(handle):
+            return False
+        sleep(poll)
+    return executor.force_stop(handle)
+
+
 def kill_and_wait(
     ctx: ServiceContext, job_id: str, grace: float = KILL_GRACE_SECONDS
 ) -> KillOutcome:
     """Without a daemon: kill, wait out the grace, force-stop what remains, and run the
     end-of-job bookkeeping once nothing of the job runs."""
     lifecycle = Lifecycle(ctx)
-    executor = LocalExecutor(ctx.paths)
-    outcome = kill_job(ctx, job_id, lifecycle=lifecycle, executors=ExecutorRegistry(executor))
+    executors = local_only(ctx.paths)
+    outcome = kill_job(ctx, job_id, lifecycle=lifecycle, executors=executors)
     if outcome.signaled:
-        executor.stop_after_grace(JobHandle.of(outcome.spec), grace)
+        # Signalled: the registry selected this spec's executor a moment ago.
+        executor = executors.select(outcome.spec)
+        stop_after_grace(executor, JobHandle.of(outcome.spec), grace)
         lifecycle.ended(outcome.spec)
     return outcome

@@ -14,6 +14,10 @@ non-COMPLETED ending that has none yet (a kill or a watchdog verdict is written 
 the group is gone, so its tail is read once the exit is reaped), the index update, then
 the owner's hook (the daemon's webhook, ``--rerun-until-file-exists`` sibling and
 ``--clean-workdir`` sweep). It runs once per ending.
+
+What each request decides from the spec on disk is in
+:mod:`vq.services.lifecycle_decisions` (pure functions); this module owns the lock, the
+events and the end of a job.
 """
 
 from __future__ import annotations
@@ -24,17 +28,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from functools import partial
 from typing import Any
 
 from vq.domain.events import EventKind, make_event, transition_event
-from vq.domain.lifecycle import Outcome, apply_transition
-from vq.domain.programs import ProgramStatus, resolved_pin
+from vq.domain.lifecycle import Outcome
+from vq.domain.programs import ProgramStatus
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.errors import Conflict, VqError
+from vq.errors import VqError
+from vq.services import lifecycle_decisions as rules
 from vq.services.context import ServiceContext
-from vq.services.outcomes import decide_outcome, read_stderr_tail
+from vq.services.outcomes import read_stderr_tail
 from vq.store.events import append_event
 from vq.store.group_commit import commit_group
 
@@ -140,19 +146,14 @@ class Lifecycle:
         def claim_one(
             job_id: str, workdir: str, program: ProgramStatus | None, cores: list[int] | None
         ) -> Callable[[bool], Transition]:
-            def decide(spec: JobSpec) -> JobSpec | None:
-                if spec.state is not JobState.PENDING:
-                    return None
-                if spec.not_before is not None and spec.not_before > now:
-                    return None
-                spec.workdir = workdir
-                spec.cpu_affinity = cores
-                if program is not None:  # the SHA that will actually run, not the submit one
-                    spec.program_runtime_pin = resolved_pin(program, spec.program_runtime_pin)
-                moved = apply_transition(spec, JobState.RUNNING, now)
-                moved.launch_attempt = secrets.token_hex(8)  # names this attempt's start record
-                return moved
-
+            decide = partial(
+                rules.decide_claim,
+                now=now,
+                workdir=workdir,
+                program=program,
+                cores=cores,
+                attempt=secrets.token_hex(8),
+            )
             return lambda sync_dir: self._move(job_id, decide, now=now, sync_dir=sync_dir)
 
         return list(commit_group(self.ctx.store, [claim_one(*claim) for claim in claims]))
@@ -198,13 +199,7 @@ class Lifecycle:
     def requeue_unlaunched(self, job_id: str, reason: str) -> Transition:
         """RUNNING → PENDING for a claim whose launch provably never left."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.RUNNING or spec.pid is not None:
-                return None
-            spec.started_at = None
-            return apply_transition(spec, JobState.PENDING, now, reason=reason)
-
+        decide = partial(rules.decide_requeue_unlaunched, now=now, reason=reason)
         return self._move(job_id, decide, now=now)
 
     def requeue_never_started(
@@ -215,28 +210,19 @@ class Lifecycle:
         once is not a re-run, and no retry budget is consumed. Any other state, or a
         later attempt, is left alone."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.RUNNING or spec.launch_attempt != attempt:
-                return None
-            spec.started_at = None
-            spec.pid = spec.pgid = spec.pid_start_time = None
-            spec.launch_attempt = None
-            if delay_seconds > 0:
-                spec.not_before = now + timedelta(seconds=delay_seconds)
-            return apply_transition(spec, JobState.PENDING, now, reason=reason)
-
+        decide = partial(
+            rules.decide_requeue_never_started,
+            now=now,
+            attempt=attempt,
+            reason=reason,
+            delay_seconds=delay_seconds,
+        )
         return self._move(job_id, decide, now=now)
 
     def fail_pending(self, job_id: str, reason: str) -> Transition:
         """PENDING → FAILED (a dependency cascade, a refused program, no executor)."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.PENDING:
-                return None
-            return apply_transition(spec, JobState.FAILED, now, reason=reason)
-
+        decide = partial(rules.decide_fail_pending, now=now, reason=reason)
         moved = self._move(job_id, decide, now=now)
         if moved.changed:
             self.ended(moved.spec)
@@ -246,13 +232,7 @@ class Lifecycle:
         """A claimed job whose launch failed (nothing of it runs) → FAILED with the
         reason, never consuming retry budget. A terminal spec (killed meanwhile) stays."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.is_terminal or spec.state is JobState.PENDING:
-                return None
-            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
-            return apply_transition(spec, JobState.FAILED, now, reason=reason)
-
+        decide = partial(rules.decide_fail_dispatch, now=now, reason=reason)
         moved = self._move(job_id, decide, now=now)
         self.ended(moved.spec)
         return moved
@@ -264,11 +244,7 @@ class Lifecycle:
         """RUNNING → OOM_KILLED / TIME_EXCEEDED / STARVED, written before any signal. A
         paused job, or one another writer ended first, keeps its state."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is not JobState.RUNNING:
-                return None
-            return apply_transition(spec, state, now, reason=reason)
+        decide = partial(rules.decide_watchdog_verdict, now=now, state=state, reason=reason)
 
         def watchdog_kill(previous: JobState) -> list[dict[str, Any]]:
             return [
@@ -303,28 +279,13 @@ class Lifecycle:
         now = self.ctx.now()
         # The stderr tail is read before the lock is taken, and only when it can be needed.
         tail = None if exit_code == 0 else read_stderr_tail(self.ctx, self.ctx.store.read(job_id))
-        unknown = Outcome(unknown_state, unknown_reason)
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.is_terminal:
-                if exit_code is not None and spec.exit_code is None:
-                    spec.exit_code = exit_code
-                    return spec
-                return None
-            if spec.state is JobState.PENDING:
-                return None  # not running: nothing of this attempt to record
-            if spec.state is JobState.SUSPENDED:
-                spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
-                spec = apply_transition(spec, JobState.RUNNING, now)
-            outcome = decide_outcome(spec, exit_code, unknown, now)
-            spec.exit_code = exit_code
-            if outcome.state is JobState.PENDING:
-                spec.retry_count += 1
-                spec.not_before = outcome.retry_not_before
-            elif outcome.state is not JobState.COMPLETED:
-                spec.failure_tail = tail
-            return apply_transition(spec, outcome.state, now, reason=outcome.reason)
-
+        decide = partial(
+            rules.decide_finish_attempt,
+            now=now,
+            exit_code=exit_code,
+            unknown=Outcome(unknown_state, unknown_reason),
+            tail=tail,
+        )
         durable = not (marker_backed and exit_code is not None)
         return self._move(job_id, decide, now=now, durable=durable, exit_code=exit_code)
 
@@ -368,21 +329,9 @@ class Lifecycle:
         gone without a marker → ABORTED_BY_QUEUE), whatever the exit marker says. A
         terminal spec keeps its state; a missing exit code is filled in."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.is_terminal:
-                if exit_code is not None and spec.exit_code is None:
-                    spec.exit_code = exit_code
-                    return spec
-                return None
-            if spec.state is JobState.PENDING:
-                return None
-            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
-            if spec.state is JobState.SUSPENDED:
-                spec = apply_transition(spec, JobState.RUNNING, now)
-            spec.exit_code = exit_code
-            return apply_transition(spec, state, now, reason=reason)
-
+        decide = partial(
+            rules.decide_scheduler_verdict, now=now, state=state, reason=reason, exit_code=exit_code
+        )
         return self._move(job_id, decide, now=now, exit_code=exit_code)
 
     # --- operator control --------------------------------------------------------------------
@@ -390,18 +339,7 @@ class Lifecycle:
         """Write KILLED (sticky) before any signal. Killing a KILLED job changes nothing;
         any other terminal state is a Conflict naming it. A PENDING job has ended at once."""
         now = self.ctx.now()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is JobState.KILLED:
-                return None
-            if spec.is_terminal:
-                raise Conflict(
-                    f"job {job_id} already ended as {spec.state.value}",
-                    hint="there is nothing to kill; `vq status` shows how it ended",
-                )
-            if spec.state is JobState.SUSPENDED:
-                spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
-            return apply_transition(spec, JobState.KILLED, now, reason=reason)
+        decide = partial(rules.decide_kill, now=now, reason=reason)
 
         def requested(previous: JobState) -> list[dict[str, Any]]:
             return [make_event("kill_requested", job_id, now, state=previous.value)]
@@ -421,43 +359,18 @@ class Lifecycle:
         """RUNNING → SUSPENDED, durable before SIGSTOP. Pausing a SUSPENDED job changes
         nothing; a job still starting (no process recorded yet) is a Conflict."""
         now, now_mono = self.ctx.now(), self._monotonic()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is JobState.SUSPENDED:
-                return None
-            if spec.state is not JobState.RUNNING:
-                raise Conflict(
-                    f"job {job_id} is {spec.state.value}; only a RUNNING job can be paused",
-                    hint="`vq status` shows its state",
-                )
-            if not started(spec):
-                raise Conflict(f"job {job_id} is still starting", hint="try again in a moment")
-            spec.paused_at = now
-            spec.paused_monotonic_at = now_mono
-            spec.paused_by = by
-            return apply_transition(spec, JobState.SUSPENDED, now)
-
+        decide = partial(
+            rules.decide_pause, now=now, now_monotonic=now_mono, by=by, started=started
+        )
         return self._move(job_id, decide, now=now, reason=f"paused by {by}")
 
     def resume(self, job_id: str, *, only_paused_by: str | None = None) -> Transition:
         """SUSPENDED → RUNNING with the pause added to ``paused_seconds_total``, durable
         before SIGCONT. With ``only_paused_by``, a job someone else paused stays."""
         now, now_mono = self.ctx.now(), self._monotonic()
-
-        def decide(spec: JobSpec) -> JobSpec | None:
-            if spec.state is JobState.RUNNING:
-                return None
-            if spec.state is not JobState.SUSPENDED:
-                raise Conflict(
-                    f"job {job_id} is {spec.state.value}; only a SUSPENDED job can be resumed",
-                    hint="`vq status` shows its state",
-                )
-            if only_paused_by is not None and spec.paused_by != only_paused_by:
-                return None
-            spec.paused_seconds_total += paused_seconds(spec, now_mono)
-            spec.paused_at = spec.paused_monotonic_at = spec.paused_by = None
-            return apply_transition(spec, JobState.RUNNING, now)
-
+        decide = partial(
+            rules.decide_resume, now=now, now_monotonic=now_mono, only_paused_by=only_paused_by
+        )
         return self._move(job_id, decide, now=now, reason="resumed")
 
     # --- the end of a job ----------------------------------------------------------------------
@@ -494,10 +407,3 @@ class Lifecycle:
         self.on_change(spec)
         self.on_ended(spec)
         return spec
-
-
-def paused_seconds(spec: JobSpec, now_monotonic: float) -> float:
-    """How long the current pause has lasted (wall clock if the machine rebooted)."""
-    if spec.paused_monotonic_at is not None and spec.paused_monotonic_at <= now_monotonic:
-        return now_monotonic - spec.paused_monotonic_at
-    return 0.0

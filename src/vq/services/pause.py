@@ -22,7 +22,8 @@ from vq.domain.states import JobState
 from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.services.context import ServiceContext
-from vq.services.lifecycle import Lifecycle, paused_seconds
+from vq.services.lifecycle import Lifecycle
+from vq.services.lifecycle_decisions import paused_seconds
 
 __all__ = [
     "PAUSED_BY_OPERATOR",
