@@ -77,7 +77,13 @@ def test_a_bound_job_runs_its_generation_and_an_unverified_one_is_refused(
     assert writable.returncode == 4 and "group or world writable" in writable.stderr
     tool.chmod(0o755)
     half = vq.run("submit", "--runtime-root", str(root), "--", "true", check=False)
-    assert half.returncode == 4 and "go together" in half.stderr
+    lines = half.stderr.splitlines()
+    assert half.returncode == 2 and lines[0] == "vq: error: --runtime-root needs --runtime-artifact"
+    assert lines[1].startswith("hint: name the generation too: --runtime-artifact DIGEST")
+    assert str(root / "generations") in lines[1] and "params:" not in half.stderr
+    other = vq.run("submit", "--runtime-artifact", digest, "--", "true", check=False)
+    assert other.returncode == 2
+    assert other.stderr.startswith("vq: error: --runtime-artifact needs --runtime-root\nhint: ")
     assert len(vq.json("list")["jobs"]) == 1  # nothing refused was queued
 
 

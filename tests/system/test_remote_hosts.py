@@ -234,6 +234,38 @@ def test_fetch_is_byte_identical_with_an_ssh_manifest_and_acknowledged(
     assert refused.returncode == 6 and (other / "mine.txt").read_text() == "keep"
 
 
+def test_a_snapshot_stream_cut_mid_file_leaves_nothing_and_marks_the_old_copy_stale(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    import os
+    import shlex
+
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "big.bin").write_bytes(os.urandom(1_000_000))
+    job_id = fleet.submit("h2", str(source), "--", "true")
+    wait_until(lambda: fleet.remote_spec("h2", job_id)["state"] == "COMPLETED", 30)
+    dest = tmp_path / "fetched"
+    assert fleet.vq("fetch", "h2", job_id, str(dest)).returncode == 0
+    # the host's stream now stops 600 kB in, inside big.bin's data, and the command
+    # still ends with status 0: only the tar itself shows the cut
+    real = shlex.join(fleet.vq_command("h2"))
+    cut = f'if [ "$1" = fetch ]; then {real} "$@" | head -c 600000; else exec {real} "$@"; fi'
+    fleet.write_config(h2={"vq_command": ["sh", "-c", cut, "sh"]})
+    fresh = tmp_path / "fresh"
+    done = fleet.vq("fetch", "h2", job_id, str(fresh))
+    assert done.returncode != 0 and done.stderr.startswith("vq: error: "), done.stderr
+    assert "not a valid tar" in done.stderr and "Traceback" not in done.stderr
+    assert not fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fetched", "in"]  # no staging left
+    # a refresh cut the same way keeps the previous copy whole, marked stale
+    refreshed = fleet.vq("fetch", "h2", job_id, str(dest))
+    assert refreshed.returncode == done.returncode, refreshed.stderr
+    assert (dest / "big.bin").read_bytes() == (source / "big.bin").read_bytes()
+    manifest = json.loads((dest / "_vq" / "fetch-manifest.json").read_text())
+    assert manifest["stale"] is True and "not a valid tar" in manifest["refresh_error"]
+
+
 # --- hostless discovery (§2.2) ----------------------------------------------------------
 def test_hostless_status_finds_the_job_on_its_host(fleet: RemoteFleet) -> None:
     job_id = fleet.submit("h2", "--job-name", "found-me", "--", "true")

@@ -222,6 +222,7 @@ def build_params(
         from vq.domain.arrays import parse_array
 
         array = parse_array(values["array"])
+    _require_runtime_pair(values.get("runtime_root"), values.get("runtime_artifact"))
     source = _source(positional)
     source_tar = values.get("source_tar")
     if source_tar is not None and source is not None:
@@ -279,6 +280,23 @@ def build_params(
     if source_tar is not None:  # last: every other check has passed before stdin is read
         params["source"], params["source_label"] = _spool_stdin_tar(), STDIN_TAR_LABEL
     return params
+
+
+def _require_runtime_pair(root: str | None, digest: str | None) -> None:
+    """A job is bound to a runtime generation by its root *and* its digest, or not at all."""
+    if root is not None and digest is None:
+        raise UsageError(
+            "--runtime-root needs --runtime-artifact",
+            hint=f"name the generation too: --runtime-artifact DIGEST (the digest "
+            f"`vq runtime deploy DIR {root}` printed; the generations are under "
+            f"{root}/generations)",
+        )
+    if digest is not None and root is None:
+        raise UsageError(
+            "--runtime-artifact needs --runtime-root",
+            hint="name the root the generation was deployed to: --runtime-root ROOT "
+            "(the ROOT given to `vq runtime deploy DIR ROOT`)",
+        )
 
 
 def _mem_mb(values: dict[str, Any]) -> int | None:

@@ -41,6 +41,7 @@ __all__ = [
     "NAME_MAX",
     "Member",
     "MemberKind",
+    "MemberLedger",
     "check_member",
     "check_members",
     "normalize_name",
@@ -200,25 +201,45 @@ def check_member(name: str, kind: MemberKind, link_target: str | None = None) ->
     return normalized
 
 
-def check_members(members: Iterable[Member]) -> list[str]:
-    """Validate a whole source in order; return the normalized names, one per member."""
-    listed = list(members)
-    names = [check_member(m.name, m.kind, m.link_target) for m in listed]
-    kinds: dict[str, MemberKind] = {}
-    for member, name in zip(listed, names, strict=True):
+class MemberLedger:
+    """The whole-list rules of :func:`check_members`, applied one entry at a time.
+
+    For a reader of a tar *stream*, which must refuse an entry before writing it and
+    cannot see the entries still to come: :meth:`add` checks one entry against every
+    entry added before it (no duplicates except repeated directories, a hardlink names
+    an earlier regular file, nothing under a non-directory, no non-directory where
+    earlier entries implied a directory) and returns its normalized name.
+    """
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, MemberKind] = {}
+        self._implied_dirs: dict[str, str] = {}  # parent name -> the entry that implied it
+
+    def add(self, member: Member) -> str:
+        name = check_member(member.name, member.kind, member.link_target)
+        kinds = self._kinds
         previous = kinds.get(name)
         both_dirs = previous is MemberKind.DIR and member.kind is MemberKind.DIR
         if previous is not None and not both_dirs:
             raise _refuse(member.name, "appears more than once")
+        if member.kind is not MemberKind.DIR and name in self._implied_dirs:
+            child = self._implied_dirs[name]
+            raise _refuse(child, f"lies under {name!r}, which is not a directory")
         if member.kind is MemberKind.HARDLINK:
             target = _normalize(member.name, member.link_target or "", "link target")
             if kinds.get(target) is not MemberKind.FILE:
                 raise _refuse(member.name, f"is a hard link to {target!r}, not an earlier file")
-        kinds[name] = member.kind
-    for member, name in zip(listed, names, strict=True):
         parent = posixpath.dirname(name)
         while parent:
             if kinds.get(parent, MemberKind.DIR) is not MemberKind.DIR:
                 raise _refuse(member.name, f"lies under {parent!r}, which is not a directory")
+            self._implied_dirs.setdefault(parent, member.name)
             parent = posixpath.dirname(parent)
-    return names
+        kinds[name] = member.kind
+        return name
+
+
+def check_members(members: Iterable[Member]) -> list[str]:
+    """Validate a whole source in order; return the normalized names, one per member."""
+    ledger = MemberLedger()
+    return [ledger.add(member) for member in members]

@@ -3,9 +3,12 @@
 Contract:
 
 - The owning host streams its snapshot (``vq fetch ID --tar-stream``: the workspace or
-  workdir with both sidecars); it is spooled to a private temp file next to DEST, every
-  member checked (no absolute names, no ``..``, no links leaving the tree, no devices or
-  FIFOs) before anything is extracted, then extracted into a hidden temp directory.
+  workdir with both sidecars); it is extracted as it arrives into a hidden temp directory
+  next to DEST, every member checked before it is written (no absolute names, no ``..``,
+  no links leaving the tree, no devices or FIFOs), and counts only once the whole stream
+  was read and the remote command ended with status 0
+  (:func:`vq.remote.snapshot_stream.receive_snapshot`). A refused, truncated or failed
+  stream leaves nothing visible: the temp directory is removed.
 - ``_vq/fetch-manifest.json`` is rewritten by this receiving side: ``transport: "ssh"``,
   ``source_host`` = the configured host name, the remote ``source_path`` and ``skipped``.
 - DEST is published as a local fetch publishes it (one rename, or an exchange with a
@@ -23,73 +26,22 @@ import contextlib
 import json
 import os
 import shutil
-import tarfile
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from vq._fs import atomic_write_json
-from vq._tar import tar_member
-from vq.domain.archive_rules import META_DIR, check_members
-from vq.errors import UnsafeArchive, UsageError, VqError
-from vq.remote.host import RemoteHost, remote_error
+from vq.domain.archive_rules import META_DIR
+from vq.errors import UsageError, VqError
+from vq.remote.host import RemoteHost
+from vq.remote.snapshot_stream import receive_snapshot
 from vq.services.fetch import default_dest_name
 from vq.services.fetch_snapshot import MANIFEST_NAME, fetch_manifest, previous_fetch, publish
 
 __all__ = ["fetch_remote", "fetch_workspace_copy"]
 
-_STREAM_DEADLINE_S = 24 * 3600.0
 _DIAGNOSIS_NAME = "terminal-diagnosis.json"
-
-
-def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    members = [m for m in tar.getmembers() if m.name not in (".", "./")]
-    for info in members:
-        info.name = info.name.removeprefix("./")
-    # _vq is reserved in a *source*; in a snapshot it holds the sidecars: check it renamed
-    renamed = []
-    for info in members:
-        member = tar_member(info)
-        head, sep, tail = member.name.partition("/")
-        if head == META_DIR:
-            member = type(member)(f"vq-meta{sep}{tail}", member.kind, member.link_target)
-        renamed.append(member)
-    check_members(renamed)
-    return members
-
-
-def _extract(spool: Path, into: Path) -> None:
-    try:
-        with tarfile.open(spool, "r:") as tar:
-            members = _checked_members(tar)
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(into, members, filter="data")
-            else:  # Python < 3.11.4: the members were vetted above
-                for info in members:
-                    info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
-                tar.extractall(into, members)  # noqa: S202 - members checked above
-    except (tarfile.TarError, EOFError) as exc:
-        raise UnsafeArchive(f"the snapshot stream is not a valid tar: {exc}") from exc
-
-
-def _stream_to(host: RemoteHost, words: list[str], spool: Path) -> None:
-    stream = host.stream(words, deadline_s=_STREAM_DEADLINE_S)
-    try:
-        with spool.open("wb") as out:
-            while chunk := stream.read():
-                out.write(chunk)
-        result = stream.wait()
-    except VqError as exc:
-        from vq.errors import TransportError
-
-        if isinstance(exc, TransportError):
-            raise host.failed(exc) from exc
-        raise
-    finally:
-        stream.close()
-    if result.rc != 0:
-        raise remote_error(host.name, result)
 
 
 def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, Any]:
@@ -131,11 +83,9 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
     previous = previous_fetch(target, job_id, kind)  # type: ignore[arg-type]
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
-    spool = tmp.with_suffix(".tar")
     words = ["fetch", job_id, "--tar-stream", *(["--workdir"] if kind == "workdir" else [])]
     try:
-        _stream_to(host, words, spool)
-        _extract(spool, tmp)
+        receive_snapshot(host, words, tmp)
         manifest = _manifest(tmp, host, job_id, kind)
         publish(tmp, target, replace=previous is not None)
     except VqError as exc:
@@ -146,9 +96,6 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
             with contextlib.suppress(OSError):
                 atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)
         raise
-    finally:
-        with contextlib.suppress(OSError):
-            spool.unlink()
     payload: dict[str, Any] = {
         "id": job_id,
         "host": host.name,
@@ -181,10 +128,8 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.vq-fetch-", dir=dest.parent))
-    spool = tmp.with_suffix(".tar")
     try:
-        _stream_to(host, ["fetch", job_id, "--tar-stream"], spool)
-        _extract(spool, tmp)
+        receive_snapshot(host, ["fetch", job_id, "--tar-stream"], tmp)
         try:
             remote = json.loads((tmp / META_DIR / MANIFEST_NAME).read_text())
         except (OSError, ValueError):
@@ -193,9 +138,6 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    finally:
-        with contextlib.suppress(OSError):
-            spool.unlink()
     skipped = remote.get("skipped") if isinstance(remote, dict) else None
     return [
         {"path": str(item.get("path", "")), "reason": str(item.get("reason", ""))}
