@@ -46,6 +46,13 @@ class Client:
                 f"no vq daemon is answering on {self.socket_path}",
                 hint="start one with `vq daemon start`",
             ) from exc
+        except PermissionError as exc:
+            sock.close()
+            raise DaemonNotRunning(
+                f"the daemon socket {self.socket_path} is not open to this user "
+                "(a multi-user daemon's socket is for its admin group)",
+                hint="your own jobs are read and written in your tree without the daemon",
+            ) from exc
         except OSError:
             sock.close()
             raise

@@ -54,7 +54,7 @@ from .index import JobIndex
 from .notify import Notifier
 from .pressure import PressureGuard
 from .recovery import recover
-from .rpc import Route, RpcServer
+from .rpc import Route, RpcServer, SocketAccess
 from .sidecar import WebSidecar
 from .storage import StorageGuard
 from .supervisor import Supervisor
@@ -119,6 +119,11 @@ class DaemonParts:
     runner: LocalRunner
     web: WebSidecar | None
     auto_resume: bool
+    #: multi-user mode: ``daemon.sock`` as root:<admin group> 0660 with the token guard
+    socket_access: SocketAccess | None = None
+    #: how often foreign spec files are looked for (multi-user: users' CLIs cannot
+    #: wake a daemon whose socket is the admins', so they are looked for every second)
+    rescan_seconds: float = 5.0
 
 
 class Daemon:
@@ -213,6 +218,7 @@ class Daemon:
                 self.paths.daemon_sock,
                 self.parts.routes,
                 max_connections=self.parts.settings.daemon.max_connections,
+                access=self.parts.socket_access,
             )
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
@@ -250,7 +256,7 @@ class Daemon:
         parts.supervisor.process()
         parts.watchdog.check()
         parts.pressure.check()  # every pass: it holds dispatch with no job running too
-        if time.monotonic() - self._last_rescan >= RESCAN_SECONDS:
+        if time.monotonic() - self._last_rescan >= parts.rescan_seconds:
             parts.index.refresh_names(if_changed=True)
             self._last_rescan = time.monotonic()
         parts.dispatcher.run_pass()
@@ -258,7 +264,7 @@ class Daemon:
         active = parts.lanes.active()
         for lane in active:
             lane.tick()
-        timeout = parts.settings.daemon.tick_seconds
+        timeout = min(parts.settings.daemon.tick_seconds, parts.rescan_seconds)
         deadlines = [parts.supervisor.next_deadline(), parts.watchdog.next_deadline()]
         deadlines += [lane.next_deadline() for lane in active]
         for deadline in deadlines:

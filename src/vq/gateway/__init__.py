@@ -38,9 +38,9 @@ from typing import Any
 from vq._fs import read_regular
 from vq.client import Client
 from vq.domain.durations import parse_moment
-from vq.errors import DaemonNotRunning, ProtocolError, VqError
+from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError, VqError
 from vq.hosts_config import LaneSettings
-from vq.paths import StatePaths
+from vq.paths import MultiUserLayout, StatePaths
 
 from .disk import DiskVerbs
 
@@ -228,7 +228,12 @@ class Gateway(DiskVerbs):
 
     # --- submission ---------------------------------------------------------------------
     def submit(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The ``vq submit --json`` payload of one submission (job, array or chain)."""
+        """The ``vq submit --json`` payload of one submission (job, array or chain).
+
+        In multi-user mode the job is always written to the submitter's own tree (the
+        daemon finds it there), never submitted through the root daemon's socket."""
+        if self.paths.owner_dir is not None or isinstance(self.paths, MultiUserLayout):
+            return self.submit_on_disk(params)
         payload = self.call("submit", params)
         if payload is not None:
             return dict(payload)
@@ -239,7 +244,33 @@ class Gateway(DiskVerbs):
         from vq.protocol.messages import SubmitParams, parse_params
         from vq.services.submit import result_payload, submit
 
+        self._require_own_tree()
+        if self.paths.owner_dir is not None:  # multi-user: the owner is the numeric euid
+            params = {**params, "submitter": str(os.geteuid())}
         return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+
+    def _require_own_tree(self) -> None:
+        """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
+        naming the admin command that provisions it."""
+        if isinstance(self.paths, MultiUserLayout):
+            raise PermissionDenied(
+                "multi-user mode runs no job as root, so root does not submit",
+                hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
+            )
+        owner = self.paths.owner_dir
+        if owner is None or owner.is_dir():
+            return
+        import pwd
+
+        uid = os.geteuid()
+        try:
+            who = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            who = str(uid)
+        raise PermissionDenied(
+            f"multi-user mode: user {who} has no tree under {self.paths.users_dir}",
+            hint=f"ask an administrator to run `vq admin user add {who}`",
+        )
 
     # --- job control --------------------------------------------------------------------
     def kill(self, job_id: str) -> dict[str, Any]:

@@ -104,6 +104,32 @@ class SpecStore:
             if name.endswith(SPEC_SUFFIX) and is_job_id(name[: -len(SPEC_SUFFIX)])
         ]
 
+    def queue_stamp(self) -> int | None:
+        """The queue directory's mtime (every spec write renames into it), None if absent."""
+        try:
+            return os.stat(self.paths.queue_dir).st_mtime_ns
+        except OSError:
+            return None
+
+    def signatures(self, ids: list[str]) -> dict[str, Signature | None]:
+        """:meth:`signature` of many specs at once: one directory fd, no path objects."""
+        try:
+            fd = os.open(self.paths.queue_dir, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return dict.fromkeys(ids)
+        out: dict[str, Signature | None] = {}
+        try:
+            for job_id in ids:
+                try:
+                    st = os.stat(job_id + SPEC_SUFFIX, dir_fd=fd)
+                except OSError:
+                    out[job_id] = None
+                    continue
+                out[job_id] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        finally:
+            os.close(fd)
+        return out
+
     # --- reads -------------------------------------------------------------------------
     def read(self, job_id: str) -> JobSpec:
         """The current spec, or NotFound / CorruptSpec / UnsupportedSpecVersion."""
