@@ -306,6 +306,8 @@ class Dispatcher:
         if quotas is None:
             yield from candidates
             return
+        for job_id in [j for j in quotas.waiting if not self._index.is_pending(j)]:
+            quotas.waiting.pop(job_id, None)
         holders = []
         for job_id in self.supervisor.holders:
             owner, spec = quotas.owner_of(job_id), self._index.get(job_id)

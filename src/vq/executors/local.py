@@ -12,6 +12,7 @@ only ``launch`` needs one.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
@@ -228,6 +229,20 @@ class LocalExecutor:
         except OSError:
             return None
         return int(text) if text.isdigit() and int(text) < 65536 else None
+
+    def oom_killed(self, job_id: str) -> bool:
+        """Whether the kernel killed the command for its memory limit: the collector's
+        receipt counts OOM kills in the job's own cgroup (the privilege drop's group) and
+        the command died of SIGKILL."""
+        try:
+            receipt = json.loads(read_regular(self.paths.resource_usage(job_id), 1 << 16))
+        except (OSError, ValueError):
+            return False
+        return (
+            isinstance(receipt, dict)
+            and int(receipt.get("cgroup_oom_kills") or 0) > 0
+            and receipt.get("signal") == signal.SIGKILL
+        )
 
     def spawn_failure(self, job_id: str) -> str | None:
         """Why the command could not be started, if it could not: the collector's note,

@@ -103,6 +103,12 @@ class Gateway(DiskVerbs):
 
     def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """The daemon's answer to a verb that needs it; DaemonNotRunning when none answers."""
+        sock = self.paths.daemon_sock
+        if sock.exists() and not os.access(sock, os.R_OK | os.W_OK):
+            raise PermissionDenied(
+                f"the daemon's socket {sock} is open to its admin group only",
+                hint="your own jobs are read and written in your own tree without it",
+            )
         answer = self.call(method, params)
         if answer is None:
             raise DaemonNotRunning(

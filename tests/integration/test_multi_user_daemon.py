@@ -1,0 +1,301 @@
+"""The multi-user root daemon end to end (§2.4, §4.9, §7.1, §7.3), with real OS users.
+
+Root starts ``vq daemon start`` on a fresh 0755 system root with ``[multi_user] enabled``
+and the collector drop; the users of ``scripts/testbed/users.sh`` run their own CLI with
+``runuser`` and the world-readable testbed venv (built from Debian's /usr/bin/python3),
+this checkout on ``PYTHONPATH``. Nothing is mocked: jobs really run as their owners in
+their own cgroups, and the kernel really OOM-kills.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import VQ_BIN, processes_with_env, wait_until
+from vq.executors._privdrop import cgroup_parents
+
+USER_PYTHON = "/opt/vq-testbed/venv/bin/python"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+TERMINAL = ("COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE")
+
+
+def _usable() -> bool:
+    try:
+        for name in ("vqa", "vqb", "vqadm"):
+            pwd.getpwnam(name)
+        parents = cgroup_parents()
+    except (KeyError, OSError):
+        return False
+    return (
+        os.geteuid() == 0
+        and os.access(USER_PYTHON, os.X_OK)
+        and all(os.access(p, os.W_OK) for p in parents.values())
+    )
+
+
+pytestmark = pytest.mark.skipif(
+    not _usable(),
+    reason="needs root, writable cgroups, the testbed users and /opt/vq-testbed/venv",
+)
+
+
+@dataclass
+class System:
+    """A running multi-user daemon and the CLIs of its users."""
+
+    base: Path
+    env: dict[str, str]
+
+    @property
+    def root(self) -> Path:
+        return self.base / "system"
+
+    def admin(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``vq`` as root (the system root's administrator)."""
+        return self._run([VQ_BIN, *args], check)
+
+    def as_user(
+        self, user: str, *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """``vq`` as ``user``: their own CLI, their own euid, this checkout."""
+        argv = ["runuser", "-u", user, "--", "env", f"PYTHONPATH={SRC}", "HOME=/tmp"]
+        argv += [f"{k}={v}" for k, v in self.env.items() if k.startswith("VQ_")]
+        return self._run([*argv, USER_PYTHON, "-m", "vq", *args], check)
+
+    def _run(self, argv: list[str], check: bool) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=120)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{argv[-3:]} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def submit(self, user: str, *args: str) -> str:
+        job_id = self.as_user(user, "submit", *args).stdout.strip()
+        assert len(job_id) == 12, job_id
+        return job_id
+
+    def tree(self, user: str) -> Path:
+        return self.root / "users" / str(pwd.getpwnam(user).pw_uid)
+
+    def spec_path(self, user: str, job_id: str) -> Path:
+        return self.tree(user) / "queue" / f"{job_id}.json"
+
+    def spec(self, user: str, job_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.spec_path(user, job_id).read_text())
+        return data
+
+    def state(self, user: str, job_id: str) -> str:
+        return str(self.spec(user, job_id)["state"])
+
+    def wait_state(self, user: str, job_id: str, *states: str, timeout: float = 30.0) -> str:
+        return str(
+            wait_until(
+                lambda: self.state(user, job_id) in states and self.state(user, job_id), timeout
+            )
+        )
+
+    def out(self, user: str, job_id: str) -> str:
+        return (self.tree(user) / "jobs" / job_id / "stdout.log").read_text()
+
+    def daemon_pid(self) -> int:
+        return int((self.root / "daemon.pid").read_text())
+
+
+def _start(system: System) -> None:
+    # Caps above the two cores of a small machine, so the quota is what holds vqa back.
+    system.admin("daemon", "start", "--max-cpus", "8", "--max-jobs", "8")
+
+
+@pytest.fixture
+def system() -> Iterator[System]:
+    base = Path(tempfile.mkdtemp(prefix="vq-multi-", dir="/tmp"))
+    base.chmod(0o755)  # root's pytest tmp_path is 0700: users could not reach their trees
+    config = base / "etc"
+    config.mkdir(mode=0o755)
+    vqa = pwd.getpwnam("vqa").pw_uid
+    (config / "config.toml").write_text(
+        '[multi_user]\nenabled = true\nprivilege_drop = "collector"\n\n'
+        f"[quotas.uid.{vqa}]\nmax_concurrent_cpus = 2\n"
+    )
+    (config / "config.toml").chmod(0o644)
+    token = config / "web-token"
+    token.write_text("s3cret-admin-token\n")
+    token.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VQ_") and k != "PYTHONPATH"}
+    env.update(VQ_CONFIG_DIR=str(config), VQ_MULTI_USER_ROOT=str(base / "system"))
+    sys_ = System(base, env)
+    for user in ("vqa", "vqb"):
+        sys_.admin("admin", "user", "add", user)
+    _start(sys_)
+    try:
+        yield sys_
+    finally:
+        sys_.admin("daemon", "stop", check=False)
+        for tree in (base / "system" / "users").glob("*/queue/*.json"):
+            for pid in processes_with_env(f"VQ_JOB_ID={tree.stem}"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+IDENTITY = (
+    "id -u; id -G; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; "
+    "grep -E ':(memory|pids):' /proc/self/cgroup"
+)
+
+
+def test_each_job_runs_exactly_as_its_owner(system: System) -> None:
+    jobs = {user: system.submit(user, "--", "sh", "-c", IDENTITY) for user in ("vqa", "vqb")}
+    for user, job_id in jobs.items():
+        assert system.wait_state(user, job_id, *TERMINAL) == "COMPLETED", system.spec(user, job_id)
+        who = pwd.getpwnam(user)
+        lines = system.out(user, job_id).splitlines()
+        assert lines[0] == str(who.pw_uid)
+        assert sorted(map(int, lines[1].split())) == sorted(set(os.getgrouplist(user, who.pw_gid)))
+        assert "CapEff:\t0000000000000000" in lines and "NoNewPrivs:\t1" in lines
+        groups = [line for line in lines if ":memory:" in line or ":pids:" in line]
+        assert groups and all(line.endswith(f"/vq-job-{job_id}") for line in groups)
+        spec = system.spec(user, job_id)
+        assert spec["submitter"] == str(who.pw_uid)
+        assert system.spec_path(user, job_id).stat().st_uid == who.pw_uid
+
+
+def test_a_job_over_its_memory_limit_is_oom_killed_through_its_group(system: System) -> None:
+    job = system.submit(
+        "vqa", "--mem-mb", "100", "--", "/usr/bin/python3", "-c", "b = bytearray(300 << 20)"
+    )
+    assert system.wait_state("vqa", job, *TERMINAL) == "OOM_KILLED"
+
+
+def test_other_users_learn_nothing_and_admins_read_everything(system: System) -> None:
+    job = system.submit("vqa", "--not-before", "1h", "--", "true")
+    for verb in ("status", "logs", "kill", "pause"):
+        refused = system.as_user("vqb", verb, job, check=False)
+        assert refused.returncode != 0, verb
+        assert "PENDING" not in refused.stdout + refused.stderr, verb
+        assert "Traceback" not in refused.stderr, verb
+    assert job not in system.as_user("vqb", "list").stdout
+    assert system.state("vqa", job) == "PENDING"
+    # The admin group reads through the daemon's socket; writes need the admin token.
+    seen = json.loads(system.as_user("vqadm", "status", job, "--json").stdout)
+    assert seen["state"] == "PENDING"
+    drained = system.as_user("vqadm", "daemon", "drain", check=False)
+    assert drained.returncode == 15 and "admin token" in drained.stderr
+    # An ordinary user cannot even connect; their own jobs are served from their tree.
+    ping = system.as_user("vqa", "daemon", "ping", check=False)
+    assert ping.returncode == 15 and "open to its admin group only" in ping.stderr
+    assert json.loads(system.as_user("vqa", "status", job, "--json").stdout)["state"] == "PENDING"
+    sock = (system.root / "daemon.sock").lstat()
+    assert (sock.st_uid, sock.st_mode & 0o777) == (0, 0o660)
+
+
+def test_an_owner_kills_their_own_running_job(system: System) -> None:
+    job = system.submit("vqa", "--", "sleep", "300")
+    system.wait_state("vqa", job, "RUNNING")
+    wait_until(lambda: processes_with_env(f"VQ_JOB_ID={job}"))
+    system.as_user("vqa", "kill", job)
+    assert system.wait_state("vqa", job, *TERMINAL) == "KILLED"
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
+
+
+def test_an_unprovisioned_user_is_told_the_admin_command(system: System) -> None:
+    refused = system.as_user("vqadm", "submit", "--", "true", check=False)
+    assert refused.returncode == 15
+    assert "hint: ask an administrator to run `vq admin user add vqadm`" in refused.stderr
+    root = system.admin("submit", "--", "true", check=False)
+    assert root.returncode == 15 and "runs no job as root" in root.stderr
+
+
+def _quarantined(system: System) -> dict[str, str]:
+    listing = json.loads(system.admin("list", "--json").stdout)
+    return {item["name"]: item["reason"] for item in listing.get("quarantined", [])}
+
+
+def test_tampered_specs_are_quarantined_and_never_steer_root(system: System) -> None:
+    vqa, vqb = pwd.getpwnam("vqa"), pwd.getpwnam("vqb")
+    canary = system.base / "canary"
+    canary.write_text("root's\n")
+    canary.chmod(0o600)
+    # 1. a spec whose submitter names another user
+    forged = system.submit("vqa", "--not-before", "1h", "--", "touch", "forged-ran")
+    spec = system.spec("vqa", forged)
+    spec.update(submitter=str(vqb.pw_uid), not_before=None)
+    _replace_as(system.spec_path("vqa", forged), spec, vqa)
+    # 2. an id copied into another owner's tree: every copy is quarantined
+    copied = system.submit("vqa", "--not-before", "1h", "--", "true")
+    twin = system.spec("vqa", copied)
+    twin["submitter"] = str(vqb.pw_uid)
+    _replace_as(system.spec_path("vqb", copied), twin, vqb)
+    # 3. stdout.log planted as a symlink to a root-owned file
+    planted = system.submit("vqa", "--not-before", "3s", "--", "echo", "borrowed root")
+    log = system.tree("vqa") / "jobs" / planted / "stdout.log"
+    log.symlink_to(canary)
+    os.lchown(log, vqa.pw_uid, vqa.pw_gid)
+
+    reasons = wait_until(
+        lambda: (found := _quarantined(system)).keys() >= {forged, copied} and found, timeout=20
+    )
+    assert f"submitter '{vqb.pw_uid}' is not its owner directory's uid" in reasons[forged]
+    assert "exists for several owners" in reasons[copied]
+    assert system.wait_state("vqa", planted, *TERMINAL, timeout=30) == "FAILED"
+    assert "launch failed" in system.spec("vqa", planted)["failure_reason"]
+    assert canary.read_text() == "root's\n" and canary.stat().st_uid == 0
+    ambiguous = system.admin("status", copied, check=False)
+    assert ambiguous.returncode != 0 and "several owners" in ambiguous.stderr
+    assert not (system.tree("vqa") / "jobs" / forged / "forged-ran").exists()
+    assert system.spec("vqa", forged)["state"] == "PENDING"  # quarantined, never changed
+
+
+def _replace_as(path: Path, spec: dict[str, Any], who: pwd.struct_passwd) -> None:
+    """Rewrite a spec as its tree's user would (a new file renamed into place)."""
+    temp = path.with_name(f".{path.name}.edit")
+    temp.write_text(json.dumps(spec))
+    os.chown(temp, who.pw_uid, who.pw_gid)
+    temp.rename(path)
+
+
+def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
+    """vqa may hold 2 CPUs: of four 1-CPU jobs never more than two run, across a restart,
+    while vqb's jobs run beside them; a waiting job says why."""
+    script = "sleep 4"
+    mine = [system.submit("vqa", "--", "sh", "-c", script) for _ in range(4)]
+    theirs = [system.submit("vqb", "--", "sh", "-c", script) for _ in range(2)]
+    peak, overlap, reason = 0, False, None
+    restarted = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        states = [system.state("vqa", j) for j in mine]
+        running = states.count("RUNNING")
+        peak = max(peak, running)
+        if running and any(system.state("vqb", j) == "RUNNING" for j in theirs):
+            overlap = True
+        if reason is None and running == 2 and "PENDING" in states:
+            waiting = mine[states.index("PENDING")]
+            answer = system.as_user("vqadm", "status", waiting, "--json", check=False)
+            if answer.returncode == 0:
+                reason = json.loads(answer.stdout).get("pending_reason")
+        if not restarted and running == 2:
+            system.admin("daemon", "stop")
+            _start(system)
+            restarted = True
+        if all(s in TERMINAL for s in states) and all(
+            system.state("vqb", j) in TERMINAL for j in theirs
+        ):
+            break
+        time.sleep(0.1)
+    assert restarted and peak == 2 and overlap
+    assert [system.state("vqa", j) for j in mine] == ["COMPLETED"] * 4
+    assert reason is not None and reason.startswith("quota: max_concurrent_cpus (2/2)"), reason
