@@ -204,6 +204,7 @@ class JobIndex:
             known = set(self._specs) | set(self.quarantined)
             gone = known - on_disk
             new = on_disk - known
+            new |= self._store.suspect_ids() & set(self._specs)  # to be quarantined now
         for job_id in gone:
             with self._lock:
                 self.generation += 1

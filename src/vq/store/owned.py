@@ -25,6 +25,7 @@ from pathlib import Path
 from vq.domain.ids import is_job_id
 from vq.domain.owned_specs import OwnedSpec, classify
 from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
 from vq.errors import CorruptSpec, InvalidInput, NotFound
 from vq.paths import SPEC_SUFFIX, MultiUserLayout, StateLayout
 
@@ -48,6 +49,25 @@ class MultiOwnerSpecStore(SpecStore):
         super().__init__(paths)
         self.layout = paths
         self.min_uid = min_uid
+        self._suspects: set[str] = set()
+
+    def suspect_ids(self) -> set[str]:
+        """Ids that became ambiguous since the last call (their specs must be re-read)."""
+        suspects, self._suspects = self._suspects, set()
+        return suspects
+
+    def _read_for_update(self, job_id: str) -> JobSpec:
+        """A job this daemon already admitted and started keeps its owner through a later
+        collision: its lifecycle writes go on to its own tree (§2.4); a PENDING one is
+        quarantined with every copy."""
+        owners = self.layout.owners
+        uid = owners.get(job_id)
+        if job_id not in owners.ambiguous or uid is None:
+            return self.read(job_id)
+        spec = super().read(job_id)
+        if spec.state is JobState.PENDING:
+            return self.read(job_id)  # raises: ambiguous
+        return spec
 
     # --- discovery ---------------------------------------------------------------------
     def owner_uids(self) -> list[int]:
@@ -72,13 +92,16 @@ class MultiOwnerSpecStore(SpecStore):
                     found.setdefault(job_id, []).append(uid)
         owners = self.layout.owners
         for job_id, uids in found.items():
-            if owners.get(job_id) is not None:
-                continue  # admitted before: a later copy elsewhere cannot redirect it
             if len(uids) > 1:
+                # Every copy is quarantined; an owner recorded before keeps routing the
+                # job's own files, so the later copy cannot redirect them.
+                if job_id not in owners.ambiguous:
+                    self._suspects.add(job_id)
                 owners.ambiguous[job_id] = tuple(uids)
             else:
                 owners.ambiguous.pop(job_id, None)
-                owners.set(job_id, uids[0])
+                if owners.get(job_id) is None:
+                    owners.set(job_id, uids[0])
         for job_id, _uid in owners.items():
             if job_id not in found:
                 owners.forget(job_id)
@@ -99,7 +122,8 @@ class MultiOwnerSpecStore(SpecStore):
         return {job_id: self.signature(job_id) for job_id in ids}
 
     def signature(self, job_id: str) -> Signature | None:
-        if not is_job_id(job_id) or self.layout.owners.get(job_id) is None:
+        owners = self.layout.owners
+        if not is_job_id(job_id) or owners.get(job_id) is None or job_id in owners.ambiguous:
             return None
         try:
             st = os.stat(self.layout.spec(job_id))

@@ -104,6 +104,16 @@ class SpecStore:
             if name.endswith(SPEC_SUFFIX) and is_job_id(name[: -len(SPEC_SUFFIX)])
         ]
 
+    def _read_for_update(self, job_id: str) -> JobSpec:
+        """The read inside :meth:`update` (a store with stricter discovery may relax it
+        for jobs it has already admitted)."""
+        return self.read(job_id)
+
+    def suspect_ids(self) -> set[str]:
+        """Ids whose specs must be read again even though their files did not change
+        (a multi-user collision found since); none in a single queue."""
+        return set()
+
     def queue_stamp(self) -> int | None:
         """The queue directory's mtime (every spec write renames into it), None if absent."""
         try:
@@ -268,7 +278,7 @@ class SpecStore:
         if not self.path(job_id).exists():
             self.read(job_id)  # raises the one NotFound message (or reports a dangling link)
         with self.locked(job_id):
-            current = self.read(job_id)
+            current = self._read_for_update(job_id)
             before = current.state
             updated = mutate(current)
             if updated is None:
