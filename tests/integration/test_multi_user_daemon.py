@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,3 +179,29 @@ def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
     assert restarted and peak == 2 and overlap
     assert [system.state("vqa", j) for j in mine] == ["COMPLETED"] * 4
     assert reason is not None and reason.startswith("quota: max_concurrent_cpus (2/2)"), reason
+
+
+def test_a_user_deleted_after_submit_fails_closed(system: System) -> None:
+    """The drop cannot resolve the owner: FAILED, the command never ran (no ledger)."""
+    name = "vqgone"
+    subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True, timeout=60)
+    try:
+        system.admin("admin", "user", "add", name)
+        job = system.submit(name, "--not-before", "2s", "--", "touch", "ledger")
+        subprocess.run(["userdel", name], check=True, timeout=60)
+        tree = next((system.root / "users").glob(f"*/queue/{job}.json")).parent.parent
+        spec = wait_until(
+            lambda: (
+                (data := json.loads((tree / "queue" / f"{job}.json").read_text()))["state"]
+                in TERMINAL
+                and data
+            ),
+            timeout=30,
+        )
+        assert spec["state"] == "FAILED"
+        assert "launch failed" in spec["failure_reason"] and "passwd" in spec["failure_reason"]
+        receipt = json.loads((tree / "jobs" / job / "_vq" / "resource-usage.json").read_text())
+        assert receipt["command_status"] == "not_run"
+        assert not (tree / "jobs" / job / "ledger").exists()
+    finally:
+        subprocess.run(["userdel", name], capture_output=True, timeout=60)
