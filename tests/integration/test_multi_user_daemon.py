@@ -51,6 +51,14 @@ def test_each_job_runs_exactly_as_its_owner(system: System) -> None:
         spec = system.spec(user, job_id)
         assert spec["submitter"] == str(who.pw_uid)
         assert system.spec_path(user, job_id).stat().st_uid == who.pw_uid
+    # vq usage --by submitter: root sees one group per owner; a user only their own.
+    usage = json.loads(system.admin("usage", "--by", "submitter", "--json").stdout)
+    owners = {group["key"]: group["jobs"] for group in usage["groups"]}
+    assert owners == {str(pwd.getpwnam(user).pw_uid): 1 for user in jobs}
+    mine = json.loads(system.as_user("vqb", "usage", "--by", "submitter", "--json").stdout)
+    assert [group["key"] for group in mine["groups"]] == [str(pwd.getpwnam("vqb").pw_uid)]
+    table = system.admin("usage", "--by", "submitter").stdout
+    assert f"vqa ({pwd.getpwnam('vqa').pw_uid})" in table
 
 
 def test_a_job_over_its_memory_limit_is_oom_killed_through_its_group(system: System) -> None:

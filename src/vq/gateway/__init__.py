@@ -227,9 +227,9 @@ class Gateway(DiskVerbs):
     def disk_report_rows(self, now: datetime) -> tuple[list[dict[str, Any]], int]:
         """Report rows of every readable spec, and the number of unreadable ones."""
         from vq.services.reports import report_row
-        from vq.store.specs import SpecStore
+        from vq.store.owned import store_for
 
-        scan = SpecStore(self.paths).scan()
+        scan = store_for(self.paths).scan()
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
 
     # --- submission ---------------------------------------------------------------------
