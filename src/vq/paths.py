@@ -225,6 +225,11 @@ class StateLayout:
     def daemon_sock(self) -> Path:
         return self.root / "daemon.sock"
 
+    @property
+    def doorbell(self) -> Path:
+        """Multi-user mode: the datagram socket any user rings after writing a spec."""
+        return self.root / "doorbell.sock"
+
     # --- per job ---------------------------------------------------------------------
     def spec(self, job_id: str) -> Path:
         return self.queue_dir / f"{job_id}{SPEC_SUFFIX}"

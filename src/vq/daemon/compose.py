@@ -251,5 +251,6 @@ def compose_daemon(
             auto_resume=auto_resume,
             socket_access=multi_user.socket_access() if multi_user is not None else None,
             rescan_seconds=MULTI_USER_RESCAN_SECONDS if multi_user is not None else RESCAN_SECONDS,
+            doorbell=paths.doorbell if multi_user is not None else None,
         )
     )

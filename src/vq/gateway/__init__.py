@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vq._fs import read_regular
-from vq.client import Client
+from vq.client import Client, ring_doorbell
 from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError, VqError
 from vq.hosts_config import LaneSettings
@@ -251,9 +251,13 @@ class Gateway(DiskVerbs):
         from vq.services.submit import result_payload, submit
 
         self._require_own_tree()
-        if self.paths.owner_dir is not None:  # multi-user: the owner is the numeric euid
-            params = {**params, "submitter": str(os.geteuid())}
-        return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        if self.paths.owner_dir is None:
+            return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        # Multi-user: the owner is the numeric euid; then the daemon is told to look now.
+        params = {**params, "submitter": str(os.geteuid())}
+        payload = result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        ring_doorbell(self.paths.doorbell)
+        return payload
 
     def _require_own_tree(self) -> None:
         """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
