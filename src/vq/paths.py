@@ -307,11 +307,18 @@ class MultiUserLayout(StateLayout):
     """
 
     owners: OwnerMap = field(default_factory=OwnerMap, compare=False)
+    #: one layout per owner, built once (path arithmetic is a hot path of every scan)
+    _layouts: dict[int | None, StateLayout] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def owner_layout(self, job_id: str) -> StateLayout:
         uid = self.owners.get(job_id)
-        owner = self.users_dir / (str(uid) if uid is not None else "unowned")
-        return StateLayout(self.root, self.archive_override, owner)
+        layout = self._layouts.get(uid)
+        if layout is None:
+            owner = self.users_dir / (str(uid) if uid is not None else "unowned")
+            layout = self._layouts[uid] = StateLayout(self.root, self.archive_override, owner)
+        return layout
 
     @property
     def daemon_lock(self) -> Path:

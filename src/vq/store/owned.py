@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vq.domain.ids import is_job_id
-from vq.domain.owned_specs import OwnedSpec, classify
+from vq.domain.owned_specs import OwnedSpec, problem_of
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, InvalidInput, NotFound
@@ -173,8 +173,7 @@ class MultiOwnerSpecStore(SpecStore):
             spec.submitter,
             tuple(spec.depends_on or ()),
         )
-        verdict = classify([candidate], self.min_uid)
-        problem = verdict.rejected[0][1] if verdict.rejected else None
+        problem = problem_of(candidate, self.min_uid)
         foreign = [dep for dep in candidate.depends_on if owners.get(dep) not in (None, uid)]
         if problem is None and foreign:
             problem = f"depends on another owner's job ({foreign[0]})"
