@@ -308,9 +308,7 @@ class MultiUserLayout(StateLayout):
 
     owners: OwnerMap = field(default_factory=OwnerMap, compare=False)
     #: one layout per owner, built once (path arithmetic is a hot path of every scan)
-    _layouts: dict[int | None, StateLayout] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    _layouts: dict[int | None, StateLayout] = field(default_factory=dict, compare=False, repr=False)
 
     def owner_layout(self, job_id: str) -> StateLayout:
         uid = self.owners.get(job_id)

@@ -13,7 +13,7 @@ import pytest
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.errors import CorruptSpec, InvalidInput
+from vq.errors import CorruptSpec, InvalidInput, NotFound
 from vq.paths import MultiUserLayout, StateLayout
 from vq.store.owned import MultiOwnerSpecStore
 from vq.store.specs import encode_spec
@@ -92,6 +92,11 @@ def test_an_id_in_two_trees_quarantines_every_pending_copy_but_a_started_job_kee
     with pytest.raises(CorruptSpec, match="several owners"):
         store.update(pending, lambda s: s)
     assert store.owner(running) == VQA
+    # --uid: each owner's copy is still readable on its own, under the per-spec rules.
+    assert store.read_copy(pending, VQA).submitter == str(VQA)
+    assert store.read_copy(pending, VQB).submitter == str(VQB)
+    with pytest.raises(NotFound, match="no owner tree for uid 4242"):
+        store.read_copy(pending, 4242)
 
 
 def test_a_lock_file_planted_as_a_symlink_is_refused(

@@ -143,6 +143,14 @@ def test_tampered_specs_are_quarantined_and_never_steer_root(system: System) -> 
     assert canary.read_text() == "root's\n" and canary.stat().st_uid == 0
     ambiguous = system.admin("status", copied, check=False)
     assert ambiguous.returncode != 0 and "several owners" in ambiguous.stderr
+    assert "--uid" in ambiguous.stderr
+    # --uid reads one owner's copy: through the daemon (an admin) and from the disk (root).
+    mine = json.loads(system.admin("status", copied, "--uid", str(vqa.pw_uid), "--json").stdout)
+    assert mine["id"] == copied and mine["submitter"] == str(vqa.pw_uid)
+    seen = system.as_user("vqadm", "status", copied, "--uid", str(vqa.pw_uid), "--json")
+    assert json.loads(seen.stdout)["state"] == "PENDING"
+    theirs = system.admin("status", copied, "--uid", str(vqb.pw_uid), "--json").stdout
+    assert json.loads(theirs)["submitter"] == str(vqb.pw_uid)
     assert not (system.tree("vqa") / "jobs" / forged / "forged-ran").exists()
     assert system.spec("vqa", forged)["state"] == "PENDING"  # quarantined, never changed
 

@@ -143,15 +143,18 @@ class Gateway(DiskVerbs):
 
         return list_on_disk(self.local_context(), params)
 
-    def status(self, job_id: str) -> dict[str, Any]:
-        """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING)."""
-        view = self.call("status", {"id": job_id})
+    def status(self, job_id: str, uid: int | None = None) -> dict[str, Any]:
+        """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING).
+
+        ``uid`` (multi-user mode): the copy in that owner's tree, for an id several
+        owners' trees hold (a bare lookup of it is ambiguous)."""
+        view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
             return dict(view)
         from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
-        spec = ctx.store.read(job_id)
+        spec = ctx.store.read(job_id) if uid is None else ctx.store.read_copy(job_id, uid)
         return job_status(
             ctx,
             spec,

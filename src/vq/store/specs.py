@@ -143,7 +143,16 @@ class SpecStore:
     # --- reads -------------------------------------------------------------------------
     def read(self, job_id: str) -> JobSpec:
         """The current spec, or NotFound / CorruptSpec / UnsupportedSpecVersion."""
-        path = self.path(job_id)
+        return self._read_at(self.path(job_id), job_id)
+
+    def read_copy(self, job_id: str, uid: int) -> JobSpec:
+        """Multi-user mode: the copy of ``job_id`` in owner ``uid``'s tree (``--uid``)."""
+        raise InvalidInput(
+            "--uid selects an owner's tree, which only multi-user mode has",
+            hint="leave out --uid",
+        )
+
+    def _read_at(self, path: Path, job_id: str) -> JobSpec:
         try:
             # Non-blocking, no symlink, regular files only: a FIFO or a link planted in the
             # queue is quarantined, never waited on or followed.

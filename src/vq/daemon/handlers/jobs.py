@@ -23,6 +23,7 @@ from vq.protocol.methods import (
     SchedulerResolveParams,
     SchedulerResolveResult,
     SpecResult,
+    StatusParams,
     StatusResult,
     SubmitResult,
 )
@@ -89,9 +90,12 @@ class JobHandlers:
         self._inbox.wake()
         return SubmitResult.model_validate(result_payload(result))
 
-    def status(self, params: JobIdParams) -> StatusResult:
-        spec = self._ctx.store.read(params.id)
-        self._index.upsert(spec)
+    def status(self, params: StatusParams) -> StatusResult:
+        if params.uid is not None:  # one owner's copy (of a quarantined id): not indexed
+            spec = self._ctx.store.read_copy(params.id, params.uid)
+        else:
+            spec = self._ctx.store.read(params.id)
+            self._index.upsert(spec)
         view = job_status(
             self._ctx,
             spec,
