@@ -1,7 +1,8 @@
 """Chaos: SIGKILL the multi-user root daemon while three users' jobs run (§4.7, §7.1).
 
-Every job appends its ``id -u`` to a ledger in its own workspace when it starts. The
-daemon is killed with SIGKILL twice while jobs run and restarted each time; at the end
+Every job appends its ``id -u`` to a ledger in its own workspace when it starts. Each of
+two rounds submits a job per user and kills the daemon with SIGKILL once one of them
+runs, then restarts it; a last batch runs on the restarted daemon. At the end
 every job COMPLETED exactly once (one ledger line: 0 lost, 0 run twice), each as its
 owner (the line is the owner's uid), and the owners recorded in the specs are intact.
 """
@@ -23,7 +24,7 @@ from tests.multi_user_support import TERMINAL, System, make_system, needs_multi_
 pytestmark = needs_multi_user
 
 USERS = ("vqa", "vqb", "vqteam1")
-JOB = "id -u >> ledger; sleep 2"
+JOB = "id -u >> ledger; sleep 3"
 
 
 @pytest.fixture
@@ -45,17 +46,22 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+def _any_running(system: System, batch: list[tuple[str, str]]) -> bool:
+    return any(system.state(user, job) == "RUNNING" for user, job in batch)
+
+
 def test_sigkilled_root_daemon_loses_nothing_and_runs_each_job_once_as_its_owner(
     system: System,
 ) -> None:
-    jobs = [(user, system.submit(user, "--", "sh", "-c", JOB)) for _ in range(3) for user in USERS]
-    for _ in range(2):
-        wait_until(
-            lambda: any(system.state(user, job) == "RUNNING" for user, job in jobs), timeout=30
-        )
+    jobs: list[tuple[str, str]] = []
+    for _ in range(2):  # each round: a batch of every user's jobs, killed while one runs
+        batch = [(user, system.submit(user, "--", "sh", "-c", JOB)) for user in USERS]
+        jobs += batch
+        wait_until(lambda: _any_running(system, batch), timeout=60)
         _kill_daemon(system)
         time.sleep(0.5)  # jobs go on without their daemon
         start(system)
+    jobs += [(user, system.submit(user, "--", "sh", "-c", JOB)) for user in USERS]
     for user, job in jobs:
         system.wait_state(user, job, *TERMINAL, timeout=120)
     log = (system.root / "daemon.log").read_text()

@@ -405,11 +405,7 @@ class Supervisor:
             # The command never started: a dispatch failure, never a payload exit code
             # consuming a retry.
             end = self.lifecycle.fail_dispatch(job_id, f"launch failed: {spawn_failure}")
-        elif (
-            marker_backed
-            and self.executor.privilege_drop is not None
-            and self.executor.oom_killed(job_id)
-        ):
+        elif marker_backed and self.executor.oom_killed(job_id):
             end = self.lifecycle.watchdog_verdict(
                 job_id,
                 JobState.OOM_KILLED,

@@ -233,7 +233,9 @@ class LocalExecutor:
     def oom_killed(self, job_id: str) -> bool:
         """Whether the kernel killed the command for its memory limit: the collector's
         receipt counts OOM kills in the job's own cgroup (the privilege drop's group) and
-        the command died of SIGKILL."""
+        the command died of SIGKILL. Only a dropped job has such a group of its own."""
+        if self.privilege_drop is None:
+            return False
         try:
             receipt = json.loads(read_regular(self.paths.resource_usage(job_id), 1 << 16))
         except (OSError, ValueError):
