@@ -9,6 +9,7 @@ owner (the line is the owner's uid), and the owners recorded in the specs are in
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import re
@@ -57,7 +58,7 @@ def test_sigkilled_root_daemon_loses_nothing_and_runs_each_job_once_as_its_owner
     for _ in range(2):  # each round: a batch of every user's jobs, killed while one runs
         batch = [(user, system.submit(user, "--", "sh", "-c", JOB)) for user in USERS]
         jobs += batch
-        wait_until(lambda: _any_running(system, batch), timeout=60)
+        wait_until(functools.partial(_any_running, system, batch), timeout=60)
         _kill_daemon(system)
         time.sleep(0.5)  # jobs go on without their daemon
         start(system)
