@@ -163,10 +163,19 @@ def _replace_as(path: Path, spec: dict[str, Any], who: pwd.struct_passwd) -> Non
     temp.rename(path)
 
 
+def _quota_reason(system: System, job: str) -> str | None:
+    """The admin's view of a waiting job's reason, once it names a quota."""
+    answer = system.as_user("vqadm", "status", job, "--json", check=False)
+    if answer.returncode != 0:
+        return None
+    reason = json.loads(answer.stdout).get("pending_reason")
+    return reason if isinstance(reason, str) and reason.startswith("quota:") else None
+
+
 def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
     """vqa may hold 2 CPUs: of four 1-CPU jobs never more than two run, across a restart,
     while vqb's jobs run beside them; a waiting job says why."""
-    script = "sleep 4"
+    script = "sleep 6"
     mine = [system.submit("vqa", "--", "sh", "-c", script) for _ in range(4)]
     theirs = [system.submit("vqb", "--", "sh", "-c", script) for _ in range(2)]
     peak, overlap, reason = 0, False, None
@@ -180,9 +189,7 @@ def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
             overlap = True
         if reason is None and running == 2 and "PENDING" in states:
             waiting = mine[states.index("PENDING")]
-            answer = system.as_user("vqadm", "status", waiting, "--json", check=False)
-            if answer.returncode == 0:
-                reason = json.loads(answer.stdout).get("pending_reason")
+            reason = wait_until(lambda job=waiting: _quota_reason(system, job), timeout=20)
         if not restarted and running == 2:
             system.admin("daemon", "stop")
             start(system)
