@@ -94,6 +94,7 @@ def test_an_owner_kills_their_own_running_job(system: System) -> None:
     job = system.submit("vqa", "--", "sleep", "300")
     system.wait_state("vqa", job, "RUNNING")
     wait_until(lambda: processes_with_env(f"VQ_JOB_ID={job}"))
+    wait_until(lambda: system.spec("vqa", job).get("pgid"))  # the launch is recorded
     system.as_user("vqa", "kill", job)
     assert system.wait_state("vqa", job, *TERMINAL) == "KILLED"
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
