@@ -35,6 +35,7 @@ import bench_floors
 import bench_idle
 import bench_lanes
 import bench_list
+import bench_multi_user
 import bench_pack
 import bench_publish
 import bench_remote
@@ -74,6 +75,7 @@ GROUPS: list[tuple[str, Callable[[], list[Result]]]] = [
     ("fleet (a)–(c): the fleet console over SSH", bench_fleet.run),
     ("lanes (a)–(d): Slurm lanes over SSH", bench_lanes.run),
     ("campaign (a), (c): the controller over three hosts", bench_campaign_remote.run),
+    ("multi-user (a)–(c): root daemon over per-user trees", bench_multi_user.run),
 ]
 
 

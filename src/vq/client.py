@@ -8,6 +8,7 @@ answer is re-raised as the typed error the daemon sent.
 from __future__ import annotations
 
 import itertools
+import os
 import socket
 
 from vq.errors import DaemonNotRunning, ProtocolError
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Client"]
+__all__ = ["Client", "ring_doorbell"]
 
 #: Responses (e.g. a listing of 100,000 jobs) may be larger than requests.
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
@@ -45,6 +46,13 @@ class Client:
             raise DaemonNotRunning(
                 f"no vq daemon is answering on {self.socket_path}",
                 hint="start one with `vq daemon start`",
+            ) from exc
+        except PermissionError as exc:
+            sock.close()
+            raise DaemonNotRunning(
+                f"the daemon socket {self.socket_path} is not open to this user "
+                "(a multi-user daemon's socket is for its admin group)",
+                hint="your own jobs are read and written in your tree without the daemon",
             ) from exc
         except OSError:
             sock.close()
@@ -77,3 +85,15 @@ class Client:
         except (DaemonNotRunning, OSError, ProtocolError):
             return None
         return result if isinstance(result, dict) else None
+
+
+def ring_doorbell(path: str | os.PathLike[str]) -> bool:
+    """Ring a multi-user daemon's doorbell (``vq.daemon.doorbell``): one datagram, best
+    effort, never blocking; True if it was delivered. It carries nothing but "look now"."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.setblocking(False)
+            sock.sendto(b"!", os.fspath(path))
+        return True
+    except OSError:
+        return False

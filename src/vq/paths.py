@@ -38,13 +38,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from vq import _roots
+from vq import _multi_root, _roots
 
-__all__ = ["StateLayout", "StatePaths", "resolve_config_root", "resolve_state_root"]
+__all__ = [
+    "MultiUserLayout",
+    "OwnerMap",
+    "StateLayout",
+    "StatePaths",
+    "client_layout",
+    "resolve_config_root",
+    "resolve_state_root",
+]
 
 SPEC_SUFFIX = ".json"
 
@@ -195,7 +203,15 @@ class StateLayout:
 
     @property
     def daemon_lock(self) -> Path:
+        """``queue/.vq-daemon.lock``; of an owner's tree, the system root's one lock."""
+        if self.owner_dir is not None:
+            return self.root / ".vq-daemon.lock"
         return self.queue_dir / ".vq-daemon.lock"
+
+    @property
+    def storage_probe(self) -> Path:
+        """The spec-sized durable write that tells whether specs can be written again."""
+        return self.queue_dir / ".vq-storage-probe.tmp"
 
     @property
     def daemon_pid(self) -> Path:
@@ -208,6 +224,11 @@ class StateLayout:
     @property
     def daemon_sock(self) -> Path:
         return self.root / "daemon.sock"
+
+    @property
+    def doorbell(self) -> Path:
+        """Multi-user mode: the datagram socket any user rings after writing a spec."""
+        return self.root / "doorbell.sock"
 
     # --- per job ---------------------------------------------------------------------
     def spec(self, job_id: str) -> Path:
@@ -247,3 +268,90 @@ class StateLayout:
 
 #: The name this layout had before it covered multi-user trees; the same class.
 StatePaths = StateLayout
+
+
+class OwnerMap:
+    """Which owner (uid) each job id of a multi-user root belongs to (§2.4).
+
+    Filled by discovery over ``users/<uid>/queue``; once an id has an owner it keeps it,
+    so a copy planted later in another tree cannot redirect the job's files. Ids found
+    in several trees at their first discovery are *ambiguous* and have no owner.
+    """
+
+    def __init__(self) -> None:
+        self._owner: dict[str, int] = {}
+        self.ambiguous: dict[str, tuple[int, ...]] = {}
+
+    def get(self, job_id: str) -> int | None:
+        return self._owner.get(job_id)
+
+    def set(self, job_id: str, uid: int) -> None:
+        self._owner.setdefault(job_id, uid)
+
+    def forget(self, job_id: str) -> None:
+        self._owner.pop(job_id, None)
+        self.ambiguous.pop(job_id, None)
+
+    def items(self) -> list[tuple[str, int]]:
+        return list(self._owner.items())
+
+
+@dataclass(frozen=True)
+class MultiUserLayout(StateLayout):
+    """The system root of multi-user mode, as the root daemon sees it (§2.4).
+
+    Daemon-wide files stay at the root (``.vq-daemon.lock`` too); every per-job path is
+    routed to its owner's tree ``users/<uid>/`` through ``owners``. A job id with no
+    known owner routes to ``users/unowned/``, which never exists, so nothing of it is
+    read or written.
+    """
+
+    owners: OwnerMap = field(default_factory=OwnerMap, compare=False)
+    #: one layout per owner, built once (path arithmetic is a hot path of every scan)
+    _layouts: dict[int | None, StateLayout] = field(default_factory=dict, compare=False, repr=False)
+
+    def owner_layout(self, job_id: str) -> StateLayout:
+        uid = self.owners.get(job_id)
+        layout = self._layouts.get(uid)
+        if layout is None:
+            owner = self.users_dir / (str(uid) if uid is not None else "unowned")
+            layout = self._layouts[uid] = StateLayout(self.root, self.archive_override, owner)
+        return layout
+
+    @property
+    def daemon_lock(self) -> Path:
+        return self.root / ".vq-daemon.lock"
+
+    @property
+    def storage_probe(self) -> Path:
+        return self.root / ".vq-storage-probe.tmp"
+
+    def queue_of(self, uid: int) -> Path:
+        return self.users_dir / str(uid) / "queue"
+
+    def spec(self, job_id: str) -> Path:
+        return self.owner_layout(job_id).spec(job_id)
+
+    def workspace(self, job_id: str) -> Path:
+        return self.owner_layout(job_id).workspace(job_id)
+
+    def workdir(self, job_id: str) -> Path:
+        return self.owner_layout(job_id).workdir(job_id)
+
+    def ensure(self) -> None:
+        """Nothing: the system tree is checked and repaired by ``system_tree`` instead."""
+
+
+def client_layout(env: Mapping[str, str] | None = None, euid: int | None = None) -> StateLayout:
+    """The layout a CLI works on: in multi-user mode (:mod:`vq._multi_root`) root gets the
+    whole system root and any other user their own ``users/<euid>`` tree (daemon-wide
+    files such as ``daemon.sock`` stay at the system root); otherwise the single-user
+    state root. Raises :class:`vq._multi_root.UnreadablePolicy` (fail closed)."""
+    env = os.environ if env is None else env
+    root = _multi_root.multi_user_root(env)
+    if root is None:
+        return StateLayout.from_env(env)
+    euid = os.geteuid() if euid is None else euid
+    if euid == 0:
+        return MultiUserLayout(Path(root))
+    return StateLayout(Path(root)).for_owner(euid)

@@ -33,11 +33,13 @@ def test_a_root_daemon_without_policy_refuses_and_leaves_nothing(vq: Vq) -> None
         assert not vq.root.exists()  # no state tree, daemon.log or daemon.pid
 
 
-def test_an_enabled_policy_fails_closed(vq: Vq) -> None:
+def test_an_enabled_policy_this_build_cannot_serve_fails_closed(vq: Vq) -> None:
+    """The systemd drop is not built: refused, never a root daemon running jobs as root
+    (the collector drop starts a multi-user daemon: tests/system/test_multi_user_daemon.py)."""
     config = Path(vq.env["VQ_CONFIG_DIR"])
     config.mkdir()
     (config / "config.toml").write_text(
-        '[multi_user]\nenabled = true\nprivilege_drop = "collector"\n'
+        '[multi_user]\nenabled = true\nprivilege_drop = "systemd"\n'
     )
     refused = vq.run("daemon", "start", "--allow-root", check=False, timeout=60)
     assert refused.returncode == 9

@@ -194,7 +194,12 @@ def test_usage_by_name_and_state() -> None:
     by_state = {g["key"]: g["jobs"] for g in build_usage(rows, "state", None, NOW)["groups"]}
     assert by_state == {"COMPLETED": 2, "FAILED": 1}
     with pytest.raises(ValueError, match="grouping"):
-        build_usage(rows, "submitter", None, NOW)
+        build_usage(rows, "owner", None, NOW)
+    rows[0]["submitter"] = "1003"
+    by_submitter = {
+        g["key"]: g["jobs"] for g in build_usage(rows, "submitter", None, NOW)["groups"]
+    }
+    assert by_submitter == {"1003": 1, None: 2}
 
 
 def test_report_row_carries_the_accounting_fields() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,21 @@ def test_root_refuses_an_invalid_configuration_even_with_allow_root() -> None:
         start_mode(0, True, broken, env={})
 
 
-def test_an_enabled_policy_fails_closed_until_jobs_can_drop_privileges() -> None:
-    enabled = lambda: settings(enabled=True, privilege_drop="collector")  # noqa: E731
+def test_an_enabled_policy_without_a_built_drop_fails_closed() -> None:
+    enabled = lambda: settings(enabled=True, privilege_drop="systemd")  # noqa: E731
     for allow_root in (False, True):  # the policy beats the flag
         with pytest.raises(ConfigError, match="refuses to start rather than run jobs as root"):
             start_mode(0, allow_root, enabled, env={})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the system root is checked and repaired as root")
+def test_an_enabled_collector_policy_starts_the_multi_user_daemon(tmp_path: Path) -> None:
+    enabled = lambda: settings(enabled=True, privilege_drop="collector")  # noqa: E731
+    env = {"VQ_MULTI_USER_ROOT": str(tmp_path / "system")}
+    for allow_root in (False, True):  # the policy beats the flag
+        mode = start_mode(0, allow_root, enabled, env=env)
+        assert mode.kind == "multi_user" and mode.warning is None
+    assert (tmp_path / "system" / "users").is_dir()
 
 
 def test_enabled_needs_an_explicit_privilege_drop() -> None:
@@ -90,5 +101,7 @@ def test_doctor_reports_the_multi_user_mode_and_why() -> None:
 
     assert check_multi_user(settings).status == "ok"
     enabled = check_multi_user(lambda: settings(enabled=True, privilege_drop="collector"))
-    assert enabled.status == "fail" and "privilege_drop = collector" in enabled.message
+    assert enabled.status == "ok" and "privilege_drop = collector" in enabled.message
+    unbuilt = check_multi_user(lambda: settings(enabled=True, privilege_drop="systemd"))
+    assert unbuilt.status == "fail" and "only the collector drop" in unbuilt.message
     assert check_multi_user(broken).status == "warn"

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from vq.cli.output import echo_json, warn
 from vq.client import Client
+from vq.errors import ConfigError
 from vq.gateway import Gateway, since_moment
-from vq.paths import StatePaths
+from vq.paths import StatePaths, client_layout
 
 if TYPE_CHECKING:
     pass
@@ -32,7 +33,18 @@ __all__ = [
 
 
 def paths() -> StatePaths:
-    return StatePaths.from_env()
+    """This CLI's layout (:func:`vq.paths.client_layout`): in multi-user mode the caller's
+    own tree (root: the whole system root), else the single-user state root."""
+    from vq._multi_root import UnreadablePolicy
+
+    try:
+        layout = client_layout()
+    except UnreadablePolicy as exc:
+        raise ConfigError(
+            f"the system multi-user policy cannot be read: {exc}",
+            hint="an administrator fixes the system config (docs/multi-user.md)",
+        ) from None
+    return layout
 
 
 def client(timeout: float = 60.0) -> Client:

@@ -91,7 +91,14 @@ def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 @click.option("--group", help="Summarize an array or chain group instead of one job.")
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and derived fields as JSON.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
-def status(job_id: str | None, group: str | None, as_json: bool, raw: bool) -> None:
+@click.option(
+    "--uid",
+    type=click.IntRange(0, 2**31 - 1),
+    help="Multi-user mode: the copy in this owner's tree (an id several owners hold).",
+)
+def status(
+    job_id: str | None, group: str | None, as_json: bool, raw: bool, uid: int | None
+) -> None:
     """Everything known about one job (or a one-line summary of a group)."""
     if group is not None or job_id is None:
         if group is None:
@@ -109,7 +116,7 @@ def status(job_id: str | None, group: str | None, as_json: bool, raw: bool) -> N
         else:
             click.echo(summary["summary"])
         return
-    view = gateway().status(job_id)
+    view = gateway().status(job_id, uid)
     if as_json:
         echo_json(view)
         return

@@ -119,11 +119,11 @@ def usage_report(by: str, since: str | None) -> dict[str, Any]:
 @click.command()
 @click.option(
     "--by",
-    type=click.Choice(["tag", "name", "day", "state", "total"]),
+    type=click.Choice(["tag", "name", "day", "state", "submitter", "total"]),
     default="tag",
     show_default=True,
     help="Group by tag (a job counts under each), job name, UTC start date, state, "
-    "or one total group.",
+    "submitter (multi-user: the owner's uid), or one total group.",
 )
 @click.option("--since", help="Only jobs started since an ISO time or a duration ago (7d).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -139,6 +139,16 @@ def usage(by: str, since: str | None, as_json: bool) -> None:
 def _hours(value: float) -> str:
     """Two decimals, or four for a small nonzero amount (so short jobs do not read 0)."""
     return f"{value:.4f}" if 0 < value < 0.01 else f"{value:.2f}"
+
+
+def _user_label(submitter: str) -> str:
+    """``name (uid)`` for a numeric submitter the passwd database knows, else as given."""
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(int(submitter)).pw_name} ({submitter})"
+    except (KeyError, ValueError, OverflowError):
+        return submitter
 
 
 def _print_usage(report: dict[str, Any]) -> None:
@@ -157,6 +167,8 @@ def _print_usage(report: dict[str, Any]) -> None:
     table.add_column("CPU H", justify="right", footer=_hours(total["cpu_hours"]))
     for group in report["groups"]:
         key = group["key"]
+        if key is not None and report["by"] == "submitter":
+            key = _user_label(key)
         table.add_row(
             Text(key) if key is not None else Text("(none)", style="dim"),
             str(group["jobs"]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from vq import _roots
+from vq import _multi_root, _roots
 from vq.cli.output import NO_DAEMON, echo_json, note, print_error, warn
 from vq.cli.submit_options import build_params, parse_fast
 from vq.errors import DaemonNotRunning, VqError
@@ -43,6 +43,15 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     """
     from vq.client import Client
 
+    try:
+        multi_user = _multi_root.multi_user_root(os.environ) is not None
+    except _multi_root.UnreadablePolicy:
+        multi_user = True  # the layout below reports it (fail closed)
+    if multi_user:
+        # Multi-user mode: written to the submitter's own tree, where the daemon finds it.
+        from vq.cli.common import gateway
+
+        return gateway().submit_on_disk(params)
     sock = _roots.daemon_socket(os.environ)
     if os.path.exists(sock):
         try:

@@ -10,13 +10,16 @@ import logging
 import os
 import sys
 
-from vq.config import load_settings
-from vq.config_multi_user import allow_root_from_env
+from vq.config import Settings, load_settings
+from vq.config_multi_user import allow_root_from_env, multi_user_root
 from vq.errors import VqError
-from vq.paths import StatePaths
+from vq.paths import MultiUserLayout, StatePaths
+from vq.services.admin_token import admin_token_path
 from vq.services.root_guard import start_mode
+from vq.services.system_tree import admin_gid
 
 from .compose import compose_daemon
+from .multi_user import MultiUser
 from .sidecar import DEFAULT_WEB_PORT, WebOptions
 
 
@@ -35,6 +38,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         "--allow-root", action="store_true", help="As root: a single-user daemon (CI, containers)."
     )
     return parser.parse_args(argv)
+
+
+def _system_root(settings: Settings) -> tuple[StatePaths, MultiUser]:
+    """The system root's layout and the multi-user parts (ConfigError: no admin group)."""
+    policy = settings.multi_user
+    runtime = MultiUser(
+        policy=policy,
+        quotas=settings.quotas.policy(),
+        admin_gid=admin_gid(policy),
+        token_path=admin_token_path(os.environ),
+    )
+    return MultiUserLayout(multi_user_root(os.environ)), runtime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             lambda: load_settings(overrides={"daemon": overrides} if overrides else None),
         )
         settings = mode.settings
+        multi_user = None
+        if mode.kind == "multi_user":
+            paths, multi_user = _system_root(settings)
         paths.ensure()
     except VqError as exc:
         print(f"vq: error: {exc.message}", file=sys.stderr)
@@ -85,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             auto_resume=auto_resume,
             web=web,
             overrides={"daemon": overrides} if overrides else None,
+            multi_user=multi_user,
         )
         return daemon.run()
     except VqError as exc:

@@ -47,6 +47,7 @@ from vq.transport.local import LocalRunner
 
 from .config_log import log_effective_config
 from .dispatch import Dispatcher
+from .doorbell import Doorbell
 from .handlers.info import DaemonFacts
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
@@ -54,7 +55,7 @@ from .index import JobIndex
 from .notify import Notifier
 from .pressure import PressureGuard
 from .recovery import recover
-from .rpc import Route, RpcServer
+from .rpc import Route, RpcServer, SocketAccess
 from .sidecar import WebSidecar
 from .storage import StorageGuard
 from .supervisor import Supervisor
@@ -119,6 +120,13 @@ class DaemonParts:
     runner: LocalRunner
     web: WebSidecar | None
     auto_resume: bool
+    #: multi-user mode: ``daemon.sock`` as root:<admin group> 0660 with the token guard
+    socket_access: SocketAccess | None = None
+    #: how often foreign spec files are looked for (multi-user: users' CLIs cannot
+    #: wake a daemon whose socket is the admins', so they are looked for every second)
+    rescan_seconds: float = 5.0
+    #: multi-user mode: users ring it after writing a spec (the loop then lists at once)
+    doorbell: Path | None = None
 
 
 class Daemon:
@@ -129,6 +137,10 @@ class Daemon:
         self.paths = parts.paths
         self.stop_requested = threading.Event()
         self._last_rescan = time.monotonic()
+        self._rung = threading.Event()
+        self._doorbell = (
+            Doorbell(parts.doorbell, self._on_ring) if parts.doorbell is not None else None
+        )
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
 
@@ -213,8 +225,11 @@ class Daemon:
                 self.paths.daemon_sock,
                 self.parts.routes,
                 max_connections=self.parts.settings.daemon.max_connections,
+                access=self.parts.socket_access,
             )
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
+            if self._doorbell is not None:
+                self._doorbell.start()
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
                 self.parts.web.start()
@@ -231,6 +246,11 @@ class Daemon:
             return 0
         finally:
             self.shutdown()
+
+    def _on_ring(self) -> None:
+        """A user wrote a spec: list the owners' queues at the next pass (doorbell thread)."""
+        self._rung.set()
+        self.parts.inbox.wake()
 
     def tick(self) -> float:
         """One pass of the main loop; returns how long to sleep (unless woken) before the next.
@@ -250,7 +270,8 @@ class Daemon:
         parts.supervisor.process()
         parts.watchdog.check()
         parts.pressure.check()  # every pass: it holds dispatch with no job running too
-        if time.monotonic() - self._last_rescan >= RESCAN_SECONDS:
+        if self._rung.is_set() or time.monotonic() - self._last_rescan >= parts.rescan_seconds:
+            self._rung.clear()
             parts.index.refresh_names(if_changed=True)
             self._last_rescan = time.monotonic()
         parts.dispatcher.run_pass()
@@ -258,7 +279,7 @@ class Daemon:
         active = parts.lanes.active()
         for lane in active:
             lane.tick()
-        timeout = parts.settings.daemon.tick_seconds
+        timeout = min(parts.settings.daemon.tick_seconds, parts.rescan_seconds)
         deadlines = [parts.supervisor.next_deadline(), parts.watchdog.next_deadline()]
         deadlines += [lane.next_deadline() for lane in active]
         for deadline in deadlines:
@@ -273,6 +294,8 @@ class Daemon:
     def shutdown(self) -> None:
         """Stop the web child and the RPC server, close the fork server, drop the lock."""
         parts = self.parts
+        if self._doorbell is not None:
+            self._doorbell.stop()
         if parts.web is not None:
             parts.web.stop()
         if self._server is not None:

@@ -15,16 +15,17 @@ from typing import Any
 
 from vq.config import Settings, WatchdogSettings
 from vq.domain.spec import JobSpec
-from vq.errors import VqError
+from vq.errors import ConfigError, VqError
 from vq.executors.local import LocalExecutor
+from vq.executors.owner_drop import PrivilegeDrop
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
-from vq.paths import StatePaths
+from vq.paths import MultiUserLayout, StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.transport.local import LocalRunner
 
-from .app import Daemon, DaemonParts
+from .app import RESCAN_SECONDS, Daemon, DaemonParts
 from .dispatch import Dispatcher
 from .handlers.control import ControlHandlers
 from .handlers.health import HealthHandler, HealthParts
@@ -35,6 +36,7 @@ from .handlers.views import IndexViews
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
+from .multi_user import MultiUser, OwnerQuotas
 from .notify import Notifier
 from .pressure import PressureGuard
 from .routes import build_routes
@@ -47,6 +49,9 @@ from .watchdog import Watchdog
 
 __all__ = ["compose_daemon"]
 
+#: Multi-user mode: users' CLIs write their own trees and cannot wake the daemon.
+MULTI_USER_RESCAN_SECONDS = 1.0
+
 
 def compose_daemon(
     paths: StatePaths,
@@ -56,11 +61,13 @@ def compose_daemon(
     overrides: dict[str, Any] | None = None,
     web: WebOptions | None = None,
     env: Mapping[str, str] | None = None,
+    multi_user: MultiUser | None = None,
 ) -> Daemon:
     """One daemon for ``paths`` with ``settings`` (ConfigError: an unusable webhook secret).
 
     ``overrides`` are the command line's ``[daemon]`` settings, kept across reloads;
-    ``env`` is the environment jobs inherit (default: this process's).
+    ``env`` is the environment jobs inherit (default: this process's). ``multi_user``
+    (with a :class:`~vq.paths.MultiUserLayout`): the root daemon of every user's tree.
     """
     environ = dict(os.environ if env is None else env)
     ctx = ServiceContext(
@@ -69,7 +76,11 @@ def compose_daemon(
         profiles=settings.profile,
         programs=settings.programs,
         default_recover_on_reboot=auto_resume,  # only the default of later submits
+        min_uid=multi_user.policy.min_uid if multi_user is not None else 1000,
     )
+    owner_of = paths.owners.get if isinstance(paths, MultiUserLayout) else None
+    if multi_user is not None and owner_of is None:
+        raise ConfigError("a multi-user daemon needs the system root's layout")
     inbox = LoopInbox()
     loop_calls = LoopCalls(inbox.call_soon)
     index = JobIndex(ctx.store)
@@ -82,7 +93,16 @@ def compose_daemon(
         on_change=index.upsert,
         on_ended=lambda spec: inbox.call_soon(lambda: ended.job_ended(spec)),
     )
-    executor = LocalExecutor(paths, runner=runner)
+    executor = LocalExecutor(
+        paths,
+        runner=runner,
+        privilege_drop=PrivilegeDrop(owner_of) if owner_of is not None else None,
+    )
+    quotas = (
+        OwnerQuotas(multi_user.quotas, owner_of)
+        if multi_user is not None and owner_of is not None
+        else None
+    )
     #: Scheduler lanes this daemon drives: executors that dispatch their own jobs.
     #: Rebuilt on a reload (``Holds`` applies the new ``[hosts]`` on the loop).
     make_lane = lane_factory(
@@ -141,6 +161,7 @@ def compose_daemon(
         environ,
         hold=lambda: pressure.holding or holds.holding or storage.holding,
         affinity_cores=affinity_cores,
+        quotas=quotas,
     )
 
     def reconfigure(watch: WatchdogSettings) -> None:
@@ -172,6 +193,7 @@ def compose_daemon(
         supervisor.start_grace,
         dispatch_hold,
         storage_hold=storage.hold_dict,
+        quota_reason=quotas.reason if quotas is not None else None,
         executors=executors,
         lanes=lanes,
         loop_calls=loop_calls,
@@ -227,5 +249,8 @@ def compose_daemon(
             runner=runner,
             web=WebSidecar(paths, web) if web is not None else None,
             auto_resume=auto_resume,
+            socket_access=multi_user.socket_access() if multi_user is not None else None,
+            rescan_seconds=MULTI_USER_RESCAN_SECONDS if multi_user is not None else RESCAN_SECONDS,
+            doorbell=paths.doorbell if multi_user is not None else None,
         )
     )

@@ -51,6 +51,7 @@ from vq.domain.programs import (
     dispatch_refusal,
     program_environment,
 )
+from vq.domain.quotas import Holder, OwnerLoad, load_of
 from vq.domain.spec import JobSpec
 from vq.errors import StorageError, VqError
 from vq.executors.base import JobHandle, LaunchResult
@@ -64,6 +65,7 @@ from vq.services.runtime_generations import Generation, generation_problem
 from vq.transport.local import LocalRunner
 
 from .index import JobIndex
+from .multi_user import OwnerQuotas
 from .supervisor import Supervisor
 
 __all__ = ["Dispatcher", "job_environment"]
@@ -121,8 +123,10 @@ class Dispatcher:
         hold: Callable[[], bool] = lambda: False,
         runner: LocalRunner | None = None,
         affinity_cores: Callable[[], frozenset[int] | None] = lambda: None,
+        quotas: OwnerQuotas | None = None,
     ) -> None:
         self.ctx = ctx
+        self._quotas = quotas
         self.supervisor = supervisor
         self.executors = executors
         self.lifecycle = lifecycle
@@ -160,7 +164,12 @@ class Dispatcher:
         # Consumed lazily, in order, only until the free slots are taken: a pass costs
         # about the jobs it looks at, not the length of the queue.
         chosen = plan_dispatch(
-            self._limit_groups(live), usage, caps, now, self.ctx.base_caps, ordered=True
+            self._limit_quotas(self._limit_groups(live)),
+            usage,
+            caps,
+            now,
+            self.ctx.base_caps,
+            ordered=True,
         )
         ready: list[tuple[str, ProgramStatus | None]] = []
         for job_id in chosen:
@@ -288,6 +297,33 @@ class Dispatcher:
                 if running.get(group_id, 0) >= limit:
                     continue
                 running[group_id] = running.get(group_id, 0) + 1
+            yield request
+
+    def _limit_quotas(self, candidates: Iterator[Request]) -> Iterator[Request]:
+        """Multi-user mode: skip jobs whose owner is at a quota (lazily); a job with no
+        trusted owner never starts."""
+        quotas = self._quotas
+        if quotas is None:
+            yield from candidates
+            return
+        for job_id in [j for j in quotas.waiting if not self._index.is_pending(j)]:
+            quotas.waiting.pop(job_id, None)
+        holders = []
+        for job_id in self.supervisor.holders:
+            owner, spec = quotas.owner_of(job_id), self._index.get(job_id)
+            if owner is not None:
+                holders.append(Holder(owner, job_id, spec.cpus if spec is not None else 1))
+        load = load_of(holders)
+        for request in candidates:
+            owner = quotas.owner_of(request.job_id)
+            if owner is None:
+                continue
+            reason = quotas.policy.blocker(owner, request.cpus, load)
+            if reason is not None:
+                quotas.waiting[request.job_id] = reason
+                continue
+            quotas.waiting.pop(request.job_id, None)
+            load[owner] = load.get(owner, OwnerLoad()).plus(request.cpus)
             yield request
 
     def _check_program(self, job_id: str) -> tuple[bool, ProgramStatus | None]:

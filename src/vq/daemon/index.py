@@ -21,7 +21,6 @@ from collections.abc import Iterable
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.paths import SPEC_SUFFIX
 from vq.store.specs import Quarantined, ScanResult, SpecStore
 
 __all__ = ["JobIndex"]
@@ -42,23 +41,7 @@ def _signature(store: SpecStore, job_id: str) -> Signature | None:
 
 
 def _signatures(store: SpecStore, ids: list[str]) -> dict[str, Signature | None]:
-    """:func:`_signature` of many specs at once: one directory fd, no path objects."""
-    try:
-        fd = os.open(store.paths.queue_dir, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return dict.fromkeys(ids)
-    out: dict[str, Signature | None] = {}
-    try:
-        for job_id in ids:
-            try:
-                st = os.stat(job_id + SPEC_SUFFIX, dir_fd=fd)
-            except OSError:
-                out[job_id] = None
-                continue
-            out[job_id] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    finally:
-        os.close(fd)
-    return out
+    return store.signatures(ids)
 
 
 class JobIndex:
@@ -207,10 +190,7 @@ class JobIndex:
         whenever the mtime is unchanged (an idle daemon then costs nothing per rescan).
         """
         checked_at = time.time_ns()
-        try:
-            mtime = os.stat(self._store.paths.queue_dir).st_mtime_ns
-        except OSError:
-            mtime = None
+        mtime = self._store.queue_stamp()
         unchanged = mtime is not None and mtime == self._listed_mtime
         if unchanged and (if_changed or self._listed_settled):
             return 0
@@ -224,6 +204,7 @@ class JobIndex:
             known = set(self._specs) | set(self.quarantined)
             gone = known - on_disk
             new = on_disk - known
+            new |= self._store.suspect_ids() & set(self._specs)  # to be quarantined now
         for job_id in gone:
             with self._lock:
                 self.generation += 1
@@ -264,10 +245,7 @@ class JobIndex:
         return len(stale)
 
     def _queue_mtime(self) -> int | None:
-        try:
-            return os.stat(self._store.paths.queue_dir).st_mtime_ns
-        except OSError:
-            return None
+        return self._store.queue_stamp()
 
     def _reload(self, ids: list[str]) -> None:
         if not ids:

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 PROBE_BYTES = 64 * 1024
 #: At most one probe per this many seconds while holding.
 PROBE_SECONDS = 1.0
-_PROBE_NAME = ".vq-storage-probe.tmp"
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ class StorageGuard:
 
     def probe(self) -> bool:
         """A spec-sized durable write (then removed) in the queue directory."""
-        path = self.paths.queue_dir / _PROBE_NAME
+        path = self.paths.storage_probe
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             try:

@@ -405,6 +405,16 @@ class Supervisor:
             # The command never started: a dispatch failure, never a payload exit code
             # consuming a retry.
             end = self.lifecycle.fail_dispatch(job_id, f"launch failed: {spawn_failure}")
+        elif marker_backed and self.executor.oom_killed(job_id):
+            end = self.lifecycle.watchdog_verdict(
+                job_id,
+                JobState.OOM_KILLED,
+                "the kernel killed it for exceeding its memory limit (its cgroup's OOM killer)",
+                {"exit_code": exit_code, "source": "cgroup"},
+            )
+            # The exit code too (a terminal spec keeps its state; it is only filled in).
+            filled = self.lifecycle.finish_attempt(job_id, exit_code, marker_backed=True)
+            end = end if end.changed else filled
         else:
             end = self.lifecycle.finish_attempt(
                 job_id,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from vq.domain.ids import is_job_id
 
-__all__ = ["Discovery", "OwnedSpec", "classify"]
+__all__ = ["Discovery", "OwnedSpec", "classify", "problem_of"]
 
 SPEC_SUFFIX = ".json"
 
@@ -57,7 +57,8 @@ class Discovery:
         return found
 
 
-def _problem(spec: OwnedSpec, min_uid: int) -> str | None:
+def problem_of(spec: OwnedSpec, min_uid: int) -> str | None:
+    """Why one spec may not be admitted on its own (id, owner uid, submitter), or None."""
     if not is_job_id(spec.job_id) or spec.filename != spec.job_id + SPEC_SUFFIX:
         return "its id is not a job id equal to its file name"
     if spec.owner == 0 or spec.owner < min_uid:
@@ -72,7 +73,7 @@ def classify(specs: Iterable[OwnedSpec], min_uid: int) -> Discovery:
     discovery = Discovery()
     by_id: dict[str, list[OwnedSpec]] = {}
     for spec in specs:
-        problem = _problem(spec, min_uid)
+        problem = problem_of(spec, min_uid)
         if problem is not None:
             discovery.rejected.append((spec, problem))
         else:

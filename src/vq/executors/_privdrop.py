@@ -207,6 +207,23 @@ def _ensure_workdir(path: str) -> None:
     os.close(fd)
 
 
+def _execvpe(argv: list[str], env: dict[str, str]) -> NoReturn:
+    """``os.execvpe`` without its lazy ``import warnings``: after the drop the daemon's
+    interpreter may not be readable by the job's owner. The same search and errors."""
+    name = argv[0]
+    if "/" in name:
+        os.execve(name, argv, env)
+    saved: OSError | None = None
+    for directory in env.get("PATH", _SAFE_PATH).split(os.pathsep):
+        try:
+            os.execve(os.path.join(directory or ".", name), argv, env)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            saved = saved or exc
+        except OSError as exc:
+            saved = exc  # e.g. EACCES: reported unless a later directory has the program
+    raise saved or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
 def drop_and_exec(req: dict[str, Any], report_fd: int) -> NoReturn:
     """In the forked command child (root): the steps above, then exec. Never returns."""
     drop = req["drop"]
@@ -256,7 +273,7 @@ def drop_and_exec(req: dict[str, Any], report_fd: int) -> NoReturn:
         step = "exec"
         argv = req["argv"]
         try:
-            os.execvpe(argv[0], argv, env)
+            _execvpe(argv, env)
         except OSError as exc:
             code = 126 if exc.errno in (errno.EACCES, errno.EPERM, errno.ENOEXEC) else 127
             os.write(2, f"vq: cannot execute '{argv[0]}': {exc.strerror}\n".encode())

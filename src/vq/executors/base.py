@@ -136,6 +136,11 @@ class Executor(Protocol):
 
     def spawn_failure(self, job_id: str) -> str | None: ...
 
+    def oom_killed(self, job_id: str) -> bool:
+        """Whether the attempt's own memory cgroup OOM-killed its command (multi-user
+        mode's privilege drop: the kernel's verdict, read from the attempt's receipt)."""
+        ...
+
     def running(self, handle: JobHandle) -> bool: ...
 
     def watcher_alive(self, handle: JobHandle) -> bool:

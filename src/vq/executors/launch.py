@@ -66,6 +66,10 @@ class LaunchRequest:
     #: Created exclusively (and fsync'd) by the collector before it starts the command;
     #: None for a launch without the never-started proof.
     start_record: Path | None = None
+    #: Multi-user mode: the collector drops the command to this owner inside its own
+    #: cgroup (:mod:`vq.executors._privdrop`): ``uid``, ``cgroup_parents``, ``mem_mb``,
+    #: ``cpus``, ``workdir``. None runs the command as the daemon's own user.
+    drop: dict[str, Any] | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The ``launch`` wire message; raises ValueError for an ill-formed request."""
@@ -91,6 +95,7 @@ class LaunchRequest:
             **{name: str(path) for name, path in paths.items()},
             "thread_defaults": {str(k): str(v) for k, v in self.thread_defaults.items()},
             "cpu_affinity": [int(c) for c in self.cpu_affinity] if self.cpu_affinity else None,
+            **({"drop": dict(self.drop)} if self.drop is not None else {}),
         }
 
 

@@ -12,6 +12,7 @@ only ``launch`` needs one.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +35,7 @@ from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
 from .job_scopes import JobScopes
 from .launch import CollectorExit, Launched, LaunchError, LaunchRequest
+from .owner_drop import PrivilegeDrop, make_meta_dir
 from .sampling import GroupUsage, sample_groups, sample_process
 from .start_record import fence, start_record_path
 
@@ -70,8 +72,10 @@ class LocalExecutor:
         forkserver: ForkServer | None = None,
         runner: LocalRunner | None = None,
         command_prefix: Callable[[JobSpec], list[str]] = lambda spec: [],
+        privilege_drop: PrivilegeDrop | None = None,
     ) -> None:
         self.paths = paths
+        self.privilege_drop = privilege_drop
         self.forkserver = forkserver
         self.runner = runner or LocalRunner()
         self.cgroup = CgroupMode("direct", "not probed yet")
@@ -121,7 +125,7 @@ class LocalExecutor:
 
     def _prefix(self, spec: JobSpec, mem_mb: int | None) -> list[str]:
         scope: list[str] = []
-        if self.cgroup.scoped:
+        if self.cgroup.scoped and self.privilege_drop is None:
             entered = str(self.paths.meta_dir(spec.id) / SCOPE_ENTERED_NAME)
             scope = [
                 *scope_argv(spec.id, spec.cpus, mem_mb),
@@ -176,12 +180,19 @@ class LocalExecutor:
                 os.unlink(stale)  # a previous attempt's files must never be read as ours
         if self.forkserver is None:
             raise LaunchError("this executor has no fork server")
-        if self.cgroup.scoped:
+        scoped = self.cgroup.scoped and self.privilege_drop is None
+        if scoped:
             self.scopes.clear_leak(job_id)
         workspace = paths.workspace(job_id)
         try:
-            paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
-            paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
+            drop = None
+            if self.privilege_drop is not None:
+                # The owner's trees: the drop creates VQ_WORKDIR itself, as the owner.
+                drop = self.privilege_drop.request(spec, mem_mb, str(paths.workdir(job_id)))
+                make_meta_dir(workspace, paths.meta_dir(job_id))
+            else:
+                paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
+                paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
             request = LaunchRequest(
                 job_id=job_id,
                 argv=[*self._prefix(spec, mem_mb), *spec.command],
@@ -194,9 +205,10 @@ class LocalExecutor:
                 thread_defaults=thread_defaults(spec.cpus),
                 cpu_affinity=spec.cpu_affinity,
                 start_record=self.start_record_path(spec),
+                drop=drop,
             )
             request.to_message()  # refuse an ill-formed request here, not on the wire
-            if self.cgroup.scoped:
+            if scoped:
                 (paths.meta_dir(job_id) / SCOPE_REQUESTED_NAME).touch()
         except (ValueError, OSError) as exc:
             full = storage_error(exc, self.paths.root)
@@ -217,6 +229,22 @@ class LocalExecutor:
         except OSError:
             return None
         return int(text) if text.isdigit() and int(text) < 65536 else None
+
+    def oom_killed(self, job_id: str) -> bool:
+        """Whether the kernel killed the command for its memory limit: the collector's
+        receipt counts OOM kills in the job's own cgroup (the privilege drop's group) and
+        the command died of SIGKILL. Only a dropped job has such a group of its own."""
+        if self.privilege_drop is None:
+            return False
+        try:
+            receipt = json.loads(read_regular(self.paths.resource_usage(job_id), 1 << 16))
+        except (OSError, ValueError):
+            return False
+        return (
+            isinstance(receipt, dict)
+            and int(receipt.get("cgroup_oom_kills") or 0) > 0
+            and receipt.get("signal") == signal.SIGKILL
+        )
 
     def spawn_failure(self, job_id: str) -> str | None:
         """Why the command could not be started, if it could not: the collector's note,

@@ -36,11 +36,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vq._fs import read_regular
-from vq.client import Client
+from vq.client import Client, ring_doorbell
 from vq.domain.durations import parse_moment
-from vq.errors import DaemonNotRunning, ProtocolError, VqError
+from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError, VqError
 from vq.hosts_config import LaneSettings
-from vq.paths import StatePaths
+from vq.paths import MultiUserLayout, StatePaths
 
 from .disk import DiskVerbs
 
@@ -103,6 +103,12 @@ class Gateway(DiskVerbs):
 
     def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """The daemon's answer to a verb that needs it; DaemonNotRunning when none answers."""
+        sock = self.paths.daemon_sock
+        if sock.exists() and not os.access(sock, os.R_OK | os.W_OK):
+            raise PermissionDenied(
+                f"the daemon's socket {sock} is open to its admin group only",
+                hint="your own jobs are read and written in your own tree without it",
+            )
         answer = self.call(method, params)
         if answer is None:
             raise DaemonNotRunning(
@@ -137,15 +143,18 @@ class Gateway(DiskVerbs):
 
         return list_on_disk(self.local_context(), params)
 
-    def status(self, job_id: str) -> dict[str, Any]:
-        """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING)."""
-        view = self.call("status", {"id": job_id})
+    def status(self, job_id: str, uid: int | None = None) -> dict[str, Any]:
+        """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING).
+
+        ``uid`` (multi-user mode): the copy in that owner's tree, for an id several
+        owners' trees hold (a bare lookup of it is ambiguous)."""
+        view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
             return dict(view)
         from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
-        spec = ctx.store.read(job_id)
+        spec = ctx.store.read(job_id) if uid is None else ctx.store.read_copy(job_id, uid)
         return job_status(
             ctx,
             spec,
@@ -221,14 +230,19 @@ class Gateway(DiskVerbs):
     def disk_report_rows(self, now: datetime) -> tuple[list[dict[str, Any]], int]:
         """Report rows of every readable spec, and the number of unreadable ones."""
         from vq.services.reports import report_row
-        from vq.store.specs import SpecStore
+        from vq.store.owned import store_for
 
-        scan = SpecStore(self.paths).scan()
+        scan = store_for(self.paths).scan()
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
 
     # --- submission ---------------------------------------------------------------------
     def submit(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The ``vq submit --json`` payload of one submission (job, array or chain)."""
+        """The ``vq submit --json`` payload of one submission (job, array or chain).
+
+        In multi-user mode the job is always written to the submitter's own tree (the
+        daemon finds it there), never submitted through the root daemon's socket."""
+        if self.paths.owner_dir is not None or isinstance(self.paths, MultiUserLayout):
+            return self.submit_on_disk(params)
         payload = self.call("submit", params)
         if payload is not None:
             return dict(payload)
@@ -239,7 +253,37 @@ class Gateway(DiskVerbs):
         from vq.protocol.messages import SubmitParams, parse_params
         from vq.services.submit import result_payload, submit
 
-        return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        self._require_own_tree()
+        if self.paths.owner_dir is None:
+            return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        # Multi-user: the owner is the numeric euid; then the daemon is told to look now.
+        params = {**params, "submitter": str(os.geteuid())}
+        payload = result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        ring_doorbell(self.paths.doorbell)
+        return payload
+
+    def _require_own_tree(self) -> None:
+        """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
+        naming the admin command that provisions it."""
+        if isinstance(self.paths, MultiUserLayout):
+            raise PermissionDenied(
+                "multi-user mode runs no job as root, so root does not submit",
+                hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
+            )
+        owner = self.paths.owner_dir
+        if owner is None or owner.is_dir():
+            return
+        import pwd
+
+        uid = os.geteuid()
+        try:
+            who = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            who = str(uid)
+        raise PermissionDenied(
+            f"multi-user mode: user {who} has no tree under {self.paths.users_dir}",
+            hint=f"ask an administrator to run `vq admin user add {who}`",
+        )
 
     # --- job control --------------------------------------------------------------------
     def kill(self, job_id: str) -> dict[str, Any]:

@@ -40,6 +40,7 @@ __all__ = [
     "SchedulerResolveParams",
     "SchedulerResolveResult",
     "SpecResult",
+    "StatusParams",
     "StatusResult",
     "SubmitResult",
     "ThrottleParams",
@@ -84,6 +85,12 @@ class JobIdParams(Params):
     """A method about one job."""
 
     id: str = Field(min_length=1, max_length=256)
+
+
+class StatusParams(JobIdParams):
+    """``status``: one job; ``uid`` (multi-user) reads the copy in that owner's tree."""
+
+    uid: int | None = Field(default=None, ge=0, le=2**31 - 1)
 
 
 class WaitChangeParams(JobIdParams):
@@ -305,7 +312,7 @@ CONTRACTS: dict[str, Contract] = {
     "ping": Contract(EmptyParams, PingResult, mutating=False),
     "wake": Contract(EmptyParams, EmptyResult, mutating=False),
     "submit": Contract(SubmitParams, SubmitResult, mutating=True),
-    "status": Contract(JobIdParams, StatusResult, mutating=False),
+    "status": Contract(StatusParams, StatusResult, mutating=False),
     "wait_change": Contract(WaitChangeParams, WaitChangeResult, mutating=False),
     "list": Contract(ListParams, ListResult, mutating=False),
     "kill": Contract(JobIdParams, JobOutcome, mutating=True),

@@ -11,6 +11,7 @@ from typing import Any
 from vq.domain.admission import Caps
 from vq.domain.spec import utcnow
 from vq.paths import StatePaths
+from vq.store.owned import store_for
 from vq.store.specs import SpecStore
 
 __all__ = ["ServiceContext"]
@@ -44,7 +45,9 @@ class ServiceContext:
     #: ``recover_on_reboot`` of a job submitted without ``--auto-resume`` (the daemon's
     #: ``vq daemon start --auto-resume`` sets it for submits through that daemon).
     default_recover_on_reboot: bool = False
+    #: multi-user mode: the lowest uid whose specs are admitted (``[multi_user] min_uid``)
+    min_uid: int = 1000
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:
-        self.store = SpecStore(self.paths)
+        self.store = store_for(self.paths, self.min_uid)

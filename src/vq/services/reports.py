@@ -64,7 +64,7 @@ __all__ = [
 #: "Recent" terminal counts in ``vq overview`` cover this window of ``finished_at``.
 RECENT_WINDOW = timedelta(hours=24)
 #: ``vq usage --by`` keys.
-USAGE_GROUPINGS = ("tag", "name", "day", "state", "total")
+USAGE_GROUPINGS = ("tag", "name", "day", "state", "submitter", "total")
 _RUNNING = JobState.RUNNING.value
 
 
@@ -75,6 +75,7 @@ def report_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any
     row["paused_at"] = spec.paused_at.isoformat() if spec.paused_at else None
     row["not_before"] = spec.not_before.isoformat() if spec.not_before else None
     row["scheduler_target"] = spec.scheduler_target
+    row["submitter"] = spec.submitter
     return row
 
 
@@ -168,6 +169,8 @@ def _usage_keys(row: Row, by: str) -> list[str | None]:
         return [row["state"]]
     if by == "total":
         return ["total"]
+    if by == "submitter":  # multi-user: the owner's numeric uid (admitted specs only)
+        return [row.get("submitter")]
     started = time_of(row, "started_at")
     return [started.astimezone(UTC).date().isoformat() if started else None]
 
@@ -184,9 +187,11 @@ def build_usage(
     A job counts when it has a measurable attempt (see :func:`active_seconds`) that
     started at or after ``since``. With ``by="tag"`` a job counts under each of its tags
     (untagged jobs under key null), so group sums can exceed ``total``, which counts
-    every job once. ``by="day"`` groups by the UTC date of ``started_at``; ``by="total"``
-    puts every job in one group keyed ``"total"`` (none when no job ran). Groups are
-    sorted by CPU-hours, largest first (``day``: chronologically).
+    every job once. ``by="submitter"`` groups by the spec's submitter (in multi-user
+    mode the owner's uid: only specs whose submitter is their tree's uid are read).
+    ``by="day"`` groups by the UTC date of ``started_at``; ``by="total"`` puts every job
+    in one group keyed ``"total"`` (none when no job ran). Groups are sorted by
+    CPU-hours, largest first (``day``: chronologically).
     """
     if by not in USAGE_GROUPINGS:
         raise ValueError(f"unknown usage grouping {by!r}")

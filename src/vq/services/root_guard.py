@@ -68,12 +68,15 @@ def start_mode(
         from vq.config_multi_user import multi_user_root
         from vq.services.system_tree import check_system_tree
 
+        if settings.multi_user.privilege_drop != "collector":
+            raise ConfigError(
+                f"{system}: multi_user.privilege_drop = "
+                f"{settings.multi_user.privilege_drop!r}: this build has only the collector "
+                "drop, so the daemon refuses to start rather than run jobs as root",
+                hint=f'set privilege_drop = "collector"; {_DOCS}',
+            )
         check_system_tree(multi_user_root(env), settings.multi_user)  # refusals name the path
-        raise ConfigError(
-            f"{system}: multi_user: this build cannot yet drop privileges for jobs, "
-            "so the multi-user daemon refuses to start rather than run jobs as root",
-            hint=f"unset [multi_user] enabled, or run the daemon as an ordinary user; {_DOCS}",
-        )
+        return StartMode("multi_user", settings)
     if allow_root:
         return StartMode("root_single_user", settings)
     raise ConfigError(

@@ -104,10 +104,55 @@ class SpecStore:
             if name.endswith(SPEC_SUFFIX) and is_job_id(name[: -len(SPEC_SUFFIX)])
         ]
 
+    def _read_for_update(self, job_id: str) -> JobSpec:
+        """The read inside :meth:`update` (a store with stricter discovery may relax it
+        for jobs it has already admitted)."""
+        return self.read(job_id)
+
+    def suspect_ids(self) -> set[str]:
+        """Ids whose specs must be read again even though their files did not change
+        (a multi-user collision found since); none in a single queue."""
+        return set()
+
+    def queue_stamp(self) -> int | None:
+        """The queue directory's mtime (every spec write renames into it), None if absent."""
+        try:
+            return os.stat(self.paths.queue_dir).st_mtime_ns
+        except OSError:
+            return None
+
+    def signatures(self, ids: list[str]) -> dict[str, Signature | None]:
+        """:meth:`signature` of many specs at once: one directory fd, no path objects."""
+        try:
+            fd = os.open(self.paths.queue_dir, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return dict.fromkeys(ids)
+        out: dict[str, Signature | None] = {}
+        try:
+            for job_id in ids:
+                try:
+                    st = os.stat(job_id + SPEC_SUFFIX, dir_fd=fd)
+                except OSError:
+                    out[job_id] = None
+                    continue
+                out[job_id] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        finally:
+            os.close(fd)
+        return out
+
     # --- reads -------------------------------------------------------------------------
     def read(self, job_id: str) -> JobSpec:
         """The current spec, or NotFound / CorruptSpec / UnsupportedSpecVersion."""
-        path = self.path(job_id)
+        return self._read_at(self.path(job_id), job_id)
+
+    def read_copy(self, job_id: str, uid: int) -> JobSpec:
+        """Multi-user mode: the copy of ``job_id`` in owner ``uid``'s tree (``--uid``)."""
+        raise InvalidInput(
+            "--uid selects an owner's tree, which only multi-user mode has",
+            hint="leave out --uid",
+        )
+
+    def _read_at(self, path: Path, job_id: str) -> JobSpec:
         try:
             # Non-blocking, no symlink, regular files only: a FIFO or a link planted in the
             # queue is quarantined, never waited on or followed.
@@ -242,7 +287,7 @@ class SpecStore:
         if not self.path(job_id).exists():
             self.read(job_id)  # raises the one NotFound message (or reports a dangling link)
         with self.locked(job_id):
-            current = self.read(job_id)
+            current = self._read_for_update(job_id)
             before = current.state
             updated = mutate(current)
             if updated is None:

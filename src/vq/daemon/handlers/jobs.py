@@ -23,6 +23,7 @@ from vq.protocol.methods import (
     SchedulerResolveParams,
     SchedulerResolveResult,
     SpecResult,
+    StatusParams,
     StatusResult,
     SubmitResult,
 )
@@ -66,7 +67,9 @@ class JobHandlers:
         executors: ExecutorRegistry | None = None,
         lanes: Mapping[str, SchedulerLane] | None = None,
         loop_calls: LoopCalls | None = None,
+        quota_reason: Callable[[str], str | None] | None = None,
     ) -> None:
+        self._quota_reason = quota_reason
         self._executors = executors
         self._lanes: Mapping[str, SchedulerLane] = lanes if lanes is not None else {}
         self._loop_calls = loop_calls or LoopCalls()
@@ -87,9 +90,12 @@ class JobHandlers:
         self._inbox.wake()
         return SubmitResult.model_validate(result_payload(result))
 
-    def status(self, params: JobIdParams) -> StatusResult:
-        spec = self._ctx.store.read(params.id)
-        self._index.upsert(spec)
+    def status(self, params: StatusParams) -> StatusResult:
+        if params.uid is not None:  # one owner's copy (of a quarantined id): not indexed
+            spec = self._ctx.store.read_copy(params.id, params.uid)
+        else:
+            spec = self._ctx.store.read(params.id)
+            self._index.upsert(spec)
         view = job_status(
             self._ctx,
             spec,
@@ -103,6 +109,10 @@ class JobHandlers:
         hold = self._storage_hold()
         if hold is not None and spec.state is JobState.PENDING:
             view["pending_reason"] = f"dispatch is held: {hold['message']}"
+        elif spec.state is JobState.PENDING and self._quota_reason is not None:
+            quota = self._quota_reason(spec.id)
+            if quota is not None:
+                view["pending_reason"] = quota
         return StatusResult.model_validate(view)
 
     def _lane_settings(self, target: str | None) -> LaneSettings | None:

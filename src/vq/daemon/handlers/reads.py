@@ -23,9 +23,9 @@ from typing import Any
 from vq.domain.states import JobState
 from vq.errors import InvalidInput, NotFound
 from vq.protocol.methods import (
-    JobIdParams,
     ListParams,
     ListResult,
+    StatusParams,
     WaitChangeParams,
     WaitChangeResult,
 )
@@ -62,7 +62,7 @@ class ReadHandlers:
         ctx: ServiceContext,
         index: JobIndex,
         views: IndexViews,
-        status: Callable[[JobIdParams], Any],
+        status: Callable[[StatusParams], Any],
         peer_closed: Callable[[], bool],
     ) -> None:
         self._ctx = ctx
@@ -114,5 +114,5 @@ class ReadHandlers:
                 spec = store.read(job_id)  # the disk decides, not the cache
             except NotFound:
                 raise NotFound(f"job {job_id} was deleted while waiting") from None
-        view = self._status(JobIdParams(id=job_id)).model_dump(mode="json")
+        view = self._status(StatusParams(id=job_id)).model_dump(mode="json")
         return WaitChangeResult.model_validate(wait_answer(spec, baseline, view))

@@ -356,6 +356,9 @@ class SchedulerLane(ObservingLane):
     def spawn_failure(self, job_id: str) -> str | None:
         return None
 
+    def oom_killed(self, job_id: str) -> bool:
+        return False  # the scheduler reports its own OOM verdicts (OUT_OF_MEMORY)
+
     def running(self, handle: JobHandle) -> bool:
         return handle.job_id in self._jobs
 

@@ -1,0 +1,68 @@
+"""The parts a root daemon adds in multi-user mode (§2.4, §4.9, §7.1), built once at start.
+
+:class:`MultiUser` carries the validated policy, the quota policy, the admin group and
+the admin-token file; :func:`vq.daemon.compose.compose_daemon` uses it to route every
+job to its owner's tree (:class:`~vq.paths.MultiUserLayout`), to hand each launch to the
+privilege drop as that owner, to gate dispatch by quota and to guard the socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vq.config_multi_user import MultiUserSettings
+from vq.domain.quotas import QuotaPolicy
+from vq.errors import PermissionDenied
+from vq.services.admin_token import require_admin_token
+
+from .rpc import SocketAccess
+
+__all__ = ["MultiUser", "OwnerQuotas"]
+
+#: Methods that would create a job as root: refused, since every job must be written to
+#: its owner's tree by its owner (``vq submit`` as that user writes it there).
+_OWNER_TREE_METHODS = frozenset({"submit", "resubmit"})
+
+
+@dataclass
+class OwnerQuotas:
+    """The quota policy as dispatch applies it: whose each job is, and why a job waits.
+
+    ``waiting`` (job id → ``quota: max_concurrent_cpus (2/2)``) is written by the
+    dispatcher on the loop and read by status; one dict assignment per entry.
+    """
+
+    policy: QuotaPolicy
+    owner_of: Callable[[str], int | None]
+    waiting: dict[str, str] = field(default_factory=dict)
+
+    def reason(self, job_id: str) -> str | None:
+        return self.waiting.get(job_id)
+
+
+@dataclass(frozen=True)
+class MultiUser:
+    """What a multi-user root daemon runs with."""
+
+    policy: MultiUserSettings
+    quotas: QuotaPolicy
+    admin_gid: int
+    token_path: Path
+
+    def socket_access(self) -> SocketAccess:
+        """``daemon.sock`` as ``root:<admin group>`` 0660; writes need the admin token."""
+        token_path = self.token_path
+
+        def guard(method: str, params: dict[str, Any]) -> None:
+            if method in _OWNER_TREE_METHODS:
+                raise PermissionDenied(
+                    f"{method} is not served by the multi-user daemon: a job is written to "
+                    "its submitter's own tree",
+                    hint="run `vq submit` as the user the job belongs to",
+                )
+            require_admin_token(method, params, token_path)  # drops a token sent with a read
+
+        return SocketAccess(self.admin_gid, guard)

@@ -1,0 +1,263 @@
+"""The spec store of a multi-user root: every owner's ``users/<uid>/queue`` as one store.
+
+The root daemon reads specs users can edit, so this store treats each one as untrusted
+input (§2.4, §7.1; the rules are :mod:`vq.domain.owned_specs`):
+
+* discovery lists every ``users/<uid>/queue`` (canonical numeric names only) and records
+  each id's owner in the layout's :class:`~vq.paths.OwnerMap`; an id present in several
+  trees at its first discovery is ambiguous and every copy is quarantined, while a copy
+  that appears later in another tree changes nothing (the admitted owner stays);
+* a read admits a spec only when its id equals its file name, its owner is neither 0 nor
+  below ``min_uid``, its ``submitter`` is the owner's uid and no dependency belongs to
+  another owner; anything else is quarantined (:class:`~vq.errors.CorruptSpec`), never
+  followed, changed or dispatched;
+* what root writes into a user's queue (a spec, its lock file) is owned by that user, and
+  a lock file that is a symlink is refused, never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from vq.domain.ids import is_job_id
+from vq.domain.owned_specs import OwnedSpec, problem_of
+from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
+from vq.errors import CorruptSpec, InvalidInput, NotFound
+from vq.paths import SPEC_SUFFIX, MultiUserLayout, StateLayout
+
+from .specs import Signature, SpecStore
+
+__all__ = ["MultiOwnerSpecStore", "store_for"]
+
+_UID_NAME = "0123456789"
+
+
+def _canonical_uid(name: str) -> int | None:
+    if not name or name[0] == "0" or any(c not in _UID_NAME for c in name) or len(name) > 10:
+        return None
+    return int(name)
+
+
+class MultiOwnerSpecStore(SpecStore):
+    """Read, create and update the JobSpecs of every owner of a multi-user root."""
+
+    def __init__(self, paths: MultiUserLayout, min_uid: int = 1000) -> None:
+        super().__init__(paths)
+        self.layout = paths
+        self.min_uid = min_uid
+        self._suspects: set[str] = set()
+
+    def suspect_ids(self) -> set[str]:
+        """Ids that became ambiguous since the last call (their specs must be re-read)."""
+        suspects, self._suspects = self._suspects, set()
+        return suspects
+
+    def _read_for_update(self, job_id: str) -> JobSpec:
+        """A job this daemon already admitted and started keeps its owner through a later
+        collision: its lifecycle writes go on to its own tree (§2.4); a PENDING one is
+        quarantined with every copy."""
+        owners = self.layout.owners
+        uid = owners.get(job_id)
+        if job_id not in owners.ambiguous or uid is None:
+            return self.read(job_id)
+        spec = super().read(job_id)
+        if spec.state is JobState.PENDING:
+            return self.read(job_id)  # raises: ambiguous
+        return spec
+
+    # --- discovery ---------------------------------------------------------------------
+    def owner_uids(self) -> list[int]:
+        """The canonical numeric owner trees under ``users/`` (others are never read)."""
+        try:
+            names = os.listdir(self.layout.users_dir)
+        except OSError:
+            return []
+        return sorted(uid for uid in map(_canonical_uid, names) if uid is not None)
+
+    def list_ids(self) -> list[str]:
+        """Every job id of every owner; records owners and ambiguous ids as it goes."""
+        found: dict[str, list[int]] = {}
+        for uid in self.owner_uids():
+            try:
+                entries = os.listdir(self.layout.queue_of(uid))
+            except OSError:
+                continue
+            for name in entries:
+                job_id = name[: -len(SPEC_SUFFIX)]
+                if name.endswith(SPEC_SUFFIX) and is_job_id(job_id):
+                    found.setdefault(job_id, []).append(uid)
+        owners = self.layout.owners
+        for job_id, uids in found.items():
+            if len(uids) > 1:
+                # Every copy is quarantined; an owner recorded before keeps routing the
+                # job's own files, so the later copy cannot redirect them.
+                if job_id not in owners.ambiguous:
+                    self._suspects.add(job_id)
+                owners.ambiguous[job_id] = tuple(uids)
+            else:
+                owners.ambiguous.pop(job_id, None)
+                if owners.get(job_id) is None:
+                    owners.set(job_id, uids[0])
+        for job_id, _uid in owners.items():
+            if job_id not in found:
+                owners.forget(job_id)
+        for job_id in list(owners.ambiguous):
+            if job_id not in found:
+                owners.forget(job_id)
+        return list(found)
+
+    def queue_stamp(self) -> int | None:
+        """The latest mtime of ``users/`` and every owner's queue directory."""
+        stamps = []
+        for path in (self.layout.users_dir, *map(self.layout.queue_of, self.owner_uids())):
+            with contextlib.suppress(OSError):
+                stamps.append(os.stat(path).st_mtime_ns)
+        return max(stamps) if stamps else None
+
+    def signatures(self, ids: list[str]) -> dict[str, Signature | None]:
+        return {job_id: self.signature(job_id) for job_id in ids}
+
+    def signature(self, job_id: str) -> Signature | None:
+        owners = self.layout.owners
+        if not is_job_id(job_id) or owners.get(job_id) is None or job_id in owners.ambiguous:
+            return None
+        try:
+            st = os.stat(self.layout.spec(job_id))
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def owner(self, job_id: str) -> int | None:
+        """The trusted owner of ``job_id`` (its tree's uid), None when unknown."""
+        return self.layout.owners.get(job_id)
+
+    # --- reads -------------------------------------------------------------------------
+    def path(self, job_id: str) -> Path:
+        if not is_job_id(job_id):
+            raise InvalidInput(
+                f"{job_id!r} is not a job id",
+                hint="job ids are 12 lowercase hex characters, as `vq list` shows them",
+            )
+        return self.layout.spec(job_id)
+
+    def read(self, job_id: str) -> JobSpec:
+        """The spec, admitted by the untrusted-spec rules, else CorruptSpec (quarantined)."""
+        owners = self.layout.owners
+        if job_id in owners.ambiguous:
+            raise CorruptSpec(
+                f"job {job_id} exists for several owners "
+                f"(uids {', '.join(map(str, owners.ambiguous[job_id]))}); every copy is "
+                "quarantined",
+                hint="`--uid UID` reads one owner's copy; an administrator removes the copies "
+                "that are not genuine",
+            )
+        uid = owners.get(job_id)
+        if uid is None:
+            self.list_ids()  # a spec written since the last discovery
+            uid = owners.get(job_id)
+            if uid is None:
+                if job_id in owners.ambiguous:
+                    return self.read(job_id)
+                raise NotFound(
+                    f"no job {job_id} in {self.layout.users_dir}",
+                    hint="`vq list` shows the jobs of this queue",
+                )
+        spec = super().read(job_id)
+        candidate = OwnedSpec(
+            uid,
+            job_id + SPEC_SUFFIX,
+            spec.id,
+            spec.submitter,
+            tuple(spec.depends_on or ()),
+        )
+        problem = problem_of(candidate, self.min_uid)
+        foreign = [dep for dep in candidate.depends_on if owners.get(dep) not in (None, uid)]
+        if problem is None and foreign:
+            problem = f"depends on another owner's job ({foreign[0]})"
+        if problem is not None:
+            raise CorruptSpec(
+                f"spec {self.path(job_id)} is not trusted: {problem}",
+                hint="the file is kept as it is; its owner or an administrator fixes it",
+            )
+        return spec
+
+    def read_copy(self, job_id: str, uid: int) -> JobSpec:
+        """The copy of ``job_id`` in ``users/<uid>`` (how a quarantined id is still read:
+        a bare lookup of it is ambiguous). The copy must pass the per-spec rules."""
+        if not is_job_id(job_id):
+            self.path(job_id)  # the one InvalidInput message
+        if uid not in self.owner_uids():
+            raise NotFound(
+                f"no owner tree for uid {uid} in {self.layout.users_dir}",
+                hint="`vq admin user add USER` provisions one",
+            )
+        spec = self._read_at(self.layout.queue_of(uid) / f"{job_id}{SPEC_SUFFIX}", job_id)
+        problem = problem_of(
+            OwnedSpec(uid, job_id + SPEC_SUFFIX, spec.id, spec.submitter), self.min_uid
+        )
+        if problem is not None:
+            raise CorruptSpec(
+                f"the copy of {job_id} in uid {uid}'s tree is not trusted: {problem}",
+                hint="the file is kept as it is; its owner or an administrator fixes it",
+            )
+        return spec
+
+    # --- writes ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, job_id: str) -> Iterator[None]:
+        """The spec lock, its file created as the owner's and never through a symlink."""
+        path = self.path(job_id)
+        uid = self.layout.owners.get(job_id)
+        lock = path.with_name(path.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise CorruptSpec(
+                f"the lock file {lock} cannot be used: {exc.strerror}",
+                hint="a lock file must be a regular file; the entry is kept as it is",
+            ) from exc
+        try:
+            if uid is not None and os.geteuid() == 0 and os.fstat(fd).st_uid != uid:
+                os.fchown(fd, uid, -1)
+        finally:
+            os.close(fd)
+        with super().locked(job_id):
+            yield
+
+    def create(self, spec: JobSpec, *, sync_dir: bool = True) -> None:
+        """A new spec of the owner its ``submitter`` names (a sibling of an owned job)."""
+        uid = _canonical_uid(spec.submitter or "")
+        if uid is None or uid < self.min_uid or uid not in self.owner_uids():
+            raise InvalidInput(
+                f"job {spec.id} has no owner tree (submitter {spec.submitter!r})",
+                hint="in multi-user mode every job belongs to a provisioned user",
+            )
+        self.layout.owners.set(spec.id, uid)
+        super().create(spec, sync_dir=sync_dir)
+
+    def _write(self, spec: JobSpec, *, durable: bool, sync_dir: bool = True) -> None:
+        super()._write(spec, durable=durable, sync_dir=sync_dir)
+        uid = self.layout.owners.get(spec.id)
+        if uid is not None and os.geteuid() == 0:
+            with contextlib.suppress(OSError):
+                os.chown(self.path(spec.id), uid, -1, follow_symlinks=False)
+
+    def sync(self) -> None:
+        for uid in self.owner_uids():
+            with contextlib.suppress(OSError):
+                fd = os.open(self.layout.queue_of(uid), os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+
+def store_for(paths: StateLayout, min_uid: int = 1000) -> SpecStore:
+    """The store of a layout: every owner's trees for a multi-user root, else one queue."""
+    if isinstance(paths, MultiUserLayout):
+        return MultiOwnerSpecStore(paths, min_uid)
+    return SpecStore(paths)

@@ -1,0 +1,231 @@
+"""The multi-user root daemon end to end (§2.4, §4.9, §7.1, §7.3), with real OS users.
+
+Root starts ``vq daemon start`` on a fresh 0755 system root with ``[multi_user] enabled``
+and the collector drop; the users of ``scripts/testbed/users.sh`` run their own CLI with
+``runuser`` and the world-readable testbed venv (built from Debian's /usr/bin/python3),
+this checkout on ``PYTHONPATH``. Nothing is mocked: jobs really run as their owners in
+their own cgroups, and the kernel really OOM-kills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import processes_with_env, wait_until
+from tests.multi_user_support import TERMINAL, System, make_system, needs_multi_user, start
+
+pytestmark = needs_multi_user
+
+
+@pytest.fixture
+def system() -> Iterator[System]:
+    yield from make_system()
+
+
+IDENTITY = (
+    "id -u; id -G; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; "
+    "grep -E ':(memory|pids):' /proc/self/cgroup"
+)
+
+
+def test_each_job_runs_exactly_as_its_owner(system: System) -> None:
+    jobs = {user: system.submit(user, "--", "sh", "-c", IDENTITY) for user in ("vqa", "vqb")}
+    for user, job_id in jobs.items():
+        assert system.wait_state(user, job_id, *TERMINAL) == "COMPLETED", system.spec(user, job_id)
+        who = pwd.getpwnam(user)
+        lines = system.out(user, job_id).splitlines()
+        assert lines[0] == str(who.pw_uid)
+        assert sorted(map(int, lines[1].split())) == sorted(set(os.getgrouplist(user, who.pw_gid)))
+        assert "CapEff:\t0000000000000000" in lines and "NoNewPrivs:\t1" in lines
+        groups = [line for line in lines if ":memory:" in line or ":pids:" in line]
+        assert groups and all(line.endswith(f"/vq-job-{job_id}") for line in groups)
+        spec = system.spec(user, job_id)
+        assert spec["submitter"] == str(who.pw_uid)
+        assert system.spec_path(user, job_id).stat().st_uid == who.pw_uid
+    # vq usage --by submitter: root sees one group per owner; a user only their own.
+    usage = json.loads(system.admin("usage", "--by", "submitter", "--json").stdout)
+    owners = {group["key"]: group["jobs"] for group in usage["groups"]}
+    assert owners == {str(pwd.getpwnam(user).pw_uid): 1 for user in jobs}
+    mine = json.loads(system.as_user("vqb", "usage", "--by", "submitter", "--json").stdout)
+    assert [group["key"] for group in mine["groups"]] == [str(pwd.getpwnam("vqb").pw_uid)]
+    table = system.admin("usage", "--by", "submitter").stdout
+    assert f"vqa ({pwd.getpwnam('vqa').pw_uid})" in table
+
+
+def test_a_job_over_its_memory_limit_is_oom_killed_through_its_group(system: System) -> None:
+    job = system.submit(
+        "vqa", "--mem-mb", "100", "--", "/usr/bin/python3", "-c", "b = bytearray(300 << 20)"
+    )
+    assert system.wait_state("vqa", job, *TERMINAL) == "OOM_KILLED"
+
+
+def test_other_users_learn_nothing_and_admins_read_everything(system: System) -> None:
+    job = system.submit("vqa", "--not-before", "1h", "--", "true")
+    for verb in ("status", "logs", "kill", "pause"):
+        refused = system.as_user("vqb", verb, job, check=False)
+        assert refused.returncode != 0, verb
+        assert "PENDING" not in refused.stdout + refused.stderr, verb
+        assert "Traceback" not in refused.stderr, verb
+    assert job not in system.as_user("vqb", "list").stdout
+    assert system.state("vqa", job) == "PENDING"
+    # The admin group reads through the daemon's socket; writes need the admin token.
+    seen = json.loads(system.as_user("vqadm", "status", job, "--json").stdout)
+    assert seen["state"] == "PENDING"
+    drained = system.as_user("vqadm", "daemon", "drain", check=False)
+    assert drained.returncode == 15 and "admin token" in drained.stderr
+    # An ordinary user cannot even connect; their own jobs are served from their tree.
+    ping = system.as_user("vqa", "daemon", "ping", check=False)
+    assert ping.returncode == 15 and "open to its admin group only" in ping.stderr
+    assert json.loads(system.as_user("vqa", "status", job, "--json").stdout)["state"] == "PENDING"
+    sock = (system.root / "daemon.sock").lstat()
+    assert (sock.st_uid, sock.st_mode & 0o777) == (0, 0o660)
+
+
+def test_an_owner_kills_their_own_running_job(system: System) -> None:
+    job = system.submit("vqa", "--", "sleep", "300")
+    system.wait_state("vqa", job, "RUNNING")
+    wait_until(lambda: processes_with_env(f"VQ_JOB_ID={job}"))
+    wait_until(lambda: system.spec("vqa", job).get("pgid"))  # the launch is recorded
+    system.as_user("vqa", "kill", job)
+    assert system.wait_state("vqa", job, *TERMINAL) == "KILLED"
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
+
+
+def test_an_unprovisioned_user_is_told_the_admin_command(system: System) -> None:
+    refused = system.as_user("vqadm", "submit", "--", "true", check=False)
+    assert refused.returncode == 15
+    assert "hint: ask an administrator to run `vq admin user add vqadm`" in refused.stderr
+    root = system.admin("submit", "--", "true", check=False)
+    assert root.returncode == 15 and "runs no job as root" in root.stderr
+
+
+def _quarantined(system: System) -> dict[str, str]:
+    listing = json.loads(system.admin("list", "--json").stdout)
+    return {item["name"]: item["reason"] for item in listing.get("quarantined", [])}
+
+
+def test_tampered_specs_are_quarantined_and_never_steer_root(system: System) -> None:
+    vqa, vqb = pwd.getpwnam("vqa"), pwd.getpwnam("vqb")
+    canary = system.base / "canary"
+    canary.write_text("root's\n")
+    canary.chmod(0o600)
+    # 1. a spec whose submitter names another user
+    forged = system.submit("vqa", "--not-before", "1h", "--", "touch", "forged-ran")
+    spec = system.spec("vqa", forged)
+    spec.update(submitter=str(vqb.pw_uid), not_before=None)
+    _replace_as(system.spec_path("vqa", forged), spec, vqa)
+    # 2. an id copied into another owner's tree: every copy is quarantined
+    copied = system.submit("vqa", "--not-before", "1h", "--", "true")
+    twin = system.spec("vqa", copied)
+    twin["submitter"] = str(vqb.pw_uid)
+    _replace_as(system.spec_path("vqb", copied), twin, vqb)
+    # 3. stdout.log planted as a symlink to a root-owned file
+    planted = system.submit("vqa", "--not-before", "3s", "--", "echo", "borrowed root")
+    log = system.tree("vqa") / "jobs" / planted / "stdout.log"
+    log.symlink_to(canary)
+    os.lchown(log, vqa.pw_uid, vqa.pw_gid)
+
+    reasons = wait_until(
+        lambda: (found := _quarantined(system)).keys() >= {forged, copied} and found, timeout=20
+    )
+    assert f"submitter '{vqb.pw_uid}' is not its owner directory's uid" in reasons[forged]
+    assert "exists for several owners" in reasons[copied]
+    assert system.wait_state("vqa", planted, *TERMINAL, timeout=30) == "FAILED"
+    assert "launch failed" in system.spec("vqa", planted)["failure_reason"]
+    assert canary.read_text() == "root's\n" and canary.stat().st_uid == 0
+    ambiguous = system.admin("status", copied, check=False)
+    assert ambiguous.returncode != 0 and "several owners" in ambiguous.stderr
+    assert "--uid" in ambiguous.stderr
+    # --uid reads one owner's copy: through the daemon (an admin) and from the disk (root).
+    mine = json.loads(system.admin("status", copied, "--uid", str(vqa.pw_uid), "--json").stdout)
+    assert mine["id"] == copied and mine["submitter"] == str(vqa.pw_uid)
+    seen = system.as_user("vqadm", "status", copied, "--uid", str(vqa.pw_uid), "--json")
+    assert json.loads(seen.stdout)["state"] == "PENDING"
+    theirs = system.admin("status", copied, "--uid", str(vqb.pw_uid), "--json").stdout
+    assert json.loads(theirs)["submitter"] == str(vqb.pw_uid)
+    assert not (system.tree("vqa") / "jobs" / forged / "forged-ran").exists()
+    assert system.spec("vqa", forged)["state"] == "PENDING"  # quarantined, never changed
+
+
+def _replace_as(path: Path, spec: dict[str, Any], who: pwd.struct_passwd) -> None:
+    """Rewrite a spec as its tree's user would (a new file renamed into place)."""
+    temp = path.with_name(f".{path.name}.edit")
+    temp.write_text(json.dumps(spec))
+    os.chown(temp, who.pw_uid, who.pw_gid)
+    temp.rename(path)
+
+
+def _quota_reason(system: System, job: str) -> str | None:
+    """The admin's view of a waiting job's reason, once it names a quota."""
+    answer = system.as_user("vqadm", "status", job, "--json", check=False)
+    if answer.returncode != 0:
+        return None
+    reason = json.loads(answer.stdout).get("pending_reason")
+    return reason if isinstance(reason, str) and reason.startswith("quota:") else None
+
+
+def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
+    """vqa may hold 2 CPUs: of four 1-CPU jobs never more than two run, across a restart,
+    while vqb's jobs run beside them; a waiting job says why."""
+    script = "sleep 6"
+    mine = [system.submit("vqa", "--", "sh", "-c", script) for _ in range(4)]
+    theirs = [system.submit("vqb", "--", "sh", "-c", script) for _ in range(2)]
+    peak, overlap, reason = 0, False, None
+    restarted = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        states = [system.state("vqa", j) for j in mine]
+        running = states.count("RUNNING")
+        peak = max(peak, running)
+        if running and any(system.state("vqb", j) == "RUNNING" for j in theirs):
+            overlap = True
+        if reason is None and running == 2 and "PENDING" in states:
+            waiting = mine[states.index("PENDING")]
+            reason = wait_until(lambda job=waiting: _quota_reason(system, job), timeout=20)
+        if not restarted and running == 2:
+            system.admin("daemon", "stop")
+            start(system)
+            restarted = True
+        if all(s in TERMINAL for s in states) and all(
+            system.state("vqb", j) in TERMINAL for j in theirs
+        ):
+            break
+        time.sleep(0.1)
+    assert restarted and peak == 2 and overlap
+    assert [system.state("vqa", j) for j in mine] == ["COMPLETED"] * 4
+    assert reason is not None and reason.startswith("quota: max_concurrent_cpus (2/2)"), reason
+
+
+def test_a_user_deleted_after_submit_fails_closed(system: System) -> None:
+    """The drop cannot resolve the owner: FAILED, the command never ran (no ledger)."""
+    name = "vqgone"
+    subprocess.run(["useradd", "-M", "-s", "/bin/sh", name], check=True, timeout=60)
+    try:
+        system.admin("admin", "user", "add", name)
+        job = system.submit(name, "--not-before", "2s", "--", "touch", "ledger")
+        subprocess.run(["userdel", name], check=True, timeout=60)
+        tree = next((system.root / "users").glob(f"*/queue/{job}.json")).parent.parent
+        spec = wait_until(
+            lambda: (
+                (data := json.loads((tree / "queue" / f"{job}.json").read_text()))["state"]
+                in TERMINAL
+                and data
+            ),
+            timeout=30,
+        )
+        assert spec["state"] == "FAILED"
+        assert "launch failed" in spec["failure_reason"] and "passwd" in spec["failure_reason"]
+        receipt = json.loads((tree / "jobs" / job / "_vq" / "resource-usage.json").read_text())
+        assert receipt["command_status"] == "not_run"
+        assert not (tree / "jobs" / job / "ledger").exists()
+    finally:
+        subprocess.run(["userdel", name], capture_output=True, timeout=60)
