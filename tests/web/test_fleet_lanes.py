@@ -9,6 +9,7 @@ from typing import Any
 from tests.web.test_fleet_source import ScriptedFleet, ScriptedHost
 from vq.hosts_config import HostSettings
 from vq.remote.health import HostHealth
+from vq.web.pages.render import ENV
 from vq.web.fleet.lanes import lane_summaries
 from vq.web.fleet.source import FleetSource
 from vq.web.fleet.views import host_rows
@@ -61,10 +62,22 @@ def test_lane_summaries_count_the_lanes_unfinished_jobs_and_carry_health() -> No
 
 
 def test_a_hosts_lanes_show_under_it_and_its_lane_jobs_name_their_lane(tmp_path: Path) -> None:
-    lane = {"name": "gpu", "kind": "slurm", "tracked": 1, "queued": 0, "running": 1}
+    warning = {"job": "a" * 12, "code": "lane_blind", "message": "gone quiet", "hint": "sacct"}
+    lane = {
+        "name": "gpu",
+        "kind": "slurm",
+        "tracked": 1,
+        "queued": 0,
+        "running": 1,
+        "status": "ok",
+        "last_ok_at": "2026-01-01T00:00:00+00:00",
+        "last_error": None,
+        "warnings": [warning],
+    }
+    shown = {"cpus": 1, "tags": [], "submitted_at": None, "elapsed_seconds": 1}
     rows = [
-        {"id": "a" * 12, "state": "RUNNING", "scheduler_target": "gpu"},
-        {"id": "b" * 12, "state": "RUNNING", "scheduler_target": None},
+        {"id": "a" * 12, "state": "RUNNING", "scheduler_target": "gpu", **shown},
+        {"id": "b" * 12, "state": "RUNNING", "scheduler_target": None, **shown},
     ]
     snapshot = {"summary": {}, "jobs": rows, "total_jobs": 2, "lanes": [lane]}
     older = {"summary": {}, "jobs": [], "total_jobs": 0}  # a vq without lane reports
@@ -75,4 +88,12 @@ def test_a_hosts_lanes_show_under_it_and_its_lane_jobs_name_their_lane(tmp_path:
     assert [(r["id"][0], r["lane"]) for r in h1.jobs] == [("a", "gpu"), ("b", None)]
     assert host_rows([h1])[0]["lanes"] == [lane]
     assert sum(host.calls for host in hosts.values()) == 2  # the one snapshot read per host
+    page = ENV.get_template("fleet/_fleet.html").render(
+        hosts=host_rows([h1, h2]), jobs=h1.jobs, total=2, pages=1, page=1, incomplete=[]
+    )
+    card = page.split('data-host="h1"', 1)[1].split("</section>", 1)[0]
+    assert 'data-lane="gpu"' in card and "slurm" in card and "gone quiet" in card
+    assert 'data-lane-count="running">1<' in card
+    assert "lane" not in page.split('data-host="h2"', 1)[1].split("</section>", 1)[0]
+    assert page.count("› lane gpu") == 1  # job a's table row; job b is no lane job
     source.close()
