@@ -9,10 +9,10 @@ from typing import Any
 from tests.web.test_fleet_source import ScriptedFleet, ScriptedHost
 from vq.hosts_config import HostSettings
 from vq.remote.health import HostHealth
-from vq.web.pages.render import ENV
 from vq.web.fleet.lanes import lane_summaries
 from vq.web.fleet.source import FleetSource
 from vq.web.fleet.views import host_rows
+from vq.web.pages.render import ENV
 
 
 def _lane(name: str, dialect: str, accounting: str = "sacct") -> Any:
