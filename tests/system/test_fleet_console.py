@@ -144,6 +144,8 @@ def test_pages_and_api_list_every_hosts_jobs_escaped(web: FleetWeb, jobs: dict[s
     queue = web.http.get("/api/v1/fleet/queue", params={"tag": "fleet-ui", "limit": 1000}).json()
     listed = {(row["host"], row["id"]) for row in queue["jobs"]}
     assert set(jobs.items()) <= listed
+    assert [h["lanes"] for h in hosts] == [[], [], []]  # these hosts drive no scheduler lane
+    assert {row["lane"] for row in queue["jobs"]} == {None}
     one = web.http.get("/api/v1/fleet/queue", params={"host": "h2", "limit": 1, "offset": 0})
     assert one.status_code == 200 and {r["host"] for r in one.json()["jobs"]} == {"h2"}
     assert one.json()["total"] >= 1 and len(one.json()["jobs"]) == 1

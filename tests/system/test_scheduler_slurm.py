@@ -21,6 +21,9 @@ import pytest
 from tests.conftest import Vq, wait_until
 from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
+from vq.hosts_config import HostSettings
+from vq.remote.fleet import Fleet
+from vq.web.fleet.source import FleetSource
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -310,3 +313,51 @@ def test_unreachable_login_host_keeps_the_job_and_marks_the_host(
     spec = vq.spec(job)
     assert spec["state"] == "RUNNING" and spec["scheduler_job_id"] is None
     assert spec["failure_reason"] is None
+    lanes = json.loads(vq.run("web", "fleet-snapshot", "--json").stdout)["lanes"]
+    assert [(lane["name"], lane["status"], lane["tracked"]) for lane in lanes] == [
+        ("cluster", "unreachable", 1)
+    ]
+    assert lanes[0]["last_error"] and lanes[0]["last_ok_at"] is None
+
+
+def test_the_lane_shows_under_its_driver_in_the_fleet_snapshot(lane: Vq) -> None:
+    """`vq web fleet-snapshot --json` (what the fleet console reads from a host in its one
+    SSH call) lists the lane this queue drives, and the console's host view carries it."""
+    job = lane.submit("cluster", "--", "sleep", "60")
+
+    def snapshot() -> dict[str, Any]:
+        return dict(json.loads(lane.run("web", "fleet-snapshot", "--json").stdout))
+
+    wait_until(lambda: snapshot()["lanes"][0]["running"] == 1, 60)
+    seen = snapshot()
+    (cluster,) = seen["lanes"]
+    assert (cluster["name"], cluster["kind"], cluster["tracked"]) == ("cluster", "slurm", 1)
+    assert cluster["queued"] == 0 and cluster["status"] == "ok" and cluster["last_ok_at"]
+    assert cluster["warnings"] == []  # the lane has sacct accounting
+    rows = {row["id"]: row for row in seen["running"]}
+    assert rows[job]["scheduler_target"] == "cluster"
+    view = FleetSource(lambda: _LocalFleet(lane)).host("here")
+    assert [entry["name"] for entry in view.as_dict()["lanes"]] == ["cluster"]
+    assert {row["id"]: row["lane"] for row in view.running}[job] == "cluster"
+    lane.run("kill", job)
+    wait_until(lambda: snapshot()["lanes"][0]["tracked"] == 0, 60)
+
+
+class _LocalHost:
+    """This queue read as a fleet host: the same verb, run here instead of over SSH."""
+
+    def __init__(self, vq: Vq) -> None:
+        self.vq = vq
+
+    def run_json(self, words: list[str]) -> Any:
+        return json.loads(self.vq.run(*words).stdout)
+
+
+class _LocalFleet(Fleet):
+    def __init__(self, vq: Vq) -> None:
+        super().__init__({"here": HostSettings(ssh="localhost")}, None, vq.root)
+        self.local = _LocalHost(vq)
+
+    def host(self, name: str) -> Any:
+        super().host(name)
+        return self.local

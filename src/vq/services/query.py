@@ -173,6 +173,8 @@ def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "parent_jobid": spec.parent_jobid,
         "pending_over_capacity": over,
         "elapsed_seconds": _elapsed(spec, now),
+        "scheduler_target": spec.scheduler_target,
+        "scheduler_state": spec.scheduler_state,
     }
 
 

@@ -39,8 +39,9 @@ def source_of(request: Request) -> FleetSource:
 
 @router.get("/hosts", summary="Every configured host: status, reason, counts, capacity")
 def fleet_hosts(request: Request, _: Reader) -> dict[str, Any]:
-    """``{"hosts": [{name, status, error, last_ok_at, summary, total_jobs}]}``; ``status``
-    is ``ok``, ``unreachable``, ``invalid`` or ``down``."""
+    """``{"hosts": [{name, status, error, last_ok_at, summary, total_jobs, lanes}]}``;
+    ``status`` is ``ok``, ``unreachable``, ``invalid`` or ``down``; ``lanes`` lists the
+    scheduler lanes the host drives (docs/json.md)."""
     return {"hosts": [view.as_dict() for view in source_of(request).hosts()]}
 
 
@@ -66,7 +67,7 @@ def fleet_queue_route(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> dict[str, Any]:
-    """``{"jobs": [ROW + "host"], "total", "offset", "limit", "hosts": [...],
+    """``{"jobs": [ROW + "host" + "lane"], "total", "offset", "limit", "hosts": [...],
     "incomplete": [{host, error}]}``: rows as in ``GET /api/v1/jobs``, filtered as
     there, newest submitted first across hosts, every job of every answering host
     (not only a snapshot's newest); ``hosts`` says which hosts answered,

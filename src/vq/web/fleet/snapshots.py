@@ -25,10 +25,14 @@ from typing import Any
 
 from vq._fs import read_regular, read_tail_lines
 from vq.domain.ids import is_job_id
+from vq.domain.spec import utcnow
 from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
 from vq.paths import StatePaths
+from vq.remote.health import read_health
+from vq.services.status import blind_lane_warning
 from vq.services.top import parse_sample
+from vq.web.fleet.lanes import driven_lanes_here, lane_summaries
 
 __all__ = ["EVENTS_TAIL", "LISTED_JOBS", "LOG_TAIL_LINES", "SAMPLES", "Snapshots"]
 
@@ -68,20 +72,41 @@ class Snapshots:
 
     def host(self) -> dict[str, Any]:
         """``{"summary": <GET /api/v1/queue>, "jobs": [ROW…], "total_jobs": n, "running":
-        [ROW…]}``: the newest :data:`LISTED_JOBS` rows of ``vq list --json`` (newest
-        submitted first, ties by id descending), and every running or paused one."""
+        [ROW…], "lanes": [LANE…]}``: the newest :data:`LISTED_JOBS` rows of ``vq list
+        --json`` (newest submitted first, ties by id descending), every running or paused
+        one, and the scheduler lanes this host drives (:mod:`vq.web.fleet.lanes`)."""
         from vq.web.cockpit import queue_summary
 
         with self.scrubbed():
             summary = queue_summary(self.gateway, self.paths)
             rows, total = self._newest({}, LISTED_JOBS)
             active = self.gateway.list_rows({"states": ["RUNNING", "SUSPENDED"]})["jobs"]
+            lanes = self._lanes(active)
         return {
             "summary": summary,
             "jobs": rows,
             "total_jobs": total,
             "running": _newest_first(active),
+            "lanes": lanes,
         }
+
+    def _lanes(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The lanes this host drives (:func:`vq.web.fleet.lanes.lane_summaries`), from
+        local files only: the configuration, the lanes' health records, the job specs."""
+        lanes = driven_lanes_here()
+        if not lanes:
+            return []
+        pending = self.gateway.list_rows({"states": ["PENDING"]})["jobs"]
+        now = utcnow()
+        warnings: dict[str, dict[str, str]] = {}
+        for row in active:
+            lane = lanes.get(str(row.get("scheduler_target")))
+            if lane is not None and lane.accounting == "none":
+                warning = blind_lane_warning(self.gateway.spec(str(row["id"])), lane, now)
+                if warning is not None:
+                    warnings[str(row["id"])] = warning
+        health = {name: read_health(self.paths.root, name) for name in lanes}
+        return lane_summaries(lanes, [*pending, *active], health, warnings)
 
     def listing(self, filters: dict[str, Any], limit: int) -> dict[str, Any]:
         """``{"jobs": [ROW…], "total": n}``: the newest ``limit`` rows of ``vq list --json``

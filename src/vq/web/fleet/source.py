@@ -65,6 +65,8 @@ class HostView:
     jobs: list[dict[str, Any]] = field(default_factory=list)
     total_jobs: int = 0
     running: list[dict[str, Any]] = field(default_factory=list)
+    #: The scheduler lanes the host drives (:mod:`vq.web.fleet.lanes`; [] from an older vq).
+    lanes: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +76,7 @@ class HostView:
             "last_ok_at": self.last_ok_at,
             "summary": self.summary or None,
             "total_jobs": self.total_jobs,
+            "lanes": self.lanes,
         }
 
 
@@ -87,7 +90,12 @@ class _Entry:
 
 
 def _rows(host: str, rows: Any) -> list[dict[str, Any]]:
-    return [dict(row, host=host) for row in rows or [] if isinstance(row, dict)]
+    """The host's rows plus ``host`` and ``lane`` (the scheduler lane, null for others)."""
+    return [
+        dict(row, host=host, lane=row.get("scheduler_target") or None)
+        for row in rows or []
+        if isinstance(row, dict)
+    ]
 
 
 def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -216,6 +224,7 @@ class FleetSource:
             jobs=jobs,
             total_jobs=int(payload.get("total_jobs") or len(jobs)),
             running=_rows(name, running) if isinstance(running, list) else _active(jobs),
+            lanes=[lane for lane in payload.get("lanes") or [] if isinstance(lane, dict)],
         )
 
     def hosts(self) -> list[HostView]:
