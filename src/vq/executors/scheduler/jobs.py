@@ -45,6 +45,11 @@ class LaneJob:
     end: tuple[JobState | None, str] | None = None  # (abnormal state, raw state) once ended
     absent_checks: int = 0
     accounting: AccountingRecord | None = None  # the record the end was read with, if any
+    #: The observation fields last written to the spec (None: the spec may differ from
+    #: any observation, write the next one) and when (monotonic), so that a round writes
+    #: nothing for a job whose observation did not change (see ``HEARTBEAT_REFRESH``).
+    observed: tuple[object, ...] | None = None
+    observed_at: float = 0.0
 
 
 def ambiguous(detail: str) -> bool:
