@@ -248,7 +248,9 @@ class SchedulerLane(ObservingLane):
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, json.dumps(intent).encode(), durable=True)
         job.phase = "submitting"
-        self._record(job, {"scheduler_state": "submitting"})
+        # The fsynced intent is the durable record recovery reads (either it or this
+        # state sends a job to the lookup by tag), so this write needs no second fsync.
+        self._record(job, {"scheduler_state": "submitting"}, durable=False)
 
     def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
         """An operator's decision for a job whose submission is in doubt (on the loop):
