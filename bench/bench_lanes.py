@@ -4,7 +4,7 @@
   daemon from RUNNING specs; controller job-info RPCs (``sdiag``: REQUEST_JOB_INFO +
   REQUEST_JOB_INFO_SINGLE) and slurmdbd job queries (``sacctmgr show stats``:
   DBD_GET_JOBS_COND) per poll round over a window. Rounds are counted as the distinct
-  ``last_heartbeat_at`` values one tracked spec takes. The counters are the cluster's:
+  ``last_ok_at`` values the lane host's health record takes. The counters are the cluster's:
   another user's queries in the window count too.
 * lanes (b) round wall time: ``LaneRemote.status`` (the round's one ``squeue``) over a
   multiplexed SshRunner for every tracked id vs for one.
@@ -141,6 +141,18 @@ def _forge_tracked(state: StateRoot, slurm_ids: list[str], scratch: str) -> list
     return ids
 
 
+def _round_stamp(state: StateRoot) -> str | None:
+    """The lane host's ``last_ok_at``: the daemon records it once per successful round
+    (an unchanged job's spec is not rewritten each round, so its heartbeat cannot count
+    rounds)."""
+    try:
+        data = json.loads((state.root / "hosts" / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get("last_ok_at")
+    return str(value) if value else None
+
+
 def _heartbeat(state: StateRoot, job_id: str) -> str | None:
     try:
         data = json.loads(state.paths.spec(job_id).read_text())
@@ -193,10 +205,10 @@ def held_rounds() -> list[Result]:
             assert time.monotonic() < deadline, "the daemon never polled the tracked jobs"
             time.sleep(0.05)
         before = _rpc_counts()
-        seen = {_heartbeat(state, probe)}
+        seen = {_round_stamp(state)}
         window_end = time.monotonic() + scaled(20, minimum=10)
         while time.monotonic() < window_end:
-            seen.add(_heartbeat(state, probe))
+            seen.add(_round_stamp(state))
             time.sleep(0.1)
         after = _rpc_counts()
         seen.discard(None)

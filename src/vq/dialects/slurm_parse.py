@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from vq.dialects._common import bounded, command_failed, failure, lines_of, ordered_unique
 from vq.dialects._values import kib_from_slurm_size, slurm_duration_seconds
@@ -114,6 +115,7 @@ SACCT_FIELDS = (
     "Comment",
 )
 _JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|_\[[0-9,\-%]+\])?(?:\+[0-9]+)?")
+_STATE_CODE = re.compile(r"[A-Z_]+")
 _STEP_ID = re.compile(rf"(?P<job>{_JOB_ID.pattern})\.(?P<step>[A-Za-z0-9_+]+)")
 _STATE = re.compile(r"(?P<code>[A-Z_]+)(?: by (?P<uid>[0-9]+))?\+?")
 _EXIT = re.compile(r"([0-9]+):([0-9]+)")
@@ -125,6 +127,7 @@ def _optional(text: str) -> str | None:
     return None if value in _NOT_REPORTED else value
 
 
+@lru_cache(maxsize=4096)  # a round's 1,000 rows repeat few limits and elapsed times
 def _seconds(text: str | None) -> int | None:
     if text is None:
         return None
@@ -184,6 +187,7 @@ def parse_status(
     :class:`ParseFailure`: unknown, never evidence. An empty answer lists nobody.
     """
     wanted = ordered_unique(ids)
+    asked = frozenset(wanted)
     if _is_invalid_job_id(result):
         if len(wanted) == 1:
             return StatusReport(observed={}, absent=wanted)
@@ -198,9 +202,9 @@ def parse_status(
             kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
             return failure("squeue", kind, f"expected 6 fields: {line}")
         job_id, state, reason, nodes, used, limit = (field.strip() for field in fields)
-        if not _JOB_ID.fullmatch(job_id) or not re.fullmatch(r"[A-Z_]+", state):
+        if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
             return failure("squeue", "garbage", f"unreadable line: {line}")
-        if job_id not in wanted:
+        if job_id not in asked:
             warnings.append(f"squeue listed job {job_id}, which was not asked for")
             continue
         phase = _phase(state, warnings, job_id)
@@ -245,6 +249,7 @@ def parse_accounting(ids: Sequence[str], result: CommandResult) -> AccountingRep
     """One ``sacct`` answer (fields :data:`SACCT_FIELDS`, Comment last so a ``|`` in
     it stays in it). Ids with no line are ``unlisted``: accounting lags the job."""
     wanted = ordered_unique(ids)
+    asked = frozenset(wanted)
     if result.returncode != 0:
         return command_failed("sacct", result)
     width = len(SACCT_FIELDS)
@@ -278,7 +283,7 @@ def parse_accounting(ids: Sequence[str], result: CommandResult) -> AccountingRep
             return failure("sacct", "garbage", f"unreadable job id: {line}")
     records: dict[str, AccountingRecord] = {}
     for job_id, (fields, state) in jobs.items():
-        if job_id not in wanted:
+        if job_id not in asked:
             warnings.append(f"sacct listed job {job_id}, which was not asked for")
             continue
         records[job_id] = _record(job_id, fields, state, tuple(steps.get(job_id, ())), warnings)

@@ -67,10 +67,12 @@ def hold_or_release(lane: SchedulerLane, job_id: str, action: ControlAction) -> 
         outcome = lane.remote.control(action, scheduler_id)
     except TransportError as exc:
         state = f"{action}_outcome_unknown"
+        lane.forget_observation(job_id)
         lane.lifecycle.record_scheduler(job_id, {"scheduler_state": state})
         log.warning("lane %s: %s of %s unknown: %s", lane.name, action, job_id, exc.message)
         return False
     if outcome.kind == "done":
+        lane.forget_observation(job_id)
         lane.lifecycle.record_scheduler(
             job_id, {"scheduler_state": "held" if action == "hold" else "queued"}
         )

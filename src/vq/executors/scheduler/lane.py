@@ -8,14 +8,17 @@ One job's path (§2.2, §4.3):
 
 1. **claim** PENDING → RUNNING under the lock (lifecycle writer); the job holds one of
    ``max_scheduler_jobs`` from here until the scheduler job is gone;
-2. **stage** the workspace plus the rendered script (tar over SSH, idempotent). A render
-   or permission error fails the job (FAILED, ``failure_reason``); a transport failure
-   keeps it RUNNING as ``stage_retry`` and stages again after ``poll_interval``;
-3. **intent**: ``_vq/scheduler-intent.json`` (nonce, tag, script sha256) written and
-   fsynced, then ``scheduler_state = "submitting"`` durably;
-4. **submit** (``sbatch --parsable`` / ``qsub``): the id is persisted with ``queued``. A
-   refusal fails the job; an ambiguous answer (transport failure, a timeout) never
-   resubmits blindly: the job is looked up by its tag (:mod:`.recovery`);
+2. **intent**: the batch script is rendered (a render error fails the job: FAILED,
+   ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag, script sha256)
+   is written and fsynced and ``scheduler_state = "submitting"`` recorded durably,
+   before anything reaches the cluster;
+3. **stage and submit** in one SSH call: the workspace plus the script unpacked (tar,
+   idempotent), then ``sbatch --parsable`` / ``qsub``; a sentinel line separates the
+   submit command's answer from the staging. The id is persisted with ``queued``;
+4. a staging failure the remote side reports (no sentinel) or a refusal fails the job;
+   an ambiguous answer (transport failure, a timeout) never resubmits blindly: the job is
+   looked up by its tag (:mod:`.recovery`), and one found never submitted is staged and
+   submitted again under the same tag;
 5. **observe**: at most one poll in flight, one status round (plus one accounting query
    for jobs no longer listed) per ``poll_interval``, within the host's token bucket. A
    transport failure backs off 600 s and marks the host unreachable; jobs are untouched;
@@ -57,11 +60,11 @@ from vq.transport.runner import Runner
 from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
 from ..launch import Launched, LaunchError
 from ..sampling import GroupUsage
-from .jobs import LaneJob, ambiguous
+from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
 from .outcome import TokenBucket, script_request
 from .ports import LaneContext, LaneLifecycle
-from .remote import LaneRemote, stage_archive
+from .remote import LaneRemote, StageFailed, stage_archive
 from .worker import Worker
 
 __all__ = ["INTENT_NAME", "SchedulerLane"]
@@ -208,43 +211,29 @@ class SchedulerLane(ObservingLane):
         elif job.cancel_wanted and job.scheduler_job_id is not None:
             self._send_cancel(job)
 
-    # --- stage, intent, submit -------------------------------------------------------------
+    # --- intent, then stage and submit in one call ------------------------------------------
     def _stage(self, job: LaneJob, spec: JobSpec) -> None:
+        """A fresh attempt: a new nonce, the intent made durable, then stage + submit."""
         if spec.is_terminal:  # killed before anything was submitted
             self._drop(job)
             return
-        nonce = secrets.token_hex(8)
-        try:
-            script = self.remote.dialect.render_script(script_request(spec, self.settings, nonce))
-        except (UnsafeSchedulerValue, ValueError) as exc:
-            self._fail(job, f"the batch script could not be rendered: {exc}")
-            return
-        workspace = self.ctx.paths.workspace(job.job_id)
-        job.busy, job.nonce = True, nonce
-
-        def work() -> None:
-            self.remote.stage(job.job_id, stage_archive(workspace, script))
-
-        self._worker.submit(work, lambda result: self._staged(job, script, result))
-
-    def _staged(self, job: LaneJob, script: str, result: object) -> None:
-        job.busy = False
-        if isinstance(result, TransportError) and result.transient:
-            self._host_failed(result)
-            job.phase, job.due = "stage_retry", self._monotonic() + self.settings.poll_interval
-            self._record(job, {"scheduler_state": "stage_retry"}, durable=False)
-            return
-        if isinstance(result, BaseException):
-            message = result.message if isinstance(result, VqError) else str(result)
-            self._fail(job, f"staging the workspace on {self.name} failed: {message}")
-            return
-        spec = self.ctx.store.read(job.job_id)
-        if spec.is_terminal:
-            self._drop(job)
+        job.nonce = secrets.token_hex(8)
+        script = self._render(job, spec)
+        if script is None:
             return
         self._write_intent(job, script)
         _fault_points.crash_point("after_intent")
-        self._submit(job)
+        self._send(job, script)
+
+    def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
+        """The batch script for ``job.nonce``; a render error fails the job (None)."""
+        try:
+            return self.remote.dialect.render_script(
+                script_request(spec, self.settings, job.nonce or "")
+            )
+        except (UnsafeSchedulerValue, ValueError) as exc:
+            self._fail(job, f"the batch script could not be rendered: {exc}")
+            return None
 
     def _write_intent(self, job: LaneJob, script: str) -> None:
         job.submitted_at = self.ctx.now()
@@ -259,7 +248,9 @@ class SchedulerLane(ObservingLane):
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, json.dumps(intent).encode(), durable=True)
         job.phase = "submitting"
-        self._record(job, {"scheduler_state": "submitting"})
+        # The fsynced intent is the durable record recovery reads (either it or this
+        # state sends a job to the lookup by tag), so this write needs no second fsync.
+        self._record(job, {"scheduler_state": "submitting"}, durable=False)
 
     def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
         """An operator's decision for a job whose submission is in doubt (on the loop):
@@ -303,10 +294,28 @@ class SchedulerLane(ObservingLane):
         return data if isinstance(data, dict) else None
 
     def _submit(self, job: LaneJob) -> None:
+        """Submit a ``submitting`` job again under its intent's tag and nonce (recovery
+        found it never submitted, or an operator said so): stage + submit anew."""
+        spec = self.ctx.store.read(job.job_id)
+        if spec.is_terminal:
+            self._drop(job)
+            return
+        if job.nonce is None:
+            job.nonce = secrets.token_hex(8)
+        script = self._render(job, spec)
+        if script is not None:
+            self._send(job, script)
+
+    def _send(self, job: LaneJob, script: str) -> None:
+        """One SSH call on the worker: unpack the workspace and script, then ``sbatch
+        --parsable`` / ``qsub`` (:meth:`.remote.LaneRemote.stage_and_submit`)."""
         job.busy = True
-        self._worker.submit(
-            lambda: self.remote.submit(job.job_id), lambda result: self._submitted(job, result)
-        )
+        workspace = self.ctx.paths.workspace(job.job_id)
+
+        def work() -> SubmitAccepted | ParseFailure:
+            return self.remote.stage_and_submit(job.job_id, stage_archive(workspace, script))
+
+        self._worker.submit(work, lambda result: self._submitted(job, result))
 
     def _submitted(self, job: LaneJob, result: object) -> None:
         job.busy = False
@@ -317,11 +326,32 @@ class SchedulerLane(ObservingLane):
         if isinstance(result, ParseFailure) and not ambiguous(result.detail):
             self._fail(job, f"the scheduler refused the job: {result.detail}")
             return
+        if isinstance(result, StageFailed):  # definite: the submit command never ran
+            self._fail(job, f"staging the workspace on {self.name} failed: {result.detail}")
+            return
+        if isinstance(result, OSError):  # the local workspace could not be archived
+            self._fail(job, f"the workspace could not be read for staging: {result}")
+            return
+        if isinstance(result, TransportError) and not_started(result):
+            self._not_started(job, result)
+            return
         # Ambiguous: it may have been submitted. Never resubmit blindly: look it up.
         if isinstance(result, TransportError):
             self._host_failed(result)
         log.warning("lane %s: submit of %s is ambiguous (%s)", self.name, job.job_id, result)
         job.due = self._monotonic() + self.settings.absent_recheck_seconds
+
+    def _not_started(self, job: LaneJob, exc: TransportError) -> None:
+        """The SSH call never reached the login host: nothing was staged or submitted. A
+        transient cause stages again after ``poll_interval`` (``stage_retry``, a fresh
+        intent then); credentials or host keys that must be fixed fail the job."""
+        if not exc.transient:
+            self._fail(job, f"staging the workspace on {self.name} failed: {exc.message}")
+            return
+        self._host_failed(exc)
+        self.intent_path(job.job_id).unlink(missing_ok=True)  # nothing was submitted
+        job.phase, job.due = "stage_retry", self._monotonic() + self.settings.poll_interval
+        self._record(job, {"scheduler_state": "stage_retry"}, durable=False)
 
     def adopt(self, job: LaneJob, scheduler_job_id: str) -> None:
         """Persist the scheduler job id (durable): from here the job is observed."""

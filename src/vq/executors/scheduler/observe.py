@@ -45,6 +45,10 @@ __all__ = ["ObservingLane"]
 
 #: A receipt larger than this is not a GNU time receipt.
 RECEIPT_LIMIT = 64 * 1024
+#: An unchanged observation is not written again (a round over 1,000 held jobs writes
+#: nothing), except that ``last_heartbeat_at`` is refreshed at least this often (seconds;
+#: never more than half of MinJobAge, which the blind-lane warning measures against).
+HEARTBEAT_REFRESH = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -133,21 +137,32 @@ class ObservingLane:
             # unlisted and not in accounting yet: not final, keep waiting
 
     def _observe(self, job: LaneJob, seen: JobObservation, now: datetime) -> None:
+        """Write what the scheduler reports of a live job, unless it is what was last
+        written and the heartbeat is younger than the refresh period (no spec write)."""
         phase = ACTIVE_PHASES[seen.phase]
         job.phase = phase if not job.cancel_wanted else "cancel_pending"
         waiting = seen.phase in (SchedulerPhase.QUEUED, SchedulerPhase.HELD)
-        self._record(
-            job,
-            {
-                "scheduler_state": job.phase,
-                "scheduler_queued_reason": seen.queued_reason if waiting else None,
-                "scheduler_exec_host": seen.exec_host,
-                "scheduler_walltime_used": seen.walltime_used,
-                "scheduler_walltime_limit": seen.walltime_limit,
-                "last_heartbeat_at": now,
-            },
-            durable=False,
-        )
+        fields: dict[str, Any] = {
+            "scheduler_state": job.phase,
+            "scheduler_queued_reason": seen.queued_reason if waiting else None,
+            "scheduler_exec_host": seen.exec_host,
+            "scheduler_walltime_used": seen.walltime_used,
+            "scheduler_walltime_limit": seen.walltime_limit,
+        }
+        observed = tuple(fields.values())
+        at = self._monotonic()
+        refresh = min(HEARTBEAT_REFRESH, self.settings.min_job_age / 2)
+        if observed == job.observed and at - job.observed_at < refresh:
+            return
+        self._record(job, {**fields, "last_heartbeat_at": now}, durable=False)
+        job.observed, job.observed_at = observed, at
+
+    def forget_observation(self, job_id: str) -> None:
+        """The spec's scheduler fields were written outside an observation (any thread):
+        the next observation of ``job_id`` is written whatever it says."""
+        job = self._jobs.get(job_id)
+        if job is not None:
+            job.observed = None
 
     # --- complete --------------------------------------------------------------------------
     def _ended(
@@ -322,6 +337,7 @@ class ObservingLane:
         durable: bool = True,
         event: Any = None,
     ) -> None:
+        job.observed = None  # the spec now differs from the last observation written
         try:
             self.lifecycle.record_scheduler(job.job_id, fields, durable=durable, event=event)
         except VqError as exc:

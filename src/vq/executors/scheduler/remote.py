@@ -44,7 +44,7 @@ from vq.errors import UnsafeArchive
 from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
 
-__all__ = ["SCRIPT_NAME", "LaneRemote", "stage_archive"]
+__all__ = ["SCRIPT_NAME", "SUBMIT_SENTINEL", "LaneRemote", "StageFailed", "stage_archive"]
 
 #: The batch script's place in the remote workspace.
 SCRIPT_NAME = "_vq/job.sh"
@@ -55,9 +55,25 @@ MAX_TRANSFER_BYTES = 512 << 20
 
 T = TypeVar("T")
 
-_UNPACK = 'mkdir -p -- "$1" && tar -xf - -C "$1" --no-same-owner'
 _PACK = 'cd -- "$1" && tar -cf - .'
 _CAT_IF = 'if [ -f "$1" ]; then cat -- "$1"; else exit 3; fi'
+#: The sentinel line printed after staging succeeded and just before the submit command
+#: starts: everything after it on stdout is the submit command's answer.
+SUBMIT_SENTINEL = "vq-staged-now-submitting"
+#: Stage (from stdin) then submit, in one SSH call. The exit status 97 with no sentinel
+#: means staging failed and the submit command never ran.
+_STAGE_AND_SUBMIT = (
+    'ws=$1; shift; mkdir -p -- "$ws" && tar -xf - -C "$ws" --no-same-owner || exit 97; '
+    f'echo {SUBMIT_SENTINEL} && exec "$@"'
+)
+
+
+class StageFailed(Exception):
+    """Staging failed on the login host and the submit command never ran (definite)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
 
 
 def stage_archive(workspace: Path, script: str) -> bytes:
@@ -117,6 +133,25 @@ class LaneRemote:
     def submit(self, job_id: str) -> SubmitAccepted | ParseFailure:
         return self.ask(self.dialect.submit(self.script_path(job_id)))
 
+    def stage_and_submit(self, job_id: str, archive: bytes) -> SubmitAccepted | ParseFailure:
+        """Unpack ``archive`` into the job's remote workspace (idempotent) and submit its
+        script, in one SSH call. Raises :class:`StageFailed` when the remote side says
+        staging failed (the submit command did not run); a transport failure raises
+        :class:`~vq.errors.TransportError` and is ambiguous (the submit may have run)."""
+        query = self.dialect.submit(self.script_path(job_id))
+        result = self.runner.run(
+            ["sh", "-c", _STAGE_AND_SUBMIT, "sh", self.workspace(job_id), *query.argv],
+            stdin=archive,
+            deadline_s=self.deadline + len(archive) / (1 << 20),
+        )
+        stdout = result.stdout.decode(errors="replace")
+        _, found, answer = stdout.partition(SUBMIT_SENTINEL + "\n")
+        if not found:
+            last = result.stderr.decode(errors="replace").strip().splitlines()
+            detail = last[-1] if last else f"exit status {result.rc}"
+            raise StageFailed(detail)
+        return query.parse(CommandResult(result.rc, answer, result.stderr.decode(errors="replace")))
+
     def status(self, ids: Sequence[str]) -> StatusReport | ParseFailure:
         """One status round; a Slurm split (an id the scheduler rejected by name) asks
         each id alone, as §8.2 requires."""
@@ -154,15 +189,6 @@ class LaneRemote:
         return tuple(found.values())
 
     # --- files -----------------------------------------------------------------------------
-    def stage(self, job_id: str, archive: bytes) -> None:
-        """Unpack ``archive`` into the job's remote workspace (idempotent)."""
-        result = self.runner.run(
-            ["sh", "-c", _UNPACK, "sh", self.workspace(job_id)],
-            stdin=archive,
-            deadline_s=self.deadline + len(archive) / (1 << 20),
-        )
-        result.check("staging the workspace")
-
     def read_small(self, job_id: str, relative: str) -> str | None:
         """A small file of the remote workspace, or None when it does not exist."""
         path = f"{self.workspace(job_id)}/{relative}"
