@@ -42,6 +42,7 @@ __all__ = [
     "batch_allocation_id",
     "element_ending",
     "element_task",
+    "members_allocation_id",
     "next_batch",
 ]
 
@@ -95,8 +96,12 @@ def element_task(element: Element) -> Task:
 
 def batch_allocation_id(lane: str, group: str, elements: Sequence[Element]) -> str:
     """The identity of an allocation holding ``elements`` (slot order) — see module doc."""
-    members = [[e.job_id, e.retry_count] for e in elements]
-    return digest(["vq-lane-pack", lane, group, members])[:16]
+    return members_allocation_id(lane, group, [(e.job_id, e.retry_count) for e in elements])
+
+
+def members_allocation_id(lane: str, group: str, members: Sequence[tuple[str, int]]) -> str:
+    """:func:`batch_allocation_id` from each slot's (job id, retry count) alone."""
+    return digest(["vq-lane-pack", lane, group, [[job, retry] for job, retry in members]])[:16]
 
 
 def next_batch(
