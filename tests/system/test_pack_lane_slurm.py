@@ -203,3 +203,49 @@ def test_pack_refusals_change_nothing(vq: Vq, slurm_testbed: SshTestbed, remote_
         )
         assert "hint:" in done.stderr and "Traceback" not in done.stderr
     assert not list((vq.root / "queue").glob("*.json"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize(
+    "fault", ["packed_after_claim", "packed_after_intent", "packed_after_sbatch"]
+)
+def test_a_daemon_killed_around_sbatch_loses_no_element_and_runs_none_twice(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    remote_root: str,
+    fault: str,
+) -> None:
+    _configure(vq, slurm_testbed, remote_root)
+    faulty = Vq(vq.root, {**vq.env, "VQ_TEST_FAULT": fault})
+    faulty.start_daemon()
+    pid = faulty.daemon_pid()
+    assert pid is not None
+    jobs = _submit(vq, "--", "sh", "-c", SHOW)
+    wait_until(lambda: not _alive(pid), 60)  # SIGKILLed at the point
+    before = [vq.spec(job) for job in jobs]
+    assert all(s["scheduler_job_id"] is None for s in before)  # no receipt was recorded
+    claimed = [s for s in before if s["state"] == "RUNNING"]
+    assert len(claimed) == 2 and len({s["scheduler_pack_id"] for s in claimed}) == 1
+    vq.start_daemon()
+    specs = _all_terminal(vq, jobs)
+    assert [(s["state"], s["exit_code"]) for s in specs] == [
+        ("COMPLETED", 0),
+        ("COMPLETED", 0),
+        ("FAILED", 7),
+        ("COMPLETED", 0),
+    ]
+    for index, job in enumerate(jobs):  # each element ran once: its log holds one line
+        assert (vq.root / "jobs" / job / "stdout.log").read_text() == f"element {index}\n"
+    _one_allocation_each(slurm_testbed, specs)
+    if fault != "packed_after_claim":  # the intent's identity was kept, and found or sent
+        alloc = claimed[0]["scheduler_pack_id"]
+        assert {s["scheduler_pack_id"] for s in specs if s["id"] in {c["id"] for c in claimed}} == {
+            alloc
+        }
