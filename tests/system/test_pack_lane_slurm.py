@@ -147,6 +147,11 @@ def test_a_packed_array_runs_in_shared_allocations_and_one_failure_fails_alone(
     assert specs[0]["scheduler_pack_id"] == specs[1]["scheduler_pack_id"]
     assert specs[2]["scheduler_pack_id"] != specs[0]["scheduler_pack_id"]
     assert all(s["scheduler_state"] == "ended" for s in specs)
+    status = vq.status(jobs[2])  # --json of a read verb carries the packed fields
+    assert (status["scheduler_pack_id"], status["scheduler_pack_slot"]) == (
+        specs[2]["scheduler_pack_id"],
+        0,
+    )
     for index, job in enumerate(jobs):  # each element's own slot log, copied back
         log = (vq.root / "jobs" / job / "stdout.log").read_text()
         assert log == f"element {index}\n"
