@@ -94,7 +94,12 @@ class PackedLane(ObservingPacks):
         return any(job_id in a.members for a in self.allocations.values())
 
     def next_due(self) -> list[float]:
-        return [a.due for a in self.allocations.values() if not a.busy]
+        """When an allocation has a step to run (one in doubt waits for an operator)."""
+        return [
+            a.due
+            for a in self.allocations.values()
+            if not a.busy and a.phase in ("submitting", "looking_up", "queued", "running")
+        ]
 
     def advance(self, now: float) -> None:
         """Run every allocation's due step."""
@@ -105,8 +110,11 @@ class PackedLane(ObservingPacks):
                 self._submit(alloc)
             elif alloc.phase == "looking_up":
                 self._look_up(alloc)
-            elif alloc.phase in ("queued", "running") and self.lane.take_token():
-                self._poll(alloc)
+            elif alloc.phase in ("queued", "running"):
+                if self.lane.take_token():
+                    self._poll(alloc)
+                else:
+                    alloc.due = now + 1.0  # the host's token bucket is empty
 
     # --- dispatch ---------------------------------------------------------------------------
     def dispatch(self, specs: list[JobSpec], free: int) -> int:
@@ -126,7 +134,7 @@ class PackedLane(ObservingPacks):
             key = (spec.array_group_id or spec.id, spec.scheduler_pack or "")
             groups.setdefault(key, []).append(spec)
         taken = 0
-        for (group, name), members in sorted(groups.items()):
+        for (group, name), members in groups.items():  # in priority order
             if free - taken <= 0:
                 break
             taken += self._dispatch_group(group, name, members, free - taken)
@@ -140,6 +148,14 @@ class PackedLane(ObservingPacks):
             for spec in specs:
                 lifecycle.fail_pending(spec.id, why)
             return 0
+        limit = specs[0].array_max_parallel
+        if limit is not None:  # --max-parallel: the array's elements holding capacity count
+            running = sum(
+                len(a.members)
+                for a in self.allocations.values()
+                if a.intent is not None and a.intent.group == group
+            )
+            free = min(free, limit - running)
         try:
             batch = next_batch(
                 self.lane.name, group, [Element.of(s) for s in specs], profile, free=free
@@ -152,6 +168,14 @@ class PackedLane(ObservingPacks):
             return 0
         alloc_id = batch.allocation_id
         work = f"{profile.target.work_root}/{alloc_id}"
+        stale = {"scheduler_pack_id", "scheduler_pack_slot", "scheduler_job_id", "scheduler_state"}
+        for spec in specs:
+            if spec.id in {e.job_id for e in batch.elements} and any(
+                getattr(spec, name) is not None for name in stale
+            ):
+                # a retry: the last attempt's allocation is not this one's (cleared while
+                # PENDING, so a claim can never carry it into recovery)
+                self._record(spec.id, dict.fromkeys(stale))
         claimed: list[str] = []
         for slot, element in enumerate(batch.elements):
             try:
