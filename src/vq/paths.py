@@ -19,6 +19,7 @@ Layout (single user)::
       workdirs/<jobid>/             VQ_WORKDIR scratch
       archive/                      cleanup archives (VQ_ARCHIVE_DIR moves it)
       packs/<name>/pack.json        a packed sweep's roster and attempts (0600)
+      lane-packs/<lane>/<alloc>.json  a packed array allocation's intent (before sbatch)
       idempotency/<hash>.json       idempotency-key claims (and their .lock files)
       uploads/                      the web API's staged uploads
       hosts/<name>.json             what is known about each configured remote host
@@ -117,6 +118,11 @@ class StateLayout:
     def pack_file(self, name: str) -> Path:
         """``packs/<name>/pack.json``; ``name`` must already be validated."""
         return self.packs_dir / name / "pack.json"
+
+    def lane_pack_intent(self, lane: str, allocation_id: str) -> Path:
+        """``lane-packs/<lane>/<alloc>.json``: the intent of one packed array allocation
+        of scheduler lane ``lane`` (both already validated)."""
+        return self.root / "lane-packs" / lane / f"{allocation_id}.json"
 
     @property
     def archive_dir(self) -> Path:

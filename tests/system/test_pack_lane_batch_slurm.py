@@ -225,3 +225,35 @@ def test_a_lost_receipt_is_found_by_the_rederived_identity_and_a_blind_resubmit_
     fresh = next_batch("cluster", group, retried, profile, free=10)
     assert fresh is not None and fresh.allocation_id != alloc
     assert pack_remote.allocation_jobs(fresh.allocation_id, since) == []
+
+
+def test_each_slot_sees_its_elements_variables(remote: tuple[PackRemote, str]) -> None:
+    pack_remote, root = remote
+    profile = _profile(root)
+    group = secrets.token_hex(6)
+    show = ("sh", "-c", 'printf "%s|%s|%s\\n" "$VQ_JOB_ID" "$VQ_ARRAY_INDEX" "$VQ_ARRAY_VALUE"')
+    values = ["lr=0.1 'q' $HOME", "b;c"]
+    pending = [
+        Element(
+            f"{group[:6]}{i:06x}",
+            i,
+            0,
+            show,
+            (
+                ("VQ_JOB_ID", f"{group[:6]}{i:06x}"),
+                ("VQ_ARRAY_INDEX", str(i)),
+                ("VQ_ARRAY_VALUE", value),
+            ),
+        )
+        for i, value in enumerate(values)
+    ]
+    batch = next_batch("cluster", group, pending, profile, free=10)
+    assert batch is not None and len(batch.elements) == 2
+    command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
+    result = pack_remote.submit(command, batch.script)
+    assert result.rc == 0, result.stderr
+    job = parse_parsable(result.stdout.decode()).job_id
+    for slot, value in enumerate(values):
+        path = f"{profile.target.log_root}/{batch.allocation_id}-{job}-{slot}.out"
+        expected = f"{pending[slot].job_id}|{slot}|{value}\n".encode()
+        assert wait_until(lambda p=path, e=expected: pack_remote.tail(p, 4096) == e, 150, 1.0)

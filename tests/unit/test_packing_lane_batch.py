@@ -40,7 +40,19 @@ def test_element_of_a_spec_takes_its_index_attempt_and_command() -> None:
             "retry_count": 2,
         }
     )
-    assert Element.of(spec) == Element("0123456789ab", 3, 2, ("python", "run.py", "--seed", "3"))
+    element = Element.of(spec)
+    assert (element.job_id, element.array_index, element.retry_count, element.command) == (
+        "0123456789ab",
+        3,
+        2,
+        ("python", "run.py", "--seed", "3"),
+    )
+    assert element.environment == (
+        ("VQ_JOB_ID", "0123456789ab"),
+        ("VQ_CPUS", "1"),
+        ("VQ_ARRAY_INDEX", "3"),
+        ("VQ_ARRAY_TOTAL", "8"),
+    )
     with pytest.raises(RosterRefused, match="not an array element"):
         Element.of(spec.model_copy(update={"array_index": None}))
 
@@ -151,3 +163,40 @@ def test_slot_evidence_becomes_the_elements_ending(
 @pytest.mark.parametrize("state", ["QUEUED", "RUNNING", "UNKNOWN"])
 def test_a_slot_not_ended_has_no_ending(state: str) -> None:
     assert element_ending(TaskOutcome("k", 0, state, None)) is None  # type: ignore[arg-type]
+
+
+def test_a_slot_exports_the_elements_variables_through_env() -> None:
+    spec = JobSpec.model_validate(
+        {
+            "id": "0123456789ab",
+            "submitted_at": T0,
+            "command": ["python", "run.py"],
+            "cpus": 2,
+            "mem_mb": 512,
+            "job_name": "sweep",
+            "array_index": 1,
+            "array_total": 2,
+            "array_value": "lr=0.1 'quoted' $HOME",
+        }
+    )
+    task = element_task(Element.of(spec))
+    assert task.args == (
+        "env",
+        "VQ_JOB_ID=0123456789ab",
+        "VQ_CPUS=2",
+        "VQ_MEM_MB=512",
+        "VQ_JOB_NAME=sweep",
+        "VQ_ARRAY_INDEX=1",
+        "VQ_ARRAY_TOTAL=2",
+        "VQ_ARRAY_VALUE=lr=0.1 'quoted' $HOME",
+        "python",
+        "run.py",
+    )
+    batch = next_batch("slurm", "g1", [Element.of(spec)], profile(), free=1)
+    assert batch is not None
+    # the value reaches the step as one shell-quoted word, never expanded
+    assert b"'VQ_ARRAY_VALUE=lr=0.1 '\"'\"'quoted'\"'\"' $HOME'" in batch.script
+    with pytest.raises(RosterRefused, match="must not contain '='"):
+        element_task(Element.of(spec.model_copy(update={"command": ["A=1", "run"]})))
+    # without an environment the command is the slot's argument vector as it is
+    assert element_task(Element("0123456789ab", 0, 0, ("A=1",))).args == ("A=1",)

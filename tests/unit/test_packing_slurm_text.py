@@ -17,9 +17,11 @@ from vq.packing.slurm_text import (
     parse_sacct,
     parse_sbatch_test_only,
     parse_squeue,
+    parse_squeue_named,
     sacct_argv,
     sbatch_test_only_argv,
     squeue_argv,
+    squeue_named_argv,
     submit_argv,
 )
 
@@ -124,3 +126,24 @@ def test_state_normalization() -> None:
     assert normalize_state("OUT_OF_MEMORY") == "FAILED"
     assert normalize_state("CANCELLED by 1000") == "CANCELLED"
     assert normalize_state("SOMETHING_NEW") == "UNKNOWN"
+
+
+def test_active_jobs_of_an_identity_need_its_exact_name_and_comment() -> None:
+    alloc = "00000000000000aa"
+    assert squeue_named_argv(alloc)[3:] == [
+        "squeue",
+        "--noheader",
+        f"--name=vqp-{alloc}",
+        "--format=%i|%j|%k|%T",
+    ]
+    rows = (
+        f"41|vqp-{alloc}|vq-pack:{alloc}|RUNNING\n"
+        f"42|vqp-{alloc}|someone else|PENDING\n"
+        f"43|vqp-{alloc}|vq-pack:{alloc}|PENDING\n"
+    )
+    assert parse_squeue_named(0, rows, alloc) == ["41", "43"]
+    assert parse_squeue_named(0, "", alloc) == []
+    with pytest.raises(ObservationError, match="malformed"):
+        parse_squeue_named(0, "41|only|three\n", alloc)
+    with pytest.raises(ObservationError, match="exit status 1"):
+        parse_squeue_named(1, "", alloc)

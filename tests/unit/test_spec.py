@@ -152,6 +152,9 @@ ADDITIVE = {
     "cpu_affinity",
     "launch_attempt",
     "runtime_generation",
+    "scheduler_pack",
+    "scheduler_pack_id",
+    "scheduler_pack_slot",
 }
 
 
@@ -161,6 +164,31 @@ def test_model_has_no_fields_outside_the_inventory_and_documented_additions() ->
     for name in ADDITIVE:
         assert f"`{name}`" in documented, name
         assert not JobSpec.model_fields[name].is_required()
+
+
+def test_packed_element_fields_round_trip_and_default_to_not_packed() -> None:
+    assert (JobSpec.model_validate(minimal()).scheduler_pack_id) is None
+    packed = load_spec(
+        minimal(scheduler_pack="cpu8", scheduler_pack_id="0123456789abcdef", scheduler_pack_slot=3)
+    )
+    assert load_spec(dump_spec(packed)) == packed
+    assert (packed.scheduler_pack, packed.scheduler_pack_slot) == ("cpu8", 3)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"scheduler_pack_id": "0123456789ABCDEF"},
+        {"scheduler_pack_id": "0123456789abcdef\n"},
+        {"scheduler_pack_id": "0123"},
+        {"scheduler_pack_slot": -1},
+        {"scheduler_pack": "-cpu"},
+        {"scheduler_pack": "cpu 8"},
+    ],
+)
+def test_malformed_packed_element_fields_are_corrupt(changes: dict[str, Any]) -> None:
+    with pytest.raises(CorruptSpec, match="scheduler_pack"):
+        load_spec(minimal(**changes))
 
 
 def test_only_identity_time_command_and_cpus_are_required() -> None:

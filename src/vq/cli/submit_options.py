@@ -267,6 +267,7 @@ def build_params(
         "scheduler_target": values.get("scheduler_target"),
         "runtime_root": values.get("runtime_root"),
         "runtime_artifact": values.get("runtime_artifact"),
+        "scheduler_pack": values.get("pack"),
     }
     given = values.get(GIVEN)
     if given is not None and "mem" in given:

@@ -23,6 +23,8 @@ from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
+from vq.services.pack_remote import PackRemote
+from vq.services.submit_pack import pack_configuration
 from vq.transport.local import LocalRunner
 
 from .app import RESCAN_SECONDS, Daemon, DaemonParts
@@ -70,6 +72,7 @@ def compose_daemon(
     (with a :class:`~vq.paths.MultiUserLayout`): the root daemon of every user's tree.
     """
     environ = dict(os.environ if env is None else env)
+    packing, pack_lanes = pack_configuration(settings)
     ctx = ServiceContext(
         paths,
         settings.daemon.caps(),
@@ -77,6 +80,8 @@ def compose_daemon(
         programs=settings.programs,
         default_recover_on_reboot=auto_resume,  # only the default of later submits
         min_uid=multi_user.policy.min_uid if multi_user is not None else 1000,
+        packing=packing,
+        pack_lanes=pack_lanes,
     )
     owner_of = paths.owners.get if isinstance(paths, MultiUserLayout) else None
     if multi_user is not None and owner_of is None:
@@ -112,6 +117,8 @@ def compose_daemon(
         call_soon=inbox.call_soon,
         dependency_state=index.dependency_state,
         hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
+        packing=packing,
+        pack_remote=PackRemote,
     )
     lanes = LaneSet(make_lane, settings.hosts)
     executors = ExecutorRegistry(executor, lanes, parked=lanes.parked)

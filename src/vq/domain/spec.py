@@ -138,6 +138,14 @@ class JobSpec(BaseModel):
     scheduler_walltime_used: str | None = None
     scheduler_walltime_limit: str | None = None
     scheduler_queued_reason: str | None = None
+    # Additive v2 fields of packed array elements (absent: not packed):
+    #: the ``[packing.NAME]`` profile the element's array is packed with (``--pack``)
+    scheduler_pack: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    #: the current attempt's allocation identity (16 hex digits, ``vqp-<id>``), set with
+    #: the intent before ``sbatch``; None before the element joins an allocation
+    scheduler_pack_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    #: the element's slot in that allocation (0-based)
+    scheduler_pack_slot: int | None = Field(default=None, ge=0)
 
     # --- dependencies, retries and grouping --------------------------------------------
     depends_on: list[str] = Field(default_factory=list)

@@ -39,14 +39,18 @@ class DiskVerbs:
         from vq.config import load_settings
         from vq.services.context import ServiceContext
         from vq.services.control import read_capacity
+        from vq.services.submit_pack import pack_configuration
 
         settings = load_settings(self.env)
+        packing, pack_lanes = pack_configuration(settings)
         return ServiceContext(
             self.paths,
             settings.daemon.caps(),
             profiles=settings.profile,
             programs=settings.programs,
             base_caps=read_capacity(self.paths),
+            packing=packing,
+            pack_lanes=pack_lanes,
         )
 
     # --- disk-only reads -----------------------------------------------------------------

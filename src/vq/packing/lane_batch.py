@@ -14,7 +14,10 @@ Contracts:
   look-up by name is exact; a retried element is a new attempt and so joins an allocation
   with a new identity, whose evidence never mixes with the old one's.
 * **Script**: :func:`~vq.packing.script.render_script` of the batch, one slot per element,
-  the element's command as the slot's argument vector (no stdin).
+  the element's command as the slot's argument vector (no stdin), run through
+  ``env NAME=VALUE…`` with the variables a lane job gets (``VQ_JOB_ID``, ``VQ_CPUS``,
+  ``VQ_MEM_MB``, ``VQ_JOB_NAME``, ``VQ_ARRAY_INDEX``, ``VQ_ARRAY_TOTAL``,
+  ``VQ_ARRAY_VALUE``), so an element tells itself apart as it would unpacked.
 * **Outcome** (:func:`element_ending`): a slot's :class:`~vq.packing.evidence.TaskOutcome`
   as the element's ending: a marker's status (or a failed step's nonzero one) decides like
   a lane job's exit marker (retries apply); a slot that ended without a readable marker
@@ -42,6 +45,7 @@ __all__ = [
     "batch_allocation_id",
     "element_ending",
     "element_task",
+    "members_allocation_id",
     "next_batch",
 ]
 
@@ -54,13 +58,25 @@ class Element:
     array_index: int
     retry_count: int
     command: tuple[str, ...]
+    #: ``(NAME, VALUE)`` pairs exported to the slot's command, in this order
+    environment: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, spec: JobSpec) -> Element:
         """The element of ``spec`` (an array element: ``array_index`` is set)."""
         if spec.array_index is None:
             raise RosterRefused(f"job {spec.id} is not an array element")
-        return cls(spec.id, spec.array_index, spec.retry_count, tuple(spec.command))
+        env = [("VQ_JOB_ID", spec.id), ("VQ_CPUS", str(spec.cpus))]
+        if spec.mem_mb is not None:
+            env.append(("VQ_MEM_MB", str(spec.mem_mb)))
+        if spec.job_name:
+            env.append(("VQ_JOB_NAME", spec.job_name))
+        env += [("VQ_ARRAY_INDEX", str(spec.array_index))]
+        if spec.array_total is not None:
+            env.append(("VQ_ARRAY_TOTAL", str(spec.array_total)))
+        if spec.array_value is not None:
+            env.append(("VQ_ARRAY_VALUE", spec.array_value))
+        return cls(spec.id, spec.array_index, spec.retry_count, tuple(spec.command), tuple(env))
 
 
 @dataclass(frozen=True)
@@ -86,17 +102,29 @@ class ElementEnding:
 
 
 def element_task(element: Element) -> Task:
-    """The slot task of ``element``: its job id as key, its command as ``args``.
+    """The slot task of ``element``: its job id as key, ``env NAME=VALUE… COMMAND`` (or
+    the bare command without an environment) as ``args``.
 
     Raises :class:`~vq.packing.roster.RosterRefused` for a command a slot cannot run
-    (empty, NUL bytes, a program starting with ``-``, oversized)."""
-    return Task(element.job_id, check_args(list(element.command)))
+    (empty, NUL bytes, a program starting with ``-`` or, with an environment, containing
+    ``=``, oversized)."""
+    command = check_args(list(element.command))
+    if not element.environment:
+        return Task(element.job_id, command)
+    if "=" in command[0]:
+        raise RosterRefused("the program must not contain '=' (env would take it for a value)")
+    assignments = [f"{name}={value}" for name, value in element.environment]
+    return Task(element.job_id, check_args(["env", *assignments, *command]))
 
 
 def batch_allocation_id(lane: str, group: str, elements: Sequence[Element]) -> str:
     """The identity of an allocation holding ``elements`` (slot order) — see module doc."""
-    members = [[e.job_id, e.retry_count] for e in elements]
-    return digest(["vq-lane-pack", lane, group, members])[:16]
+    return members_allocation_id(lane, group, [(e.job_id, e.retry_count) for e in elements])
+
+
+def members_allocation_id(lane: str, group: str, members: Sequence[tuple[str, int]]) -> str:
+    """:func:`batch_allocation_id` from each slot's (job id, retry count) alone."""
+    return digest(["vq-lane-pack", lane, group, [[job, retry] for job, retry in members]])[:16]
 
 
 def next_batch(

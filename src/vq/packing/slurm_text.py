@@ -221,6 +221,29 @@ def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> Queue
     return QueueRow(job, normalize_state(raw), raw)
 
 
+def squeue_named_argv(allocation_id: str) -> list[str]:
+    """Every active job named ``vqp-<alloc>`` (``squeue --name``)."""
+    return bounded(
+        ["squeue", "--noheader", f"--name={job_name(allocation_id)}", f"--format={_SQUEUE_FORMAT}"]
+    )
+
+
+def parse_squeue_named(rc: int, stdout: str, allocation_id: str) -> list[str]:
+    """The active jobs that are this allocation: its exact name *and* comment (a
+    same-name job under another comment is someone else's and is left out)."""
+    if rc != 0:
+        raise ObservationError(f"squeue failed (exit status {rc})")
+    jobs = []
+    for line in _lines(stdout, "squeue"):
+        parts = line.split("|")
+        if len(parts) != 4 or not _JOB_ID.fullmatch(parts[0]):
+            raise ObservationError("squeue: a malformed row")
+        job, name, found_comment, _ = parts
+        if name == job_name(allocation_id) and found_comment == comment(allocation_id):
+            jobs.append(job)
+    return sorted(set(jobs))
+
+
 # --- sacct ---------------------------------------------------------------------------
 def sacct_argv(allocation_id: str, since: str) -> list[str]:
     """Every accounting record (requeues too) named ``vqp-<alloc>`` since ``since``."""

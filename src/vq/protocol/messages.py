@@ -84,6 +84,8 @@ class SubmitParams(BaseModel):
     runtime_root: str | None = Field(**constraints("runtime_root"))
     runtime_artifact: str | None = Field(**constraints("runtime_artifact"))
     scheduler_target: str | None = Field(**constraints("scheduler_target"))
+    #: ``--pack NAME``: the array's elements share allocations of ``[packing.NAME]``
+    scheduler_pack: str | None = Field(**constraints("scheduler_pack"))
 
     @field_validator("environment")
     @classmethod

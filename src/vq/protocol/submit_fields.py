@@ -165,6 +165,10 @@ SUBMIT_FIELDS: tuple[SubmitField, ...] = (
       "what `vq submit LANE` sets.",
       pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
       not_over_http="not offered over HTTP yet (`host` delegates to a remote daemon)"),
+    F("scheduler_pack", "str", "--pack", "pack", "str",
+      "Pack the array's elements into Slurm allocations of [packing.NAME] "
+      "(`vq submit LANE --array … --pack NAME`).",
+      pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", not_over_http=_GROUPS),
 )  # fmt: skip
 
 _BY_NAME = {f.name: f for f in SUBMIT_FIELDS}

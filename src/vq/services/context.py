@@ -47,6 +47,10 @@ class ServiceContext:
     default_recover_on_reboot: bool = False
     #: multi-user mode: the lowest uid whose specs are admitted (``[multi_user] min_uid``)
     min_uid: int = 1000
+    #: ``[packing.NAME]`` profiles and the scheduler lanes (name →
+    #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
+    packing: Mapping[str, Any] = field(default_factory=dict)
+    pack_lanes: Mapping[str, Any] = field(default_factory=dict)
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

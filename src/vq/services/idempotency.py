@@ -142,6 +142,8 @@ def intent_digest(params: SubmitParams) -> str:
     for name in ("runtime_root", "runtime_artifact"):
         if getattr(params, name) is None:  # absent: keeps the digests of older claims
             canonical.pop(name, None)
+    if params.scheduler_pack is None:  # absent: keeps the digests of older claims
+        canonical.pop("scheduler_pack", None)
     if params.expected_sha is None:  # absent: keeps the digests of older claims
         canonical.pop("expected_sha", None)
     else:

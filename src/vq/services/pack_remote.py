@@ -116,15 +116,20 @@ class PackRemote:
     def allocation_jobs(self, allocation_id: str, since: str) -> list[str]:
         """The jobs that are this allocation, by its identity, submitted since ``since``.
 
-        One bounded ``sacct --name=vqp-<alloc>``, then one single-job ``squeue`` per job it
-        names: a job still queued or running under another comment is someone else's and
-        is dropped; a job whose accounting repeats the exact comment counts, and so does
-        an ended one where accounting stores no comments (the name is all there is).
-        Exactly one job is the allocation; none means accounting has not seen it; several
-        is ambiguous history. Raises :class:`ObservationError` on an untrustworthy answer."""
+        One bounded ``squeue --name=vqp-<alloc>`` (an active job with the exact comment
+        counts at once, before accounting has it), one bounded ``sacct
+        --name=vqp-<alloc>``, then one single-job ``squeue`` per job accounting names: a
+        job still queued or running under another comment is someone else's and is
+        dropped; a job whose accounting repeats the exact comment counts, and so does an
+        ended one where accounting stores no comments (the name is all there is).
+        Exactly one job is the allocation; none means neither the queue nor accounting
+        has seen it; several is ambiguous history. Raises :class:`ObservationError` on
+        an untrustworthy answer."""
+        named = self._run(slurm_text.squeue_named_argv(allocation_id))
+        active = slurm_text.parse_squeue_named(named.rc, _text(named.stdout), allocation_id)
         records = self.accounting(allocation_id, since)
         exact = comment(allocation_id)
-        jobs = []
+        jobs = list(active)
         for job in sorted({record.job_id for record in records if record.submit >= since}):
             try:
                 row = self.queue_row(job, allocation_id)
@@ -134,7 +139,7 @@ class PackRemote:
             unlabelled = all(r.comment == "" for r in records if r.job_id == job)
             if row is not None or known or unlabelled:
                 jobs.append(job)
-        return jobs
+        return sorted(set(jobs))
 
     def running_slots(self, job_id: str, allocation_id: str) -> dict[int, str]:
         """Each running slot of the allocation → its step id (``squeue --steps``)."""

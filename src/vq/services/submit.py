@@ -28,6 +28,7 @@ from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
+from vq.services.submit_pack import packed_fields
 from vq.store.environment import write_environment
 from vq.store.events import append_event
 from vq.store.workspace import detect_source_kind, materialize
@@ -282,6 +283,7 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
         detect_source_kind(Path(params.source))
     if params.array_values is not None and not params.array_values:
         raise InvalidInput("--array-from gave no parameter lines")
+    packed = packed_fields(ctx, params)
     warnings = _warnings(ctx, params)
     program = _program_fields(ctx, params)
     if params.idempotency_key is not None:
@@ -293,6 +295,8 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
         specs = [keyed.spec] if keyed.spec is not None else []
         return SubmitResult(specs, warnings, replayed=keyed.replayed, replay_id=keyed.job_id)
     plans, group_id, kind = _plan(ctx, params)
+    for plan in plans:
+        plan.update(packed)  # the profile decides a packed element's resources
     specs = _write(ctx, params, plans, **program)
     return SubmitResult(specs, warnings, group_id, kind)
 

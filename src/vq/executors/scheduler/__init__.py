@@ -7,21 +7,23 @@ whose ``scheduler_driver`` is this daemon, rebuilt on a reload. See docs/schedul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from vq.domain.dependencies import Lookup
 from vq.domain.spec import JobSpec
 from vq.hosts_config import LaneSettings
+from vq.packing.profiles import PackingProfile
 from vq.transport.ssh import SshRunner
 
 from .lane import SchedulerLane
 from .lane_set import LaneChanges, LaneSet, driven_lanes
-from .ports import LaneContext, LaneLifecycle
+from .ports import LaneContext, LaneLifecycle, PackRemoteFor
 
 __all__ = [
     "LaneChanges",
     "LaneContext",
     "LaneSet",
+    "PackRemoteFor",
     "SchedulerLane",
     "driven_lanes",
     "lane_factory",
@@ -36,8 +38,12 @@ def lane_factory(
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
     hold: Callable[[], bool] = lambda: False,
+    packing: Mapping[str, PackingProfile] | None = None,
+    pack_remote: PackRemoteFor | None = None,
 ) -> Callable[[LaneSettings], SchedulerLane]:
-    """A builder of lanes on this daemon's parts, each with its own SSH runner."""
+    """A builder of lanes on this daemon's parts, each with its own SSH runner;
+    ``packing`` and ``pack_remote`` let a Slurm lane run packed arrays
+    (``vq submit LANE --array … --pack P``)."""
 
     def make(lane: LaneSettings) -> SchedulerLane:
         runner = SshRunner(
@@ -52,6 +58,8 @@ def lane_factory(
             call_soon=call_soon,
             dependency_state=dependency_state,
             hold=hold,
+            packing=packing,
+            pack_remote=pack_remote if lane.dialect == "slurm" else None,
         )
 
     return make

@@ -55,6 +55,7 @@ from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError, VqError
 from vq.hosts_config import LaneSettings
+from vq.packing.profiles import PackingProfile
 from vq.transport.runner import Runner
 
 from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
@@ -63,7 +64,8 @@ from ..sampling import GroupUsage
 from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
 from .outcome import TokenBucket, script_request
-from .ports import LaneContext, LaneLifecycle
+from .packed import PackedLane
+from .ports import LaneContext, LaneLifecycle, PackRemoteFor
 from .remote import LaneRemote, StageFailed, stage_archive
 from .worker import Worker
 
@@ -96,6 +98,8 @@ class SchedulerLane(ObservingLane):
         dependency_state: Lookup = lambda job_id: None,
         hold: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
+        packing: Mapping[str, PackingProfile] | None = None,
+        pack_remote: PackRemoteFor | None = None,
     ) -> None:
         self.name = settings.name
         self.settings = settings
@@ -115,6 +119,10 @@ class SchedulerLane(ObservingLane):
         self._backoff_until = 0.0
         self._recovered = False
         self._later = []
+        #: the packed arrays of this lane (``vq submit LANE --array … --pack P``)
+        self.packed = PackedLane(
+            self, packing or {}, pack_remote(runner) if pack_remote is not None else None
+        )
 
     # --- the loop's entry points ---------------------------------------------------------
     def tick(self) -> None:
@@ -132,6 +140,7 @@ class SchedulerLane(ObservingLane):
             if not job.busy and job.due <= now:
                 self._advance(job)
         self._run_later(now)
+        self.packed.advance(now)
         self._maybe_poll(now)
 
     def next_deadline(self) -> float | None:
@@ -142,6 +151,7 @@ class SchedulerLane(ObservingLane):
             return self._backoff_until - now
         wanted = [j.due for j in self._jobs.values() if not j.busy and j.due > now]
         wanted += [at for at, _ in self._later]
+        wanted += [due if due > now else now for due in self.packed.next_due()]
         pollable = any(
             j.scheduler_job_id is not None and not j.busy and j.phase != "copying"
             for j in self._jobs.values()
@@ -161,15 +171,38 @@ class SchedulerLane(ObservingLane):
 
     @property
     def held(self) -> int:
-        """Jobs holding lane capacity."""
-        return len(self._jobs)
+        """Jobs (and packed elements) holding lane capacity."""
+        return len(self._jobs) + self.packed.held
+
+    # --- what the packed arrays use of the lane ----------------------------------------------
+    @property
+    def dependency_state(self) -> Lookup:
+        return self._dependency_state
+
+    def monotonic(self) -> float:
+        return self._monotonic()
+
+    def take_token(self) -> bool:
+        """One scheduler round within the host's token bucket."""
+        return self._bucket.take()
+
+    def run_on_worker(self, work: Callable[[], Any], done: Callable[[object], None]) -> None:
+        self._worker.submit(work, done)
+
+    def host_failed(self, exc: TransportError) -> None:
+        self._host_failed(exc)
 
     # --- dispatch ------------------------------------------------------------------------
     def _dispatch(self) -> None:
-        free = self.settings.max_jobs - len(self._jobs)
+        free = self.settings.max_jobs - self.held
         if free <= 0 or self._hold():
             return
-        mine = [s for s in self._pending() if s.scheduler_target == self.name]
+        pending = [s for s in self._pending() if s.scheduler_target == self.name]
+        packed = [s for s in pending if s.scheduler_pack is not None]
+        mine = [s for s in pending if s.scheduler_pack is None]
+        if packed:
+            ordered = sorted(packed, key=lambda s: (-s.priority, s.submitted_at, s.id))
+            free -= self.packed.dispatch(ordered, free)
         now = self.ctx.now()
         for spec in sorted(mine, key=lambda s: (-s.priority, s.submitted_at, s.id)):
             if free <= 0:
@@ -257,6 +290,12 @@ class SchedulerLane(ObservingLane):
         ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
         submitted (it is submitted now, under the same tag)."""
         job = self._jobs.get(job_id)
+        if self.packed.holds(job_id):
+            raise Conflict(
+                f"job {job_id} is a packed array element; its allocation is settled as a whole",
+                hint="a packed allocation in doubt is not resolved per element yet; "
+                "see docs/packing.md (queue integration)",
+            )
         if job is None or job.scheduler_job_id is not None or job.busy:
             raise Conflict(
                 f"job {job_id} is not waiting for a decision on lane {self.name}",
@@ -390,7 +429,7 @@ class SchedulerLane(ObservingLane):
         return False  # the scheduler reports its own OOM verdicts (OUT_OF_MEMORY)
 
     def running(self, handle: JobHandle) -> bool:
-        return handle.job_id in self._jobs
+        return handle.job_id in self._jobs or self.packed.holds(handle.job_id)
 
     def watcher_alive(self, handle: JobHandle) -> bool:
         return self.running(handle)  # the lane's own bookkeeping watches the job
@@ -409,6 +448,14 @@ class SchedulerLane(ObservingLane):
         self._call_soon(lambda: self.request_cancel(handle.job_id))
         return True
 
+    def request_cancel(self, job_id: str) -> None:
+        """On the loop: a packed element's slot (``scancel JOBID.STEP``), else the job's
+        scheduler job (KILLED is already written)."""
+        if self.packed.holds(job_id):
+            self.packed.request_kill(job_id)
+            return
+        super().request_cancel(job_id)
+
     def force_stop(self, handle: JobHandle) -> bool:
         return False
 
@@ -418,6 +465,12 @@ class SchedulerLane(ObservingLane):
     def check_pausable(self, spec: JobSpec) -> None:
         """One read-only status query (§7.3): only a job still waiting can be held."""
         from .control import check_pausable
+
+        if spec.scheduler_pack is not None:
+            raise Conflict(
+                f"job {spec.id} is a packed array element: its slot cannot be held alone",
+                hint=f"`vq kill {spec.id}` stops it",
+            )
 
         check_pausable(self, spec)
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from vq.domain.events import EventKind
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.packing.slurm_text import AccountingRecord, QueueRow
 from vq.paths import StatePaths
+from vq.transport.runner import Runner, RunResult
 
-__all__ = ["LaneContext", "LaneLifecycle", "Moved", "SpecReader"]
+__all__ = ["LaneContext", "LaneLifecycle", "Moved", "PackRemoteFor", "PackRemotePort", "SpecReader"]
 
 
 class Moved(Protocol):
@@ -54,6 +56,8 @@ class LaneLifecycle(Protocol):
 
     def fail_pending(self, job_id: str, reason: str) -> Moved: ...
 
+    def requeue_unlaunched(self, job_id: str, reason: str) -> Moved: ...
+
     def ended(self, spec_or_id: JobSpec | str) -> JobSpec | None: ...
 
     def pause(self, job_id: str, by: str, *, started: Callable[[JobSpec], bool] = ...) -> Moved: ...
@@ -74,3 +78,32 @@ class LaneContext:
     paths: StatePaths
     store: SpecReader
     now: Callable[[], datetime]
+
+
+class PackRemotePort(Protocol):
+    """The bounded Slurm reads and writes of packed allocations
+    (:class:`vq.services.pack_remote.PackRemote`), as a lane uses them."""
+
+    def submit_command(self, log_root: str, work_root: str) -> list[str]: ...
+
+    def submit(self, command: list[str], script: bytes) -> RunResult: ...
+
+    def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None: ...
+
+    def accounting(self, allocation_id: str, since: str) -> list[AccountingRecord]: ...
+
+    def markers(self, allocation_work: str) -> dict[int, int | None]: ...
+
+    def allocation_jobs(self, allocation_id: str, since: str) -> list[str]: ...
+
+    def cancel(self, job_id: str, step_id: str | None = None) -> Literal["sent", "gone"]: ...
+
+    def cancel_slot(
+        self, job_id: str, allocation_id: str, slot: int
+    ) -> Literal["sent", "gone", "not_running"]: ...
+
+    def tail(self, path: str, count: int) -> bytes | None: ...
+
+
+#: How a lane reaches its login host for packed allocations: its runner → the reads.
+PackRemoteFor = Callable[[Runner], PackRemotePort]

@@ -11,6 +11,8 @@
   matches, or no accounting to be sure, is ``reattach_failed``: the capacity stays
   reserved and ``vq scheduler resolve`` decides.
 * A claimed spec without an intent never reached the scheduler: it is staged again.
+* A packed array element (``scheduler_pack``) is never looked up by tag: its allocation
+  is rebuilt from its elements and intent (:meth:`.packed.PackedLane.recover`).
 """
 
 from __future__ import annotations
@@ -39,12 +41,16 @@ def adopt_all(lane: SchedulerLane) -> None:
     """Track every spec of this lane that holds capacity (on the loop, once)."""
     from .jobs import LaneJob
 
+    packed = []
     for job_id in sorted(lane.ctx.store.list_ids()):
         try:
             spec = lane.ctx.store.read(job_id)
         except VqError:
             continue
         if spec.scheduler_target != lane.name:
+            continue
+        if spec.scheduler_pack is not None:
+            packed.append(spec)  # never the tag look-up: its allocation is found by identity
             continue
         intent = lane.read_intent(job_id)
         if spec.state not in ACTIVE:
@@ -65,6 +71,7 @@ def adopt_all(lane: SchedulerLane) -> None:
         else:
             lane.track(LaneJob(job_id, "staging"))
         log.info("lane %s: job %s adopted (%s)", lane.name, job_id, spec.scheduler_state)
+    lane.packed.recover(packed)
 
 
 def _written_at(intent: dict[str, Any] | None) -> datetime | None:

@@ -1,0 +1,408 @@
+"""Packed arrays on a Slurm lane: the elements of a ``vq submit LANE --array … --pack P``
+array share allocations of ``srun`` steps (one slot per element). Owned by
+:class:`~.lane.SchedulerLane`; every method runs on the daemon loop, every cluster call
+on the lane's worker.
+
+One allocation's path:
+
+1. **claim** the batch :func:`~vq.packing.lane_batch.next_batch` picks from the pending
+   elements of one array (PENDING → RUNNING), recording each element's
+   ``scheduler_pack_id``/``scheduler_pack_slot`` (``scheduler_state = "claimed"``);
+2. **intent**: ``lane-packs/<lane>/<alloc>.json`` (:mod:`vq.packing.lane_intent`) written
+   and synced, then every element ``submitting`` durably;
+3. **submit** ``sbatch --parsable`` once; the receipt is recorded on every element
+   (``queued``). A refusal fails the elements; an ambiguous answer is never resubmitted
+   blindly: the allocation is looked up by its identity
+   (:func:`~vq.packing.lane_intent.decide`);
+4. **observe** one ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot
+   markers per ``poll_interval``; each element ends as soon as its own slot has
+   (:func:`~vq.packing.lane_batch.element_ending`): its slot's log is copied back as its
+   ``stdout.log`` (the last 1 MiB), then its outcome is written (retries apply: a retried
+   element joins a later allocation under a new identity);
+5. **kill** (:func:`~vq.packing.lane_control.kill_action`): ``scancel JOBID.STEP`` for the
+   element's slot, ``scancel JOBID`` once nothing in the allocation is wanted;
+6. **restart** (:func:`~vq.packing.lane_control.recovery_step`): observe, look up by
+   identity, requeue what was claimed but never sent, or ``reattach_failed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from vq import _fault_points
+from vq._fs import atomic_write_bytes, read_regular
+from vq.domain.dependencies import evaluate
+from vq.domain.spec import JobSpec
+from vq.domain.states import ACTIVE
+from vq.errors import TransportError, VqError
+from vq.packing.lane_batch import Element, element_task, next_batch
+from vq.packing.lane_control import Member, recovery_step
+from vq.packing.lane_intent import (
+    IntentUnreadable,
+    PackIntent,
+    decide,
+    decode_intent,
+    encode_intent,
+    intent_of,
+)
+from vq.packing.planner import PlanRefused
+from vq.packing.profiles import PackingProfile
+from vq.packing.roster import RosterRefused
+from vq.packing.script import render_script, sbatch_args
+from vq.packing.slurm_text import ObservationError, parse_parsable
+from vq.transport.runner import RunResult
+
+from .jobs import ambiguous
+from .packed_observe import ObservingPacks, PackedAllocation
+from .ports import PackRemotePort
+
+if TYPE_CHECKING:
+    from .lane import SchedulerLane
+
+__all__ = ["PackedLane"]
+
+log = logging.getLogger(__name__)
+
+#: scheduler_state values of an element whose allocation has nothing more to do with it.
+_SETTLED = frozenset({"ended", "artifacts_unavailable", "not_submitted"})
+
+
+class PackedLane(ObservingPacks):
+    """The packed arrays of one scheduler lane (see the module docstring)."""
+
+    def __init__(
+        self,
+        lane: SchedulerLane,
+        profiles: Mapping[str, PackingProfile],
+        remote: PackRemotePort | None,
+    ) -> None:
+        self.lane = lane
+        self.profiles = profiles
+        self.remote = remote
+        self.allocations: dict[str, PackedAllocation] = {}
+
+    # --- capacity and the loop's entry points ----------------------------------------------
+    @property
+    def held(self) -> int:
+        """Elements holding lane capacity."""
+        return sum(len(a.members) for a in self.allocations.values())
+
+    def holds(self, job_id: str) -> bool:
+        return any(job_id in a.members for a in self.allocations.values())
+
+    def next_due(self) -> list[float]:
+        """When an allocation has a step to run (one in doubt waits for an operator)."""
+        return [
+            a.due
+            for a in self.allocations.values()
+            if not a.busy and a.phase in ("submitting", "looking_up", "queued", "running")
+        ]
+
+    def advance(self, now: float) -> None:
+        """Run every allocation's due step."""
+        for alloc in list(self.allocations.values()):
+            if alloc.busy or alloc.due > now:
+                continue
+            if alloc.phase == "submitting":
+                self._submit(alloc)
+            elif alloc.phase == "looking_up":
+                self._look_up(alloc)
+            elif alloc.phase in ("queued", "running"):
+                if self.lane.take_token():
+                    self._poll(alloc)
+                else:
+                    alloc.due = now + 1.0  # the host's token bucket is empty
+
+    # --- dispatch ---------------------------------------------------------------------------
+    def dispatch(self, specs: list[JobSpec], free: int) -> int:
+        """Pack the due PENDING elements of ``specs`` into new allocations, at most
+        ``free`` elements; returns how many were taken."""
+        groups: dict[tuple[str, str], list[JobSpec]] = {}
+        now = self.lane.ctx.now()
+        for spec in specs:
+            if spec.not_before is not None and spec.not_before > now:
+                continue
+            if spec.depends_on or spec.depends_on_any:
+                gate = evaluate(spec.depends_on, spec.depends_on_any, self.lane.dependency_state)
+                if gate.cascade:
+                    self.lane.lifecycle.fail_pending(spec.id, gate.reason or "a dependency failed")
+                if not gate.ready:
+                    continue
+            key = (spec.array_group_id or spec.id, spec.scheduler_pack or "")
+            groups.setdefault(key, []).append(spec)
+        taken = 0
+        for (group, name), members in groups.items():  # in priority order
+            if free - taken <= 0:
+                break
+            taken += self._dispatch_group(group, name, members, free - taken)
+        return taken
+
+    def _dispatch_group(self, group: str, name: str, specs: list[JobSpec], free: int) -> int:
+        lifecycle = self.lane.lifecycle
+        profile = self.profiles.get(name)
+        if self.remote is None or profile is None or profile.target.host != self.lane.name:
+            why = f"packing profile {name!r} no longer targets lane {self.lane.name}"
+            for spec in specs:
+                lifecycle.fail_pending(spec.id, why)
+            return 0
+        limit = specs[0].array_max_parallel
+        if limit is not None:  # --max-parallel: the array's elements holding capacity count
+            running = sum(
+                len(a.members)
+                for a in self.allocations.values()
+                if a.intent is not None and a.intent.group == group
+            )
+            free = min(free, limit - running)
+        try:
+            batch = next_batch(
+                self.lane.name, group, [Element.of(s) for s in specs], profile, free=free
+            )
+        except (RosterRefused, PlanRefused) as exc:
+            for spec in specs:
+                lifecycle.fail_pending(spec.id, f"the element cannot be packed: {exc}")
+            return 0
+        if batch is None:
+            return 0
+        alloc_id = batch.allocation_id
+        work = f"{profile.target.work_root}/{alloc_id}"
+        stale = {"scheduler_pack_id", "scheduler_pack_slot", "scheduler_job_id", "scheduler_state"}
+        for spec in specs:
+            if spec.id in {e.job_id for e in batch.elements} and any(
+                getattr(spec, name) is not None for name in stale
+            ):
+                # a retry: the last attempt's allocation is not this one's (cleared while
+                # PENDING, so a claim can never carry it into recovery)
+                self._record(spec.id, dict.fromkeys(stale))
+        claimed: list[str] = []
+        for slot, element in enumerate(batch.elements):
+            try:
+                moved = lifecycle.claim(element.job_id, workdir=f"{work}/{slot}")
+            except VqError as exc:
+                log.warning("lane %s: cannot claim %s: %s", self.lane.name, element.job_id, exc)
+                moved = None
+            if moved is None or not moved.changed:
+                for job_id in claimed:  # nothing was sent: back to PENDING
+                    lifecycle.requeue_unlaunched(job_id, "its allocation changed before sbatch")
+                return 0
+            claimed.append(element.job_id)
+            self._record(
+                element.job_id,
+                {
+                    "scheduler_pack_id": alloc_id,
+                    "scheduler_pack_slot": slot,
+                    "scheduler_state": "claimed",
+                    "scheduler_job_id": None,
+                },
+            )
+        _fault_points.crash_point("packed_after_claim")
+        sha = hashlib.sha256(batch.script).hexdigest()
+        intent = intent_of(
+            batch,
+            lane=self.lane.name,
+            group=group,
+            profile=name,
+            script_sha256=sha,
+            now=self.lane.ctx.now(),
+        )
+        path = self.intent_path(alloc_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, encode_intent(intent), mode=0o600, durable=True)
+        _fault_points.crash_point("packed_after_intent")
+        for job_id in claimed:
+            self._record(job_id, {"scheduler_state": "submitting"})
+        members = {job_id: slot for slot, job_id in enumerate(claimed)}
+        alloc = PackedAllocation(alloc_id, profile, intent, batch.script, members)
+        self.allocations[alloc_id] = alloc
+        self._submit(alloc)
+        return len(claimed)
+
+    def intent_path(self, allocation_id: str) -> Any:
+        return self.lane.ctx.paths.lane_pack_intent(self.lane.name, allocation_id)
+
+    # --- submit and look up -------------------------------------------------------------------
+    def _submit(self, alloc: PackedAllocation) -> None:
+        remote, script = self.remote, alloc.script
+        assert remote is not None and script is not None
+        target = alloc.known[0].target
+        command = remote.submit_command(target.log_root, target.work_root)
+        alloc.busy, alloc.phase = True, "submitting"
+        self.lane.run_on_worker(
+            lambda: remote.submit(command, script), lambda r: self._submitted(alloc, r)
+        )
+
+    def _submitted(self, alloc: PackedAllocation, result: object) -> None:
+        alloc.busy = False
+        if isinstance(result, RunResult) and result.rc == 0:
+            try:
+                receipt = parse_parsable(result.stdout.decode("utf-8", "replace"))
+            except ObservationError as exc:
+                result = exc  # an unreadable receipt: ambiguous
+            else:
+                _fault_points.crash_point("packed_after_sbatch")
+                self._adopt(alloc, receipt.job_id)
+                return
+        if isinstance(result, RunResult) and result.rc not in (0, 255):
+            detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            if not ambiguous(detail):
+                self._fail_all(alloc, f"the scheduler refused the allocation: {detail}")
+                return
+        if isinstance(result, TransportError):
+            self.lane.host_failed(result)
+        log.warning(
+            "lane %s: submission of allocation %s is ambiguous (%s)",
+            self.lane.name,
+            alloc.allocation_id,
+            result,
+        )
+        alloc.phase = "looking_up"
+        alloc.due = self.lane.monotonic() + self.lane.settings.absent_recheck_seconds
+
+    def _look_up(self, alloc: PackedAllocation) -> None:
+        remote = self.remote
+        assert remote is not None
+        alloc.busy = True
+        since = alloc.known[1].window_start()
+        self.lane.run_on_worker(
+            lambda: remote.allocation_jobs(alloc.allocation_id, since),
+            lambda result: self._looked_up(alloc, result),
+        )
+
+    def _looked_up(self, alloc: PackedAllocation, result: object) -> None:
+        alloc.busy = False
+        retry = self.lane.monotonic() + self.lane.settings.absent_recheck_seconds
+        if not isinstance(result, list):
+            if isinstance(result, TransportError):
+                self.lane.host_failed(result)
+            log.warning("lane %s: look-up of %s failed: %s", self.lane.name, alloc, result)
+            alloc.due = retry  # not evidence either way
+            return
+        decision = decide(
+            result,
+            absent_looks=alloc.absent_looks,
+            accounting=self.lane.settings.accounting == "sacct",
+        )
+        alloc.absent_looks = decision.absent_looks
+        if decision.action == "adopt" and decision.job_id is not None:
+            self._adopt(alloc, decision.job_id)
+        elif decision.action == "look_again":
+            alloc.due = retry
+        elif decision.action == "not_submitted":
+            self._resubmit(alloc)
+        else:
+            self._reattach_failed(alloc, decision.reason)
+
+    def _resubmit(self, alloc: PackedAllocation) -> None:
+        """Submit again under the same identity: the script is rebuilt from the intent's
+        elements and must hash to what the intent recorded."""
+        if alloc.script is None:
+            profile, intent = alloc.known
+            try:
+                specs = [self.lane.ctx.store.read(job) for job in alloc.keys]
+                tasks = [element_task(Element.of(spec)) for spec in specs]
+                directives = sbatch_args(alloc.allocation_id, len(tasks), profile)
+                script = render_script(alloc.allocation_id, tasks, profile, directives)
+            except (VqError, RosterRefused, ValueError) as exc:
+                self._reattach_failed(alloc, f"its script cannot be rebuilt: {exc}")
+                return
+            if hashlib.sha256(script).hexdigest() != intent.script_sha256:
+                self._reattach_failed(alloc, "its rebuilt script differs from the intent's")
+                return
+            alloc.script = script
+        log.info(
+            "lane %s: allocation %s was never submitted; submitting it now",
+            self.lane.name,
+            alloc.allocation_id,
+        )
+        self._submit(alloc)
+
+    def _adopt(self, alloc: PackedAllocation, job_id: str) -> None:
+        alloc.job_id, alloc.phase, alloc.absent_looks = job_id, "queued", 0
+        for element in alloc.members:
+            self._record(
+                element,
+                {"scheduler_job_id": job_id, "scheduler_state": "queued"},
+                event="dispatched",
+            )
+        alloc.due = self.lane.monotonic()
+
+    def _reattach_failed(self, alloc: PackedAllocation, why: str) -> None:
+        alloc.phase = "reattach_failed"
+        for element in alloc.members:
+            self._record(element, {"scheduler_state": "reattach_failed"})
+        log.error(
+            "lane %s: allocation %s (vqp-%s) is in doubt: %s; its elements keep their "
+            "capacity until an operator decides",
+            self.lane.name,
+            alloc.allocation_id,
+            alloc.allocation_id,
+            why,
+        )
+
+    def _fail_all(self, alloc: PackedAllocation, reason: str) -> None:
+        for element in list(alloc.members):
+            self._record(element, {"scheduler_state": "not_submitted"})
+            self.lane.lifecycle.fail_dispatch(element, reason)
+        self._forget(alloc)
+
+    # --- restart ----------------------------------------------------------------------------------
+    def recover(self, specs: list[JobSpec]) -> None:
+        """Rebuild the allocations of this lane's packed elements (on the loop, once)."""
+        groups: dict[str, list[JobSpec]] = {}
+        for spec in specs:
+            if spec.state in ACTIVE and spec.scheduler_pack_id is None:
+                self.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
+            elif spec.scheduler_pack_id is not None and (
+                spec.state in ACTIVE
+                or (spec.scheduler_job_id and spec.scheduler_state not in _SETTLED)
+            ):
+                groups.setdefault(spec.scheduler_pack_id, []).append(spec)
+        for alloc_id, members in sorted(groups.items()):
+            self._recover_one(alloc_id, members)
+
+    def _recover_one(self, alloc_id: str, specs: list[JobSpec]) -> None:
+        path = self.intent_path(alloc_id)
+        intent: PackIntent | None = None
+        try:
+            intent = decode_intent(read_regular(path, 1 << 20))
+        except (OSError, IntentUnreadable):
+            intent = None
+        step = recovery_step(
+            alloc_id,
+            [
+                Member(
+                    s.id,
+                    s.retry_count,
+                    s.scheduler_pack_slot,
+                    s.scheduler_state,
+                    s.scheduler_job_id,
+                )
+                for s in specs
+            ],
+            intent,
+            intent_exists=path.exists(),
+        )
+        if step.action == "redispatch":
+            for spec in specs:
+                if spec.state in ACTIVE:
+                    self.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
+            return
+        profile = self.profiles.get(specs[0].scheduler_pack or "")
+        members = {s.id: s.scheduler_pack_slot or 0 for s in specs}
+        if intent is None or profile is None or self.remote is None:
+            alloc = PackedAllocation(alloc_id, profile, intent, None, members)
+            self.allocations[alloc_id] = alloc
+            self._reattach_failed(alloc, step.reason or "its packing profile is gone")
+            return
+        alloc = PackedAllocation(alloc_id, profile, intent, None, members)
+        alloc.kills = {s.id for s in specs if s.state not in ACTIVE}
+        self.allocations[alloc_id] = alloc
+        if step.action == "observe" and step.job_id is not None:
+            alloc.job_id, alloc.phase = step.job_id, "queued"
+        elif step.action == "look_up":
+            alloc.phase = "looking_up"
+        else:
+            self._reattach_failed(alloc, step.reason)
+        log.info("lane %s: allocation %s adopted (%s)", self.lane.name, alloc_id, alloc.phase)

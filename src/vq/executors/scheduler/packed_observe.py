@@ -1,0 +1,276 @@
+"""Observation, completion and kill of a lane's packed allocations (a mixin of
+:class:`~.packed.PackedLane`; every method runs on the daemon loop, every cluster call on
+the lane's worker).
+
+* One round per allocation per ``poll_interval`` within the host's token bucket: one
+  ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot markers, turned
+  into one :class:`~vq.packing.evidence.AttemptEvidence`. ``UNKNOWN`` (accounting has
+  not shown the allocation yet) changes nothing; an untrustworthy answer neither.
+* Each element ends as soon as its own slot has
+  (:func:`~vq.packing.lane_batch.element_ending`); in an ended allocation a slot without
+  evidence is ``ABORTED_BY_QUEUE``. Its slot's log is copied back first (the last
+  :data:`MAX_SLOT_LOG_BYTES`, retried after each of ``copy_back_delays``, then
+  ``artifacts_unavailable``), then ``scheduler_state`` is settled, then the outcome is
+  written.
+* A kill (:func:`~vq.packing.lane_control.kill_action`) is re-evaluated every round until
+  the element's slot has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vq._fs import atomic_write_bytes
+from vq.domain.states import JobState
+from vq.errors import TransportError, VqError
+from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
+from vq.packing.lane_batch import ElementEnding, element_ending
+from vq.packing.lane_control import kill_action
+from vq.packing.lane_intent import PackIntent
+from vq.packing.profiles import PackingProfile
+from vq.packing.slurm_text import ObservationError
+
+from .ports import PackRemotePort
+
+if TYPE_CHECKING:
+    from .lane import SchedulerLane
+
+__all__ = ["MAX_SLOT_LOG_BYTES", "ObservingPacks", "PackedAllocation"]
+
+log = logging.getLogger(__name__)
+
+#: The most of a slot's log copied back as its element's ``stdout.log``.
+MAX_SLOT_LOG_BYTES = 1 << 20
+
+
+@dataclass
+class PackedAllocation:
+    """One allocation holding lane capacity for its unfinished elements (loop-owned)."""
+
+    allocation_id: str
+    #: None only for an allocation in doubt whose profile or intent is gone: it holds
+    #: capacity (``reattach_failed``) and never reaches the cluster
+    profile: PackingProfile | None
+    intent: PackIntent | None
+    script: bytes | None
+    members: dict[str, int]  # element job id -> slot, while it holds capacity
+    job_id: str | None = None  # the receipt
+    phase: str = "submitting"  # submitting, looking_up, queued, running, reattach_failed
+    busy: bool = False
+    due: float = 0.0
+    absent_looks: int = 0
+    kills: set[str] = field(default_factory=set)
+    copy_tries: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def known(self) -> tuple[PackingProfile, PackIntent]:
+        """The profile and intent of an allocation that reaches the cluster."""
+        if self.profile is None or self.intent is None:
+            raise RuntimeError(f"allocation {self.allocation_id} has no profile or intent")
+        return self.profile, self.intent
+
+    @property
+    def keys(self) -> list[str]:
+        return [job for job, _ in self.known[1].members]
+
+    @property
+    def work(self) -> str:
+        return f"{self.known[0].target.work_root}/{self.allocation_id}"
+
+    def slot_log(self, slot: int) -> str:
+        log_root = self.known[0].target.log_root
+        return f"{log_root}/{self.allocation_id}-{self.job_id}-{slot}.out"
+
+
+class ObservingPacks:
+    """Poll, complete and kill (see the module docstring)."""
+
+    lane: SchedulerLane
+    remote: PackRemotePort | None
+    allocations: dict[str, PackedAllocation]
+
+    def _record(
+        self, job_id: str, fields: dict[str, Any], *, durable: bool = True, event: Any = None
+    ) -> None:
+        try:
+            self.lane.lifecycle.record_scheduler(job_id, fields, durable=durable, event=event)
+        except VqError as exc:
+            log.warning("lane %s: job %s not updated: %s", self.lane.name, job_id, exc.message)
+
+    def _forget(self, alloc: PackedAllocation) -> None:
+        self.allocations.pop(alloc.allocation_id, None)
+        if not alloc.members:
+            self.lane.ctx.paths.lane_pack_intent(self.lane.name, alloc.allocation_id).unlink(
+                missing_ok=True
+            )
+
+    def _poll(self, alloc: PackedAllocation) -> None:
+        remote, job = self.remote, alloc.job_id
+        assert remote is not None and job is not None
+        alloc.busy = True
+        since = alloc.known[1].window_start()
+
+        def work() -> AttemptEvidence:
+            return attempt_evidence(
+                alloc.allocation_id,
+                job,
+                alloc.keys,
+                remote.queue_row(job, alloc.allocation_id),
+                remote.accounting(alloc.allocation_id, since),
+                remote.markers(alloc.work),
+            )
+
+        self.lane.run_on_worker(work, lambda result: self._polled(alloc, result))
+
+    def _polled(self, alloc: PackedAllocation, result: object) -> None:
+        alloc.busy = False
+        alloc.due = self.lane.monotonic() + self.lane.settings.poll_interval
+        if not isinstance(result, AttemptEvidence):
+            if isinstance(result, TransportError):
+                self.lane.host_failed(result)
+            log.warning("lane %s: observing %s failed: %s", self.lane.name, alloc, result)
+            return
+        if result.state == "UNKNOWN":
+            return  # accounting has not shown the allocation yet: not final
+        ended = result.state in TERMINAL
+        if not ended:
+            alloc.phase = "running" if result.state == "RUNNING" else "queued"
+        endings: dict[str, ElementEnding] = {}
+        for task in result.tasks:
+            element = alloc.keys[task.slot]
+            if element not in alloc.members:
+                continue
+            ending = element_ending(task)
+            if ending is None and ended:
+                ending = ElementEnding(
+                    JobState.ABORTED_BY_QUEUE,
+                    None,
+                    f"the allocation ended ({result.raw_state}) without evidence of slot "
+                    f"{task.slot}",
+                )
+            if ending is not None:
+                endings[element] = ending
+            elif not ended:
+                self._record(element, {"scheduler_state": alloc.phase}, durable=False)
+        self._kill_wanted(alloc, result, endings)
+        if endings:
+            self._collect(alloc, endings)
+
+    def _collect(self, alloc: PackedAllocation, endings: dict[str, ElementEnding]) -> None:
+        """Copy every ended slot's log back, then write each element's outcome."""
+        remote = self.remote
+        assert remote is not None
+        alloc.busy = True
+        slots = {element: alloc.members[element] for element in endings}
+
+        def work() -> dict[str, bytes | BaseException | None]:
+            copied: dict[str, bytes | BaseException | None] = {}
+            for element, slot in slots.items():
+                try:
+                    copied[element] = remote.tail(alloc.slot_log(slot), MAX_SLOT_LOG_BYTES)
+                except (VqError, OSError, ObservationError) as exc:
+                    copied[element] = exc
+            return copied
+
+        self.lane.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
+
+    def _collected(
+        self, alloc: PackedAllocation, endings: dict[str, ElementEnding], result: object
+    ) -> None:
+        alloc.busy = False
+        copied: Mapping[str, object] = result if isinstance(result, dict) else {}
+        delays = self.lane.settings.copy_back_delays
+        for element, ending in endings.items():
+            data = copied.get(element, result)
+            if isinstance(data, BaseException):
+                tries = alloc.copy_tries.get(element, 0)
+                if tries < len(delays):
+                    alloc.copy_tries[element] = tries + 1
+                    alloc.due = self.lane.monotonic() + delays[tries]
+                    continue  # observed again, and copied again, after the delay
+                self._finish(alloc, element, ending, artifacts=False)
+                continue
+            if isinstance(data, bytes):
+                self._write_log(element, data)
+            self._finish(alloc, element, ending, artifacts=True)
+
+    def _write_log(self, element: str, data: bytes) -> None:
+        try:
+            spec = self.lane.ctx.store.read(element)
+            path = self.lane.ctx.paths.workspace(element) / spec.stdout_path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data, mode=0o600, durable=False)
+        except (VqError, OSError) as exc:
+            log.warning("lane %s: log of %s not written: %s", self.lane.name, element, exc)
+
+    def _finish(
+        self, alloc: PackedAllocation, element: str, ending: ElementEnding, *, artifacts: bool
+    ) -> None:
+        state = "ended" if artifacts else "artifacts_unavailable"
+        # Settled first: a restart between the two writes re-reads the same ending.
+        self._record(element, {"scheduler_state": state, "scheduler_queued_reason": None})
+        lifecycle = self.lane.lifecycle
+        if ending.state is None:
+            lifecycle.finish_attempt(element, ending.exit_code)
+        else:
+            lifecycle.scheduler_verdict(
+                element, ending.state, ending.reason or "", ending.exit_code
+            )
+        alloc.members.pop(element, None)
+        alloc.kills.discard(element)
+        lifecycle.ended(element)
+        if not alloc.members:
+            self._forget(alloc)
+
+    # --- kill -------------------------------------------------------------------------------------
+    def request_kill(self, job_id: str) -> None:
+        """On the loop: the element is KILLED already; stop its slot (module doc)."""
+        for alloc in self.allocations.values():
+            if job_id in alloc.members:
+                alloc.kills.add(job_id)
+                alloc.due = min(alloc.due, self.lane.monotonic())
+
+    def _kill_wanted(
+        self, alloc: PackedAllocation, evidence: AttemptEvidence, endings: Mapping[str, object]
+    ) -> None:
+        remote, job = self.remote, alloc.job_id
+        if not alloc.kills or remote is None or job is None:
+            return
+        slot_state = {alloc.keys[t.slot]: t.state for t in evidence.tasks}
+        others = [e for e in alloc.members if e not in alloc.kills and e not in endings]
+        sends: list[tuple[str, int | None]] = []
+        for element in sorted(alloc.kills):
+            if element in endings:
+                continue
+            action = kill_action(
+                receipt=True,
+                allocation=evidence.state,
+                others_settled=not others,
+                step_running=True,  # cancel_slot finds out: "not_running" is retried
+                marker_written=slot_state.get(element) in TERMINAL,
+            )
+            if action == "cancel_allocation":
+                sends = [(job, None)]
+                break
+            if action in ("cancel_step", "retry_step"):
+                sends.append((job, alloc.members[element]))
+        if not sends:
+            return
+
+        def work() -> None:
+            for scheduler_job, slot in sends:
+                if slot is None:
+                    remote.cancel(scheduler_job)
+                else:
+                    remote.cancel_slot(scheduler_job, alloc.allocation_id, slot)
+
+        self.lane.run_on_worker(work, self._cancel_sent)
+
+    def _cancel_sent(self, result: object) -> None:
+        if isinstance(result, TransportError):
+            self.lane.host_failed(result)
+        elif isinstance(result, BaseException):
+            log.warning("lane %s: cancel failed (%s); retried", self.lane.name, result)
