@@ -24,7 +24,13 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnsafePath", "append_line_beneath", "open_beneath", "read_regular_beneath"]
+__all__ = [
+    "UnsafePath",
+    "append_line_beneath",
+    "open_beneath",
+    "open_dir_beneath",
+    "read_regular_beneath",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,27 @@ def _walk(root: Path, path: Path) -> tuple[int, str]:
         os.close(fd)
         raise
     return fd, parts[-1]
+
+
+def open_dir_beneath(root: Path, path: Path, *, create: int | None = None) -> int:
+    """An fd of the directory ``path`` below ``root``, walked without following a symlink;
+    with ``create`` (a mode) a missing final directory is made first. Raises
+    :class:`UnsafePath` for a symlink or non-directory on the way or at the end."""
+    parent, name = _walk(root, path)
+    try:
+        if create is not None:
+            try:
+                os.mkdir(name, create, dir_fd=parent)
+            except FileExistsError:
+                pass
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _refuse(path, f"{name!r} is a symlink or not a directory") from None
+            raise
+    finally:
+        os.close(parent)
 
 
 def open_beneath(root: Path, path: Path, flags: int, mode: int = 0o644) -> int:

@@ -189,7 +189,7 @@ class LocalExecutor:
             if self.privilege_drop is not None:
                 # The owner's trees: the drop creates VQ_WORKDIR itself, as the owner.
                 drop = self.privilege_drop.request(spec, mem_mb, str(paths.workdir(job_id)))
-                make_meta_dir(workspace, paths.meta_dir(job_id))
+                drop["meta"] = list(make_meta_dir(paths.tree_of(job_id), paths.meta_dir(job_id)))
             else:
                 paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
                 paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
