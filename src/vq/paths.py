@@ -243,6 +243,11 @@ class StateLayout:
     def workspace(self, job_id: str) -> Path:
         return self.jobs_dir / job_id
 
+    def tree_of(self, job_id: str) -> Path:
+        """The trusted root of the tree holding ``job_id``'s files: nothing below it is
+        followed when a file of the job is opened (``vq._safe_open``)."""
+        return self.owner_root
+
     def meta_dir(self, job_id: str) -> Path:
         return self.workspace(job_id) / "_vq"
 
@@ -340,6 +345,9 @@ class MultiUserLayout(StateLayout):
 
     def workspace(self, job_id: str) -> Path:
         return self.owner_layout(job_id).workspace(job_id)
+
+    def tree_of(self, job_id: str) -> Path:
+        return self.owner_layout(job_id).owner_root
 
     def workdir(self, job_id: str) -> Path:
         return self.owner_layout(job_id).workdir(job_id)

@@ -113,6 +113,20 @@ def test_a_lock_file_planted_as_a_symlink_is_refused(
     assert json.loads(path.read_text())["state"] == "PENDING"
 
 
+def test_a_queue_directory_swapped_for_a_symlink_after_discovery_is_refused(
+    store: MultiOwnerSpecStore, tmp_path: Path
+) -> None:
+    path = plant(tmp_path, VQA, "a" * 12)
+    store.scan()
+    elsewhere = tmp_path / "elsewhere"
+    path.parent.rename(elsewhere)
+    path.parent.symlink_to(elsewhere)
+    with pytest.raises(CorruptSpec, match="lock file"):
+        store.update("a" * 12, lambda s: s.model_copy(update={"state": JobState.FAILED}))
+    assert sorted(p.name for p in elsewhere.iterdir()) == [path.name]  # no lock made there
+    assert json.loads((elsewhere / path.name).read_text())["state"] == "PENDING"
+
+
 def test_a_new_spec_goes_to_the_tree_its_submitter_names(
     store: MultiOwnerSpecStore, tmp_path: Path
 ) -> None:

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from vq._fs import append_line
+from vq._safe_open import append_line_beneath
 from vq.config import WatchdogSettings
 from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
@@ -169,8 +169,10 @@ class Watchdog:
             "sample_pgid": holder.pgid,
             "process_count": group.tasks if group.tasks is not None else len(group.pids),
         }
-        append_line(
-            self.ctx.paths.samples(holder.job_id), json.dumps(record, separators=(",", ":"))
+        append_line_beneath(
+            self.ctx.paths.tree_of(holder.job_id),
+            self.ctx.paths.samples(holder.job_id),
+            json.dumps(record, separators=(",", ":")),
         )
 
     def _enforce(self, holder: Holder, verdict: Verdict) -> None:

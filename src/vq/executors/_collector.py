@@ -47,23 +47,40 @@ NOT_STARTED = 3
 # --------------------------------------------------------------------------------------
 # small helpers (used by both the server and the collector)
 # --------------------------------------------------------------------------------------
-def _create_start_record(path: str, data: bytes) -> None:
-    """Create ``path`` exclusively with ``data``, durably (file and directory fsync'd).
+def _create_start_record(path: str, data: bytes, dir_fd: int | None = None) -> None:
+    """Create ``path`` exclusively with ``data``, durably (file and directory fsync'd);
+    with ``dir_fd`` (the pinned ``_vq/``) by its name relative to that directory.
 
     Raises FileExistsError when it already exists: recovery fenced this attempt (or
     another collector claimed it). Any OSError means the command must not start.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    name = os.path.basename(path) if dir_fd is not None else path
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
     try:
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    if dir_fd is not None:
+        os.fsync(dir_fd)
+        return
     dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def _pin_meta_dir(path: str, identity: list[int]) -> int:
+    """An fd of the directory ``path`` (final component not followed) that must be the
+    one whose ``[st_dev, st_ino]`` is ``identity``; OSError otherwise (nothing written)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    info = os.fstat(fd)
+    if [info.st_dev, info.st_ino] != [int(n) for n in identity]:
+        os.close(fd)
+        raise OSError(errno.ESTALE, "is not the directory the daemon made", path)
+    return fd
 
 
 def _test_fault(name: str) -> None:
@@ -287,6 +304,16 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         os.close(sync_w)
     pid = os.getpid()
     marker_dir = os.path.dirname(req["exit_code_path"])
+    meta_fd = None
+    if req.get("drop") and req["drop"].get("meta"):
+        # Multi-user: the markers go into the very _vq/ the daemon made (its identity is
+        # in the request), never through a path the job's owner can swap for a link.
+        try:
+            meta_fd = _pin_meta_dir(marker_dir, req["drop"]["meta"])
+        except OSError as exc:
+            _stderr(f"job {req.get('job_id')}: not started: {exc}")
+            return NOT_STARTED
+        req = {**req, "meta_fd": meta_fd}
     _test_fault("collector_before_start_record")
     record = req.get("start_record")
     if record:
@@ -294,7 +321,7 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
         # this attempt's start record exists durably. If recovery created it first (it
         # found no trace of us), or it cannot be written, nothing starts.
         try:
-            _create_start_record(record, f"{pid} {_start_ticks(pid)}\n".encode())
+            _create_start_record(record, f"{pid} {_start_ticks(pid)}\n".encode(), meta_fd)
         except OSError as exc:
             _stderr(f"job {req.get('job_id')}: not started: cannot create {record}: {exc}")
             return NOT_STARTED
@@ -306,6 +333,7 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
             os.path.join(marker_dir, "collector.pid"),
             f"{pid} {_start_ticks(pid)}\n".encode(),
             durable=False,
+            dir_fd=meta_fd,
         )
     except OSError as exc:
         _stderr(f"job {req.get('job_id')}: cannot write collector.pid: {exc}")
@@ -323,7 +351,10 @@ def _collector(req: Request, close_fds: tuple[int, ...], sync_w: int) -> int:
             # payload's exit code), then the exit code execvp would have given.
             try:
                 _atomic_write(
-                    os.path.join(marker_dir, "spawn-error"), reason.encode() + b"\n", durable=False
+                    os.path.join(marker_dir, "spawn-error"),
+                    reason.encode() + b"\n",
+                    durable=False,
+                    dir_fd=meta_fd,
                 )
             except OSError as exc:
                 _stderr(f"job {req.get('job_id')}: cannot write spawn-error: {exc}")

@@ -93,16 +93,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
+def _atomic_write(path: str, data: bytes, durable: bool = True, dir_fd: int | None = None) -> None:
     """temp file in the same directory → write → fsync → rename → fsync(directory).
 
     ``durable=False`` skips both fsyncs (still atomic against readers). The receipt is
     written that way: the exit marker written right after it is durable, and its
-    directory fsync also makes the receipt's rename durable.
+    directory fsync also makes the receipt's rename durable. With ``dir_fd`` (the job's
+    pinned ``_vq/``, multi-user mode) only the name of ``path`` is used, relative to it:
+    nothing the job's owner renames or swaps in the path is followed.
     """
+    name = os.path.basename(path)
     directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    tmp_name = f".{name}.{os.getpid()}.tmp"
+    tmp = tmp_name if dir_fd is not None else os.path.join(directory, tmp_name)
+    target = name if dir_fd is not None else path
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(tmp, flags, 0o644, dir_fd=dir_fd)
     try:
         try:
             _write_all(fd, data)
@@ -110,14 +116,17 @@ def _atomic_write(path: str, data: bytes, durable: bool = True) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except OSError:
             pass
         raise
     if not durable:
+        return
+    if dir_fd is not None:
+        os.fsync(dir_fd)
         return
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -178,12 +187,14 @@ def _record(
     while True:
         if not receipt_written:
             try:
-                _atomic_write(req["usage_path"], receipt_bytes, durable=False)
+                _atomic_write(
+                    req["usage_path"], receipt_bytes, durable=False, dir_fd=req.get("meta_fd")
+                )
                 receipt_written = True
             except OSError as exc:
                 _stderr(f"job {req.get('job_id')}: cannot write resource usage: {exc}")
         try:
-            _atomic_write(req["exit_code_path"], b"%d\n" % exit_code)
+            _atomic_write(req["exit_code_path"], b"%d\n" % exit_code, dir_fd=req.get("meta_fd"))
             return 0
         except OSError as exc:
             # A full disk (or quota, or EIO) must not lose a finished job's outcome: keep

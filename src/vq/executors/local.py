@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vq._fs import read_regular
+from vq._safe_open import read_regular_beneath
 from vq.domain.affinity import thread_defaults
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -189,7 +189,7 @@ class LocalExecutor:
             if self.privilege_drop is not None:
                 # The owner's trees: the drop creates VQ_WORKDIR itself, as the owner.
                 drop = self.privilege_drop.request(spec, mem_mb, str(paths.workdir(job_id)))
-                make_meta_dir(workspace, paths.meta_dir(job_id))
+                drop["meta"] = list(make_meta_dir(paths.tree_of(job_id), paths.meta_dir(job_id)))
             else:
                 paths.workdir(job_id).mkdir(parents=True, exist_ok=True)
                 paths.meta_dir(job_id).mkdir(parents=True, exist_ok=True)
@@ -225,7 +225,8 @@ class LocalExecutor:
     def exit_code(self, job_id: str) -> int | None:
         """The command's exit code from ``_vq/exit-code``, or None if absent or invalid."""
         try:
-            text = read_regular(self.paths.exit_code(job_id), 64).decode("ascii", "replace").strip()
+            raw = read_regular_beneath(self.paths.tree_of(job_id), self.paths.exit_code(job_id), 64)
+            text = raw.decode("ascii", "replace").strip()
         except OSError:
             return None
         return int(text) if text.isdigit() and int(text) < 65536 else None
@@ -237,7 +238,11 @@ class LocalExecutor:
         if self.privilege_drop is None:
             return False
         try:
-            receipt = json.loads(read_regular(self.paths.resource_usage(job_id), 1 << 16))
+            receipt = json.loads(
+                read_regular_beneath(
+                    self.paths.tree_of(job_id), self.paths.resource_usage(job_id), 1 << 16
+                )
+            )
         except (OSError, ValueError):
             return False
         return (
@@ -250,9 +255,10 @@ class LocalExecutor:
         """Why the command could not be started, if it could not: the collector's note,
         or a scoped launch that never entered its scope."""
         try:
-            text = (
-                read_regular(self.spawn_error_path(job_id), 4096).decode(errors="replace").strip()
+            raw = read_regular_beneath(
+                self.paths.tree_of(job_id), self.spawn_error_path(job_id), 4096
             )
+            text = raw.decode(errors="replace").strip()
         except FileNotFoundError:
             meta = self.paths.meta_dir(job_id)
             if (meta / SCOPE_REQUESTED_NAME).exists() and not (meta / SCOPE_ENTERED_NAME).exists():
@@ -357,7 +363,8 @@ class LocalExecutor:
         record = self.start_record_path(spec)
         for path in (self.paths.collector_pid(spec.id), *([record] if record else [])):
             try:
-                pid_text, ticks_text = read_regular(path, 256).decode().split()
+                raw = read_regular_beneath(self.paths.tree_of(spec.id), path, 256)
+                pid_text, ticks_text = raw.decode().split()
                 pid, ticks = int(pid_text), int(ticks_text)
             except (OSError, ValueError):
                 continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vq._safe_open import open_dir_beneath
 from vq.domain.spec import JobSpec
 
 from ._privdrop import cgroup_parents
@@ -45,24 +46,17 @@ class PrivilegeDrop:
         }
 
 
-def make_meta_dir(workspace: Path, meta: Path) -> None:
-    """Ensure ``_vq/`` inside an owner's workspace without following a planted symlink:
-    the workspace and ``_vq`` must be real directories (LaunchError otherwise)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+def make_meta_dir(tree: Path, meta: Path) -> tuple[int, int]:
+    """Ensure ``_vq/`` inside an owner's workspace, walked from the owner's ``tree``
+    without following a planted symlink (LaunchError otherwise). Returns the directory's
+    ``(st_dev, st_ino)``: the collector writes its markers into that very directory only
+    (``drop["meta"]``), whatever the owner renames or swaps afterwards."""
     try:
-        fd = os.open(workspace, flags)
+        fd = open_dir_beneath(tree, meta, create=0o755)
     except OSError as exc:
-        raise LaunchError(
-            f"workspace {workspace} is not a usable directory: {exc.strerror}"
-        ) from exc
+        raise LaunchError(f"{meta} is not a usable directory: {exc.strerror}") from exc
     try:
-        try:
-            os.mkdir(meta.name, 0o755, dir_fd=fd)
-        except FileExistsError:
-            pass
-        try:
-            os.close(os.open(meta.name, flags, dir_fd=fd))
-        except OSError as exc:
-            raise LaunchError(f"{meta} is not a real directory: {exc.strerror}") from exc
+        info = os.fstat(fd)
     finally:
         os.close(fd)
+    return info.st_dev, info.st_ino

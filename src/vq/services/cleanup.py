@@ -43,6 +43,7 @@ from typing import Any, BinaryIO, Literal
 
 from vq._fault_points import crash_point
 from vq._fs import fsync_dir
+from vq._safe_open import UnsafePath, open_dir_beneath
 from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
@@ -230,25 +231,33 @@ def _make_writable(root: Path) -> None:
                 os.chmod(path, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
 
 
-def _remove_tree(path: Path, what: str) -> bool:
-    """Delete the real directory ``path`` (no-follow, descriptor-relative). False if absent."""
+def _remove_tree(tree: Path, path: Path, what: str) -> bool:
+    """Delete the real directory ``path`` (no-follow, descriptor-relative). False if absent.
+
+    Its parent is reached from the trusted ``tree`` (the job's owner tree) through
+    :mod:`vq._safe_open`, so a link planted on the way is refused, never followed."""
     try:
-        info = os.lstat(path)
+        parent_fd = open_dir_beneath(tree, path.parent)
     except FileNotFoundError:
         return False
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnsafeArchive(f"the {what} {path} is not a real directory; not deleting it")
-    parent_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except UnsafePath as exc:
+        raise UnsafeArchive(f"the {what} {path} is not reachable safely: {exc.strerror}") from exc
     try:
+        try:
+            info = os.stat(path.name, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnsafeArchive(f"the {what} {path} is not a real directory; not deleting it")
         try:
             shutil.rmtree(path.name, dir_fd=parent_fd)
         except PermissionError:
             os.chmod(path, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
             _make_writable(path)
             shutil.rmtree(path.name, dir_fd=parent_fd)
+        os.fsync(parent_fd)
     finally:
         os.close(parent_fd)
-    fsync_dir(path.parent)
     return True
 
 
@@ -278,7 +287,7 @@ def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
             f"job {current.id} records workdir {recorded}, not the managed {managed}; "
             "not deleting it"
         )
-    if not _remove_tree(managed, "workdir"):
+    if not _remove_tree(ctx.paths.tree_of(current.id), managed, "workdir"):
         return current
     when = ctx.now()
 
@@ -345,8 +354,9 @@ def _atomic_file(target: Path) -> Iterator[BinaryIO]:
 
 def remove_job_trees(ctx: ServiceContext, job_id: str) -> None:
     """Remove a job's workdir and workspace (no-follow); the last step of an archive."""
-    _remove_tree(ctx.paths.workdir(job_id), "workdir")
-    _remove_tree(ctx.paths.workspace(job_id), "workspace")
+    tree = ctx.paths.tree_of(job_id)
+    _remove_tree(tree, ctx.paths.workdir(job_id), "workdir")
+    _remove_tree(tree, ctx.paths.workspace(job_id), "workspace")
 
 
 def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:

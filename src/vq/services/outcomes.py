@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from vq._fs import open_regular_path
+from vq._safe_open import open_beneath
 from vq.domain.failure_tail import TAIL_BYTES, failure_tail
 from vq.domain.lifecycle import Outcome, classify_exit, retry_backoff_seconds
 from vq.domain.spec import JobSpec
@@ -34,7 +34,8 @@ def read_stderr_tail(ctx: ServiceContext, spec: JobSpec) -> str | None:
     """``failure_tail`` of the job's stderr file; never raises."""
     path = ctx.paths.workspace(spec.id) / spec.stderr_path
     try:
-        with os.fdopen(open_regular_path(path, follow=True), "rb") as handle:
+        fd = open_beneath(ctx.paths.tree_of(spec.id), path, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - TAIL_BYTES - 1))
             data = handle.read(TAIL_BYTES + 1)

@@ -1,7 +1,9 @@
 """The per-job event timeline ``<workspace>/_vq/events.jsonl`` (§6.1).
 
-Best-effort by contract: an append failure is logged and swallowed, a missing file reads
-as an empty timeline, and malformed lines are skipped. Never the state authority.
+Opened through :mod:`vq._safe_open` (no symlink below the job's tree is followed: in
+multi-user mode the tree belongs to the job's owner). Best-effort by contract: an append
+failure or refusal is logged and swallowed, a missing file reads as an empty timeline, and
+malformed lines are skipped. Never the state authority.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vq._fs import append_line, read_regular
+from vq._safe_open import append_line_beneath, read_regular_beneath
 from vq.domain.events import normalize_event
 from vq.paths import StatePaths
 
@@ -27,14 +29,16 @@ def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
         line = json.dumps(record, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         return False
-    return append_line(paths.events(str(record["jobid"])), line)
+    job_id = str(record["jobid"])
+    return append_line_beneath(paths.tree_of(job_id), paths.events(job_id), line)
 
 
 def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
     """Every well-formed record of a job's timeline, in file order, with state names in
     lower case whichever way the line spelled them."""
     try:
-        lines = read_regular(paths.events(job_id), MAX_EVENTS_BYTES).splitlines()
+        data = read_regular_beneath(paths.tree_of(job_id), paths.events(job_id), MAX_EVENTS_BYTES)
+        lines = data.splitlines()
     except OSError:
         return []
     events: list[dict[str, Any]] = []

@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from vq._safe_open import open_beneath
 from vq.domain.ids import is_job_id
 from vq.domain.owned_specs import OwnedSpec, problem_of
 from vq.domain.spec import JobSpec
@@ -209,12 +210,13 @@ class MultiOwnerSpecStore(SpecStore):
     # --- writes ------------------------------------------------------------------------
     @contextlib.contextmanager
     def locked(self, job_id: str) -> Iterator[None]:
-        """The spec lock, its file created as the owner's and never through a symlink."""
+        """The spec lock, its file created as the owner's and never through a symlink (the
+        queue directory and the file are opened through :mod:`vq._safe_open`)."""
         path = self.path(job_id)
         uid = self.layout.owners.get(job_id)
         lock = path.with_name(path.name + ".lock")
         try:
-            fd = os.open(lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            fd = open_beneath(self.layout.tree_of(job_id), lock, os.O_RDONLY | os.O_CREAT)
         except OSError as exc:
             raise CorruptSpec(
                 f"the lock file {lock} cannot be used: {exc.strerror}",

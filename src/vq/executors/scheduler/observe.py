@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from vq._fs import append_line, read_regular
+from vq._fs import read_regular
+from vq._safe_open import append_line_beneath
 from vq.dialects import (
     AccountingRecord,
     ControlOutcome,
@@ -279,7 +280,8 @@ class ObservingLane:
                     )
                 )
                 return
-            append_line(self.ctx.paths.samples(job_id), json.dumps(sample))
+            paths = self.ctx.paths
+            append_line_beneath(paths.tree_of(job_id), paths.samples(job_id), json.dumps(sample))
 
         self._worker.submit(work, answered)
 
