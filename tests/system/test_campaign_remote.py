@@ -399,7 +399,7 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
     text = log.read_text()
     assert proc.returncode == 0, text
     failed = next(line for line in text.splitlines() if "publishing failed" in line)
-    assert "produce: attempt 1" in failed and "h1" in failed, failed
+    assert "produce: attempt 1" in failed and "host h1" in failed, failed
     assert json.loads(out)["status"] == "succeeded"
     journal = json.loads((run_dir / "journal.json").read_text())
     assert {a["node"]: (a["attempt"], a["state"]) for a in journal["attempts"]} == {
