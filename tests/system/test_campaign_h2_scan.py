@@ -6,7 +6,9 @@ validated and rendered here, cleaned up whatever the scan's outcome.
 -1.118 ... -1.116 Ha) → ``report`` (render, here: report.md and curve.svg), and
 ``cleanup`` (other, completion edge on ``scan``). PySCF is installed by
 ``scripts/install-pyscf.sh`` into a world-readable venv registered on h1 as
-``[programs.pyscf]``. The scripts live in tests/fixtures/h2scan/.
+``[programs.pyscf]``. The same scan also runs as a Slurm job on the testbed's lane
+(``[hosts.cluster]``, this machine; the job calls the venv's interpreter itself). The
+scripts live in tests/fixtures/h2scan/.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import json
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import Vq
 from tests.system.remote_fleet import RemoteFleet, remote_fleet_of
+from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.test_scheduler_slurm import lane, scratch  # noqa: F401 - the fixtures
 from tests.testbed import REPO, SshTestbed, testbed  # noqa: F401 - the fixture
 
 PYSCF_VENV = Path("/opt/vq-testbed/pyscf-venv")
@@ -32,13 +37,19 @@ pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
+def pyscf() -> Path:
+    """PySCF's world-readable venv (``scripts/install-pyscf.sh`` is idempotent)."""
     subprocess.run(
         [str(REPO / "scripts" / "install-pyscf.sh"), str(PYSCF_VENV)],
         check=True,
         capture_output=True,
         timeout=600,
     )
+    return PYSCF_VENV
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed: SshTestbed, pyscf: Path) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
     with remote_fleet_of(testbed) as made:
         config = Path(f"{made.remote_state('h1')}-config")
         config.mkdir(parents=True, exist_ok=True)
@@ -61,10 +72,19 @@ def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fix
 
 
 def make_campaign(
-    fleet: RemoteFleet, tmp_path: Path, *, expect_r: str = "0.70", scan_gate: Path | None = None
+    vq: Callable[..., subprocess.CompletedProcess[str]],
+    tmp_path: Path,
+    *,
+    expect_r: str = "0.70",
+    scan_gate: Path | None = None,
+    on_lane: str | None = None,
 ) -> Path:
+    """The campaign with its sources pinned (``vq`` runs the CLI); the scan on h1 with the
+    registered program, or on ``on_lane`` with the PySCF venv's interpreter (a scheduler job
+    never gets the driver's program paths)."""
     shutil.copytree(FIXTURES, tmp_path, dirs_exist_ok=True)
-    scan = '"$VQ_PROGRAM_PYTHON" scan.py'
+    python = '"$VQ_PROGRAM_PYTHON"' if on_lane is None else str(PYSCF_VENV / "bin" / "python")
+    scan = f"{python} scan.py"
     if scan_gate is not None:  # fails until the gate exists (a first attempt that fails)
         scan = f"test -e {scan_gate} || {{ echo gate closed >&2; exit 3; }}; {scan}"
     data: dict[str, Any] = {
@@ -74,8 +94,8 @@ def make_campaign(
             {
                 "id": "scan",
                 "kind": "compute",
-                "host": "h1",
-                "program": "pyscf",
+                "host": on_lane or "h1",
+                **({"program": "pyscf"} if on_lane is None else {}),
                 "command": ["sh", "-c", scan],
                 "cpus": 1,
                 "sources": {"path": "scan", "sha256": "unpinned"},
@@ -111,11 +131,11 @@ def make_campaign(
     }
     path = tmp_path / "campaign.json"
     path.write_text(json.dumps(data))
-    report = json.loads(fleet.vq("campaign", "validate", str(path), "--json").stdout)
+    report = json.loads(vq("campaign", "validate", str(path), "--json").stdout)
     for node, check in zip((0, 1, 2), report["sources"], strict=True):
         data["nodes"][node]["sources"]["sha256"] = check["actual_sha256"]
     path.write_text(json.dumps(data, indent=2))
-    assert fleet.vq("campaign", "validate", str(path)).returncode == 0
+    assert vq("campaign", "validate", str(path)).returncode == 0
     return path
 
 
@@ -136,7 +156,7 @@ def statuses(result: dict[str, Any]) -> dict[str, str]:
 def test_the_h2_scan_succeeds_and_the_report_names_the_minimum(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
-    path = make_campaign(fleet, tmp_path)
+    path = make_campaign(fleet.vq, tmp_path)
     run_dir = tmp_path / "run"
     result = run(fleet, path, run_dir, 0)
     assert result["status"] == "succeeded", result
@@ -166,7 +186,7 @@ def test_the_h2_scan_succeeds_and_the_report_names_the_minimum(
 def test_a_check_wanting_another_minimum_blocks_the_report_and_fails(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
-    path = make_campaign(fleet, tmp_path, expect_r="0.90")
+    path = make_campaign(fleet.vq, tmp_path, expect_r="0.90")
     run_dir = tmp_path / "run"
     result = run(fleet, path, run_dir, 1)
     assert result["status"] == "failed"
@@ -183,7 +203,7 @@ def test_a_failed_scan_is_retried_and_its_consumers_staged_from_attempt_2(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
     gate = Path(f"/tmp/vq-h2-gate-{uuid.uuid4().hex[:8]}")
-    path = make_campaign(fleet, tmp_path / "c", scan_gate=gate)
+    path = make_campaign(fleet.vq, tmp_path / "c", scan_gate=gate)
     run_dir = tmp_path / "run"
     try:
         first = run(fleet, path, run_dir, 1)
@@ -206,3 +226,34 @@ def test_a_failed_scan_is_retried_and_its_consumers_staged_from_attempt_2(
         (1, "failed", None),
         (2, "succeeded", 1),
     ]
+
+
+def test_the_h2_scan_on_the_slurm_lane_succeeds(
+    pyscf: Path,
+    lane: Vq,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    """The same scan as a Slurm job on the testbed's lane (``[hosts.cluster]``, driven by
+    this queue, whose daemon also runs check, report and cleanup): the node is this
+    machine, the job runs as the lane's user with the PySCF venv's interpreter."""
+    path = make_campaign(lambda *a: lane.run(*a, check=False), tmp_path / "c", on_lane="cluster")
+    run_dir = tmp_path / "run"
+    done = lane.run(
+        "campaign", "run", str(path), str(run_dir), "--interval", "1", "--json",
+        check=False, timeout=500,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    result = json.loads(done.stdout)
+    assert set(statuses(result).values()) == {"succeeded"}, result
+    journal = json.loads((run_dir / "journal.json").read_text())
+    scan_attempt = next(a for a in journal["attempts"] if a["node"] == "scan")
+    assert scan_attempt["host"] == "cluster"
+    spec = lane.spec(scan_attempt["job_id"])
+    assert spec["scheduler_target"] == "cluster" and spec["scheduler_job_id"].isdigit()
+    artifacts = run_dir / "artifacts"
+    scan = artifacts / "scan" / "1" / "scan"
+    assert len((scan / "energies.csv").read_text().splitlines()) == 12
+    verdict = json.loads((artifacts / "check" / "1" / "verdict").read_text())
+    assert verdict["ok"] and verdict["minimum"]["r_angstrom"] == 0.70
+    report = (artifacts / "report" / "1" / "report").read_text()
+    assert "Minimum on the grid: R = 0.70 A, E = -1.117" in report

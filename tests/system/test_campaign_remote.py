@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.system.remote_fleet import RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import RemoteFleet, netns, remote_fleet_of, wait_until
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
 
@@ -302,3 +302,111 @@ def test_a_node_bound_to_a_generation_on_h1_and_a_group_writable_one_refused_the
         assert remote_names(fleet, "h1", "bound-h1-writable") == []
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def fetch_campaign(tmp_path: Path, campaign_id: str, mib: int) -> Path:
+    """produce (h1) writes ``mib`` MiB of random bytes; check (h2) verifies its hash."""
+    produce = (
+        f"mkdir out && head -c {mib}M /dev/urandom > out/blob "
+        "&& sha256sum out/blob | cut -d' ' -f1 > out/blob.sha256"
+    )
+    data: dict[str, Any] = {
+        "schema_name": "vq.campaign/1",
+        "campaign_id": campaign_id,
+        "nodes": [
+            {
+                "id": "produce",
+                "kind": "compute",
+                "host": "h1",
+                "command": ["sh", "-c", produce],
+                "outputs": [{"name": "result", "path": "out", "kind": "directory"}],
+            },
+            {
+                "id": "check",
+                "kind": "validate",
+                "host": "h2",
+                "command": [
+                    "sh",
+                    "-c",
+                    'test "$(sha256sum in/blob | cut -d" " -f1)" = "$(cat in/blob.sha256)"',
+                ],
+                "inputs": [{"name": "result", "source": "produce.result", "path": "in"}],
+            },
+        ],
+    }
+    path = tmp_path / "campaign.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def _receiving(run_dir: Path) -> bool:
+    """Whether some file of the fetch is arriving (bytes already written here)."""
+    incoming = run_dir / "incoming"
+    return any(p.is_file() and p.stat().st_size > 0 for p in incoming.rglob("*"))
+
+
+def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    """h1's link goes down while the controller fetches produce's output (slowed to
+    16 Mbit/s so the cut lands mid-stream): the pass reports the transport failure, nothing
+    is published or failed, and after healing the next pass publishes and the campaign
+    succeeds."""
+    path = fetch_campaign(tmp_path, "fetch-cut", mib=24)
+    run_dir = tmp_path / "run"
+    log = tmp_path / "controller.err"
+    shaped = ["ip", "netns", "exec", netns("h1"), "tc", "qdisc"]
+    device = ["dev", "vqh1-ns", "root"]
+    subprocess.run(
+        [
+            *shaped,
+            "replace",
+            *device,
+            "tbf",
+            "rate",
+            "16mbit",
+            "burst",
+            "32kbit",
+            "latency",
+            "400ms",
+        ],
+        check=True,
+    )
+    proc = fleet.popen(
+        "campaign", "run", str(path), str(run_dir), "--interval", "0.3", "--json", stderr=log
+    )
+    try:
+        wait_until(lambda: b"produce: attempt 1 succeeded" in log.read_bytes(), 60)
+        wait_until(lambda: _receiving(run_dir), 30, interval=0.05)
+        with fleet.partition("h1"):
+            subprocess.run([*shaped, "del", *device], check=False)
+            try:
+                wait_until(lambda: b"publishing failed, retried next pass" in log.read_bytes(), 90)
+            except AssertionError as exc:
+                raise AssertionError(log.read_text()) from exc
+            # the cut stream published nothing and failed nothing
+            assert not (run_dir / "artifacts" / "produce").exists() or not any(
+                (run_dir / "artifacts" / "produce").rglob("blob")
+            )
+            journal = json.loads((run_dir / "journal.json").read_text())
+            assert {a["node"]: a["state"] for a in journal["attempts"]} == {"produce": "succeeded"}
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        subprocess.run([*shaped, "del", *device], check=False, capture_output=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    failed = next(line for line in text.splitlines() if "publishing failed" in line)
+    assert "produce: attempt 1" in failed and "host h1" in failed, failed
+    assert json.loads(out)["status"] == "succeeded"
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert {a["node"]: (a["attempt"], a["state"]) for a in journal["attempts"]} == {
+        "produce": (1, "succeeded"),
+        "check": (1, "succeeded"),
+    }
+    manifest = run_dir / "artifacts" / "produce" / "1" / "result.manifest.json"
+    verify = fleet.vq("campaign", "artifact-verify", str(manifest), str(manifest.parent / "result"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert remote_names(fleet, "h1", "fetch-cut") == ["fetch-cut.produce.a1"]
