@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import VQ_BIN, Vq, wait_until
+from vq._proc_stat import is_alive
 
 TOKEN = "T0KEN-must-never-print"
 
@@ -132,9 +133,17 @@ def test_a_fifo_config_or_spec_never_blocks_the_cli_or_the_daemon(vq: Vq) -> Non
     vq.wait_state(job, "COMPLETED", timeout=20)
     path = Path(vq.env["VQ_CONFIG_DIR"]) / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
+    pid = vq.daemon_pid()
     os.mkfifo(path)
-    held = wait_until(lambda: vq.json("daemon", "admin-status")["config_error"], timeout=15)
-    assert "FIFO" in held
+    # The CLI reads the config for the multi-user policy first: a FIFO there fails closed
+    # at once (exit 9, naming it) instead of blocking on the open.
+    refused = vq.run("daemon", "admin-status", "--json", check=False, timeout=20)
+    assert refused.returncode == 9, refused.stderr
+    assert refused.stderr.startswith("vq: error: ") and "FIFO" in refused.stderr
+    assert "Traceback" not in refused.stderr
     result = vq.run("config", "check", str(path), check=False, timeout=20)
     assert result.returncode == 9 and "FIFO" in result.stderr
+    held = wait_until(lambda: "FIFO" in (vq.root / "daemon.log").read_text(), timeout=15)
+    assert held and pid is not None and is_alive(pid)  # the daemon holds, never blocks or dies
     assert (queue / "fffffffffff1.json").exists()  # quarantined, never removed
+    path.unlink()  # the CLI can reach the daemon again to stop it
