@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import processes_with_env, wait_until
-from tests.multi_user_support import TERMINAL, System, make_system, needs_multi_user, start
+from tests.multi_user_support import (
+    SRC,
+    TERMINAL,
+    USER_PYTHON,
+    System,
+    make_system,
+    needs_multi_user,
+    start,
+)
 
 pytestmark = needs_multi_user
 
@@ -97,6 +105,39 @@ def test_an_owner_kills_their_own_running_job(system: System) -> None:
     wait_until(lambda: system.spec("vqa", job).get("pgid"))  # the launch is recorded
     system.as_user("vqa", "kill", job)
     assert system.wait_state("vqa", job, *TERMINAL) == "KILLED"
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
+
+
+#: As the user: write KILLED under the spec lock and ring the doorbell, sending no
+#: signal, as a ``vq kill`` does whose signal the kernel refused (root's processes only).
+KILL_ON_DISK_ONLY = """
+import sys
+from vq.cli.common import gateway
+from vq.client import ring_doorbell
+from vq.services.lifecycle import Lifecycle
+
+door = gateway()
+Lifecycle(door.local_context()).kill(sys.argv[1], "killed by operator")
+ring_doorbell(door.paths.doorbell)
+"""
+
+
+def test_the_daemon_finishes_a_kill_its_owner_could_not_signal(system: System) -> None:
+    job = system.submit("vqa", "--", "sleep", "300")
+    system.wait_state("vqa", job, "RUNNING")
+    wait_until(lambda: processes_with_env(f"VQ_JOB_ID={job}"))
+    wait_until(lambda: system.spec("vqa", job).get("pgid"))
+    argv = ["runuser", "-u", "vqa", "--", "env", f"PYTHONPATH={SRC}", "HOME=/tmp"]
+    argv += [f"{k}={v}" for k, v in system.env.items() if k.startswith("VQ_")]
+    wrote = subprocess.run(
+        [*argv, USER_PYTHON, "-c", KILL_ON_DISK_ONLY, job],
+        env=system.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert wrote.returncode == 0, wrote.stderr
+    assert system.state("vqa", job) == "KILLED"
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
 
 

@@ -54,6 +54,13 @@ def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
         if not as_json:
             if result["already_killed"]:
                 click.echo(f"{job_id} was already KILLED")
+            elif result["previous_state"] in ("RUNNING", "SUSPENDED") and not result["signaled"]:
+                # Nothing of it could be signalled from here (gone, or root's processes in
+                # multi-user mode): KILLED is durable and the daemon stops what remains.
+                click.echo(
+                    f"{job_id} {result['previous_state']} → KILLED "
+                    "(kill requested; the daemon stops it)"
+                )
             else:
                 click.echo(f"{job_id} {result['previous_state']} → KILLED")
     if as_json:

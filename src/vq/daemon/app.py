@@ -256,8 +256,9 @@ class Daemon:
         """One pass of the main loop; returns how long to sleep (unless woken) before the next.
 
         Runs the calls other threads queued, restarts a dead fork server, applies holds,
-        collector exits, kill graces and the watchdog, rescans for foreign spec files every
-        :data:`RESCAN_SECONDS`, and dispatches what admission allows.
+        collector exits, kill graces and the watchdog, rescans for foreign spec files (and
+        for running jobs another writer ended) every :data:`RESCAN_SECONDS` or when the
+        doorbell rings, and dispatches what admission allows.
         """
         parts = self.parts
         parts.facts.loop_progress_at = time.monotonic()
@@ -273,6 +274,7 @@ class Daemon:
         if self._rung.is_set() or time.monotonic() - self._last_rescan >= parts.rescan_seconds:
             self._rung.clear()
             parts.index.refresh_names(if_changed=True)
+            parts.supervisor.stop_ended_elsewhere()  # a user's own kill, in their tree
             self._last_rescan = time.monotonic()
         parts.dispatcher.run_pass()
         parts.lanes.settle()

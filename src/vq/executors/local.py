@@ -316,21 +316,22 @@ class LocalExecutor:
     def _signal(self, handle: JobHandle, sig: int) -> bool:
         if handle.pgid is None or not group_is_job(handle.job_id, handle.pgid, handle.start_ticks):
             return False
-        return procs.signal_group(handle.pgid, sig)
+        return _signal_permitted(handle.pgid, sig)
 
     def cancel(self, handle: JobHandle) -> bool:
         """SIGTERM (and SIGCONT, so a stopped group can act on it); the grace is the
-        caller's. Returns whether a live group that is provably the job's was signalled."""
+        caller's. Returns whether a live group that is provably the job's was signalled
+        (False too when this process may not signal it: see :func:`_signal_permitted`)."""
         sent = self._signal(handle, signal.SIGTERM)
         if sent and handle.pgid is not None:
-            procs.signal_group(handle.pgid, signal.SIGCONT)
+            _signal_permitted(handle.pgid, signal.SIGCONT)
         return sent
 
     def force_stop(self, handle: JobHandle) -> bool:
         """SIGCONT + SIGKILL to the job's group (after its grace)."""
         if handle.pgid is None or not self._signal(handle, signal.SIGCONT):
             return False
-        return procs.signal_group(handle.pgid, signal.SIGKILL)
+        return _signal_permitted(handle.pgid, signal.SIGKILL)
 
     def suspend(self, handle: JobHandle) -> bool:
         return self._signal(handle, signal.SIGSTOP)
@@ -389,8 +390,8 @@ class LocalExecutor:
         return JobHandle(spec.id, None, None)
 
     def _kill_group(self, pgid: int) -> None:
-        procs.signal_group(pgid, signal.SIGCONT)
-        procs.signal_group(pgid, signal.SIGKILL)
+        _signal_permitted(pgid, signal.SIGCONT)
+        _signal_permitted(pgid, signal.SIGKILL)
 
     def recover(self, spec: JobSpec) -> Recovered:
         """Reattach a live group that is the job's (its collector alive); otherwise reap
@@ -436,4 +437,20 @@ class LocalExecutor:
         ):
             self._kill_group(handle.pgid)
             return True
+        return False
+
+
+def _signal_permitted(pgid: int, sig: int) -> bool:
+    """:func:`procs.signal_group`, with a group this process may not signal (EPERM: every
+    live member belongs to another user) counted as not signalled.
+
+    In multi-user mode a user's CLI signals its own job directly, but the job's group
+    briefly holds only root's processes (the collector, or the command before it drops
+    to the user). A kill's KILLED state is durable by then, and the root daemon, which
+    rereads the specs of the jobs it holds, finishes the stop
+    (``Supervisor.stop_ended_elsewhere``); a pause so refused reports ``signaled: false``.
+    """
+    try:
+        return procs.signal_group(pgid, sig)
+    except PermissionError:
         return False

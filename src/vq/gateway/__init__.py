@@ -293,7 +293,10 @@ class Gateway(DiskVerbs):
             return dict(result)
         from vq.services.kill import kill_and_wait
 
-        return kill_and_wait(self.local_context(), job_id).as_dict()
+        outcome = kill_and_wait(self.local_context(), job_id)
+        # A multi-user daemon finishes a stop this user may not signal (root's processes).
+        ring_doorbell(self.paths.doorbell)
+        return outcome.as_dict()
 
     def pause(self, job_id: str) -> dict[str, Any]:
         return self._pause_or_resume("pause", job_id)
