@@ -48,6 +48,13 @@ def _partitioned() -> Iterator[None]:
     subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "down"], check=True)
     try:
         yield
+        # Another process healing the link (a testbed fixture's teardown, up.sh) would make
+        # the outcome meaningless: say so rather than report a wrong verdict.
+        state = subprocess.run(
+            ["ip", "-n", HOST, "-br", "link", "show", LINK], capture_output=True, text=True
+        ).stdout.split()
+        if state[1:2] != ["DOWN"]:
+            pytest.fail(f"{LINK} was brought back up during the partition by another process")
     finally:
         subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "up"], check=True)
 
