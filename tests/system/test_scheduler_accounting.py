@@ -62,8 +62,12 @@ def test_sacct_sample_when_the_receipt_is_unusable(
     epilogue = ["printf spoiled > _vq/resource-usage.json"]
     _configure(vq, slurm_testbed, scratch, epilogue=epilogue)
     vq.start_daemon()
+    # Burns until its own CPU time (not the wall clock) reaches 2.5 s: however loaded the
+    # machine, the job has used that much CPU, so accounting must report more than 2 s.
     burn = (
-        "import time; b = bytearray(80 * 2**20); t = time.time()\nwhile time.time() - t < 5: pass"
+        "import time; b = bytearray(80 * 2**20)\n"
+        "b[:: 4096] = b'x' * len(b[:: 4096])\n"
+        "while time.process_time() < 2.5: pass"
     )
     spoiled = vq.submit("cluster", "--", "python3", "-c", burn)
     done = _terminal(vq, spoiled)

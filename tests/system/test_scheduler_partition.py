@@ -4,10 +4,12 @@ side of its link (10.200.2.1), reached over its own sshd.
 
 * Partitioned while polling: the host is marked unreachable, the job stays RUNNING with
   its Slurm id (a host failure never ends a job), and after the link is back the same
-  Slurm job completes it: one Slurm job, the right exit code.
+  Slurm job completes it: one Slurm job, the right exit code. The job runs until the
+  test releases it, so it is still running whenever the partition is seen.
 * Partitioned during the copy-back: the exit marker was read, the copy-back fails every
   try, and the job ends with the marker's exit code and ``scheduler_state =
-  "artifacts_unavailable"``.
+  "artifacts_unavailable"``. The daemon is held (``VQ_TEST_HOLD=before_copy_back:…``)
+  between reading the marker and copying back until the link is down.
 
 The link is taken down on the namespace side only and is always brought back up in a
 ``finally`` (the testbed's up.sh heals it too).
@@ -16,7 +18,6 @@ The link is taken down on the namespace side only and is always brought back up 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,13 @@ def _partitioned() -> Iterator[None]:
     subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "down"], check=True)
     try:
         yield
+        # Another process healing the link (a testbed fixture's teardown, up.sh) would make
+        # the outcome meaningless: say so rather than report a wrong verdict.
+        state = subprocess.run(
+            ["ip", "-n", HOST, "-br", "link", "show", LINK], capture_output=True, text=True
+        ).stdout.split()
+        if state[1:2] != ["DOWN"]:
+            pytest.fail(f"{LINK} was brought back up during the partition by another process")
     finally:
         subprocess.run(["ip", "-n", HOST, "link", "set", LINK, "up"], check=True)
 
@@ -103,7 +111,10 @@ def test_partition_while_polling_keeps_the_job_running(
 ) -> None:
     _lane_on_h2(vq, slurm_testbed, scratch)
     vq.start_daemon()
-    job = vq.submit("cluster", "--", "sh", "-c", "sleep 12; echo after; exit 3")
+    # The job runs until the test releases it (at most 150 s): it cannot end, and leave the
+    # lane with nothing to poll, before the partition has been seen.
+    wait_for_release = "i=0; while [ ! -e go ] && [ $i -lt 750 ]; do sleep 0.2; i=$((i+1)); done"
+    job = vq.submit("cluster", "--", "sh", "-c", f"{wait_for_release}; echo after; exit 3")
     wait_until(lambda: vq.spec(job).get("scheduler_state") == "running", 60)
     slurm_id = vq.spec(job)["scheduler_job_id"]
     with _partitioned():
@@ -114,6 +125,8 @@ def test_partition_while_polling_keeps_the_job_running(
         spec = vq.spec(job)
         assert (spec["state"], spec["scheduler_state"]) == ("RUNNING", "running")
         assert spec["scheduler_job_id"] == slurm_id and spec["failure_reason"] is None
+        # It ends while vq cannot see it; vq learns the ending once the link is back.
+        _ssh(slurm_testbed, "touch", f"{scratch}/.vibeqc-cluster/jobs/{job}/go")
     done = _terminal(vq, job, timeout=120)
     assert (done["state"], done["exit_code"]) == ("FAILED", 3)
     assert (done["scheduler_job_id"], done["scheduler_state"]) == (slurm_id, "ended")
@@ -122,33 +135,22 @@ def test_partition_while_polling_keeps_the_job_running(
     assert wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30) == [slurm_id]
 
 
-def _tar_running_in(workspace: str) -> bool:
-    """Whether the copy-back's ``tar`` runs now with ``workspace`` as its directory."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() != "tar":
-                continue
-            if os.readlink(f"/proc/{pid}/cwd") == workspace:
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def test_partition_during_copy_back_keeps_the_exit_code(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
     scratch: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     _lane_on_h2(vq, slurm_testbed, scratch)
-    vq.start_daemon()
-    # A 200 MB output keeps the copy-back's tar busy long enough to be cut off.
-    job = vq.submit("cluster", "--", "sh", "-c", "head -c 200M /dev/urandom > big; exit 4")
-    workspace = f"{scratch}/.vibeqc-cluster/jobs/{job}"
-    wait_until(lambda: _tar_running_in(workspace), 120, interval=0.01)
+    # The daemon holds the job after reading its exit marker, before the copy-back, until
+    # the link is down: the copy-back can never finish first.
+    holds = tmp_path / "holds"
+    holds.mkdir()
+    Vq(vq.root, {**vq.env, "VQ_TEST_HOLD": f"before_copy_back:{holds}"}).start_daemon()
+    job = vq.submit("cluster", "--", "sh", "-c", "head -c 1M /dev/urandom > big; exit 4")
+    wait_until((holds / "before_copy_back.held").exists, 120)
     with _partitioned():
+        (holds / "before_copy_back.go").touch()
         done = _terminal(vq, job, timeout=180)
     assert (done["state"], done["exit_code"]) == ("FAILED", 4)
     assert done["scheduler_state"] == "artifacts_unavailable"

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from vq import _fault_points
 from vq._fs import read_regular
 from vq._safe_open import append_line_beneath
 from vq.dialects import (
@@ -186,6 +187,7 @@ class ObservingLane:
 
         def work() -> tuple[int | None, BaseException | None]:
             marker = self.remote.exit_marker(job.job_id)
+            _fault_points.hold_point("before_copy_back")
             try:
                 self.remote.copy_back(job.job_id, destination)
             except (VqError, OSError) as exc:
