@@ -76,6 +76,7 @@ class LocalRunner:
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_stderr_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        idle_s: float | None = None,
     ) -> LocalStream:
         if not argv:
             raise CommandNotStarted("empty command", hint="give the program to run")
@@ -86,6 +87,7 @@ class LocalRunner:
                 deadline_s=deadline_s,
                 max_stderr_bytes=max_stderr_bytes,
                 env=self._env,
+                idle_s=idle_s,
             )
         except OSError as exc:
             raise CommandNotStarted(
@@ -120,6 +122,12 @@ class LocalStream:
         return RunResult(end.rc if end.rc >= 0 else 128 - end.rc, b"", end.stderr)
 
     def _timeout(self) -> CommandTimeout:
+        if self._proc.idle_out:
+            return CommandTimeout(
+                f"{self._name}: printed nothing for {self._proc.idle_s:g}s; "
+                "its process group was killed",
+                hint="raise the inactivity deadline, or find out why the command stalls",
+            )
         return CommandTimeout(
             f"{self._name}: timed out after {self._deadline_s:g}s; its process group was killed",
             hint="raise the deadline, or find out why the command hangs",

@@ -170,6 +170,7 @@ class SshRunner:
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_stderr_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        idle_s: float | None = None,
     ) -> SshStream:
         if not argv:
             raise CommandNotStarted("empty command", hint="give the program to run")
@@ -180,6 +181,7 @@ class SshRunner:
                 stdin=stdin,
                 deadline_s=deadline_s,
                 max_stderr_bytes=max_stderr_bytes + _NOISE_SLACK,
+                idle_s=idle_s,
             )
         except OSError as exc:
             raise CommandNotStarted(
@@ -344,6 +346,12 @@ class SshStream:
         raise self._runner._failure(failure, Captured(end.rc, b"", end.stderr))
 
     def _timeout(self) -> TransportError:
+        if self._proc.idle_out:  # a silent stream: the link (or a stuck master) is the suspect
+            return self._runner._unreachable(
+                f"no data for {self._proc.idle_s:g}s mid-stream; the connection is presumed "
+                "lost and the command was killed",
+                b"",
+            )
         if self._out.began:
             return CommandTimeout(
                 f"on {self._runner.destination}: the command timed out after "
