@@ -205,18 +205,19 @@ def test_stream_reports_status_and_stderr(runner: Runner) -> None:
 
 
 def test_stream_inactivity_deadline_kills_only_a_silent_command(runner: Runner) -> None:
-    """``idle_s`` bounds the silence between bytes, not the whole transfer: a command that
-    keeps printing for longer than it succeeds; one that goes quiet is killed as a
-    transport failure long before its overall deadline."""
-    steady = "for i in 1 2 3 4 5 6; do echo $i; sleep 0.4; done"
+    """``idle_s`` bounds the silence between bytes once the output began, not the whole
+    transfer: a command slow to start, then printing for longer than it, succeeds; one
+    that goes quiet is killed as a transport failure long before its overall deadline."""
+    # lines longer than the SSH end marker, so each one is payload as soon as it arrives
+    steady = "sleep 2; for i in 1 2 3 4 5 6; do printf '%064d\\n' $i; sleep 0.4; done"
     got = b""
     with runner.open_stream(["sh", "-c", steady], deadline_s=30.0, idle_s=1.5) as stream:
         while chunk := stream.read():
             got += chunk
         assert stream.wait().rc == 0
-    assert got.split() == [b"1", b"2", b"3", b"4", b"5", b"6"]
+    assert [int(line) for line in got.split()] == [1, 2, 3, 4, 5, 6]
     started = time.monotonic()
-    silent = ["sh", "-c", "echo start; sleep 30"]
+    silent = ["sh", "-c", "seq 100; sleep 30"]
     with (
         pytest.raises(TransportError, match="for 1s"),
         runner.open_stream(silent, deadline_s=60.0, idle_s=1.0) as stream,

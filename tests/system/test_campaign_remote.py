@@ -396,7 +396,10 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
             except AssertionError as exc:
                 raise AssertionError(log.read_text()) from exc
             if _fetch_outcome(log) == "published":
-                pytest.skip("the fetch ended before h1's link went down: no cut to observe")
+                pytest.skip(
+                    "the fetch ended before h1's link went down: no cut to observe\n"
+                    + log.read_text()
+                )
             # the cut stream published nothing and failed nothing
             assert not (run_dir / "artifacts" / "produce").exists() or not any(
                 (run_dir / "artifacts" / "produce").rglob("blob")

@@ -87,26 +87,35 @@ class LocalRunner:
                 deadline_s=deadline_s,
                 max_stderr_bytes=max_stderr_bytes,
                 env=self._env,
-                idle_s=idle_s,
             )
         except OSError as exc:
             raise CommandNotStarted(
                 describe_os_error(_name(argv), exc), hint="check that the program is installed"
             ) from exc
-        return LocalStream(proc, _name(argv), deadline_s, max_stderr_bytes)
+        return LocalStream(proc, _name(argv), deadline_s, max_stderr_bytes, idle_s)
 
 
 class LocalStream:
     """:class:`~vq.transport.runner.Stream` of a local command."""
 
-    def __init__(self, proc: ProcessStream, name: str, deadline_s: float, cap: int) -> None:
+    def __init__(
+        self,
+        proc: ProcessStream,
+        name: str,
+        deadline_s: float,
+        cap: int,
+        idle_s: float | None = None,
+    ) -> None:
         self._proc, self._name, self._deadline_s, self._cap = proc, name, deadline_s, cap
+        self._idle_s = idle_s
 
     def read(self, size: int = 65536) -> bytes:
         data = self._proc.read_raw(size)
         if self._proc.timed_out:
             self._proc.close()
             raise self._timeout()
+        if data:  # the inactivity deadline counts once the output began
+            self._proc.idle_s = self._idle_s
         return data
 
     def wait(self) -> RunResult:

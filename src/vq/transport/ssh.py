@@ -181,13 +181,12 @@ class SshRunner:
                 stdin=stdin,
                 deadline_s=deadline_s,
                 max_stderr_bytes=max_stderr_bytes + _NOISE_SLACK,
-                idle_s=idle_s,
             )
         except OSError as exc:
             raise CommandNotStarted(
                 describe_os_error(self._ssh[0], exc), hint="install the OpenSSH client"
             ) from exc
-        return SshStream(self, proc, nonce, deadline_s, max_stderr_bytes)
+        return SshStream(self, proc, nonce, deadline_s, max_stderr_bytes, idle_s)
 
     def close(self) -> None:
         """Stop this destination's master connection, if any (``ssh -O exit``)."""
@@ -305,10 +304,16 @@ class SshStream:
     """:class:`~vq.transport.runner.Stream` of a remote command (payload bytes only)."""
 
     def __init__(
-        self, runner: SshRunner, proc: ProcessStream, nonce: str, deadline_s: float, cap: int
+        self,
+        runner: SshRunner,
+        proc: ProcessStream,
+        nonce: str,
+        deadline_s: float,
+        cap: int,
+        idle_s: float | None = None,
     ) -> None:
         self._runner, self._proc, self._nonce = runner, proc, nonce
-        self._deadline_s, self._cap = deadline_s, cap
+        self._deadline_s, self._cap, self._idle_s = deadline_s, cap, idle_s
         self._out = MarkerStripper(nonce)
         self._raw_err = b""
 
@@ -322,6 +327,8 @@ class SshStream:
             if not raw:
                 return b""
             payload = self._out.feed(raw)
+            if payload:  # the inactivity deadline counts once the payload began
+                self._proc.idle_s = self._idle_s
             if payload or self._out.ended:
                 return payload
 

@@ -4,9 +4,10 @@
 stdin bytes are written by a background thread; stderr is collected by another, capped
 (exceeding the cap kills the group and the overflow is reported by :meth:`finish`). Every
 read waits at most until the call's deadline; expiry kills the process group. With an
-inactivity deadline (``idle_s``), a read that sees no byte for that long does the same and
-sets :attr:`ProcessStream.idle_out` (a silent stream, not a slow one: the transfer as a whole
-may take longer).
+inactivity deadline (:attr:`ProcessStream.idle_s`, which a wrapper may set once the payload
+began), a read that sees no byte for that long does the same and sets
+:attr:`ProcessStream.idle_out` (a silent stream, not a slow one: the transfer as a whole may
+take longer).
 """
 
 from __future__ import annotations
