@@ -412,6 +412,8 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     text = log.read_text()
     assert proc.returncode == 0, text
     failed = next(line for line in text.splitlines() if "publishing failed" in line)
