@@ -19,7 +19,13 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.testbed import SshTestbed
-from vq.errors import CommandFailed, CommandNotStarted, CommandTimeout, OutputTooLarge
+from vq.errors import (
+    CommandFailed,
+    CommandNotStarted,
+    CommandTimeout,
+    OutputTooLarge,
+    TransportError,
+)
 from vq.transport.local import LocalRunner
 from vq.transport.runner import Runner
 from vq.transport.ssh import SshRunner
@@ -196,6 +202,29 @@ def test_stream_reports_status_and_stderr(runner: Runner) -> None:
         assert stream.read() == b"1\n2\n3\n"
         result = stream.wait()
     assert (result.rc, result.stderr) == (4, b"warn\n")
+
+
+def test_stream_inactivity_deadline_kills_only_a_silent_command(runner: Runner) -> None:
+    """``idle_s`` bounds the silence between bytes once the output began, not the whole
+    transfer: a command slow to start, then printing for longer than it, succeeds; one
+    that goes quiet is killed as a transport failure long before its overall deadline."""
+    # lines longer than the SSH end marker, so each one is payload as soon as it arrives
+    steady = "sleep 2; for i in 1 2 3 4 5 6; do printf '%064d\\n' $i; sleep 0.4; done"
+    got = b""
+    with runner.open_stream(["sh", "-c", steady], deadline_s=30.0, idle_s=1.5) as stream:
+        while chunk := stream.read():
+            got += chunk
+        assert stream.wait().rc == 0
+    assert [int(line) for line in got.split()] == [1, 2, 3, 4, 5, 6]
+    started = time.monotonic()
+    silent = ["sh", "-c", "seq 100; sleep 30"]
+    with (
+        pytest.raises(TransportError, match="for 1s"),
+        runner.open_stream(silent, deadline_s=60.0, idle_s=1.0) as stream,
+    ):
+        while stream.read():
+            pass
+    assert time.monotonic() - started < 10.0
 
 
 def test_stream_deadline_kills_the_command(runner: Runner) -> None:

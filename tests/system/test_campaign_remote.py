@@ -345,6 +345,17 @@ def _receiving(run_dir: Path) -> bool:
     return any(p.is_file() and p.stat().st_size > 0 for p in incoming.rglob("*"))
 
 
+def _fetch_outcome(log: Path) -> str | None:
+    """How produce's first fetch ended, per the controller's log: "failed" (the cut
+    landed mid-stream), "published" (it ended before the cut), or None (not yet)."""
+    text = log.read_text()
+    failed = text.find("publishing failed, retried next pass")
+    published = text.find("output result published and verified")
+    if failed < 0 and published < 0:
+        return None
+    return "failed" if failed >= 0 and (published < 0 or failed < published) else "published"
+
+
 def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
@@ -380,10 +391,15 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
         wait_until(lambda: _receiving(run_dir), 30, interval=0.05)
         with fleet.partition("h1"):
             subprocess.run([*shaped, "del", *device], check=False)
-            try:
-                wait_until(lambda: b"publishing failed, retried next pass" in log.read_bytes(), 90)
+            try:  # the cut stream fails within the fetch's inactivity deadline (45 s)
+                wait_until(lambda: _fetch_outcome(log) is not None, 90)
             except AssertionError as exc:
                 raise AssertionError(log.read_text()) from exc
+            if _fetch_outcome(log) == "published":
+                pytest.skip(
+                    "the fetch ended before h1's link went down: no cut to observe\n"
+                    + log.read_text()
+                )
             # the cut stream published nothing and failed nothing
             assert not (run_dir / "artifacts" / "produce").exists() or not any(
                 (run_dir / "artifacts" / "produce").rglob("blob")
@@ -396,6 +412,8 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     text = log.read_text()
     assert proc.returncode == 0, text
     failed = next(line for line in text.splitlines() if "publishing failed" in line)

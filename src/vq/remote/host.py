@@ -179,12 +179,20 @@ class RemoteHost:
         return payload
 
     def stream(
-        self, words: Sequence[str], *, stdin: bytes | None = None, deadline_s: float
+        self,
+        words: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        deadline_s: float,
+        idle_s: float | None = None,
     ) -> SshStream:
-        """Start ``vq WORDS…`` with its stdout read incrementally (logs, tar streams)."""
+        """Start ``vq WORDS…`` with its stdout read incrementally (logs, tar streams);
+        ``idle_s``: how long a read may see no byte before the stream counts as lost."""
         self._refuse_if_down()
         try:
-            return self.runner.open_stream(self.argv(words), stdin=stdin, deadline_s=deadline_s)
+            return self.runner.open_stream(
+                self.argv(words), stdin=stdin, deadline_s=deadline_s, idle_s=idle_s
+            )
         except TransportError as exc:
             raise self.failed(exc) from exc
 

@@ -17,6 +17,10 @@ controller's relay, :mod:`vq.remote.fetch`):
   then misses its trailer) or ended with a non-zero status raises, so the caller never
   publishes a partial tree. A cut transport is reported as the transport failure, an
   invalid tar from a command that ended cleanly as UnsafeArchive.
+- A stream silent for :data:`STREAM_IDLE_S` once its tar began (no byte, e.g. a link
+  cut mid-stream that the SSH keepalive has not noticed) is killed and raised as the
+  transport failure (:class:`~vq.errors.SshUnreachable`), so the caller retries instead
+  of hanging.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ __all__ = ["extract_stream", "receive_snapshot"]
 
 #: The whole transfer's deadline (a large workspace over a slow link).
 STREAM_DEADLINE_S = 24 * 3600.0
+#: No byte for this long once the tar began and the stream counts as lost (a transport
+#: failure, retried by the caller): a link cut mid-stream must not leave a mux client
+#: waiting on a stuck master for minutes. The host copies its snapshot before the first
+#: byte (bounded by the whole deadline only) and then emits as it reads.
+STREAM_IDLE_S = 45.0
 _SNAPSHOT_META = "vq-meta"
 #: Read and copy size, the transport's own: tarfile's stream default (10 KiB) makes about
 #: three times as many passes through the transport; much larger makes tarfile's buffer
@@ -95,7 +104,7 @@ def _ended(stream: Stream) -> bool:
 def receive_snapshot(host: RemoteHost, words: Sequence[str], into: Path) -> None:
     """Run ``vq WORDS…`` on ``host`` and extract its tar stream into ``into`` (see the
     module docstring); returns only once the whole stream was read and verified."""
-    stream = host.stream(list(words), deadline_s=STREAM_DEADLINE_S)
+    stream = host.stream(list(words), deadline_s=STREAM_DEADLINE_S, idle_s=STREAM_IDLE_S)
     try:
         try:
             extract_stream(stream, into)

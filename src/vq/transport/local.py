@@ -76,6 +76,7 @@ class LocalRunner:
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_stderr_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        idle_s: float | None = None,
     ) -> LocalStream:
         if not argv:
             raise CommandNotStarted("empty command", hint="give the program to run")
@@ -91,20 +92,30 @@ class LocalRunner:
             raise CommandNotStarted(
                 describe_os_error(_name(argv), exc), hint="check that the program is installed"
             ) from exc
-        return LocalStream(proc, _name(argv), deadline_s, max_stderr_bytes)
+        return LocalStream(proc, _name(argv), deadline_s, max_stderr_bytes, idle_s)
 
 
 class LocalStream:
     """:class:`~vq.transport.runner.Stream` of a local command."""
 
-    def __init__(self, proc: ProcessStream, name: str, deadline_s: float, cap: int) -> None:
+    def __init__(
+        self,
+        proc: ProcessStream,
+        name: str,
+        deadline_s: float,
+        cap: int,
+        idle_s: float | None = None,
+    ) -> None:
         self._proc, self._name, self._deadline_s, self._cap = proc, name, deadline_s, cap
+        self._idle_s = idle_s
 
     def read(self, size: int = 65536) -> bytes:
         data = self._proc.read_raw(size)
         if self._proc.timed_out:
             self._proc.close()
             raise self._timeout()
+        if data:  # the inactivity deadline counts once the output began
+            self._proc.idle_s = self._idle_s
         return data
 
     def wait(self) -> RunResult:
@@ -120,6 +131,12 @@ class LocalStream:
         return RunResult(end.rc if end.rc >= 0 else 128 - end.rc, b"", end.stderr)
 
     def _timeout(self) -> CommandTimeout:
+        if self._proc.idle_out:
+            return CommandTimeout(
+                f"{self._name}: printed nothing for {self._proc.idle_s:g}s; "
+                "its process group was killed",
+                hint="raise the inactivity deadline, or find out why the command stalls",
+            )
         return CommandTimeout(
             f"{self._name}: timed out after {self._deadline_s:g}s; its process group was killed",
             hint="raise the deadline, or find out why the command hangs",

@@ -120,4 +120,5 @@ class Runner(Protocol):
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_stderr_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        idle_s: float | None = None,
     ) -> Stream: ...

@@ -170,6 +170,7 @@ class SshRunner:
         stdin: bytes | None = None,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_stderr_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        idle_s: float | None = None,
     ) -> SshStream:
         if not argv:
             raise CommandNotStarted("empty command", hint="give the program to run")
@@ -185,7 +186,7 @@ class SshRunner:
             raise CommandNotStarted(
                 describe_os_error(self._ssh[0], exc), hint="install the OpenSSH client"
             ) from exc
-        return SshStream(self, proc, nonce, deadline_s, max_stderr_bytes)
+        return SshStream(self, proc, nonce, deadline_s, max_stderr_bytes, idle_s)
 
     def close(self) -> None:
         """Stop this destination's master connection, if any (``ssh -O exit``)."""
@@ -303,10 +304,16 @@ class SshStream:
     """:class:`~vq.transport.runner.Stream` of a remote command (payload bytes only)."""
 
     def __init__(
-        self, runner: SshRunner, proc: ProcessStream, nonce: str, deadline_s: float, cap: int
+        self,
+        runner: SshRunner,
+        proc: ProcessStream,
+        nonce: str,
+        deadline_s: float,
+        cap: int,
+        idle_s: float | None = None,
     ) -> None:
         self._runner, self._proc, self._nonce = runner, proc, nonce
-        self._deadline_s, self._cap = deadline_s, cap
+        self._deadline_s, self._cap, self._idle_s = deadline_s, cap, idle_s
         self._out = MarkerStripper(nonce)
         self._raw_err = b""
 
@@ -320,6 +327,8 @@ class SshStream:
             if not raw:
                 return b""
             payload = self._out.feed(raw)
+            if payload:  # the inactivity deadline counts once the payload began
+                self._proc.idle_s = self._idle_s
             if payload or self._out.ended:
                 return payload
 
@@ -344,6 +353,12 @@ class SshStream:
         raise self._runner._failure(failure, Captured(end.rc, b"", end.stderr))
 
     def _timeout(self) -> TransportError:
+        if self._proc.idle_out:  # a silent stream: the link (or a stuck master) is the suspect
+            return self._runner._unreachable(
+                f"no data for {self._proc.idle_s:g}s mid-stream; the connection is presumed "
+                "lost and the command was killed",
+                b"",
+            )
         if self._out.began:
             return CommandTimeout(
                 f"on {self._runner.destination}: the command timed out after "

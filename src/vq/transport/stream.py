@@ -3,7 +3,11 @@
 
 stdin bytes are written by a background thread; stderr is collected by another, capped
 (exceeding the cap kills the group and the overflow is reported by :meth:`finish`). Every
-read waits at most until the call's deadline; expiry kills the process group.
+read waits at most until the call's deadline; expiry kills the process group. With an
+inactivity deadline (:attr:`ProcessStream.idle_s`, which a wrapper may set once the payload
+began), a read that sees no byte for that long does the same and sets
+:attr:`ProcessStream.idle_out` (a silent stream, not a slow one: the transfer as a whole may
+take longer).
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ class ProcessStream:
         deadline_s: float,
         max_stderr_bytes: int,
         env: Mapping[str, str] | None = None,
+        idle_s: float | None = None,
     ) -> None:
         self.until = time.monotonic() + deadline_s
+        self.idle_s = idle_s
+        self.idle_out = False
         self._cap = max_stderr_bytes
         self._stderr = bytearray()
         self.stderr_overflow = False
@@ -73,14 +80,17 @@ class ProcessStream:
                 return
 
     def read_raw(self, size: int) -> bytes:
-        """Up to ``size`` bytes of raw stdout, b"" at EOF; on the deadline, kill and b""."""
+        """Up to ``size`` bytes of raw stdout, b"" at EOF; on the deadline, or after
+        ``idle_s`` without a byte, kill and b"" (``timed_out``; ``idle_out`` for the latter)."""
         if self._eof:
             return b""
         assert self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         left = self.until - time.monotonic()
-        ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
+        wait = left if self.idle_s is None else min(left, self.idle_s)
+        ready = select.select([fd], [], [], max(0.0, wait))[0] if wait > 0 else []
         if not ready:
+            self.idle_out = wait < left
             self.timed_out = True
             self._eof = True
             kill_group(self._proc)
