@@ -110,7 +110,7 @@ class StateLayout:
     @property
     def terminal_index(self) -> Path:
         """The daemon's cache of finished jobs' summaries (``vq.store.summaries``)."""
-        return self.owner_root / "terminal-index.json"
+        return self.owner_root / "terminal-index.jsonl"
 
     @cached_property
     def workdirs_dir(self) -> Path:

@@ -129,8 +129,16 @@ def test_the_terminal_index_round_trips_and_is_never_trusted_over_a_changed_spec
 
 def test_an_unreadable_terminal_index_is_ignored(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    store.paths.terminal_index.write_text('{"format": "vq.terminal-index/1", "fields": [')
+    store.create(_spec("0000000000e1", "COMPLETED"))
+    index = JobIndex(store)
+    index.load()
+    index.save_summaries()
+    good = store.paths.terminal_index.read_text()
+    assert len(load_summaries(store.paths.terminal_index)) == 1
+    store.paths.terminal_index.write_text(good[: len(good) - 20])  # a torn last line
     assert load_summaries(store.paths.terminal_index) == {}
-    store.paths.terminal_index.write_text('{"format": "vq.terminal-index/0", "entries": []}')
+    store.paths.terminal_index.write_text(good.replace("vq.terminal-index/2", "other/9"))
+    assert load_summaries(store.paths.terminal_index) == {}
+    store.paths.terminal_index.write_text(good.replace('"COMPLETED"', '"NO_SUCH_STATE"'))
     assert load_summaries(store.paths.terminal_index) == {}
     assert load_summaries(tmp_path / "missing.json") == {}

@@ -216,8 +216,9 @@ def test_a_restart_takes_finished_jobs_from_the_terminal_index_unless_their_spec
     vq.wait_state(kept, "COMPLETED")
     vq.wait_state(rewritten, "COMPLETED")
     vq.stop_daemon()
-    index = json.loads((vq.root / "terminal-index.json").read_text())
-    assert sorted(entry[3] for entry in index["entries"]) == sorted([kept, rewritten])
+    header, *entries = (vq.root / "terminal-index.jsonl").read_text().splitlines()
+    at = json.loads(header)["fields"].index("id") + 3  # after the file signature
+    assert sorted(json.loads(entry)[at] for entry in entries) == sorted([kept, rewritten])
     # Another writer changes one finished spec while no daemon runs: the spec wins.
     path = vq.root / "queue" / f"{rewritten}.json"
     spec = json.loads(path.read_text())

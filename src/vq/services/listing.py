@@ -29,10 +29,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from vq.domain.states import JobState
-from vq.domain.summary import Listed
 from vq.errors import InvalidInput
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only a type: the CLI imports this module without pydantic's models
+    from vq.domain.summary import Listed
     from vq.services.context import ServiceContext
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The terminal index file: finished jobs' summaries, so a daemon start parses no
 finished spec whose file is unchanged.
 
-``<state root>/terminal-index.json`` holds, per terminal job, the spec file's signature
+``<state root>/terminal-index.jsonl`` holds, per terminal job, the spec file's signature
 ``(inode, size, mtime_ns)`` when the summary was taken and the
 :class:`~vq.domain.summary.JobSummary` itself. It is a cache, never a truth:
 
@@ -16,11 +16,11 @@ finished spec whose file is unchanged.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from vq._fs import atomic_write_bytes, read_regular
+from vq._fs import atomic_write_chunks, open_regular_path
 from vq.domain.summary import RECORD_FIELDS, JobSummary, summary_from_record, summary_record
 
 from .specs import Signature
@@ -28,44 +28,60 @@ from .specs import Signature
 __all__ = ["FORMAT", "load_summaries", "save_summaries"]
 
 FORMAT = "vq.terminal-index/2"
-#: Larger files are ignored rather than read (about 25 times the size of 100,000 jobs).
-MAX_BYTES = 1024 * 1024 * 1024
 _COMMAND_AT = RECORD_FIELDS.index("command")
+_TAGS_AT = RECORD_FIELDS.index("tags")
 
 
 def load_summaries(path: Path) -> dict[str, tuple[Signature, JobSummary]]:
     """The summaries in ``path`` by job id with their signatures; empty when the file is
-    missing or not one this version wrote (never an error: the specs are read instead)."""
+    missing or not one this version wrote (never an error: the specs are read instead).
+
+    Read a line at a time, so the whole document is never in memory at once (a daemon's
+    resident size keeps the peak of its start).
+    """
     try:
-        data: Any = json.loads(read_regular(path, MAX_BYTES))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return {}
-    if data.get("fields") != list(RECORD_FIELDS) or not isinstance(data.get("entries"), list):
+        fd = open_regular_path(path)
+    except OSError:
         return {}
     out: dict[str, tuple[Signature, JobSummary]] = {}
-    commands: dict[tuple[str, ...], list[str]] = {}  # one list per distinct command
+    shared: dict[tuple[str, ...], list[str]] = {}  # one list per distinct command or tags
     try:
-        for entry in data["entries"]:
-            ino, size, mtime, *record = entry
-            if len(record) == len(RECORD_FIELDS) and isinstance(record[_COMMAND_AT], list):
-                command = record[_COMMAND_AT]
-                record[_COMMAND_AT] = commands.setdefault(tuple(command), command)
-            summary = summary_from_record(record)
-            if not summary.is_terminal:
-                continue
-            out[summary.id] = ((int(ino), int(size), int(mtime)), summary)
-    except (ValueError, TypeError, KeyError):
+        with os.fdopen(fd, "rb") as handle:
+            header = json.loads(handle.readline())
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                return {}
+            if header.get("fields") != list(RECORD_FIELDS):
+                return {}
+            for line in handle:
+                ino, size, mtime, *record = json.loads(line)
+                if len(record) == len(RECORD_FIELDS):
+                    for at in (_COMMAND_AT, _TAGS_AT):
+                        if isinstance(record[at], list):
+                            record[at] = shared.setdefault(tuple(record[at]), record[at])
+                summary = summary_from_record(record)
+                if summary.is_terminal:
+                    out[summary.id] = ((int(ino), int(size), int(mtime)), summary)
+    except (OSError, ValueError, TypeError, KeyError):
         return {}
     return out
 
 
 def save_summaries(path: Path, entries: Iterable[tuple[Signature, JobSummary]]) -> int:
     """Replace ``path`` with ``entries`` (atomic, not durable); how many were written.
-    An OSError (a full disk) propagates: the caller logs it, nothing depends on it."""
-    rows = [[*signature, *summary_record(summary)] for signature, summary in entries]
-    document = {"format": FORMAT, "fields": list(RECORD_FIELDS), "entries": rows}
-    payload = json.dumps(document, separators=(",", ":")).encode()
-    atomic_write_bytes(path, payload, durable=False)
-    return len(rows)
+    An OSError (a full disk) propagates: the caller logs it, nothing depends on it.
+
+    The file: a header line ``{"format", "fields"}``, then one JSON array per job: the
+    signature's three numbers, then the summary's fields in ``fields`` order.
+    """
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    count = 0
+
+    def lines() -> Iterator[bytes]:
+        nonlocal count
+        yield (encode({"format": FORMAT, "fields": list(RECORD_FIELDS)}) + "\n").encode()
+        for signature, summary in entries:
+            count += 1
+            yield (encode([*signature, *summary_record(summary)]) + "\n").encode()
+
+    atomic_write_chunks(path, lines(), durable=False)
+    return count
