@@ -111,15 +111,29 @@ class JobIndex:
             self._signatures.clear()
             self._pending.clear()
             self._by_state.clear()
-            for entry in taken.values():
-                self._put(entry, stat=False)
-            for spec in scan.specs.values():
-                self._put(spec, stat=False)
+            taken.update(scan.specs)
+            self._fill(taken)
             self._signatures.update((job_id, now[job_id]) for job_id in taken)
             # One directory fd for all the signatures, no path objects.
             self._signatures.update(_signatures(self._store, list(scan.specs)))
             self.quarantined = dict(scan.quarantined)
             self.changed.notify_all()
+
+    def _fill(self, entries: Mapping[str, Entry]) -> None:
+        """:meth:`_put` of every entry into an empty index, in bulk (a start's load)."""
+        for job_id, entry in entries.items():
+            if isinstance(entry, JobSummary):
+                self._finished[job_id] = entry
+            elif entry.is_terminal:
+                self._finished[job_id] = JobSummary.of(entry)
+            else:
+                self._specs[job_id] = entry
+                if entry.state is JobState.PENDING:
+                    self._pending.add(job_id)
+            self._by_state.setdefault(entry.state, set()).add(job_id)
+        self._state_changes.update(entries)
+        self.state_generation += 1
+        self.pending_generation += 1
 
     def save_summaries(self) -> int:
         """Write the terminal index for the next start (atomic, not durable); how many

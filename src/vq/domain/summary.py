@@ -90,9 +90,14 @@ class Listed(Protocol):
     def is_terminal(self) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JobSummary:
-    """The :class:`Listed` fields of one job, copied from its spec (see module doc)."""
+    """The :class:`Listed` fields of one job, copied from its spec (see module doc).
+
+    Treated as immutable: nothing assigns to a summary once made (a changed spec gets a
+    new one). Not ``frozen`` only because a frozen dataclass takes four times as long
+    to build, and a start builds one per finished job.
+    """
 
     id: str
     job_name: str | None
