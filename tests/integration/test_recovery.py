@@ -237,7 +237,7 @@ def test_a_finished_job_whose_group_survives_is_reaped_even_from_the_terminal_in
 ) -> None:
     vq.start_daemon()
     job = vq.submit("--", "sleep", "300")
-    wait_until(lambda: vq.spec(job)["pgid"])
+    wait_until(lambda: vq.spec(job)["pgid"] and processes_with_env(f"VQ_JOB_ID={job}"))
     spec = vq.spec(job)
     _kill_daemon(vq)
     # A crash left the spec terminal while its group lives on, and the terminal index

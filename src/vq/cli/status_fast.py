@@ -7,7 +7,8 @@ stdlib client and printed exactly as the Click command prints it
 (:func:`vq.cli.output.echo_json`, :func:`vq.cli.render.print_status`).
 
 Returns None (so Click takes over, and says whatever there is to say) for anything
-else: another option, an id prefix, configured ``[hosts.NAME]`` (the job may live on
+else: multi-user mode (or a policy file it cannot read: the layout decides which daemon
+answers), another option, an id prefix, configured ``[hosts.NAME]`` (the job may live on
 another host: hostless discovery decides), no daemon socket, or any error from the
 daemon (an unknown id, a daemon going away). ``status`` changes nothing, so asking
 again on the Click path is harmless.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from vq import _roots
+from vq import _multi_root, _roots
 from vq.domain.ids import is_job_id
 
 __all__ = ["run_status_fast"]
@@ -29,6 +30,11 @@ def run_status_fast(rest: list[str]) -> int | None:
     """Answer ``vq status`` + ``rest`` and return 0, or None to let Click handle it."""
     words = [word for word in rest if word not in _FLAGS]
     if len(words) != 1 or not is_job_id(words[0]) or len(set(rest)) != len(rest):
+        return None
+    try:
+        if _multi_root.multi_user_root(os.environ) is not None:
+            return None
+    except _multi_root.UnreadablePolicy:
         return None
     socket_path = _roots.daemon_socket(os.environ)
     if not os.path.exists(socket_path):

@@ -28,7 +28,6 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.domain.summary import JobSummary, Listed
 from vq.errors import VqError
-from vq.paths import SPEC_SUFFIX
 from vq.store.specs import Quarantined, Signature, SpecStore
 from vq.store.summaries import save_summaries
 

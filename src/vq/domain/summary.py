@@ -83,6 +83,8 @@ class Listed(Protocol):
     @property
     def scheduler_target(self) -> str | None: ...
     @property
+    def scheduler_state(self) -> str | None: ...
+    @property
     def pgid(self) -> int | None: ...
     @property
     def submitter(self) -> str | None: ...
@@ -125,6 +127,7 @@ class JobSummary:
     paused_at: datetime | None
     not_before: datetime | None
     scheduler_target: str | None
+    scheduler_state: str | None
     pgid: int | None
     #: Who submitted it (multi-user mode: its owner's uid, checked against the owner's
     #: tree before a cached summary is taken, see ``SpecStore.admits_summary``).
