@@ -28,7 +28,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,25 @@ def atomic_write_bytes(
     ``sync_dir=False`` leaves the directory fsync to the caller, which must do it (once,
     :func:`fsync_dir`) before reporting the batch of writes as durable.
     """
+    atomic_write_chunks(path, (data,), mode=mode, durable=durable, sync_dir=sync_dir)
+
+
+def atomic_write_chunks(
+    path: Path,
+    chunks: Iterable[bytes],
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+    sync_dir: bool = True,
+) -> None:
+    """:func:`atomic_write_bytes` of the concatenated ``chunks``, written as they come
+    (a large file is never one bytes object in memory)."""
     directory = path.parent
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for chunk in chunks:
+                handle.write(chunk)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())

@@ -107,6 +107,11 @@ class StateLayout:
     def jobs_dir(self) -> Path:
         return self.owner_root / "jobs"
 
+    @property
+    def terminal_index(self) -> Path:
+        """The daemon's cache of finished jobs' summaries (``vq.store.summaries``)."""
+        return self.owner_root / "terminal-index.jsonl"
+
     @cached_property
     def workdirs_dir(self) -> Path:
         return self.owner_root / "workdirs"

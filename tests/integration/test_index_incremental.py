@@ -1,6 +1,8 @@
 """The daemon's index answers state-filtered listings and counts from its by-state sets,
 and its re-check for other writers is one directory stat while nothing was renamed into
-the queue — yet a spec another process rewrote is always seen."""
+the queue — yet a spec another process rewrote is always seen. An ended job is held as
+its summary; the terminal index file that carries summaries across a restart is never
+trusted over a spec file that changed since."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from pathlib import Path
 from vq.daemon.index import JobIndex
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.domain.summary import JobSummary
 from vq.paths import StatePaths
 from vq.store.specs import SpecStore
+from vq.store.summaries import load_summaries
 
 
 def _spec(job_id: str, state: str) -> JobSpec:
@@ -37,7 +41,7 @@ def test_states_and_counts_follow_every_change(tmp_path: Path) -> None:
     for i, state in enumerate(["PENDING", "RUNNING", "COMPLETED", "COMPLETED"]):
         store.create(_spec(f"00000000000{i}", state))
     index = JobIndex(store)
-    index.load(store.scan())
+    index.load()
     assert index.counts() == {"PENDING": 1, "RUNNING": 1, "COMPLETED": 2}
     assert [s.id for s in index.in_states([JobState.RUNNING])] == ["000000000001"]
     moved = _spec("000000000001", "COMPLETED")
@@ -55,7 +59,7 @@ def test_another_writers_rename_is_seen_after_a_settled_check(tmp_path: Path) ->
     store = _store(tmp_path)
     store.create(_spec("0000000000a1", "PENDING"))
     index = JobIndex(store)
-    index.load(store.scan())
+    index.load()
     queue = store.paths.queue_dir
     old = os.stat(queue).st_mtime_ns - 5_000_000_000  # the directory last changed 5 s ago
     os.utime(queue, ns=(old, old))
@@ -84,3 +88,57 @@ def test_a_scan_reuses_a_spec_read_moments_ago_only_while_its_file_is_unchanged(
     scan = store.scan(known=known)
     assert scan.specs["0000000000b1"] is known["0000000000b1"][1]  # not parsed again
     assert scan.specs["0000000000b2"].state is JobState.KILLED  # read again: it changed
+
+
+def test_an_ended_job_is_held_as_its_summary_and_read_in_full_on_demand(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    done = _spec("0000000000c1", "COMPLETED").model_copy(update={"cwd": "/somewhere"})
+    store.create(done)
+    store.create(_spec("0000000000c2", "PENDING"))
+    index = JobIndex(store)
+    index.load()
+    assert isinstance(index.entry("0000000000c1"), JobSummary)
+    assert isinstance(index.entry("0000000000c2"), JobSpec)
+    full = index.get("0000000000c1")
+    assert full is not None and full.cwd == "/somewhere"  # a field no summary holds
+    assert index.finished_count() == 1
+    os.unlink(store.path("0000000000c1"))
+    assert index.get("0000000000c1") is None  # gone from disk: nothing to parse
+
+
+def test_the_terminal_index_round_trips_and_is_never_trusted_over_a_changed_spec(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    for i in range(3):
+        store.create(_spec(f"0000000000d{i}", "COMPLETED"))
+    index = JobIndex(store)
+    index.load()
+    assert index.save_summaries() == 3
+    saved = load_summaries(store.paths.terminal_index)
+    assert {job_id: entry[1] for job_id, entry in saved.items()} == {
+        job_id: JobSummary.of(store.read(job_id)) for job_id in saved
+    }
+    # Another writer rewrites one spec after the file was written: its summary is stale.
+    store.update("0000000000d1", lambda spec: _spec(spec.id, "FAILED"))
+    fresh = JobIndex(store)
+    fresh.load(dict(saved))
+    assert fresh.counts() == {"COMPLETED": 2, "FAILED": 1}
+    assert fresh.entry("0000000000d0") is saved["0000000000d0"][1]  # taken, not parsed
+
+
+def test_an_unreadable_terminal_index_is_ignored(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000e1", "COMPLETED"))
+    index = JobIndex(store)
+    index.load()
+    index.save_summaries()
+    good = store.paths.terminal_index.read_text()
+    assert len(load_summaries(store.paths.terminal_index)) == 1
+    store.paths.terminal_index.write_text(good[: len(good) - 20])  # a torn last line
+    assert load_summaries(store.paths.terminal_index) == {}
+    store.paths.terminal_index.write_text(good.replace("vq.terminal-index/2", "other/9"))
+    assert load_summaries(store.paths.terminal_index) == {}
+    store.paths.terminal_index.write_text(good.replace('"COMPLETED"', '"NO_SUCH_STATE"'))
+    assert load_summaries(store.paths.terminal_index) == {}
+    assert load_summaries(tmp_path / "missing.json") == {}

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Vq, processes_with_env, wait_until
+from vq.domain.summary import JobSummary
+from vq.paths import StatePaths
+from vq.store.specs import SpecStore
+from vq.store.summaries import save_summaries
 
 TERMINAL = (
     "COMPLETED",
@@ -165,7 +169,7 @@ def test_restart_reaps_a_killed_job_whose_pid_was_never_recorded(vq: Vq) -> None
     vq.start_daemon()
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=15)
     assert vq.state(job) == "KILLED"
-    assert "leaked groups reaped" in (vq.root / "daemon.log").read_text()
+    assert ", 1 leaked groups reaped" in (vq.root / "daemon.log").read_text()
 
 
 def test_restart_reattaches_a_job_whose_pid_was_not_recorded_yet(vq: Vq, tmp_path: Path) -> None:
@@ -202,3 +206,50 @@ def test_pause_before_a_restart_does_not_stretch_wall_time(vq: Vq) -> None:
     vq.wait_state(job, "TIME_EXCEEDED", timeout=20)
     # At most the 2 s limit (plus the loop tick) after the resume — not 2 s + the pause.
     assert time.monotonic() - resumed < 4.0
+
+
+def test_a_restart_takes_finished_jobs_from_the_terminal_index_unless_their_spec_changed(
+    vq: Vq,
+) -> None:
+    vq.start_daemon()
+    kept, rewritten = vq.submit("--", "true"), vq.submit("--", "true")
+    vq.wait_state(kept, "COMPLETED")
+    vq.wait_state(rewritten, "COMPLETED")
+    vq.stop_daemon()
+    header, *entries = (vq.root / "terminal-index.jsonl").read_text().splitlines()
+    at = json.loads(header)["fields"].index("id") + 3  # after the file signature
+    assert sorted(json.loads(entry)[at] for entry in entries) == sorted([kept, rewritten])
+    # Another writer changes one finished spec while no daemon runs: the spec wins.
+    path = vq.root / "queue" / f"{rewritten}.json"
+    spec = json.loads(path.read_text())
+    path.write_text(json.dumps({**spec, "state": "FAILED", "exit_code": 9}))
+    vq.start_daemon()
+    rows = {row["id"]: row for row in vq.json("list")["jobs"]}
+    assert rows[kept]["state"] == "COMPLETED"
+    assert (rows[rewritten]["state"], rows[rewritten]["exit_code"]) == ("FAILED", 9)
+    assert vq.status(kept)["cwd"] == vq.spec(kept)["cwd"]  # the whole spec, read on demand
+    log = (vq.root / "daemon.log").read_text()
+    assert "index loaded: 1 finished jobs from the terminal index, 1 specs parsed" in log
+
+
+def test_a_finished_job_whose_group_survives_is_reaped_even_from_the_terminal_index(
+    vq: Vq,
+) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "sleep", "300")
+    wait_until(lambda: vq.spec(job)["pgid"] and processes_with_env(f"VQ_JOB_ID={job}"))
+    spec = vq.spec(job)
+    _kill_daemon(vq)
+    # A crash left the spec terminal while its group lives on, and the terminal index
+    # holds that very file's summary (so the start does not parse it for its state).
+    path = vq.root / "queue" / f"{job}.json"
+    path.write_text(json.dumps({**spec, "state": "KILLED", "finished_at": spec["started_at"]}))
+    store = SpecStore(StatePaths(vq.root))
+    signature = store.signature(job)
+    assert signature is not None
+    save_summaries(store.paths.terminal_index, [(signature, JobSummary.of(store.read(job)))])
+    assert processes_with_env(f"VQ_JOB_ID={job}")
+    vq.start_daemon()
+    wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=20)
+    assert vq.state(job) == "KILLED"
+    assert ", 1 leaked groups reaped" in (vq.root / "daemon.log").read_text()

@@ -1,7 +1,8 @@
 """Console-script entry point of ``vq``.
 
 A well-formed ``vq submit`` is handled by :mod:`vq.cli.submit_fast` without importing
-Click (the hot path of scripted submission); everything else — and any submit the fast
+Click (the hot path of scripted submission), and a plain ``vq status ID`` that the local
+daemon answers by :mod:`vq.cli.status_fast`; everything else — and any submit the fast
 parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. Every
 call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
 which records the mutating ones.
@@ -21,6 +22,12 @@ def main(argv: list[str] | None = None) -> None:
             from vq.cli.submit_fast import run_fast
 
             code = run_fast(args[1:])
+            if code is not None:
+                sys.exit(code)
+        elif args[:1] == ["status"]:
+            from vq.cli.status_fast import run_status_fast
+
+            code = run_status_fast(args[1:])
             if code is not None:
                 sys.exit(code)
         from vq.cli.app import run

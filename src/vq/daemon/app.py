@@ -9,7 +9,9 @@ leaves a clear message in daemon.log and stderr):
 2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
 3. start the fork server; run the recovery pass (interruptible at spec boundaries);
    finish what a killed ``vq cleanup`` left (:mod:`vq.services.cleanup_recovery`);
-4. load the index; bind ``daemon.sock`` (0600) — only now is the daemon visible;
+4. load the index (finished jobs from the terminal index where their spec file is
+   unchanged, :mod:`vq.daemon.terminal_index`); bind ``daemon.sock`` (0600) — only now
+   is the daemon visible;
 5. loop: :meth:`Daemon.tick` (apply collector exits, poll orphans and kill graces,
    dispatch), then sleep until woken (submit, exit, wake RPC, signal) or the tick
    elapses.
@@ -59,6 +61,7 @@ from .rpc import Route, RpcServer, SocketAccess
 from .sidecar import WebSidecar
 from .storage import StorageGuard
 from .supervisor import Supervisor
+from .terminal_index import TerminalIndexKeeper
 from .watchdog import Watchdog
 
 __all__ = ["Daemon", "DaemonParts", "provenance"]
@@ -143,6 +146,7 @@ class Daemon:
         )
         self._lock_fd: int | None = None
         self._server: RpcServer | None = None
+        self._terminal_index = TerminalIndexKeeper(parts.index)
 
     # --- signals ---------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -196,17 +200,24 @@ class Daemon:
         if self.stop_requested.is_set():
             log.info("stopped during recovery; the socket was never published")
             return False
-        self._finish_leftovers()
-        parts.index.load(parts.ctx.store.scan(known=report.untouched))
+        self._finish_leftovers(report.archived())
+        parts.index.load(report.untouched)
+        log.info(
+            "index loaded: %d finished jobs from the terminal index, %d specs parsed",
+            report.summarized,
+            report.examined - report.summarized,
+        )
+        self._terminal_index.after_load(report.summarized)
         for item in parts.index.quarantined.values():
             log.warning("quarantined %s: %s", item.path, item.reason)
         return True
 
-    def _finish_leftovers(self) -> None:
+    def _finish_leftovers(self, archived: list[str]) -> None:
         """Complete what a killed ``vq cleanup``/``vq fetch`` left half done (archives
-        recorded but not deleted, stale temp files); a failure is logged, never fatal."""
+        recorded but not deleted, stale temp files); a failure is logged, never fatal.
+        ``archived``: the specs that record an archive (the recovery pass saw them)."""
         try:
-            for item in cleanup_recovery.recover(self.parts.ctx):
+            for item in cleanup_recovery.recover(self.parts.ctx, archived=archived):
                 log.info("leftover %s %s: %s", item.kind, item.path, item.action)
         except (OSError, VqError) as exc:
             log.warning("leftovers of interrupted cleanups not finished: %s", exc)
@@ -276,6 +287,7 @@ class Daemon:
             parts.index.refresh_names(if_changed=True)
             parts.supervisor.stop_ended_elsewhere()  # a user's own kill, in their tree
             self._last_rescan = time.monotonic()
+            self._terminal_index.tick()
         parts.dispatcher.run_pass()
         parts.lanes.settle()
         active = parts.lanes.active()
@@ -308,6 +320,7 @@ class Daemon:
             except FileNotFoundError:
                 pass
         parts.executor.close()
+        self._terminal_index.close()
         parts.lanes.close()
         parts.notifier.stop()
         try:

@@ -7,6 +7,11 @@ Invariants:
   the files another writer replaced.
 * Decisions that change state (claiming a job, recording an outcome) always re-read the
   spec under its lock; the index only picks candidates and serves fast listings.
+* A terminal job is held as its :class:`~vq.domain.summary.JobSummary` (what listings
+  read), not its whole spec: :meth:`JobIndex.get` parses the spec file on demand. Those
+  summaries, with their file signatures, are what :meth:`JobIndex.save_summaries` writes
+  for the next start (:mod:`vq.store.summaries`), which then takes every one whose file
+  is unchanged instead of parsing it.
 * Unreadable files are held in ``quarantined`` (reported, skipped by dispatch).
 * Thread-safe: the RPC threads and the main loop share one index under one lock.
 """
@@ -17,15 +22,19 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.store.specs import Quarantined, ScanResult, SpecStore
+from vq.domain.summary import JobSummary, Listed
+from vq.errors import VqError
+from vq.store.specs import Quarantined, Signature, SpecStore
+from vq.store.summaries import save_summaries
 
-__all__ = ["JobIndex"]
+__all__ = ["Entry", "JobIndex"]
 
-Signature = tuple[int, int, int]
+#: What the index holds of a job: the whole spec until it ends, its summary after.
+Entry = JobSpec | JobSummary
 
 #: How long after a directory change a listing of it is trusted while its mtime stays
 #: the same (well above any file system's timestamp granularity).
@@ -50,7 +59,9 @@ class JobIndex:
     def __init__(self, store: SpecStore) -> None:
         self._store = store
         self._lock = threading.Lock()
+        #: Jobs that have not ended, whole; ended ones as summaries (``_finished``).
         self._specs: dict[str, JobSpec] = {}
+        self._finished: dict[str, JobSummary] = {}
         self._signatures: dict[str, Signature | None] = {}
         self._pending: set[str] = set()
         #: Ids by state (a state-filtered listing and the counts never walk every spec).
@@ -74,45 +85,104 @@ class JobIndex:
         self.changed = threading.Condition(self._lock)
 
     # --- loading -----------------------------------------------------------------------
-    def load(self, scan: ScanResult) -> None:
+    def load(self, known: Mapping[str, tuple[Signature, Entry]] | None = None) -> None:
+        """Index every spec in the queue, replacing what was held.
+
+        ``known``: entries read moments ago (the recovery pass) or kept from the last run
+        (the terminal index), each with the file signature it was taken from; one whose
+        file still has that signature is taken as it is, every other spec is parsed.
+        """
+        ids = self._store.list_ids()
+        now = _signatures(self._store, ids)
+        taken: dict[str, Entry] = {}
+        stale: list[str] = []
+        for job_id in ids:
+            held = known.get(job_id) if known is not None else None
+            if held is not None and now[job_id] is not None and held[0] == now[job_id]:
+                taken[job_id] = held[1]
+            else:
+                stale.append(job_id)
+        scan = self._store.scan(stale)
         with self._lock:
             self.generation += 1
             self._specs.clear()
+            self._finished.clear()
             self._signatures.clear()
             self._pending.clear()
             self._by_state.clear()
-            for spec in scan.specs.values():
-                self._put(spec, stat=False)
+            taken.update(scan.specs)
+            self._fill(taken)
+            self._signatures.update((job_id, now[job_id]) for job_id in taken)
             # One directory fd for all the signatures, no path objects.
             self._signatures.update(_signatures(self._store, list(scan.specs)))
             self.quarantined = dict(scan.quarantined)
             self.changed.notify_all()
 
-    def _put(self, spec: JobSpec, *, stat: bool = True) -> None:
-        """Index ``spec``; ``stat=False``: the caller records its file signature."""
-        previous = self._specs.get(spec.id)
-        if previous is None or previous.state is not spec.state:
+    def _fill(self, entries: Mapping[str, Entry]) -> None:
+        """:meth:`_put` of every entry into an empty index, in bulk (a start's load)."""
+        for job_id, entry in entries.items():
+            if isinstance(entry, JobSummary):
+                self._finished[job_id] = entry
+            elif entry.is_terminal:
+                self._finished[job_id] = JobSummary.of(entry)
+            else:
+                self._specs[job_id] = entry
+                if entry.state is JobState.PENDING:
+                    self._pending.add(job_id)
+            self._by_state.setdefault(entry.state, set()).add(job_id)
+        self._state_changes.update(entries)
+        self.state_generation += 1
+        self.pending_generation += 1
+
+    def save_summaries(self) -> int:
+        """Write the terminal index for the next start (atomic, not durable); how many
+        summaries it holds. OSError (a full disk): nothing depends on the file."""
+        with self._lock:
+            entries = [
+                (signature, summary)
+                for job_id, summary in self._finished.items()
+                if (signature := self._signatures.get(job_id)) is not None
+            ]
+        return save_summaries(self._store.paths.terminal_index, entries)
+
+    def _entry(self, job_id: str) -> Entry | None:
+        spec = self._specs.get(job_id)
+        return spec if spec is not None else self._finished.get(job_id)
+
+    def _put(self, entry: Entry, *, stat: bool = True) -> None:
+        """Index ``entry``; ``stat=False``: the caller records its file signature."""
+        job_id = entry.id
+        previous = self._entry(job_id)
+        if previous is None or previous.state is not entry.state:
             self.state_generation += 1
-            self._state_changes.add(spec.id)
-        if previous is None or previous is spec or previous != spec:
+            self._state_changes.add(job_id)
+        held: Entry = entry
+        if entry.is_terminal and isinstance(entry, JobSpec):
+            held = JobSummary.of(entry)
+        if previous is None or previous is entry or previous != held:
             self.generation += 1
         if previous is not None:
-            self._by_state.get(previous.state, set()).discard(spec.id)
-        self._by_state.setdefault(spec.state, set()).add(spec.id)
-        self._specs[spec.id] = spec
-        if stat:
-            self._signatures[spec.id] = _signature(self._store, spec.id)
-        if spec.state is JobState.PENDING:
-            if spec.id not in self._pending:
-                self.pending_generation += 1
-            self._pending.add(spec.id)
+            self._by_state.get(previous.state, set()).discard(job_id)
+        self._by_state.setdefault(entry.state, set()).add(job_id)
+        if isinstance(held, JobSummary):
+            self._specs.pop(job_id, None)
+            self._finished[job_id] = held
         else:
-            self._pending.discard(spec.id)
-        self.quarantined.pop(spec.id, None)
+            self._finished.pop(job_id, None)
+            self._specs[job_id] = held
+        if stat:
+            self._signatures[job_id] = _signature(self._store, job_id)
+        if entry.state is JobState.PENDING:
+            if job_id not in self._pending:
+                self.pending_generation += 1
+            self._pending.add(job_id)
+        else:
+            self._pending.discard(job_id)
+        self.quarantined.pop(job_id, None)
 
     def _forget(self, job_id: str) -> None:
-        """Drop ``job_id`` from the specs, the pending set and the by-state sets."""
-        previous = self._specs.pop(job_id, None)
+        """Drop ``job_id`` from the entries, the pending set and the by-state sets."""
+        previous = self._specs.pop(job_id, None) or self._finished.pop(job_id, None)
         self._pending.discard(job_id)
         if previous is not None:
             self._by_state.get(previous.state, set()).discard(job_id)
@@ -132,22 +202,39 @@ class JobIndex:
 
     # --- reads -------------------------------------------------------------------------
     def get(self, job_id: str) -> JobSpec | None:
+        """The whole spec of an indexed job: held for a job that has not ended, read from
+        its file for one that has (None if that file is gone or unreadable now)."""
         with self._lock:
-            return self._specs.get(job_id)
+            spec = self._specs.get(job_id)
+            if spec is not None or job_id not in self._finished:
+                return spec
+        try:
+            return self._store.read(job_id)
+        except VqError:
+            return None
+
+    def entry(self, job_id: str) -> Listed | None:
+        """What the index holds of ``job_id`` (a summary for a job that has ended)."""
+        with self._lock:
+            return self._entry(job_id)
 
     def wait_for_change(self, job_id: str, state: JobState, timeout: float) -> JobSpec | None:
         """Block until ``job_id``'s indexed state is not ``state`` (or it left the index),
         at most ``timeout`` seconds; the indexed spec then. Waiting releases the lock."""
         with self.changed:
             self.changed.wait_for(
-                lambda: (spec := self._specs.get(job_id)) is None or spec.state is not state,
+                lambda: (held := self._entry(job_id)) is None or held.state is not state,
                 max(timeout, 0.0),
             )
-            return self._specs.get(job_id)
+            held = self._entry(job_id)
+        if isinstance(held, JobSummary):
+            return self.get(job_id)
+        return held
 
-    def all(self) -> list[JobSpec]:
+    def all(self) -> list[Listed]:
+        """Every indexed job (summaries for those that have ended)."""
         with self._lock:
-            return list(self._specs.values())
+            return [*self._specs.values(), *self._finished.values()]
 
     def take_state_changes(self) -> set[str]:
         """Ids whose state changed (or that appeared) since the last call (one consumer)."""
@@ -157,13 +244,17 @@ class JobIndex:
 
     def dependency_state(self, job_id: str) -> JobState | str | None:
         """A predecessor's state for the dependency gate (see vq.domain.dependencies)."""
-        spec = self._specs.get(job_id)
-        if spec is not None:
-            return spec.state
+        held = self._entry(job_id)
+        if held is not None:
+            return held.state
         return "unreadable" if job_id in self.quarantined else None
 
     def is_pending(self, job_id: str) -> bool:
         return job_id in self._pending
+
+    def finished_count(self) -> int:
+        """How many indexed jobs have ended (held as summaries)."""
+        return len(self._finished)
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -172,10 +263,11 @@ class JobIndex:
         with self._lock:
             return [self._specs[job_id] for job_id in self._pending]
 
-    def in_states(self, states: Iterable[JobState]) -> list[JobSpec]:
-        """The indexed specs in any of ``states`` (cost: those specs, not the index)."""
+    def in_states(self, states: Iterable[JobState]) -> list[Listed]:
+        """The indexed jobs in any of ``states`` (cost: those jobs, not the index)."""
         with self._lock:
-            return [self._specs[i] for state in states for i in self._by_state.get(state, ())]
+            entries = (self._entry(i) for state in states for i in self._by_state.get(state, ()))
+            return [entry for entry in entries if entry is not None]
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -201,7 +293,7 @@ class JobIndex:
         self._listed_settled = mtime is not None and mtime < checked_at - SETTLE_NS
         on_disk = set(self._store.list_ids())
         with self._lock:
-            known = set(self._specs) | set(self.quarantined)
+            known = set(self._specs) | set(self._finished) | set(self.quarantined)
             gone = known - on_disk
             new = on_disk - known
             new |= self._store.suspect_ids() & set(self._specs)  # to be quarantined now

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
+from vq.domain.summary import JobSummary
 from vq.errors import CorruptSpec, NotFound
 from vq.executors.base import Executor, RecoveryKind
 from vq.executors.registry import ExecutorRegistry
@@ -50,7 +51,9 @@ from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.siblings import create_sibling
 from vq.store.specs import Signature
+from vq.store.summaries import load_summaries
 
+from .index import Entry
 from .supervisor import Supervisor
 
 __all__ = ["RecoveryReport", "recover"]
@@ -77,9 +80,20 @@ class RecoveryReport:
     reaped_leaks: list[str] = field(default_factory=list)
     resumed_as: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
-    #: Specs the pass read and did not write, with their file signature before the read:
-    #: the index load takes those still unchanged on disk without parsing them again.
-    untouched: dict[str, tuple[Signature, JobSpec]] = field(default_factory=dict)
+    #: Specs the pass read and did not write, with their file signature before the read
+    #: (a terminal one unchanged since the terminal index took it: its summary, never
+    #: parsed): the index load takes those still unchanged on disk as they are.
+    untouched: dict[str, tuple[Signature, Entry]] = field(default_factory=dict)
+    #: Terminal specs taken from the terminal index without being parsed.
+    summarized: int = 0
+
+    def archived(self) -> list[str]:
+        """The untouched specs that record an archive of their workspace (the only
+        ones an interrupted ``vq cleanup`` can have left half done; written ones are
+        jobs that just ended, never archived)."""
+        return [
+            job_id for job_id, (_, entry) in self.untouched.items() if entry.archived_at is not None
+        ]
 
 
 def _recover_active(
@@ -155,6 +169,9 @@ def recover(
     report = RecoveryReport()
     executor, lifecycle = supervisor.executor, supervisor.lifecycle
     registry = executors or ExecutorRegistry(executor)
+    # Finished jobs whose spec file is unchanged since the terminal index took them are
+    # not parsed: their summary says they are terminal and names their recorded group.
+    summaries = load_summaries(ctx.paths.terminal_index)
     executor.begin_recovery()  # one /proc census for the whole pass
     try:
         for job_id in sorted(ctx.store.list_ids()):
@@ -166,12 +183,25 @@ def recover(
                 break
             report.examined += 1
             signature = ctx.store.signature(job_id)  # before the read: a later write shows
+            held = summaries.pop(job_id, None)
+            if signature is not None and held is not None and held[0] == signature:
+                summary = held[1]
+                # Its owner is the tree the file is in now, never the cache's word.
+                admitted = ctx.store.admits_summary(
+                    job_id, summary.submitter, summary.depends_on or []
+                )
+                if admitted and not executor.may_have_leaked(summary.pgid):
+                    report.untouched[job_id] = (signature, summary)
+                    report.summarized += 1
+                    continue
             try:
                 spec = ctx.store.read(job_id)
             except (CorruptSpec, NotFound):
                 continue  # quarantined by the index load; never touched here
             if signature is not None:
-                report.untouched[job_id] = (signature, spec)
+                # An ended job is kept as its summary: the whole spec is not held.
+                entry: Entry = JobSummary.of(spec) if spec.is_terminal else spec
+                report.untouched[job_id] = (signature, entry)
             if spec.state is JobState.PENDING or not registry.is_local(spec):
                 continue
             if spec.state in ACTIVE:

@@ -427,6 +427,12 @@ class LocalExecutor:
             RecoveryKind.ENDED, handle, exit_code=exit_code, spawn_failure=spawn_failure
         )
 
+    def may_have_leaked(self, pgid: int | None) -> bool:
+        """False when :meth:`reap_leak` of a terminal job that recorded ``pgid`` would
+        find nothing: that group is not alive in the census. (A job that recorded no
+        group is located through its files and processes: True, ask :meth:`reap_leak`.)"""
+        return pgid is None or pgid in self._census_now().groups
+
     def reap_leak(self, spec: JobSpec) -> bool:
         """A terminal job whose group survives (provably its own): SIGCONT + SIGKILL."""
         handle = self._locate(spec)

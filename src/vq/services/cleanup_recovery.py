@@ -26,6 +26,7 @@ import re
 import shutil
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -70,13 +71,20 @@ def _age(path: Path, now: float) -> float | None:
         return None
 
 
-def finish_archives(ctx: ServiceContext, *, execute: bool = True) -> list[Leftover]:
+def finish_archives(
+    ctx: ServiceContext, *, execute: bool = True, job_ids: Iterable[str] | None = None
+) -> list[Leftover]:
     """Remove the workspace and workdir of every job recorded as archived whose archive
-    file exists; report (never remove) those whose archive is missing."""
+    file exists; report (never remove) those whose archive is missing.
+
+    ``job_ids``: look only at these jobs (a caller that already knows which specs record
+    an archive, as the daemon's start does), each read afresh; None: every spec.
+    """
     from vq.services.cleanup import remove_job_trees
 
     found: list[Leftover] = []
-    for spec in ctx.store.scan().specs.values():
+    scan = ctx.store.scan(None if job_ids is None else sorted(job_ids))
+    for spec in scan.specs.values():
         if spec.archived_at is None:
             continue
         trees = [
@@ -137,9 +145,11 @@ def sweep_stale_temps(
         except OSError:
             continue
         for name in names:
+            if not pattern.fullmatch(name):
+                continue  # the name first: the queue holds a spec and a lock file per job
             path = directory / name
             age = _age(path, now)
-            if not pattern.fullmatch(name) or age is None or age < min_age_seconds:
+            if age is None or age < min_age_seconds:
                 continue
             if not _is_regular(path):
                 continue
@@ -181,9 +191,18 @@ def sweep_fetch_staging(target: Path, *, min_age_seconds: float = STALE_SECONDS)
     return removed
 
 
-def recover(ctx: ServiceContext, *, min_age_seconds: float = STALE_SECONDS) -> list[Leftover]:
-    """Finish interrupted archives and sweep stale temp files of this state root."""
-    return finish_archives(ctx) + sweep_stale_temps(ctx, min_age_seconds=min_age_seconds)
+def recover(
+    ctx: ServiceContext,
+    *,
+    min_age_seconds: float = STALE_SECONDS,
+    archived: Iterable[str] | None = None,
+) -> list[Leftover]:
+    """Finish interrupted archives and sweep stale temp files of this state root.
+    ``archived``: the ids of the specs that record an archive, when the caller knows
+    them (see :func:`finish_archives`)."""
+    return finish_archives(ctx, job_ids=archived) + sweep_stale_temps(
+        ctx, min_age_seconds=min_age_seconds
+    )
 
 
 def find_leftovers(

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import InvalidInput
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only a type: the CLI imports this module without pydantic's models
+    from vq.domain.summary import Listed
     from vq.services.context import ServiceContext
 
 __all__ = [
@@ -69,7 +69,7 @@ class PageParams:
 
 @dataclass(frozen=True)
 class Page:
-    specs: list[JobSpec]
+    specs: list[Listed]
     total: int
     total_jobs: int
 
@@ -109,7 +109,7 @@ def page_params(params: Mapping[str, Any]) -> PageParams | None:
 
 
 # --- the API's sort ----------------------------------------------------------------------
-def _submitted(specs: Sequence[JobSpec]) -> Callable[[JobSpec], Any]:
+def _submitted(specs: Sequence[Listed]) -> Callable[[Listed], Any]:
     """A sort key ordering specs exactly as their ``submitted_at`` ISO strings do.
 
     The datetime itself when every one is in UTC (same offset: the strings then order
@@ -120,7 +120,7 @@ def _submitted(specs: Sequence[JobSpec]) -> Callable[[JobSpec], Any]:
     return lambda spec: spec.submitted_at.isoformat()
 
 
-def _api_value(spec: JobSpec, key: str) -> Any:
+def _api_value(spec: Listed, key: str) -> Any:
     """The value of ``key`` in the spec's ``list_row`` (what the API sorts rows by)."""
     if key == "submitted_at":
         return spec.submitted_at.isoformat()
@@ -131,10 +131,10 @@ def _api_value(spec: JobSpec, key: str) -> Any:
     return getattr(spec, key)
 
 
-def _api_sorted(specs: list[JobSpec], sort: str) -> list[JobSpec]:
+def _api_sorted(specs: Sequence[Listed], sort: str) -> list[Listed]:
     key = sort.lstrip("-")
     if sort == "submitted_at":
-        return specs  # the listing's own order
+        return list(specs)  # the listing's own order
     if key == "submitted_at":  # never missing
         return sorted(specs, key=_submitted(specs), reverse=True)
     values = [(_api_value(spec, key), spec) for spec in specs]
@@ -156,7 +156,7 @@ def table_row_key(sort: str) -> Callable[[Mapping[str, Any]], Any]:
     return lambda row: (row.get("submitted_at") or "", row["id"])
 
 
-def _table_spec_key(sort: str, specs: Sequence[JobSpec]) -> Callable[[JobSpec], Any]:
+def _table_spec_key(sort: str, specs: Sequence[Listed]) -> Callable[[Listed], Any]:
     """:func:`table_row_key` over specs (the same order as over their rows)."""
     at = _submitted(specs)
     if sort == "priority":
@@ -168,10 +168,10 @@ def _table_spec_key(sort: str, specs: Sequence[JobSpec]) -> Callable[[JobSpec], 
     return lambda spec: (at(spec), spec.id)
 
 
-def _entries(ordered: Sequence[JobSpec]) -> list[list[JobSpec]]:
+def _entries(ordered: Sequence[Listed]) -> list[list[Listed]]:
     """Jobs, with each array/chain group folded where its first member sorts."""
-    entries: list[list[JobSpec]] = []
-    groups: dict[str, list[JobSpec]] = {}
+    entries: list[list[Listed]] = []
+    groups: dict[str, list[Listed]] = {}
     for spec in ordered:
         group = spec.array_group_id or spec.chain_group_id
         if not group:
@@ -189,11 +189,11 @@ def _entries(ordered: Sequence[JobSpec]) -> list[list[JobSpec]]:
 class Ordering:
     """A whole selection in page order: each entry one job, or one folded group."""
 
-    entries: list[list[JobSpec]]
+    entries: list[list[Listed]]
     total_jobs: int
 
 
-def order(selected: list[JobSpec], params: PageParams) -> Ordering:
+def order(selected: Sequence[Listed], params: PageParams) -> Ordering:
     """Every entry of ``selected`` (the listing's order, as ``select`` returns it), sorted.
 
     Depends on the specs and on ``sort``/``table_sort``/``table_desc`` only, so a caller
@@ -219,7 +219,7 @@ def page_of(ordering: Ordering, params: PageParams) -> Page:
     )
 
 
-def paged(selected: list[JobSpec], params: PageParams) -> Page:
+def paged(selected: Sequence[Listed], params: PageParams) -> Page:
     """One page of ``selected`` (the listing's order, as :func:`~vq.services.query.select`)."""
     return page_of(order(selected, params), params)
 

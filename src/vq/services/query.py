@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.domain.summary import Listed
 from vq.errors import InvalidInput
 from vq.paths import StatePaths
 
@@ -32,6 +33,8 @@ __all__ = [
     "usage_summary",
     "wait_answer",
 ]
+
+L = TypeVar("L", bound=Listed)
 
 
 def request_of(spec: JobSpec) -> Request:
@@ -47,14 +50,14 @@ def request_of(spec: JobSpec) -> Request:
     )
 
 
-def _over_capacity(spec: JobSpec, caps: Caps | None) -> tuple[bool | None, list[dict[str, Any]]]:
+def _over_capacity(spec: Listed, caps: Caps | None) -> tuple[bool | None, list[dict[str, Any]]]:
     if caps is None or spec.state is not JobState.PENDING or spec.scheduler_target:
         return None, []
     overages = [o.as_dict() for o in capacity_overages(spec.cpus, spec.mem_mb, caps)]
     return bool(overages), overages
 
 
-def _elapsed(spec: JobSpec, now: datetime) -> float | None:
+def _elapsed(spec: Listed, now: datetime) -> float | None:
     if spec.started_at is None:
         return None
     end = spec.finished_at or now
@@ -145,7 +148,7 @@ def usage_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def list_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
+def list_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
     """The compact listing row of one job."""
     over, _ = _over_capacity(spec, caps)
     return {
@@ -206,7 +209,7 @@ class ListFilter:
             group=params.get("group"),
         )
 
-    def matches(self, spec: JobSpec) -> bool:
+    def matches(self, spec: Listed) -> bool:
         if self.states and spec.state not in self.states:
             return False
         if self.tags and not self.tags.issubset(spec.tags):
@@ -218,7 +221,7 @@ class ListFilter:
         return self.since is None or spec.submitted_at >= self.since
 
 
-def select(specs: Iterable[JobSpec], flt: ListFilter) -> list[JobSpec]:
+def select(specs: Iterable[L], flt: ListFilter) -> list[L]:
     """Matching specs, oldest submission first (group members in index order)."""
     return sorted(
         (s for s in specs if flt.matches(s)),

@@ -30,8 +30,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vq.domain.admission import Caps, effective_mem_mb
-from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.domain.summary import Listed
 from vq.services.query import list_row
 from vq.services.queue_eta import ETA_HISTORY, EtaBasis, eta_basis, queue_eta
 from vq.services.rows import (
@@ -68,7 +68,7 @@ USAGE_GROUPINGS = ("tag", "name", "day", "state", "submitter", "total")
 _RUNNING = JobState.RUNNING.value
 
 
-def report_row(spec: JobSpec, caps: Caps | None, now: datetime) -> dict[str, Any]:
+def report_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
     """:func:`list_row` plus the fields usage and ETA need (pauses, not_before, target)."""
     row = list_row(spec, caps, now)
     row["paused_seconds_total"] = spec.paused_seconds_total

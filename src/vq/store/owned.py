@@ -186,6 +186,19 @@ class MultiOwnerSpecStore(SpecStore):
             )
         return spec
 
+    def admits_summary(self, job_id: str, submitter: str | None, depends_on: list[str]) -> bool:
+        """A cached summary stands for ``job_id`` only when the owner is the tree the file
+        was found in (never the cache's word) and that tree's uid, the summary's
+        ``submitter`` and its dependencies pass the rules :meth:`read` applies."""
+        owners = self.layout.owners
+        uid = owners.get(job_id)
+        if uid is None or job_id in owners.ambiguous:
+            return False
+        candidate = OwnedSpec(uid, job_id + SPEC_SUFFIX, job_id, submitter, tuple(depends_on))
+        if problem_of(candidate, self.min_uid) is not None:
+            return False
+        return all(owners.get(dep) in (None, uid) for dep in depends_on)
+
     def read_copy(self, job_id: str, uid: int) -> JobSpec:
         """The copy of ``job_id`` in ``users/<uid>`` (how a quarantined id is still read:
         a bare lookup of it is ambiguous). The copy must pass the per-spec rules."""

@@ -109,6 +109,12 @@ class SpecStore:
         for jobs it has already admitted)."""
         return self.read(job_id)
 
+    def admits_summary(self, job_id: str, submitter: str | None, depends_on: list[str]) -> bool:
+        """Whether a cached summary of ``job_id`` (its recorded ``submitter`` and
+        ``depends_on``) may stand for its spec file without reading it: always in a single
+        queue; a multi-user store checks them against the tree the file was found in."""
+        return True
+
     def suspect_ids(self) -> set[str]:
         """Ids whose specs must be read again even though their files did not change
         (a multi-user collision found since); none in a single queue."""

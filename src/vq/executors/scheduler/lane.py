@@ -497,6 +497,9 @@ class SchedulerLane(ObservingLane):
     def recover(self, spec: JobSpec) -> Recovered:
         return Recovered(RecoveryKind.REATTACHED, JobHandle.of(spec))
 
+    def may_have_leaked(self, pgid: int | None) -> bool:
+        return False  # a lane's jobs leave no local process group to reap
+
     def reap_leak(self, spec: JobSpec) -> bool:
         return False
 

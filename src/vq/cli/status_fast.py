@@ -1,0 +1,63 @@
+"""``vq status ID`` without Click: one full job id, asked of the local daemon.
+
+The read a user (or a script polling a job) repeats most. Click and the gateway cost
+more to import than the daemon takes to answer, so a plainly well-formed
+``vq status ID [--json] [--raw]`` with a full 12-character id is answered here with the
+stdlib client and printed exactly as the Click command prints it
+(:func:`vq.cli.output.echo_json`, :func:`vq.cli.render.print_status`).
+
+Returns None (so Click takes over, and says whatever there is to say) for anything
+else: multi-user mode (or a policy file it cannot read: the layout decides which daemon
+answers), another option, an id prefix, configured ``[hosts.NAME]`` (the job may live on
+another host: hostless discovery decides), no daemon socket, or any error from the
+daemon (an unknown id, a daemon going away). ``status`` changes nothing, so asking
+again on the Click path is harmless.
+"""
+
+from __future__ import annotations
+
+import os
+
+from vq import _multi_root, _roots
+from vq.domain.ids import is_job_id
+
+__all__ = ["run_status_fast"]
+
+_FLAGS = frozenset({"--json", "--raw"})
+
+
+def run_status_fast(rest: list[str]) -> int | None:
+    """Answer ``vq status`` + ``rest`` and return 0, or None to let Click handle it."""
+    words = [word for word in rest if word not in _FLAGS]
+    if len(words) != 1 or not is_job_id(words[0]) or len(set(rest)) != len(rest):
+        return None
+    try:
+        if _multi_root.multi_user_root(os.environ) is not None:
+            return None
+    except _multi_root.UnreadablePolicy:
+        return None
+    socket_path = _roots.daemon_socket(os.environ)
+    if not os.path.exists(socket_path):
+        return None
+    from vq._hostnames import configured_names
+    from vq.errors import VqError
+
+    try:
+        if configured_names():
+            return None
+        from vq.client import Client
+
+        view = Client(socket_path).call("status", {"id": words[0]})
+    except (VqError, OSError, ValueError):
+        return None
+    if not isinstance(view, dict):
+        return None
+    if "--json" in rest:
+        from vq.cli.output import echo_json
+
+        echo_json(view)
+        return 0
+    from vq.cli.render import print_status
+
+    print_status(view, raw="--raw" in rest)
+    return 0
