@@ -43,6 +43,7 @@ __all__ = [
     "fsync_dir",
     "open_regular_path",
     "read_bytes_limited",
+    "read_fd_capped",
     "read_regular",
     "read_regular_text",
     "read_tail_lines",
@@ -207,6 +208,20 @@ def open_regular_path(path: str | os.PathLike[str], *, follow: bool = False) -> 
     return fd
 
 
+def read_fd_capped(fd: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes read from ``fd`` (left open), so a caller tells a file
+    longer than ``limit`` by the length of the answer."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
 def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
@@ -216,17 +231,9 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Fal
     """
     fd = open_regular_path(path, follow=follow)
     try:
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        data = read_fd_capped(fd, limit)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > limit:
         raise FileTooLarge(errno.EFBIG, f"is larger than {limit} bytes", str(path))
     return data

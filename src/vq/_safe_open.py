@@ -24,6 +24,8 @@ import os
 import stat
 from pathlib import Path
 
+from vq._fs import read_fd_capped
+
 __all__ = [
     "UnsafePath",
     "append_line_beneath",
@@ -149,17 +151,9 @@ def read_regular_beneath(root: Path, path: Path, limit: int) -> bytes:
     ``limit`` of them: a longer file raises ``OSError(EFBIG)``."""
     fd = open_beneath(root, path, os.O_RDONLY)
     try:
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        data = read_fd_capped(fd, limit)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"is larger than {limit} bytes", str(path))
     return data
