@@ -42,10 +42,6 @@ def time_of(row: Row, key: str) -> datetime | None:
 
 
 def is_local(row: Row) -> bool:
-    return not row.get("scheduler_target")
-
-
-def isis_local(row: Row) -> bool:
     """A job of this host's daemon (not a scheduler lane's)."""
     return not row.get("scheduler_target")
 
