@@ -185,7 +185,7 @@ class InProcessDaemon:
         """``Daemon.run`` up to the loop: fork server, recovery pass, index load."""
         self.forkserver.start()
         self.report = recover(self.ctx, self.supervisor, threading.Event())
-        self.index.load(self.ctx.store.scan())
+        self.index.load(self.report.untouched)
 
     def tick(self) -> None:
         """One iteration of ``Daemon._loop`` (minus RPC calls, holds, pressure, rescans)."""
