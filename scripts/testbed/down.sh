@@ -49,6 +49,13 @@ done
 # Namespaces: their sshd is stopped above; deleting the namespace removes the veth pair.
 while read -r ns; do
   [ -n "$ns" ] || continue
+  # What still runs inside (remote daemons the tests started over its sshd) would keep the
+  # namespace, and its veth pair, alive after the delete.
+  inside=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+  if [ -n "$inside" ]; then
+    kill -9 $inside 2>/dev/null || true
+    log "stopped what still ran inside $ns: $inside"
+  fi
   ip netns del "$ns" && log "deleted namespace $ns"
   rm -rf "/etc/netns/$ns/slurm" && rmdir "/etc/netns/$ns" 2>/dev/null || true
 done < <(existing_netns_hosts)

@@ -208,6 +208,11 @@ ensure_netns() { # NAME
   local name=$1 i=${1#vq-h}
   local host_if=vqh$i-host ns_if=vqh$i-ns
   ip netns list | awk '{print $1}' | grep -qx "$name" || ip netns add "$name"
+  if ip link show "$host_if" >/dev/null 2>&1 && ! ip -n "$name" link show "$ns_if" >/dev/null 2>&1; then
+    # A host side whose peer lives on in an earlier namespace of this name (deleted while
+    # a process still held it): drop the pair and make it again in this one.
+    ip link del "$host_if"
+  fi
   if ! ip link show "$host_if" >/dev/null 2>&1; then
     ip link add "$host_if" type veth peer name "$ns_if" netns "$name"
     ip addr add "10.200.$i.1/24" dev "$host_if"
