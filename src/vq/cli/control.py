@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vq.cli.common import daemon_answers, echo_json, gateway
-from vq.cli.job_ids import JOB_ID
+from vq.cli.job_ids import GROUP_ID, JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import parse_duration
 from vq.errors import WaitTimeout
@@ -37,7 +37,9 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
 
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
-@click.option("--group", help="Kill every unfinished element of this array or chain group.")
+@click.option(
+    "--group", type=GROUP_ID, help="Kill every unfinished element of this array or chain group."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
 def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
     """Kill jobs: PENDING ends at once; RUNNING gets SIGTERM, a 10 s grace, then SIGKILL."""
@@ -98,7 +100,7 @@ def _timed_out(access: Gateway, remaining: list[str], timeout: str) -> WaitTimeo
 
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
-@click.option("--group", help="Wait for every element of this array or chain group.")
+@click.option("--group", type=GROUP_ID, help="Wait for every element of this array or chain group.")
 @click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
 def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
