@@ -51,4 +51,9 @@ def test_export_all_is_refused_for_a_lane(lane: Vq) -> None:  # noqa: F811
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("vq: error: --export ALL is not supported with scheduler lane")
     assert "hint: name the variables" in proc.stderr and "Traceback" not in proc.stderr
+    own = lane.run("submit", "cluster", "--env", "vq_time=x", "--", "true", check=False)
+    assert own.returncode == 2 and "vq_time cannot be forwarded" in own.stderr
+    packed = ("--array", "0-1", "--pack", "any", "--env", "A=1")
+    refused = lane.run("submit", "cluster", *packed, "--", "true", check=False)
+    assert refused.returncode == 2 and "not carried into packed allocations" in refused.stderr
     assert not list((lane.root / "queue").glob("*.json"))

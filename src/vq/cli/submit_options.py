@@ -403,6 +403,12 @@ def _environment(values: dict[str, Any]) -> dict[str, Any] | None:
             f"--export ALL is not supported with scheduler lane {lane}",
             hint="name the variables the job needs: --export NAME[,NAME…] or --env NAME=value",
         )
+    if values.get("pack") is not None and captured.variables:
+        raise UsageError(
+            "--export NAME and --env are not carried into packed allocations",
+            hint="a packed element gets vq's VQ_* variables only; submit without --pack "
+            "to forward variables",
+        )
     script_own = sorted(name for name in captured.variables if name.startswith("vq_"))
     if lane is not None and script_own:
         raise UsageError(
