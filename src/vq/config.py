@@ -31,6 +31,7 @@ from vq.config_programs import ProgramSettings, check_program_names
 from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
+from vq.domain.sizes import parse_mem_mb
 from vq.errors import ConfigError, InvalidInput
 from vq.hosts_config import HostSettings, check_default_host, check_host_names
 from vq.paths import resolve_config_root
@@ -120,7 +121,8 @@ class ProfileSettings(BaseModel):
 
     Explicit ``vq submit`` flags win over a profile's values. ``wall_time = "10m"`` (any
     form of :func:`vq.domain.durations.parse_duration`, no bare number) may stand in for
-    ``wall_time_seconds``.
+    ``wall_time_seconds``, and ``mem = "2G"`` (as ``vq submit --mem`` takes it) for
+    ``mem_mb``.
     """
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
@@ -136,6 +138,23 @@ class ProfileSettings(BaseModel):
         **constraints("clean_workdir_on_terminal", optional=True)
     )
     program: str | None = Field(**constraints("program", optional=True))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mem_text(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "mem" not in data:
+            return data
+        data = dict(data)
+        text = data.pop("mem")
+        if "mem_mb" in data:
+            raise ValueError("give mem or mem_mb, not both")
+        if not isinstance(text, str):
+            raise ValueError('mem must be a string such as "500M" or "2G"')
+        try:
+            data["mem_mb"] = parse_mem_mb(text)
+        except InvalidInput as exc:
+            raise ValueError(f"mem: {exc.message}") from None
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -86,6 +86,11 @@ def effective_config(
 UNSET_MEANS = {
     "daemon.max_jobs": "unlimited",
     "daemon.default_job_mem_mb": "none (a job without --mem-mb reserves 0 MB)",
+    "default_host": "none (this queue)",
+    "default_packing": "none (vq pack plan needs --profile)",
+    "multi_user.privilege_drop": "none (must be chosen to enable multi-user mode)",
+    "quotas.default_max_pending_jobs": "unlimited",
+    "quotas.default_max_concurrent_cpus": "unlimited",
 }
 
 
@@ -126,6 +131,8 @@ def report_lines(
             lines.append(f"{key} = {value}  (detected)")
         elif values[key] is None and isinstance(value, str):
             lines.append(f"{key} = {value}  ({source})")
+        elif isinstance(value, bool):  # as TOML writes it
+            lines.append(f"{key} = {str(value).lower()}  ({source})")
         else:
             lines.append(f"{key} = {value!r}  ({source})")
     return lines

@@ -262,6 +262,11 @@ class StateLayout:
     def exit_code(self, job_id: str) -> Path:
         return self.meta_dir(job_id) / "exit-code"
 
+    def environment(self, job_id: str) -> Path:
+        """The submit's captured environment (mode 0600; values never leave it except
+        into the job's own process or, on a lane, its batch script)."""
+        return self.meta_dir(job_id) / "environment"
+
     def collector_pid(self, job_id: str) -> Path:
         """``<pid> <start ticks>`` of the job's collector, written as it starts."""
         return self.meta_dir(job_id) / "collector.pid"

@@ -63,3 +63,16 @@ def test_submit_help_example_stays_on_one_line(vq: Vq) -> None:
     out = Vq(vq.root, env).run("submit", "--help").stdout
     example = "vq submit --cpus 2 --mem-mb 500 --wall-time 10m -- python3 -c 'print(42)'"
     assert any(line.strip() == example for line in out.splitlines()), out
+
+
+def test_mem_mb_with_a_unit_points_to_mem(vq: Vq) -> None:
+    proc = vq.run("submit", "--mem-mb", "2G", "--", "true", check=False)
+    assert proc.returncode == 2
+    assert "'2G' is not a whole number of megabytes; for a size with a unit use --mem 2G" in (
+        proc.stderr
+    )
+    assert "valid integer" not in proc.stderr and "Traceback" not in proc.stderr
+    words = vq.run("submit", "--cpus", "two", "--", "true", check=False)
+    assert words.returncode == 2 and "'two' is not a whole number" in words.stderr
+    spec = json.loads(vq.run("submit", "--json", "--mem", "2G", "--", "true").stdout)
+    assert spec["mem_mb"] == 2048

@@ -51,10 +51,37 @@ def test_config_show_prints_effective_values(vq: Vq) -> None:
     cpus = os.cpu_count()
     assert f"daemon.max_cpus = {cpus}  (detected)" in lines
     assert "daemon.max_jobs = unlimited  (default)" in lines
-    assert not any(
-        line.startswith("daemon.") and line.endswith("= None  (default)") for line in lines
-    )
+    assert not any(line.endswith("= None  (default)") for line in lines), lines
+    assert "quotas.default_max_pending_jobs = unlimited  (default)" in lines
+    assert "default_host = none (this queue)  (default)" in lines
+    assert "daemon.cpu_affinity = true  (default)" in lines
     shown = vq.json("config", "show")
     assert shown["settings"]["daemon.max_cpus"] is None  # the configured value, unchanged
     assert shown["effective"]["daemon.max_cpus"] == cpus
     assert "daemon.max_cpus" in shown["detected"]
+
+
+def test_profile_takes_wall_time_and_mem_with_units(vq: Vq) -> None:
+    config = _config(vq)
+    config.write_text('[profile.quick]\ncpus = 1\nwall_time = "10m"\nmem = "2G"\n')
+    assert vq.run("config", "check", str(config)).returncode == 0
+    job = vq.submit("--profile", "quick", "--", "true")
+    spec = vq.spec(job)
+    assert (spec["wall_time_seconds"], spec["mem_mb"]) == (600, 2048)
+    config.write_text('[profile.quick]\nmem = "2G"\nmem_mb = 100\n')
+    both = vq.run("config", "check", str(config), check=False)
+    assert both.returncode == 9 and "give mem or mem_mb, not both" in both.stderr
+    config.write_text('[profile.quick]\nmem = "lots"\n')
+    bad = vq.run("config", "check", str(config), check=False)
+    assert bad.returncode == 9 and "profile.quick" in bad.stderr and "mem:" in bad.stderr
+    assert "Traceback" not in bad.stderr and "Value error" not in bad.stderr
+
+
+def test_config_check_without_a_path_checks_the_files_vq_reads(vq: Vq) -> None:
+    assert "the defaults apply" in vq.run("config", "check").stdout
+    config = _config(vq)
+    config.write_text("[daemon]\nmax_jobs = 3\n")
+    assert vq.run("config", "check").stdout == f"{config}: valid\n"
+    config.write_text('[daemon]\nmax_jobs = "x"\n')
+    bad = vq.run("config", "check", check=False)
+    assert bad.returncode == 9 and f"{config}:2: daemon.max_jobs" in bad.stderr

@@ -26,6 +26,30 @@ def test_wait_timeout_says_pending_no_daemon(vq: Vq) -> None:
     assert proc.returncode == 124
     assert f"{job} (pending, no daemon)" in proc.stderr and "still running" not in proc.stderr
     assert "vq daemon start" in proc.stderr
+    assert "after 1s:" in proc.stderr
+    bare = vq.run("wait", job, "--timeout", "1", check=False)  # bare seconds, shown with a unit
+    assert bare.returncode == 124 and "has not ended after 1s:" in bare.stderr
+
+
+def test_wait_without_timeout_says_it_waits_for_a_daemon(vq: Vq) -> None:
+    job = vq.submit("--", "sh", "-c", "exit 4")
+    lines: list[str] = []
+    with subprocess.Popen(
+        [VQ_BIN, "wait", job[:6]], env=vq.env, stderr=subprocess.PIPE, text=True
+    ) as waiter:
+        assert waiter.stderr is not None
+        errors = waiter.stderr
+        reader = threading.Thread(target=lambda: lines.extend(iter(errors.readline, "")))
+        reader.start()
+        try:
+            wait_until(lambda: any(f"job {job} is PENDING and {NO_DAEMON}" in x for x in lines))
+            assert waiter.poll() is None  # still waiting, not given up
+            vq.start_daemon()
+            assert waiter.wait(timeout=60) == 4
+        finally:
+            waiter.kill()
+            reader.join(timeout=10)
+    assert sum("PENDING" in line for line in lines) == 1  # said once
 
 
 def test_logs_follow_says_it_waits_for_a_daemon(vq: Vq) -> None:

@@ -64,3 +64,38 @@ def test_narrow_terminal_shrinks_names_never_ids(vq: Vq) -> None:
         ).stdout
         assert job in out, (width, out)
         assert "PENDING" in out or "PENDI" in out
+
+
+def test_group_prefixes_resolve_and_ambiguity_names_the_groups(vq: Vq) -> None:
+    out = vq.run("submit", "--array", "0-2", "--json", "--", "true")
+    group = json.loads(out.stdout)["array_group_id"]
+    listed = vq.json("list", "--group", group[:5])
+    assert len(listed["jobs"]) == 3 and listed["group"]["group_id"] == group
+    assert f"group {group}: 3 jobs" in vq.run("status", "--group", group[:6]).stdout
+    lone = vq.submit("--", "true")
+    spec = vq.root / "queue" / f"{lone}.json"
+    data = json.loads(spec.read_text())
+    other = group[:4] + ("11111111" if group[4:] != "11111111" else "22222222")
+    data.update(array_group_id=other, array_index=0, array_total=1)
+    spec.write_text(json.dumps(data))
+    ambiguous = vq.run("list", "--group", group[:4], check=False)
+    assert ambiguous.returncode == 8, ambiguous.stderr
+    first, second = sorted([group, other])
+    assert f"ambiguous: matches {first}, {second}" in ambiguous.stderr
+    unknown = vq.run(
+        "wait", "--group", "ffff" if not group.startswith("ffff") else "eeee", check=False
+    )
+    assert unknown.returncode == 3 and "no group id starts with" in unknown.stderr
+    killed = vq.run("kill", "--group", group[:6], "--json")
+    assert sorted(r["id"] for r in json.loads(killed.stdout)) == sorted(
+        row["id"] for row in listed["jobs"]
+    )
+
+
+def test_scheduler_resolve_takes_a_prefix(vq: Vq) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "sleep", "30")
+    proc = vq.run("scheduler", "resolve", job[:6], "--not-submitted", check=False)
+    assert proc.returncode == 6, proc.stderr  # a local job waits for no decision
+    assert job in proc.stderr and "Traceback" not in proc.stderr
+    vq.run("kill", job)

@@ -82,6 +82,15 @@ def test_unknown_id_on_a_host_is_the_remote_not_found(fleet: RemoteFleet) -> Non
     assert "vq: error:" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_short_ids_are_resolved_by_the_remote_queue(fleet: RemoteFleet) -> None:
+    job_id = fleet.submit("h1", "--", "sh", "-c", "echo short; exit 5")
+    assert fleet.vq("wait", "h1", job_id[:6]).returncode == 5
+    status = fleet.vq("status", "h1", job_id[:5], "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["id"] == job_id
+    assert fleet.vq("logs", "h1", job_id[:7]).stdout == "short\n"
+
+
 def test_pause_resume_kill(fleet: RemoteFleet) -> None:
     job_id = fleet.submit("h1", "--", "sleep", "120")
     wait_until(lambda: _state(fleet, "h1", job_id) == "RUNNING", 30)

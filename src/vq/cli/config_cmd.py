@@ -44,13 +44,30 @@ def show(as_json: bool) -> None:
 
 
 @config.command()
-@click.argument("path", type=click.Path(path_type=Path))
-def check(path: Path) -> None:
-    """Validate one config file without starting anything (exit 9 when invalid)."""
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+def check(path: Path | None) -> None:
+    """Validate a config file without starting anything (exit 9 when invalid).
+
+    Without PATH: the files vq reads here (/etc/vq/config.toml, then the user's
+    config.toml), each on its own, then their merge."""
     from vq.config import check_file
 
-    check_file(path)
-    click.echo(f"{path}: valid")
+    if path is not None:
+        check_file(path)
+        click.echo(f"{path}: valid")
+        return
+    from vq.config import SITE_CONFIG, load_settings
+    from vq.paths import resolve_config_root
+
+    user = resolve_config_root() / "config.toml"
+    found = [layer for layer in (SITE_CONFIG, user) if layer.exists()]
+    for layer in found:
+        check_file(layer)
+    load_settings()  # the merge, as the daemon reads it
+    for layer in found:
+        click.echo(f"{layer}: valid")
+    if not found:
+        click.echo(f"no configuration file ({user} does not exist): the defaults apply")
 
 
 @config.command()

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vq.cli.common import daemon_answers, echo_json, gateway
-from vq.cli.job_ids import JOB_ID
+from vq.cli.job_ids import GROUP_ID, JOB_ID
 from vq.cli.types import AsciiIntRange
-from vq.domain.durations import parse_duration
+from vq.domain.durations import format_duration, parse_duration
 from vq.errors import WaitTimeout
 from vq.protocol.submit_fields import SUBMIT_FIELDS
 
@@ -37,7 +37,9 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
 
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
-@click.option("--group", help="Kill every unfinished element of this array or chain group.")
+@click.option(
+    "--group", type=GROUP_ID, help="Kill every unfinished element of this array or chain group."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
 def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
     """Kill jobs: PENDING ends at once; RUNNING gets SIGTERM, a 10 s grace, then SIGKILL."""
@@ -96,9 +98,26 @@ def _timed_out(access: Gateway, remaining: list[str], timeout: str) -> WaitTimeo
     )
 
 
+#: How often a wait on a PENDING job checks that a daemon runs (it says so once if not).
+_DAEMON_CHECK_SECONDS = 5.0
+
+
+def _tell_if_nothing_will_start(access: Gateway, remaining: list[str]) -> bool:
+    """Say once on stderr that a PENDING job waits for a daemon none runs (no silent
+    hang); True when said."""
+    pending = [j for j in remaining if access.spec(j).state.value == "PENDING"]
+    if not pending or daemon_answers():
+        return False
+    from vq.cli.output import NO_DAEMON, note
+
+    which = f"job {pending[0]} is" if len(pending) == 1 else f"{len(pending)} jobs are"
+    note(f"{which} PENDING and {NO_DAEMON}; waiting (Ctrl-C stops)")
+    return True
+
+
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
-@click.option("--group", help="Wait for every element of this array or chain group.")
+@click.option("--group", type=GROUP_ID, help="Wait for every element of this array or chain group.")
 @click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
 def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
@@ -111,12 +130,14 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
         raise UsageError("no jobs given", hint="vq wait ID... or vq wait --group G")
 
     access = gateway()
-    deadline = None if timeout is None else time.monotonic() + parse_duration(timeout)
+    limit = None if timeout is None else parse_duration(timeout)
+    deadline = None if limit is None else time.monotonic() + limit
     for job_id in job_ids:
         access.spec(job_id)  # fail fast on unknown or corrupt ids
     remaining = list(job_ids)
     final: dict[str, Any] = {}
     delay = 0.02
+    next_daemon_check, told = time.monotonic() + 0.5, False
     while remaining:
         for job_id in list(remaining):
             ended = access.final_state(job_id)
@@ -125,8 +146,11 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
                 remaining.remove(job_id)
         if not remaining:
             break
+        if not told and time.monotonic() >= next_daemon_check:
+            next_daemon_check = time.monotonic() + _DAEMON_CHECK_SECONDS
+            told = _tell_if_nothing_will_start(access, remaining)
         if deadline is not None and time.monotonic() >= deadline:
-            raise _timed_out(access, remaining, str(timeout))
+            raise _timed_out(access, remaining, format_duration(limit))
         time.sleep(delay)
         delay = min(0.5, delay * 1.5)
     ordered = [final[job_id] for job_id in job_ids]

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from vq.cli.common import echo_json, gateway, since_moment
-from vq.cli.job_ids import JOB_ID
+from vq.cli.job_ids import GROUP_ID, JOB_ID
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -22,7 +22,7 @@ def _since(text: str | None) -> str | None:
 @click.option("--tag", "tags", multiple=True, help="Only jobs with this tag (repeatable).")
 @click.option("--name", help="Only jobs whose name contains this text.")
 @click.option("--since", help="Only jobs submitted since an ISO time or a duration ago (2h).")
-@click.option("--group", help="Only the elements of this array or chain group.")
+@click.option("--group", type=GROUP_ID, help="Only the elements of this array or chain group.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the job ids, one per line.")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: {jobs: [...], quarantined: [...]}."
@@ -88,7 +88,9 @@ def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 @click.command()
 @click.argument("job_id", required=False, type=JOB_ID)
-@click.option("--group", help="Summarize an array or chain group instead of one job.")
+@click.option(
+    "--group", type=GROUP_ID, help="Summarize an array or chain group instead of one job."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the spec and derived fields as JSON.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
 @click.option(

@@ -2,7 +2,8 @@
 
 :data:`JOB_ID` is the Click type of every CLI argument that names a job; it resolves a
 prefix with :func:`vq.cli.short_ids.resolve_job_id`, so an ambiguous prefix is an
-:class:`~vq.errors.AmbiguousId` (exit 8) naming the matches.
+:class:`~vq.errors.AmbiguousId` (exit 8) naming the matches. :data:`GROUP_ID` does the
+same for ``--group`` (an array or chain group) with :func:`resolve_group_id`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,22 @@ import click
 
 from vq.cli.short_ids import resolve_job_id
 
-__all__ = ["JOB_ID", "JobIdParam"]
+__all__ = [
+    "GROUP_ID",
+    "JOB_ID",
+    "REMOTE_PARSE",
+    "GroupIdParam",
+    "JobIdParam",
+    "resolve_group_id",
+]
+
+#: The ``obj`` of a context parsed for another host (``vq VERB HOST …``): ids and
+#: prefixes are passed on unresolved, for the remote queue to resolve against its own.
+REMOTE_PARSE = "vq-remote-parse"
+
+
+def _for_another_host(ctx: click.Context | None) -> bool:
+    return ctx is not None and ctx.find_root().obj == REMOTE_PARSE
 
 
 class JobIdParam(click.ParamType[str, str]):
@@ -22,7 +38,39 @@ class JobIdParam(click.ParamType[str, str]):
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> str:
+        if _for_another_host(ctx):
+            return str(value)
         return resolve_job_id(str(value))
 
 
 JOB_ID = JobIdParam()
+
+
+def resolve_group_id(text: str) -> str:
+    """The array or chain group ``text`` names: a full id as is (no listing), else the
+    one group id it is a unique prefix of, among the groups of this queue's jobs."""
+    from vq.domain.ids import is_job_id, resolve_prefix
+
+    if is_job_id(text.strip().lower()):
+        return text.strip().lower()
+    from vq.cli.common import gateway
+
+    rows = gateway().list_rows({"states": [], "tags": []})["jobs"]
+    groups = {row.get(key) for row in rows for key in ("array_group_id", "chain_group_id")}
+    return resolve_prefix(text, (g for g in groups if g), what="group id")
+
+
+class GroupIdParam(click.ParamType[str, str]):
+    """An array or chain group id or unique prefix (``--group``)."""
+
+    name = "GROUP"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        if _for_another_host(ctx):
+            return str(value)
+        return resolve_group_id(str(value))
+
+
+GROUP_ID = GroupIdParam()

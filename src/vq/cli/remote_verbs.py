@@ -48,9 +48,14 @@ _PARSERS = {
 def _parse(verb: str, rest: list[str]) -> click.Context:
     import importlib
 
+    from vq.cli.job_ids import REMOTE_PARSE
+
     module, attr = _PARSERS[verb].split(":")
     command: click.Command = getattr(importlib.import_module(module), attr)
-    return command.make_context(f"vq {verb} HOST", list(rest), resilient_parsing=False)
+    # obj REMOTE: id prefixes are the remote queue's to resolve (vq.cli.job_ids).
+    return command.make_context(
+        f"vq {verb} HOST", list(rest), resilient_parsing=False, obj=REMOTE_PARSE
+    )
 
 
 def run_remote(verb: str, host_name: str, rest: list[str]) -> int:

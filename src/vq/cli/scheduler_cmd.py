@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vq.cli.common import echo_json, gateway
+from vq.cli.job_ids import JOB_ID
 
 __all__ = ["scheduler"]
 
@@ -15,7 +16,7 @@ def scheduler() -> None:
 
 
 @scheduler.command()
-@click.argument("job_id", metavar="ID")
+@click.argument("job_id", metavar="ID", type=JOB_ID)
 @click.option("--job-id", "scheduler_job_id", help="The job's scheduler job id: adopt it.")
 @click.option("--not-submitted", is_flag=True, help="It never reached the scheduler: submit it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")

@@ -64,7 +64,8 @@ def submit(ctx: click.Context, /, positional: tuple[str, ...], **values: Any) ->
 
     SOURCE is copied (file, directory) or extracted (.tar, .tar.gz, .tar.bz2, .zip) into
     the job's workspace, where the command runs. The job gets the submitting shell's
-    environment (--export ALL) unless --export or [submit] export says otherwise.
+    environment (--export ALL) unless --export or [submit] export says otherwise; on
+    another HOST or a scheduler LANE only what --export NAME and --env name.
     Any unique prefix (4+ characters) of a job id works for --after/--after-any.
 
     Example:

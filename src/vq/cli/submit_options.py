@@ -86,7 +86,8 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "--export",
         "export",
         "str",
-        "Environment to pass: ALL (default; `[submit] export`), NONE, or NAME[,NAME=value…].",
+        "Environment to pass: ALL (local default; `[submit] export`), NONE (default for a "
+        "HOST or LANE), or NAME[,NAME=value…].",
     ),
     Option(
         "--env", "env_vars", "multi", "Set NAME=value in the job's environment (repeatable).", ()
@@ -370,23 +371,50 @@ def _full_ids(given: list[str] | None) -> list[str]:
 
 
 def _environment(values: dict[str, Any]) -> dict[str, Any] | None:
-    """The submitting shell's environment per ``--export``/``--env`` (a local submit)."""
-    from vq.cli.submit_env import configured_export
-    from vq.domain.environment import BadEnvironment, capture
+    """The submitting shell's environment per ``--export``/``--env``.
+
+    A local submit defaults to ``[submit] export``, then ALL. A scheduler-lane submit
+    (``--scheduler-target``) runs on another host: it defaults to NONE, ignores
+    ``[submit] export`` (a local default) and refuses ALL, so only the variables named by
+    ``--export NAME``/``--env`` travel into its batch script.
+    """
+    from vq.domain.environment import BASE_DAEMON, BadEnvironment, capture
 
     export = values.get("export")
+    lane = values.get("scheduler_target")
+    configured = None
+    if export is None and lane is None:
+        from vq.cli.submit_env import configured_export
+
+        configured = configured_export(os.environ)
+    hint = "--export ALL|NONE|NAME[,NAME=value…] and --env NAME=value"
     try:
         captured = capture(
             os.environ,
             export,
             values.get("env_vars") or (),
-            remote=False,
-            configured=None if export is not None else configured_export(os.environ),
+            remote=lane is not None,
+            configured=configured,
         )
     except BadEnvironment as exc:
+        raise UsageError(str(exc), hint=hint) from None
+    if lane is not None and captured.base != BASE_DAEMON:
         raise UsageError(
-            str(exc), hint="--export ALL|NONE|NAME[,NAME=value…] and --env NAME=value"
-        ) from None
+            f"--export ALL is not supported with scheduler lane {lane}",
+            hint="name the variables the job needs: --export NAME[,NAME…] or --env NAME=value",
+        )
+    if values.get("pack") is not None and captured.variables:
+        raise UsageError(
+            "--export NAME and --env are not carried into packed allocations",
+            hint="a packed element gets vq's VQ_* variables only; submit without --pack "
+            "to forward variables",
+        )
+    script_own = sorted(name for name in captured.variables if name.startswith("vq_"))
+    if lane is not None and script_own:
+        raise UsageError(
+            f"{script_own[0]} cannot be forwarded to scheduler lane {lane}",
+            hint="vq_* names are the batch script's own shell variables; rename it",
+        )
     return None if captured.is_empty else captured.to_json()
 
 

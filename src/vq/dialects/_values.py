@@ -21,6 +21,7 @@ __all__ = [
     "check_relative_path",
     "check_scratch_template",
     "check_text_argv",
+    "check_user_variable_name",
     "check_variable_name",
     "kib_from_slurm_size",
     "slurm_duration_seconds",
@@ -32,6 +33,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+,-]{0,127}")
 _PATH_CHARS = r"[A-Za-z0-9._+@,=-]"
 _SEGMENT = re.compile(rf"{_PATH_CHARS}+")
 _VARIABLE = re.compile(r"VQ_[A-Z0-9_]{1,64}")
+_USER_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 _SCRATCH_PIECE = re.compile(
     rf"(?:{_PATH_CHARS}|/|\$[A-Za-z_][A-Za-z0-9_]*|\$\{{[A-Za-z_][A-Za-z0-9_]*\}})+"
 )
@@ -106,6 +108,16 @@ def check_scratch_template(field: str, value: str) -> str:
 def check_variable_name(field: str, value: str) -> str:
     if not isinstance(value, str) or not _VARIABLE.fullmatch(value):
         raise UnsafeSchedulerValue(field, f"{value!r} is not a VQ_* variable name")
+    return value
+
+
+def check_user_variable_name(field: str, value: str) -> str:
+    """A variable the submit named: a shell identifier, not vq's (``VQ_*``) and not the
+    batch script's own shell variables (``vq_*``)."""
+    if not isinstance(value, str) or not _USER_VARIABLE.fullmatch(value):
+        raise UnsafeSchedulerValue(field, f"{str(value)[:64]!r} is not a variable name")
+    if value.upper().startswith("VQ_"):
+        raise UnsafeSchedulerValue(field, f"{value} is reserved: VQ_* and vq_* names are vq's")
     return value
 
 

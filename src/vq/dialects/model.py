@@ -81,6 +81,9 @@ class ScriptRequest:
     ``stdout_path``/``stderr_path`` are relative to it. ``prologue``/``epilogue`` and
     ``hooks`` are trusted shell lines from the host configuration, inserted verbatim.
     ``environment`` adds further ``VQ_*`` variables (never driver-local paths).
+    ``user_environment`` holds the variables the submit named (``--export NAME``,
+    ``--env``): shell identifiers, neither ``VQ_*`` nor the script's own ``vq_*``, exported
+    after vq's tools are checked and before the prologues.
     """
 
     job_id: str
@@ -104,6 +107,7 @@ class ScriptRequest:
     epilogue: tuple[str, ...] = ()
     hooks: ProgramHooks | None = None
     environment: Mapping[str, str] = field(default_factory=dict)
+    user_environment: Mapping[str, str] = field(default_factory=dict)
     #: (root, digest) of the runtime generation the job is bound to: verified on the node
     #: before the command (exit 126 with a reason), its payload as VQ_RUNTIME_PAYLOAD
     runtime_generation: tuple[str, str] | None = None

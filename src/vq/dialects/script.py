@@ -182,6 +182,9 @@ def check_request(request: ScriptRequest) -> None:
         if name in _DRIVER_PATHS:
             raise UnsafeSchedulerValue("environment", f"{name} is a path on the driver")
         values.check_text_argv(f"environment.{name}", (value,))
+    for name, value in request.user_environment.items():
+        values.check_user_variable_name("user_environment", name)
+        values.check_text_argv(f"user_environment.{name}", (value,))
 
 
 def _check_lines(field: str, lines: tuple[str, ...]) -> None:
@@ -312,6 +315,10 @@ def render_body(request: ScriptRequest, *, scheduler_id_variables: tuple[str, ..
         "fi",
         'rm -f "$vq_raw"',
     ]
+    if request.user_environment:
+        out += ["", "# the variables the submit named (--export NAME, --env NAME=value)"]
+        for name in sorted(request.user_environment):
+            out.append(f"export {name}={_q(request.user_environment[name])}")
     if request.runtime_generation is not None:
         out += _generation_check(*request.runtime_generation)
     if scratch is not None:

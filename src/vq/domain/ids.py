@@ -36,26 +36,28 @@ def new_job_id(random_bytes: Callable[[int], bytes], taken: Callable[[str], bool
     raise RuntimeError("could not draw an unused job id in 64 attempts")
 
 
-def resolve_prefix(text: str, ids: Iterable[str]) -> str:
+def resolve_prefix(text: str, ids: Iterable[str], *, what: str = "job id") -> str:
     """The one id among ``ids`` that ``text`` names: itself, or a unique prefix of at least
     :data:`MIN_PREFIX` characters (case-insensitive).
 
     A full id is returned as is even when ``ids`` does not hold it (the caller reports an
     unknown job as usual). Raises InvalidInput for text that cannot be an id or prefix,
     NotFound when no id starts with it, AmbiguousId (naming the matches) for several.
+    ``what`` names the kind of id in those messages ("group id" for array and chain
+    groups, whose ids are drawn from the same space).
     """
     wanted = text.strip().lower()
     if is_job_id(wanted):
         return wanted
     if not _PREFIX.fullmatch(wanted):
         raise InvalidInput(
-            f"{text!r} is not a job id",
-            hint=f"job ids are 12 lowercase hex characters (any unique prefix of at least "
+            f"{text!r} is not a {what}",
+            hint=f"{what}s are 12 lowercase hex characters (any unique prefix of at least "
             f"{MIN_PREFIX} will do), as `vq list` shows them",
         )
     matches = sorted(i for i in ids if i.startswith(wanted))
     if not matches:
-        raise NotFound(f"no job id starts with {wanted!r}", hint="`vq list` shows the job ids")
+        raise NotFound(f"no {what} starts with {wanted!r}", hint=f"`vq list` shows the {what}s")
     if len(matches) > 1:
         named = ", ".join(matches[:_NAMED]) + (" …" if len(matches) > _NAMED else "")
         raise AmbiguousId(

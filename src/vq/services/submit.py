@@ -19,7 +19,7 @@ from typing import Any
 
 from vq._fs import fsync_dir
 from vq.domain.admission import capacity_overages
-from vq.domain.environment import CapturedEnvironment
+from vq.domain.environment import BASE_DAEMON, CapturedEnvironment
 from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
@@ -227,6 +227,11 @@ def _write(
     captured = None
     if params.environment is not None:
         captured = CapturedEnvironment.from_json(params.environment)
+        if params.scheduler_target is not None and captured.base != BASE_DAEMON:
+            raise InvalidInput(
+                "a scheduler lane job cannot take the submitting shell's whole environment",
+                hint="name the variables it needs: --export NAME[,NAME…] or --env NAME=value",
+            )
     ctx.paths.ensure()
     created: list[Path] = []
     specs: list[JobSpec] = []

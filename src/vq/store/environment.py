@@ -21,7 +21,7 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def environment_path(paths: StatePaths, job_id: str) -> Path:
-    return paths.meta_dir(job_id) / ENVIRONMENT_FILE
+    return paths.environment(job_id)
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -61,6 +61,7 @@ from vq.transport.runner import Runner
 from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
 from ..launch import Launched, LaunchError
 from ..sampling import GroupUsage
+from .forwarded import UnreadableEnvironment, forwarded_variables
 from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
 from .outcome import TokenBucket, script_request
@@ -261,8 +262,13 @@ class SchedulerLane(ObservingLane):
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
         """The batch script for ``job.nonce``; a render error fails the job (None)."""
         try:
+            forwarded = forwarded_variables(self.ctx.paths, job.job_id)
+        except UnreadableEnvironment as exc:
+            self._fail(job, f"the batch script could not be rendered: {exc}")
+            return None
+        try:
             return self.remote.dialect.render_script(
-                script_request(spec, self.settings, job.nonce or "")
+                script_request(spec, self.settings, job.nonce or "", forwarded)
             )
         except (UnsafeSchedulerValue, ValueError) as exc:
             self._fail(job, f"the batch script could not be rendered: {exc}")

@@ -7,7 +7,7 @@ No I/O here: the lane (``lane.py``) feeds these with what the worker observed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from vq.dialects import ProgramHooks, ScriptRequest
@@ -73,8 +73,13 @@ class TokenBucket:
         return max(0.0, (count - self._tokens) / self._rate)
 
 
-def script_request(spec: JobSpec, lane: LaneSettings, nonce: str) -> ScriptRequest:
-    """The batch script's request for ``spec`` on ``lane`` (paths on the cluster)."""
+def script_request(
+    spec: JobSpec, lane: LaneSettings, nonce: str, forwarded: Mapping[str, str] | None = None
+) -> ScriptRequest:
+    """The batch script's request for ``spec`` on ``lane`` (paths on the cluster).
+
+    ``forwarded`` are the variables the submit named (``--export NAME``/``--env``, the
+    API's ``env``): the script's ``user_environment``."""
     hooks = None
     if spec.program is not None and spec.program in lane.program_hooks:
         table = lane.program_hooks[spec.program]
@@ -113,4 +118,5 @@ def script_request(spec: JobSpec, lane: LaneSettings, nonce: str) -> ScriptReque
         epilogue=lane.epilogue,
         hooks=hooks,
         environment=environment,
+        user_environment=dict(forwarded or {}),
     )

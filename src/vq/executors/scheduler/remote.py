@@ -48,8 +48,9 @@ __all__ = ["SCRIPT_NAME", "SUBMIT_SENTINEL", "LaneRemote", "StageFailed", "stage
 
 #: The batch script's place in the remote workspace.
 SCRIPT_NAME = "_vq/job.sh"
-#: Local files that never travel to the cluster or back (the driver's own records).
-_DRIVER_ONLY = frozenset({"_vq/events.jsonl", "_vq/scheduler-intent.json"})
+#: Local files that never travel to the cluster or back: the driver's own records, and
+#: the submit's captured environment (its named variables travel in the batch script).
+_DRIVER_ONLY = frozenset({"_vq/events.jsonl", "_vq/scheduler-intent.json", "_vq/environment"})
 #: The largest workspace staged or copied back in one call.
 MAX_TRANSFER_BYTES = 512 << 20
 
