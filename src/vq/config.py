@@ -32,6 +32,7 @@ from vq.config_web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
 from vq.domain.sizes import parse_mem_mb
+from vq.domain.validation_words import CONFIG_WORDS, describe
 from vq.errors import ConfigError, InvalidInput
 from vq.hosts_config import HostSettings, check_default_host, check_host_names
 from vq.paths import resolve_config_root
@@ -305,7 +306,6 @@ def line_of(text: str, loc: tuple[str | int, ...]) -> int | None:
 
 _PROGRAM_KINDS = ("binary", "venv", "import")
 _MESSAGES = {
-    "extra_forbidden": "unknown key",
     "union_tag_not_found": "needs kind = one of " + ", ".join(_PROGRAM_KINDS),
     "union_tag_invalid": "kind must be one of " + ", ".join(_PROGRAM_KINDS),
 }
@@ -315,12 +315,12 @@ def _validate(data: dict[str, Any], origin: str, text: str | None = None) -> Set
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = exc.errors(include_url=False)[0]
         loc = tuple(first["loc"])
         if len(loc) > 2 and loc[0] == "programs" and loc[2] in _PROGRAM_KINDS:
             loc = loc[:2] + loc[3:]  # the discriminated union's tag is not a key
         key = ".".join(str(part) for part in loc)
-        message = _MESSAGES.get(first["type"], first["msg"].removeprefix("Value error, "))
+        message = _MESSAGES.get(first["type"]) or describe(first, CONFIG_WORDS)
         line = line_of(text, loc) if text is not None else None
         where = f"{origin}:{line}" if line is not None else origin
         raise ConfigError(

@@ -46,7 +46,7 @@ def test_every_key(tmp_path: Path) -> None:
         ("[hosts." + "a" * 64 + ']\nssh = "a"\n', "must match"),
         ('[hosts.localhost]\nssh = "a"\n', "reserved for this queue"),
         ('[hosts.h1]\nssh = "-oProxyCommand=x"\n', "hosts.h1.ssh: must be an SSH alias"),
-        ("[hosts.h1]\n", "hosts.h1.ssh: Field required"),
+        ("[hosts.h1]\n", "hosts.h1.ssh: is required"),
         ('[hosts.h1]\nssh = "a"\nflavour = 1\n', "hosts.h1.flavour: unknown key"),
         ('[hosts.h1]\nssh = "a"\nscheduler = "slurm"\n', "hosts.h1.scheduler"),
         ('[hosts.h1]\nssh = "a"\nscheduler_dialect = "slurm"\n', "needs scratch_root"),

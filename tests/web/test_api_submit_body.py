@@ -52,10 +52,10 @@ def _refusal(web: Web, **fields: Any) -> dict[str, Any]:
     [
         ({"cpu": 2}, "body.cpu: unknown field"),
         ({"cwd": "/tmp"}, "body.cwd: unknown field"),  # declared off HTTP: a server path
-        ({"cpus": 0}, "body.cpus: Input should be greater than or equal to 1"),
+        ({"cpus": 0}, "body.cpus: must be at least 1"),
         (
             {"tags": ["t"] * 33},
-            "body.tags: List should have at most 32 items after validation, not 33",
+            "body.tags: must have at most 32 entries",
         ),
         (
             {"env": {"1BAD": "x"}},

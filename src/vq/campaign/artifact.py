@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vq.campaign.canonical import sha256_of
+from vq.domain.validation_words import JSON_WORDS, describe
 from vq.errors import InvalidInput
 
 __all__ = [
@@ -94,7 +95,7 @@ def parse_manifest(raw: Any, *, source: str = "manifest") -> ArtifactManifest:
         reason = (
             "is not a field of the manifest"
             if first["type"] == "extra_forbidden"
-            else (str(first["msg"]).removeprefix("Value error, "))
+            else describe(first, JSON_WORDS)
         )
         raise InvalidInput(
             f"{source} is refused: {where}: {reason}",

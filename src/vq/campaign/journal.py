@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vq.campaign.checks import split_source
 from vq.campaign.model import Campaign
+from vq.domain.validation_words import JSON_WORDS, describe
 from vq.errors import InvalidInput
 
 __all__ = [
@@ -143,7 +144,7 @@ def parse_journal(raw: Any, *, source: str = "journal") -> Journal:
         reason = (
             "is not a journal field"
             if first["type"] == "extra_forbidden"
-            else (str(first["msg"]).removeprefix("Value error, "))
+            else describe(first, JSON_WORDS)
         )
         raise JournalRefused(source, f"{where} {reason}") from None
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vq.campaign.canonical import sha256_of
 from vq.campaign.problems import Problem, field_path
+from vq.domain.validation_words import JSON_WORDS, describe
 from vq.errors import InvalidInput
 
 __all__ = [
@@ -191,10 +192,7 @@ def _message(error: Any) -> str:
             "model_type": "an object",
         }[kind]
         return f"must be {expected}, not {_json_type(error['input'])}"
-    message = str(error["msg"])
-    for prefix in ("Value error, ", "Assertion failed, "):
-        message = message.removeprefix(prefix)
-    return message
+    return describe(error, JSON_WORDS)
 
 
 def _json_type(value: Any) -> str:

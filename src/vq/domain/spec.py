@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vq.domain.states import JobState
+from vq.domain.validation_words import JSON_WORDS, first_problem
 from vq.errors import CorruptSpec, UnsupportedSpecVersion
 
 __all__ = [
@@ -269,10 +270,9 @@ def load_spec(data: bytes | str | dict[str, Any], *, source: str = "spec") -> Jo
     try:
         spec = JobSpec.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "spec"
+        where, message = first_problem(exc, "spec", JSON_WORDS)
         raise CorruptSpec(
-            f"{source} is invalid: {where}: {first['msg']}",
+            f"{source} is invalid: {where}: {message}",
             hint="the file is kept as it is; inspect it, or move it out of the queue",
         ) from exc
     spec.spec_version = SPEC_VERSION

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from vq.domain.validation_words import CONFIG_WORDS, describe
 from vq.packing.timelimit import TimeLimitError, parse_time_limit, rounded_minutes
 
 __all__ = [
@@ -256,7 +257,7 @@ def _message(error: Mapping[str, Any]) -> str:
     if kind == "value_error":
         cause = error.get("ctx", {}).get("error")
         return str(cause) if cause is not None else str(error["msg"])
-    return _TYPE_MESSAGES.get(kind, "is not valid")
+    return _TYPE_MESSAGES.get(kind) or describe(error, CONFIG_WORDS)
 
 
 def _profile(name: str, raw: Any) -> PackingProfile:

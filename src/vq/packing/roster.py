@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from vq.domain.validation_words import JSON_WORDS, first_problem
+
 __all__ = [
     "MAX_ARG_BYTES",
     "MAX_STDIN_BYTES",
@@ -321,8 +323,7 @@ class PackDocument(BaseModel):
         try:
             document = cls.model_validate_json(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise ValueError(f"{where}: {first['msg']}") from None
+            where, message = first_problem(exc, "document", JSON_WORDS)
+            raise ValueError(f"{where}: {message}") from None
         document.roster()  # every stdin decodes and matches its digest
         return document

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from vq.domain.durations import MAX_MOMENT, MIN_MOMENT
 from vq.domain.names import name_problem
 from vq.domain.text import refuse_surrogates
+from vq.domain.validation_words import Vocabulary, first_problem
 from vq.errors import InvalidInput
 
 from .submit_fields import constraints
@@ -175,6 +176,9 @@ class SubmitParams(BaseModel):
         return value
 
 
+_PARAMETER_WORDS = Vocabulary(unknown="unknown parameter", mapping="an object", sequence="an array")
+
+
 def parse_params(model: type[M], params: object, *, hint: str = "see `vq submit --help`") -> M:
     """Validate ``params`` into ``model`` or raise InvalidInput naming the field.
 
@@ -184,9 +188,5 @@ def parse_params(model: type[M], params: object, *, hint: str = "see `vq submit 
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "params"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            message = "unknown parameter"
+        where, message = first_problem(exc, "params", _PARAMETER_WORDS)
         raise InvalidInput(f"{where}: {message}", hint=hint) from None

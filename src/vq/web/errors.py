@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vq import errors as vq_errors
+from vq.domain.validation_words import JSON_WORDS, describe
 
 __all__ = ["RETRY_AFTER_SECONDS", "ApiError", "error_body", "install_error_handlers", "status_for"]
 
@@ -107,18 +108,9 @@ def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in parts)
 
 
-#: Prefixes the validation library puts before a validator's own words.
-_LIBRARY_PREFIXES = ("Value error, ", "Assertion failed, ")
-
-
 def _validation_message(item: dict[str, Any]) -> str:
     """One validation problem in vq's words (no library prefix, no library jargon)."""
-    if item.get("type") == "extra_forbidden":
-        return "unknown field"
-    message = str(item.get("msg", ""))
-    for prefix in _LIBRARY_PREFIXES:
-        message = message.removeprefix(prefix)
-    return message
+    return describe(item, JSON_WORDS)
 
 
 def install_error_handlers(app: FastAPI) -> None:
