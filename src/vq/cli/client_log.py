@@ -2,9 +2,9 @@
 
 Each line is JSON: ``{"ts", "verb", "jobs", "outcome", "exit_code", "pid"}`` — the UTC
 time, the verb (``kill``, ``daemon drain``, ``web token create``…), the job ids it named
-or created, ``ok`` or ``error``, and the exit code. Read verbs are not logged. When the file reaches
-:data:`MAX_BYTES` it is renamed to ``client.log.1`` (replacing the previous one) and a
-new file is started, so the pair never holds much more than twice the bound.
+or created, ``ok`` or ``error``, and the exit code. Read verbs are not logged. When the
+file reaches :data:`MAX_BYTES` it is renamed to ``client.log.1`` (replacing the previous
+one) and a new file is started, so the pair never holds much more than twice the bound.
 
 Best-effort by contract, like the event timeline: a state root that does not exist yet
 is not created for it, and any failure to write is swallowed — logging never changes a
