@@ -135,12 +135,20 @@ def test_a_job_filling_the_disk_itself_holds_dispatch_and_nothing_is_misclassifi
     doctor = vq.run("doctor", "--json", check=False)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["storage hold"]["status"] == "fail"
+    health = vq.run("daemon", "health", "--json", check=False)
+    assert health.returncode == 1, health.stdout
+    named = {c["name"]: c for c in json.loads(health.stdout)["checks"]}
+    assert named["dispatch"]["ok"] is True  # held, and the reason is known
+    assert named["dispatch"]["detail"].startswith(f"held: storage: no space left on {vq.root}")
+    assert named["state_root"]["ok"] is False
+    assert named["state_root"]["detail"].startswith(f"{vq.root} is not writable")
     assert daemon_alive(vq)
     (vq.root / "jobs" / hog / "fill.bin").unlink()
     assert vq.wait_state(hog, "FAILED", "PENDING") == "FAILED"
     assert vq.spec(hog)["exit_code"] == 3  # the real exit code, kept through the full disk
     vq.wait_state(waiting, "COMPLETED")
     wait_until(lambda: held() is None)
+    assert vq.run("daemon", "health").returncode == 0
 
 
 def test_an_api_submit_on_a_full_disk_is_507_with_a_json_error(

@@ -54,10 +54,15 @@ def test_without_a_daemon_the_last_advertised_caps_classify(vq: Vq) -> None:
     ]
     assert _row(vq, big)["pending_over_capacity"] is True
     assert vq.json("overview")["over_capacity_pending_jobs"] == 1
+    assert "PENDING ⚠ over cap" in vq.run("list").stdout
+    human = " ".join(vq.run("overview").stdout.split())  # unwrapped
+    assert "read from disk; caps as last advertised" in human
+    assert "1 pending job(s) exceed the configured capacity (max_cpus 2" in human
 
     (vq.root / "daemon_capacity.json").write_text("{ torn")
     assert vq.status(big)["pending_over_capacity"] is None
     assert _row(vq, big)["pending_over_capacity"] is None
     assert vq.json("overview")["over_capacity_pending_jobs"] is None
+    assert "read from disk; caps unknown" in " ".join(vq.run("overview").stdout.split())
     (vq.root / "daemon_capacity.json").unlink()
     assert vq.status(big)["pending_over_capacity"] is None

@@ -8,6 +8,7 @@ processes really run in it. The daemon code under test reads the kernel's own co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -167,6 +168,55 @@ def test_without_a_scope_samples_walk_the_process_group(vq: Vq) -> None:
     assert first["cgroup_path"] is None
     receipt = json.loads((vq.root / "jobs" / job / "_vq" / "resource-usage.json").read_text())
     assert receipt["process_count"] is None
+
+
+def _group_members(pgid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def test_without_a_scope_samples_read_the_cgroup_the_job_runs_in(vq: Vq) -> None:
+    """No named scope (direct mode), but the job's processes sit in a cgroup of their own
+    (as a site's wrapper or a login session may put them): samples read that cgroup."""
+    vq.start_daemon()
+    assert vq.json("daemon", "status")["cgroup_mode"] == "direct"
+    group = f"vq-test-{uuid.uuid4().hex[:8]}"
+    dirs = [ROOT / controller / group for controller in CONTROLLERS]
+    job = vq.submit("--", "sh", "-c", "while :; do sleep 0.05; done")
+    try:
+        pgid = wait_until(lambda: vq.spec(job)["pgid"])
+        members = wait_until(lambda: len(_group_members(pgid)) >= 2 and _group_members(pgid))
+        for directory in dirs:
+            directory.mkdir()
+            for pid in members:  # a short-lived sleep may be gone; its shell's next is in
+                with contextlib.suppress(ProcessLookupError):
+                    (directory / "cgroup.procs").write_text(str(pid))
+        moved = wait_until(
+            lambda: [s for s in _samples(vq, job) if s["cgroup_lookup"] == "process-cgroup"],
+            timeout=30,
+        )
+        sample = moved[0]
+        assert sample["cgroup_path"] == f"/{group}"
+        assert sample["cpu_time_source"] == "cgroup-cpuacct.usage"
+        assert sample["sample_pgid"] == pgid
+        assert sample["rss_mb"] is not None and sample["cpu_time_seconds"] is not None
+        before = [s for s in _samples(vq, job) if s["cgroup_lookup"] != "process-cgroup"]
+        assert before and all(s["cgroup_lookup"] == "process-group" for s in before)
+    finally:
+        vq.run("kill", job, check=False)
+        for directory in dirs:
+            if directory.exists():
+                wait_until(lambda d=directory: not _tasks(d), timeout=20)
+                directory.rmdir()
 
 
 def _leak(prefix: str, job: str) -> subprocess.Popen[bytes]:

@@ -47,3 +47,23 @@ def test_the_log_rotates_at_its_size_bound(tmp_path: Path) -> None:
     assert verbs == ["kill", "daemon throttle"]
     client_log.record(["kill", "0123456789ab"], 0, {"VQ_STATE_DIR": str(tmp_path / "none")})
     assert not (tmp_path / "none").exists()  # never creates a state root
+
+
+def test_group_verbs_are_logged_by_their_full_name_and_reads_are_not(vq: Vq) -> None:
+    vq.root.mkdir(parents=True)
+    vq.run("web", "token", "list")  # a read inside a group of mutations
+    vq.run("pack", "show", "sweep", check=False)  # a read
+    vq.run("daemon", "health", check=False)  # a read
+    refused = vq.run("pack", "seal", "sweep", check=False)  # no such pack: still logged
+    resolve = vq.run("scheduler", "resolve", "0123456789ab", check=False)
+    created = vq.run("web", "token", "create", "--scope", "read", "ci-reader", check=False)
+    assert refused.returncode != 0 and resolve.returncode != 0
+    lines = _lines(vq)
+    assert [line["verb"] for line in lines] == [
+        "pack seal",
+        "scheduler resolve",
+        "web token create",
+    ]
+    assert lines[0]["exit_code"] == refused.returncode and lines[0]["outcome"] == "error"
+    assert lines[1]["jobs"] == ["0123456789ab"]
+    assert lines[2]["exit_code"] == created.returncode

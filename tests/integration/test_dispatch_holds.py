@@ -43,6 +43,26 @@ def test_pressure_holds_dispatch_with_no_job_running_and_clears_after_a_reload(
     assert vq.json("daemon", "admin-status")["memory_pressure_hold"] is False
 
 
+def test_a_job_paused_for_pressure_then_killed_does_not_keep_the_hold(vq: Vq) -> None:
+    """The reproduction of the frozen queue: the guard pauses a running job, the job is
+    killed, a reload raises the thresholds — the next job must run, no restart needed."""
+    _config(vq, HIGH)
+    vq.start_daemon()
+    victim = vq.submit("--", "sleep", "300")
+    vq.wait_state(victim, "RUNNING")
+    _config(vq, LOW)
+    vq.run("daemon", "reload")
+    vq.wait_state(victim, "SUSPENDED")
+    assert vq.spec(victim)["paused_by"] == "memory-pressure"
+    vq.run("kill", victim)
+    vq.wait_state(victim, "KILLED")
+    _config(vq, HIGH)
+    vq.run("daemon", "reload")
+    after = vq.submit("--", "true")
+    vq.wait_state(after, "COMPLETED", timeout=30)
+    assert vq.json("daemon", "admin-status")["memory_pressure_hold"] is False
+
+
 def test_a_drain_is_named_as_the_pending_reason(vq: Vq) -> None:
     _config(vq, HIGH)
     vq.start_daemon()

@@ -31,6 +31,7 @@ def test_the_unit_runs_the_daemon_and_spares_the_jobs() -> None:
     assert keys["Service.ExecStart"] == ["/opt/vq/bin/vq daemon run"]
     assert keys["Service.KillMode"] == ["process"]  # a restart never kills the jobs
     assert keys["Service.Restart"] == ["on-failure"]
+    assert keys["Service.RestartPreventExitStatus"] == ["9 15"]  # a refused start stays down
     assert keys["Service.Environment"] == ['"VQ_STATE_DIR=/data/50%% vq"']
     assert keys["Install.WantedBy"] == ["default.target"]
     assert "HOME" not in text

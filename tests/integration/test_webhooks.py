@@ -257,6 +257,27 @@ def test_file_secret_needs_mode_0600(
     assert TOKEN not in _daemon_log(vq) and TOKEN not in ran.stderr + started.stderr
 
 
+def test_a_systemd_credential_is_the_webhook_url(
+    vq: Vq, receiver: Callable[..., Receiver], tmp_path: Path
+) -> None:
+    """``credential:NAME`` reads ``$CREDENTIALS_DIRECTORY/NAME`` (systemd LoadCredential)
+    in the daemon's environment; without that directory the daemon refuses to start."""
+    server = receiver()
+    _config(vq, '[notifications]\nwebhook_url = "credential:vq-webhook"\n')
+    refused = vq.run("daemon", "start", check=False)
+    assert refused.returncode != 0 and "CREDENTIALS_DIRECTORY" in refused.stderr
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    (credentials / "vq-webhook").write_text(server.url + "\n")
+    (credentials / "vq-webhook").chmod(0o400)
+    vq.env["CREDENTIALS_DIRECTORY"] = str(credentials)
+    vq.start_daemon()
+    job = vq.submit("--", "true")
+    vq.wait_state(job, "COMPLETED")
+    wait_until(lambda: [b["job"]["id"] for b in server.bodies()] == [job])
+    assert TOKEN not in _daemon_log(vq) + refused.stderr
+
+
 # --- pure parts ----------------------------------------------------------------------
 
 

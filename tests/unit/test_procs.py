@@ -155,3 +155,23 @@ def test_signal_group_propagates_permission_errors() -> None:
         pytest.skip("PID 1 has no signalable process group")
     with pytest.raises(PermissionError):
         procs.signal_group(init.pgid, 0)
+
+
+def test_the_last_sampling_rungs_read_a_group_then_a_single_process() -> None:
+    """The process-group walk and the single-process fallback (§4.4), on real processes."""
+    from vq.executors.sampling import sample_groups, sample_process
+
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        groups = sample_groups([child.pid])
+        assert groups[child.pid].pids == [child.pid]
+        assert groups[child.pid].cgroup_lookup == "process-group"
+        alone = sample_process(os.getpid())
+        assert alone is not None and alone.pids == [os.getpid()]
+        assert (alone.cgroup_lookup, alone.cpu_time_source) == ("process", "proc-stat-process")
+        assert alone.rss_bytes > 0
+    finally:
+        child.kill()
+        child.wait()
+    assert sample_process(child.pid) is None  # reaped: gone
+    assert child.pid not in sample_groups([child.pid])

@@ -114,3 +114,21 @@ def test_remote_error_keeps_the_remote_exit_code_and_words() -> None:
     assert (error.message, error.hint) == ("on h1: no job abc", "check the id")
     other = remote_error("h1", RunResult(2, b"", b"boom\n", where="vq-h1"))
     assert other.exit_code == 11 and "boom" in other.message
+
+
+def test_every_http_submit_field_can_be_delegated_to_a_remote_host() -> None:
+    from vq.remote.submit import options_from_fields
+    from vq.web.api.submit import API_FIELDS
+
+    assert options_from_fields({"recover_on_reboot": True, "expected_sha": "abc1"}) == [
+        "--auto-resume",
+        "--expected-sha",
+        "abc1",
+    ]
+    assert options_from_fields({"recover_on_reboot": False}) == []
+    samples = {"int": 1, "str": "x", "bool": True, "str_list": ["a"], "int_list": [1]}
+    for spec in API_FIELDS:
+        if spec.name == "idempotency_key":
+            continue  # forwarded once, on its own (delegate_submit's idempotency_key)
+        value = samples.get(spec.kind, datetime(2030, 1, 1, tzinfo=UTC))
+        assert options_from_fields({spec.name: value}), spec.name  # never "cannot delegate"

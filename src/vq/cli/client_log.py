@@ -1,10 +1,10 @@
 """The CLI's ``client.log`` in the state root (§2.4): one line per mutating call.
 
 Each line is JSON: ``{"ts", "verb", "jobs", "outcome", "exit_code", "pid"}`` — the UTC
-time, the verb (``kill``, ``daemon drain``…), the job ids it named or created, ``ok`` or
-``error``, and the exit code. Read verbs are not logged. When the file reaches
-:data:`MAX_BYTES` it is renamed to ``client.log.1`` (replacing the previous one) and a
-new file is started, so the pair never holds much more than twice the bound.
+time, the verb (``kill``, ``daemon drain``, ``web token create``…), the job ids it named
+or created, ``ok`` or ``error``, and the exit code. Read verbs are not logged. When the
+file reaches :data:`MAX_BYTES` it is renamed to ``client.log.1`` (replacing the previous
+one) and a new file is started, so the pair never holds much more than twice the bound.
 
 Best-effort by contract, like the event timeline: a state root that does not exist yet
 is not created for it, and any failure to write is swallowed — logging never changes a
@@ -23,7 +23,8 @@ __all__ = ["LOG_NAME", "MAX_BYTES", "MUTATING", "note_jobs", "record", "verb_of"
 LOG_NAME = "client.log"
 MAX_BYTES = 1024 * 1024
 
-#: Verbs that change state (a group's verbs as "group verb").
+#: Verbs that change state (a group's verbs as "group verb", a nested group's as
+#: "group subgroup verb"). Reads (``list``, ``status``, ``web token list``…) are not here.
 MUTATING = frozenset(
     {
         "submit",
@@ -33,6 +34,7 @@ MUTATING = frozenset(
         "resubmit",
         "cleanup",
         "fetch",
+        "publish",
         "daemon start",
         "daemon stop",
         "daemon drain",
@@ -41,18 +43,32 @@ MUTATING = frozenset(
         "daemon reload",
         "daemon install-service",
         "web init-token",
-        "web token",
-        "programs update",
+        "web token create",
+        "web token revoke",
+        "web user add",
+        "web user remove",
         "campaign run",
         "campaign retry",
         "campaign cleanup",
         "campaign artifact-publish",
         "runtime deploy",
+        "pack open",
+        "pack seal",
+        "pack submit",
+        "pack reconcile",
+        "pack resolve",
+        "scheduler resolve",
+        "admin import-tree",
+        "admin user add",
     }
 )
 #: Verbs that only report what they would do unless given their flag (dry runs change nothing).
 DRY_UNLESS = {"cleanup": "--execute", "campaign cleanup": "--apply"}
-_GROUPS = frozenset({"daemon", "web", "config", "programs", "campaign", "runtime"})
+_GROUPS = frozenset(
+    {"daemon", "web", "config", "programs", "campaign", "runtime", "pack", "scheduler", "admin"}
+)
+#: Groups inside a group: their verb is the third word.
+_NESTED = frozenset({"web token", "web user", "admin user"})
 _JOB_ID = re.compile(r"[0-9a-f]{12}")
 
 #: Job ids a verb created during this process (a submit's new ids).
@@ -69,9 +85,12 @@ def verb_of(args: list[str]) -> str | None:
     words = [arg for arg in args if not arg.startswith("-")]
     if not words:
         return None
-    if words[0] in _GROUPS and len(words) > 1:
-        return f"{words[0]} {words[1]}"
-    return words[0]
+    if words[0] not in _GROUPS or len(words) == 1:
+        return words[0]
+    group = f"{words[0]} {words[1]}"
+    if group in _NESTED and len(words) > 2:
+        return f"{group} {words[2]}"
+    return group
 
 
 def _named_jobs(args: list[str]) -> list[str]:

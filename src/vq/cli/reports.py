@@ -4,8 +4,9 @@ Sources:
 
 * ``overview`` asks a running daemon (``ping`` for its caps and health, ``list`` for the
   rows, the same index ``vq list`` shows). When none answers it reads the spec files
-  itself; the caps are then unknown, so ``capacity`` and ``over_capacity_pending_jobs``
-  are null and the daemon is reported as not running.
+  itself and the caps the daemon last advertised (``daemon_capacity.json``); with no
+  readable snapshot the caps are unknown, so ``capacity`` and
+  ``over_capacity_pending_jobs`` are null. The daemon is reported as not running.
 * ``usage`` always reads the spec files on disk: they are the durable record, and only
   they carry the pause totals the wall-time accounting subtracts. No daemon is needed.
 
@@ -73,7 +74,13 @@ def _print_overview(snap: dict[str, Any]) -> None:
         )
     else:
         out.append("daemon: not running", style="bold yellow")
-        out.append(" (read from disk; caps unknown)", style="dim")
+        known = snap["capacity"] is not None
+        out.append(
+            " (read from disk; caps as last advertised)"
+            if known
+            else " (read from disk; caps unknown)",
+            style="dim",
+        )
     counts = [f"{n} {state.lower()}" for state, n in snap["counts"].items() if n]
     out.append("\njobs: " + (", ".join(counts) if counts else "none"))
     out.append(f" ({snap['total_jobs']} total)", style="dim")

@@ -35,6 +35,7 @@ from types import FrameType
 
 import vq as vq_package
 from vq import __version__
+from vq._fault_points import hold_point
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.config import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
@@ -273,6 +274,7 @@ class Daemon:
         """
         parts = self.parts
         parts.facts.loop_progress_at = time.monotonic()
+        hold_point("loop_pass")  # a no-op unless a test holds the loop here
         parts.inbox.run_calls()
         if parts.executor.restart_if_dead():
             log.error("the fork server died; restarting it (running jobs become orphans)")

@@ -229,6 +229,7 @@ def compose_daemon(
                 lambda: pressure.holding,
                 executor,
                 index,
+                storage_hold=storage.hold_dict,
             )
         ),
     )

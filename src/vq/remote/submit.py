@@ -55,6 +55,7 @@ _FIELD_OPTIONS = {
     "rerun_max": "--rerun-max",
     "profile": "--profile",
     "program": "--program",
+    "expected_sha": "--expected-sha",
     "runtime_root": "--runtime-root",
     "runtime_artifact": "--runtime-artifact",
 }
@@ -81,6 +82,8 @@ def options_from_fields(fields: dict[str, Any]) -> list[str]:
                 options += [flag[name], str(item)]
         elif name == "clean_workdir_on_terminal":
             options += ["--clean-workdir"] if value else []
+        elif name == "recover_on_reboot":
+            options += ["--auto-resume"] if value else []
         elif name == "submitter":
             continue  # the remote queue records who submitted there
         elif name == "environment":  # the API's env: added to the remote daemon's

@@ -14,7 +14,8 @@ Contracts:
   ``default_job_mem_mb``, else 0; with unknown caps an undeclared request counts 0).
 * ``over_capacity_pending_jobs`` counts PENDING local jobs whose request exceeds a
   configured base cap (``max_cpus``/``max_mem_mb``); it is null whenever the caps are
-  unknown (no daemon answered) and 0 only when both inputs were read.
+  unknown (no daemon answered and no last advertised snapshot is readable) and 0 only
+  when both inputs were read.
 * Usage is accounting (§6.3): wall = ``finished_at`` (now while RUNNING/SUSPENDED) −
   ``started_at`` − paused time; CPU-hours = wall × declared ``cpus``. Only the latest
   attempt of a retried job is on record (``started_at`` is re-stamped per attempt).

@@ -5,7 +5,8 @@ select the state and config roots, and nothing else into the text of ``vq.servic
 The unit runs ``vq daemon run`` in the foreground with ``KillMode=process``: stopping or
 restarting the service signals the daemon alone, so running jobs (their own process
 groups) outlive it and the next start reattaches them (§4.7). ``Restart=on-failure``
-brings a crashed daemon back.
+brings a crashed daemon back, but not one that refused to start (exit 9: an invalid
+configuration; 15: a permission refused) until the operator fixes the cause.
 
 :func:`install_unit` writes it to ``<config-home>/systemd/user/vq.service`` atomically,
 refusing to replace an existing file unless ``force``.
@@ -81,6 +82,8 @@ def render_unit(command: Sequence[str], env: Mapping[str, str]) -> str:
         "KillMode=process",
         "Restart=on-failure",
         "RestartSec=5",
+        "# 9: the configuration was refused, 15: a permission was: a restart would fail again.",
+        "RestartPreventExitStatus=9 15",
         *passed,
         "",
         "[Install]",

@@ -4,8 +4,9 @@
 
 * ``loop`` — the main loop made progress within :func:`loop_bound` (three ticks plus a
   margin); a loop stuck in a slow call fails it;
-* ``dispatch`` — when dispatch is held, a reason is known (a drain, an invalid config,
-  host memory pressure); held without one fails;
+* ``dispatch`` — when dispatch is held, a reason is known (a drain, an invalid or
+  missing config, host memory pressure, a state root that refuses writes); held without
+  one fails;
 * ``fork_server`` — the fork server answers a ping within :data:`FORK_SERVER_TIMEOUT`;
 * ``index`` — a sample of up to :data:`INDEX_SAMPLE` spec files agrees with the
   in-memory index (same state; a file missing from the index only after a rescan has
@@ -73,6 +74,8 @@ class HealthParts:
     pressure_hold: Callable[[], bool]
     executor: HostExecutor
     index: JobIndex
+    #: The storage hold (``storage_hold`` of ping), or None when writes succeed.
+    storage_hold: Callable[[], dict[str, str] | None] = lambda: None
 
 
 def _loop(parts: HealthParts) -> Check:
@@ -98,7 +101,10 @@ def _dispatch(parts: HealthParts) -> Check:
     pressure = parts.pressure_hold()
     if pressure:
         reasons.append("host memory pressure")
-    held = parts.holds.holding or pressure
+    storage = parts.storage_hold()
+    if storage is not None:
+        reasons.append(f"storage: {storage['message']}")
+    held = parts.holds.holding or pressure or storage is not None
     if held and not reasons:
         return Check("dispatch", False, "dispatch is held without a known reason")
     if held:

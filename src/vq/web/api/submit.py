@@ -6,8 +6,9 @@ required), the submit fields under their JobSpec names — every field of
 (today ``cpus``, ``mem_mb``, ``wall_time_seconds``, ``priority``, ``not_before``,
 ``job_name``, ``tags``, ``depends_on`` (= ``vq submit --after``), ``depends_on_any``
 (= ``--after-any``), ``retry_max``, ``retry_backoff_seconds``,
-``rerun_until_file_exists``, ``rerun_max``, ``clean_workdir_on_terminal``, ``profile``,
-``program``), with their declared limits and help — the required ``idempotency_key``,
+``rerun_until_file_exists``, ``rerun_max``, ``clean_workdir_on_terminal``,
+``recover_on_reboot`` (= ``--auto-resume``), ``profile``, ``program``, ``expected_sha``),
+with their declared limits and help — the required ``idempotency_key``,
 and optional ``host``, ``env`` and ``inputs``: ``{"files": {relpath: base64}}`` or
 ``{"upload_token": "..."}``.
 
