@@ -335,8 +335,10 @@ def test_kill_never_loses_against_completion(vq: Vq) -> None:
     outcomes = {"killed": 0, "completed_first": 0}
     for i in range(24):
         # Runs of 0 to 0.45 s: the short ones end around the time a `vq kill` (a CLI
-        # start, ~0.1 s) lands, so both orders happen on a loaded machine too.
-        job = vq.submit("--", "sh", "-c", f"sleep 0.{i % 10 // 2}{5 * (i % 2)}")
+        # start, ~0.1 s) lands, so both orders happen. Every fourth job outlives any kill,
+        # however loaded the machine (a kill took 0.8 s at load 11), so KILLED is seen too.
+        pause = "30" if i % 4 == 3 else f"0.{i % 10 // 2}{5 * (i % 2)}"
+        job = vq.submit("--", "sh", "-c", f"sleep {pause}")
         if i % 3:
             vq.wait_state(job, "RUNNING", "COMPLETED")
         result = vq.run("kill", job, "--json", check=False)
