@@ -454,7 +454,7 @@ def _signal_permitted(pgid: int, sig: int) -> bool:
     briefly holds only root's processes (the collector, or the command before it drops
     to the user). A kill's KILLED state is durable by then, and the root daemon, which
     rereads the specs of the jobs it holds, finishes the stop
-    (``Supervisor.stop_ended_elsewhere``); a pause so refused reports ``signaled: false``.
+    (``vq.daemon.foreign_stops``); a pause so refused reports ``signaled: false``.
     """
     try:
         return procs.signal_group(pgid, sig)
