@@ -11,7 +11,10 @@
   (``vq.executors.registry``, which builds the local executor of a process without a
   daemon): no module in ``vq.daemon`` but the composition root, and none in
   ``vq.services`` or ``vq.gateway``, imports the local executor or uses what only it
-  has (its fork server, its scope bookkeeping, its file paths).
+  has (its fork server, its scope bookkeeping, its file paths), nor the process
+  internals it is built on (``vq.executors.procs``, ``vq.executors.identity``): a
+  question about a job's processes, such as whether a finished job's group still runs,
+  is a protocol method (``still_running``).
 * The daemon never decides by itself which executor runs a spec: no module in
   ``vq.daemon`` reads ``scheduler_target`` (the registry, ``vq.executors.registry``,
   partitions the specs and hands each executor its own).
@@ -38,6 +41,13 @@ DAEMON = SRC / "daemon"
 COMPOSITION_ROOT = DAEMON / "compose.py"
 #: Packages that hold executors only through the protocols (the daemon: but its root).
 PROTOCOL_ONLY = (DAEMON, SRC / "services", SRC / "gateway")
+#: The local executor and the process internals only it builds on.
+LOCAL_EXECUTOR_MODULES = {
+    "vq.executors.local",
+    "vq.executors.forkserver_client",
+    "vq.executors.procs",
+    "vq.executors.identity",
+}
 #: ``vq.daemon`` modules that may read a spec's ``scheduler_target`` (none: ask the registry).
 TARGET_READERS: frozenset[Path] = frozenset()
 
@@ -138,16 +148,19 @@ def local_executor_uses_in(source: str) -> list[str]:
     local_only = local_only_names()
     problems = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "") in {
-            "vq.executors.local",
-            "vq.executors.forkserver_client",
-        }:
+        if isinstance(node, ast.ImportFrom) and (node.module or "") in LOCAL_EXECUTOR_MODULES:
             problems.append(f"line {node.lineno}: imports {node.module}")
+        elif isinstance(node, ast.Import):
+            problems += [
+                f"line {node.lineno}: imports {a.name}"
+                for a in node.names
+                if a.name in LOCAL_EXECUTOR_MODULES
+            ]
         elif isinstance(node, ast.ImportFrom) and node.module == "vq.executors":
             problems += [
                 f"line {node.lineno}: imports vq.executors.{a.name}"
                 for a in node.names
-                if a.name in {"local", "forkserver_client"}
+                if f"vq.executors.{a.name}" in LOCAL_EXECUTOR_MODULES
             ]
         elif isinstance(node, ast.Attribute) and node.attr in local_only:
             problems.append(f"line {node.lineno}: uses LocalExecutor.{node.attr}")
@@ -213,6 +226,7 @@ def test_the_local_only_names_are_what_the_protocol_lacks() -> None:
         "launch",
         "cancel",
         "running",
+        "still_running",
         "force_stop",
         "watcher_alive",
         "find_lost_launch",
@@ -230,6 +244,10 @@ def test_the_local_only_names_are_what_the_protocol_lacks() -> None:
         "mode = parts.executor.cgroup\n",
         "record = executor.start_record_path(spec)\n",
         "from vq.executors.local import LocalExecutor as Local\n",
+        "from vq.executors.procs import live_groups\n",
+        "from vq.executors.identity import group_is_job\n",
+        "from vq.executors import procs\n",
+        "import vq.executors.identity\n",
     ],
 )
 def test_the_local_executor_check_sees_each_form(source: str) -> None:

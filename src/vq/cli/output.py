@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
+
+from vq.cli.json_text import dumps_indented
 
 # typing is imported for the type checker only: this module is on the Click-free
 # `vq submit` fast path, where importing typing costs milliseconds.
@@ -37,5 +38,6 @@ def note(message: str) -> None:
 
 
 def echo_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    """``payload`` as indented JSON (``json.dumps(payload, indent=2)``) and a newline."""
+    sys.stdout.write(dumps_indented(payload) + "\n")
     sys.stdout.flush()

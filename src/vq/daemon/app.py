@@ -51,6 +51,7 @@ from vq.transport.local import LocalRunner
 from .config_log import log_effective_config
 from .dispatch import Dispatcher
 from .doorbell import Doorbell
+from .foreign_stops import stop_ended_elsewhere
 from .handlers.info import DaemonFacts
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
@@ -287,7 +288,8 @@ class Daemon:
         if self._rung.is_set() or time.monotonic() - self._last_rescan >= parts.rescan_seconds:
             self._rung.clear()
             parts.index.refresh_names(if_changed=True)
-            parts.supervisor.stop_ended_elsewhere()  # a user's own kill, in their tree
+            # a user's own kill, in their tree, that could not signal the group
+            stop_ended_elsewhere(parts.supervisor, parts.ctx.store.read, parts.executor)
             self._last_rescan = time.monotonic()
             self._terminal_index.tick()
         parts.dispatcher.run_pass()

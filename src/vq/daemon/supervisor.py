@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from vq.domain.admission import Usage, effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.errors import StorageError, VqError
+from vq.errors import StorageError
 from vq.executors.base import Executor, JobHandle, LaunchResult
 from vq.executors.launch import COLLECTOR_NOT_STARTED, CollectorExit, Launched
 from vq.services.context import ServiceContext
@@ -270,23 +270,16 @@ class Supervisor:
         if holder is not None and holder.grace_deadline is None:
             holder.grace_deadline = self._monotonic() + self._grace
 
-    def stop_ended_elsewhere(self) -> None:
-        """Cancel the held jobs another writer ended on disk (a user's ``vq kill`` in
-        multi-user mode writes KILLED in the owner's tree, then may be refused the signal
-        while the group holds only root's processes): SIGTERM now, the grace from here.
-        Jobs already in their grace, not yet launched or owed a write are left alone."""
-        for holder in list(self.holders.values()):
-            if holder.pid is None or holder.grace_deadline is not None:
-                continue
-            if holder.job_id in self._owed:
-                continue
-            try:
-                ended = self.ctx.store.read(holder.job_id).is_terminal
-            except VqError:
-                continue
-            if ended and self.executor.cancel(holder.handle):
-                log.info("job %s: ended on disk; SIGTERM to its process group", holder.job_id)
-                self.start_grace(holder.job_id)
+    def awaiting_stop_check(self) -> list[JobHandle]:
+        """The held attempts another writer's stop may concern (``foreign_stops``):
+        launched, not yet in their kill grace, and owed no end-of-attempt write."""
+        return [
+            holder.handle
+            for holder in self.holders.values()
+            if holder.pid is not None
+            and holder.grace_deadline is None
+            and holder.job_id not in self._owed
+        ]
 
     def next_deadline(self) -> float | None:
         """Seconds until the earliest grace expiry, for the loop's wait timeout."""

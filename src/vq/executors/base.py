@@ -21,6 +21,8 @@ Contracts every implementation keeps:
   says the command never started (so its exit code is not the payload's).
 * ``cancel``, ``suspend``, ``resume`` and ``force_stop`` act only on a job whose identity
   is proven (never on a reused pid) and report whether they reached it.
+* ``still_running`` answers the same identity-proven question for many attempts at
+  once, from any process (the liveness a finished job's cleanup checks).
 * ``watcher_alive`` says whether the attempt can still report its own end (the local
   collector, which leads the job's group); ``find_lost_launch`` finds an attempt whose
   launch answer was lost; ``fence_unstarted`` proves, once and for good, that an
@@ -160,6 +162,14 @@ class Executor(Protocol):
         ...
 
     def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]: ...
+
+    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
+        """The job ids among ``handles`` whose attempt provably still runs, for any
+        process, daemon or not (``vq cleanup`` leaves such a finished job's files alone).
+        Proven: the local executor counts a live member of the recorded group only when
+        the group is the job's (leader start ticks, or ``VQ_JOB_ID`` in a member's
+        environment), never a reused pgid; one answer for many handles (one scan)."""
+        ...
 
     # --- control -----------------------------------------------------------------------
     def cancel(self, handle: JobHandle) -> bool: ...

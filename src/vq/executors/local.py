@@ -275,6 +275,16 @@ class LocalExecutor:
         """Whether any member of the job's group is alive (zombies count as gone)."""
         return handle.pgid is not None and bool(procs.live_group_members(handle.pgid))
 
+    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
+        """The jobs whose recorded group is provably theirs and still has a live member
+        (:func:`~vq.executors.identity.group_is_job`). For several handles one ``/proc``
+        scan first keeps only the groups that have a live member at all."""
+        wanted = [h for h in handles if h.pgid is not None]
+        if len(wanted) > 1:
+            live = procs.live_groups()
+            wanted = [h for h in wanted if h.pgid in live]
+        return {h.job_id for h in wanted if group_is_job(h.job_id, h.pgid, h.start_ticks)}
+
     def watcher_alive(self, handle: JobHandle) -> bool:
         """Whether the collector itself still runs (orphan polling): it leads the job's
         group, so its pid is the group's id."""
@@ -454,7 +464,7 @@ def _signal_permitted(pgid: int, sig: int) -> bool:
     briefly holds only root's processes (the collector, or the command before it drops
     to the user). A kill's KILLED state is durable by then, and the root daemon, which
     rereads the specs of the jobs it holds, finishes the stop
-    (``Supervisor.stop_ended_elsewhere``); a pause so refused reports ``signaled: false``.
+    (``vq.daemon.foreign_stops``); a pause so refused reports ``signaled: false``.
     """
     try:
         return procs.signal_group(pgid, sig)

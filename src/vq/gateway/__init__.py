@@ -33,16 +33,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq._fs import read_regular
 from vq.client import Client, ring_doorbell
 from vq.domain.durations import parse_moment
 from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError, VqError
-from vq.hosts_config import LaneSettings
 from vq.paths import MultiUserLayout, StatePaths
 
 from .disk import DiskVerbs
+
+if TYPE_CHECKING:  # a type only: importing it loads pydantic, which `vq list` never needs
+    from vq.hosts_config import LaneSettings
 
 __all__ = ["Gateway", "since_moment"]
 

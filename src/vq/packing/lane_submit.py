@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 from vq.errors import InvalidInput
 from vq.packing.profiles import PackingProfile
-from vq.packing.roster import RosterRefused, check_args
 
 __all__ = ["LaneFacts", "PackRequest", "PackedResources", "check_pack_submission"]
 
@@ -126,6 +125,10 @@ def check_pack_submission(
                 f"slot ({wanted})",
                 hint=f"drop {option}: [packing.{request.profile}.resources] decides it",
             )
+    # Imported here: the roster's models are a submission's concern, and every service
+    # context (a no-daemon `vq list` included) imports this module for LaneFacts.
+    from vq.packing.roster import RosterRefused, check_args
+
     try:
         args = check_args(list(request.command))
     except RosterRefused as exc:

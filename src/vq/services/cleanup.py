@@ -5,7 +5,9 @@ Contracts:
 * Only terminal jobs are ever candidates — never PENDING, RUNNING or SUSPENDED — and
   only those whose ``finished_at`` is at least ``older_than`` ago (``--state`` narrows
   among terminal states). A candidate is still *blocked* (reported with an ``error``,
-  never touched) while its recorded process group is alive, or, for archiving, while
+  never touched) while its executor says its attempt provably still runs
+  (``Executor.still_running``: locally, a live member of its recorded process group that
+  is the job's, never a reused pgid), or, for archiving, while
   its workspace is the working directory of a nonterminal job (chains, arrays and
   auto-resume siblings run in an earlier job's workspace).
 * :func:`run_cleanup` without ``execute`` only reads: no file or lock is created.
@@ -27,34 +29,28 @@ Contracts:
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
-import shutil
-import stat
 import tarfile
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from vq._fault_points import crash_point
-from vq._fs import fsync_dir
-from vq._safe_open import UnsafePath, open_dir_beneath
 from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
-from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive, VqError
-from vq.executors.identity import group_is_job
-from vq.executors.procs import live_groups
+from vq.errors import Conflict, InvalidInput, UnsafeArchive, VqError
+from vq.executors.base import Executor, JobHandle, NoExecutor
+from vq.executors.registry import ExecutorRegistry, local_only
 from vq.paths import StatePaths
+from vq.services.cleanup_files import add_tree, atomic_file, remove_tree
 from vq.services.context import ServiceContext
 from vq.services.fetch import default_dest_name
 from vq.store.specs import encode_spec
-from vq.store.tree import open_regular, open_root, walk_tree
 
 __all__ = [
     "CleanupItem",
@@ -152,11 +148,14 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _blocker(
-    spec: JobSpec, paths: StatePaths, users: dict[str, str], groups: set[int], archive: bool
+    spec: JobSpec, paths: StatePaths, users: dict[str, str], running: set[str], archive: bool
 ) -> str | None:
-    """Why ``spec`` must not be touched now, or None (``groups``: live process groups)."""
-    if spec.pgid in groups and group_is_job(spec.id, spec.pgid, spec.pid_start_time):
-        return f"its process group {spec.pgid} is still alive"
+    """Why ``spec`` must not be touched now, or None (``running``: ids of jobs whose
+    attempt provably still runs)."""
+    if spec.id in running:
+        if spec.pgid is not None:
+            return f"its process group {spec.pgid} is still alive"
+        return "its attempt is still running"
     if archive:
         workspace = os.path.realpath(paths.workspace(spec.id))
         for cwd, user in users.items():
@@ -165,8 +164,28 @@ def _blocker(
     return None
 
 
-def plan_cleanup(ctx: ServiceContext, policy: CleanupPolicy) -> list[tuple[JobSpec, CleanupItem]]:
-    """The candidates, oldest finish first. Reads only."""
+def _still_running(specs: Iterable[JobSpec], executors: ExecutorRegistry) -> set[str]:
+    """The ids of ``specs`` whose attempt provably still runs, each asked of its own
+    executor (one ``still_running`` call per executor). A spec no executor of this
+    process runs (a scheduler lane it does not drive) has no process here to wait for."""
+    asked: dict[str, tuple[Executor, list[JobHandle]]] = {}
+    for spec in specs:
+        try:
+            executor = executors.select(spec)
+        except NoExecutor:
+            continue
+        asked.setdefault(executor.name, (executor, []))[1].append(JobHandle.of(spec))
+    running: set[str] = set()
+    for executor, handles in asked.values():
+        running |= executor.still_running(handles)
+    return running
+
+
+def plan_cleanup(
+    ctx: ServiceContext, policy: CleanupPolicy, executors: ExecutorRegistry | None = None
+) -> list[tuple[JobSpec, CleanupItem]]:
+    """The candidates, oldest finish first. Reads only. ``executors``: who answers
+    whether a candidate's attempt still runs (default: this process's local executor)."""
     specs = ctx.store.scan().specs.values()
     cutoff = ctx.now() - timedelta(seconds=policy.older_than_seconds)
     users = {
@@ -174,7 +193,6 @@ def plan_cleanup(ctx: ServiceContext, policy: CleanupPolicy) -> list[tuple[JobSp
         for spec in specs
         if not spec.is_terminal and spec.cwd
     }
-    groups = set(live_groups())
     plan = []
     for spec in sorted(specs, key=lambda s: (s.finished_at or s.submitted_at, s.id)):
         if not spec.is_terminal or spec.finished_at is None or spec.finished_at > cutoff:
@@ -189,13 +207,20 @@ def plan_cleanup(ctx: ServiceContext, policy: CleanupPolicy) -> list[tuple[JobSp
         else:
             continue  # nothing to sweep
         finished = spec.finished_at.isoformat()
-        item = CleanupItem(spec.id, spec.state.value, finished, action, archive)
-        item.error = _blocker(spec, ctx.paths, users, groups, policy.archive)
-        plan.append((spec, item))
+        plan.append((spec, CleanupItem(spec.id, spec.state.value, finished, action, archive)))
+    running = _still_running((spec for spec, _ in plan), executors or local_only(ctx.paths))
+    for spec, item in plan:
+        item.error = _blocker(spec, ctx.paths, users, running, policy.archive)
     return plan
 
 
-def run_cleanup(ctx: ServiceContext, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
+def run_cleanup(
+    ctx: ServiceContext,
+    policy: CleanupPolicy,
+    *,
+    execute: bool,
+    executors: ExecutorRegistry | None = None,
+) -> CleanupReport:
     """Plan, and with ``execute`` act on every unblocked candidate (errors are per job)."""
     report = CleanupReport(dry_run=not execute)
     from vq.services.cleanup_recovery import find_leftovers, recover
@@ -203,15 +228,15 @@ def run_cleanup(ctx: ServiceContext, policy: CleanupPolicy, *, execute: bool) ->
     report.recovered = [
         leftover.as_dict() for leftover in (recover(ctx) if execute else find_leftovers(ctx))
     ]
-    for spec, item in plan_cleanup(ctx, policy):
+    for spec, item in plan_cleanup(ctx, policy, executors):
         report.jobs.append(item)
         if not execute or item.error is not None:
             continue
         try:
             if item.action == "archive":
-                item.archive_path = archive_job(ctx, spec).archive_path
+                item.archive_path = archive_job(ctx, spec, executors=executors).archive_path
             else:
-                sweep_workdir(ctx, spec)
+                sweep_workdir(ctx, spec, executors=executors)
             item.done = True
         except VqError as exc:
             item.error = exc.message
@@ -220,66 +245,29 @@ def run_cleanup(ctx: ServiceContext, policy: CleanupPolicy, *, execute: bool) ->
     return report
 
 
-# --- deleting without following links -------------------------------------------------------
-def _make_writable(root: Path) -> None:
-    """Add owner rwx to every real directory below ``root`` (jobs leave read-only trees)."""
-    for directory, subdirs, _ in os.walk(root):
-        for name in subdirs:
-            path = os.path.join(directory, name)
-            info = os.lstat(path)
-            if stat.S_ISDIR(info.st_mode):
-                os.chmod(path, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
-
-
-def _remove_tree(tree: Path, path: Path, what: str) -> bool:
-    """Delete the real directory ``path`` (no-follow, descriptor-relative). False if absent.
-
-    Its parent is reached from the trusted ``tree`` (the job's owner tree) through
-    :mod:`vq._safe_open`, so a link planted on the way is refused, never followed."""
-    try:
-        parent_fd = open_dir_beneath(tree, path.parent)
-    except FileNotFoundError:
-        return False
-    except UnsafePath as exc:
-        raise UnsafeArchive(f"the {what} {path} is not reachable safely: {exc.strerror}") from exc
-    try:
-        try:
-            info = os.stat(path.name, dir_fd=parent_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return False
-        if not stat.S_ISDIR(info.st_mode):
-            raise UnsafeArchive(f"the {what} {path} is not a real directory; not deleting it")
-        try:
-            shutil.rmtree(path.name, dir_fd=parent_fd)
-        except PermissionError:
-            os.chmod(path, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
-            _make_writable(path)
-            shutil.rmtree(path.name, dir_fd=parent_fd)
-        os.fsync(parent_fd)
-    finally:
-        os.close(parent_fd)
-    return True
-
-
-def _fresh_terminal(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
+def _fresh_terminal(
+    ctx: ServiceContext, spec: JobSpec, executors: ExecutorRegistry | None
+) -> JobSpec:
     current = ctx.store.read(spec.id)
     if current.submitted_at != spec.submitted_at:
         raise Conflict(f"job {spec.id} was replaced while being cleaned up")
     if not current.is_terminal:
         raise Conflict(f"job {spec.id} is {current.state.value}; only ended jobs are cleaned up")
-    if group_is_job(current.id, current.pgid, current.pid_start_time):
+    if _still_running([current], executors or local_only(ctx.paths)):
         raise Conflict(f"job {spec.id}'s process group {current.pgid} is still alive")
     return current
 
 
-def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
+def sweep_workdir(
+    ctx: ServiceContext, spec: JobSpec, *, executors: ExecutorRegistry | None = None
+) -> JobSpec:
     """Remove the terminal job's managed ``workdirs/<id>/`` and record ``workdir_swept_at``.
 
     Returns the spec now on disk (unchanged when there was no workdir). Raises Conflict
     for a job that is not terminal or whose processes live on, UnsafeArchive for a
     symlink, a non-directory or a recorded workdir other than the managed one.
     """
-    current = _fresh_terminal(ctx, spec)
+    current = _fresh_terminal(ctx, spec, executors)
     managed = ctx.paths.workdir(current.id)
     recorded = current.workdir
     if recorded is not None and os.path.realpath(recorded) != os.path.realpath(managed):
@@ -287,7 +275,7 @@ def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
             f"job {current.id} records workdir {recorded}, not the managed {managed}; "
             "not deleting it"
         )
-    if not _remove_tree(ctx.paths.tree_of(current.id), managed, "workdir"):
+    if not remove_tree(ctx.paths.tree_of(current.id), managed, "workdir"):
         return current
     when = ctx.now()
 
@@ -301,79 +289,30 @@ def sweep_workdir(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
 
 
 # --- archiving --------------------------------------------------------------------------------
-def _tar_header(name: str, info: os.stat_result, kind: bytes) -> tarfile.TarInfo:
-    header = tarfile.TarInfo(name)
-    header.type, header.mode = kind, stat.S_IMODE(info.st_mode)
-    header.mtime, header.uid, header.gid = int(info.st_mtime), info.st_uid, info.st_gid
-    return header
-
-
-def _add_tree(tar: tarfile.TarFile, root: Path, prefix: str, what: str) -> None:
-    """Add the real directory ``root`` under ``prefix``; nothing if it does not exist."""
-    try:
-        root_fd = open_root(root, what)
-    except NotFound:
-        return
-    try:
-        tar.addfile(_tar_header(prefix, os.fstat(root_fd), tarfile.DIRTYPE))
-        skipped: list[dict[str, str]] = []
-        for entry in walk_tree(root_fd, skipped):
-            name, mode = f"{prefix}/{entry.rel}", entry.info.st_mode
-            if stat.S_ISDIR(mode):
-                tar.addfile(_tar_header(name, entry.info, tarfile.DIRTYPE))
-            elif stat.S_ISLNK(mode):
-                header = _tar_header(name, entry.info, tarfile.SYMTYPE)
-                header.linkname = os.readlink(entry.name, dir_fd=entry.dir_fd)
-                tar.addfile(header)
-            elif stat.S_ISREG(mode):
-                with os.fdopen(open_regular(entry), "rb") as reader:
-                    tar.addfile(tar.gettarinfo(arcname=name, fileobj=reader), reader)
-        if skipped:
-            first = skipped[0]
-            raise VqError(f"cannot archive all of {root}: {first['path']}: {first['reason']}")
-    finally:
-        os.close(root_fd)
-
-
-@contextlib.contextmanager
-def _atomic_file(target: Path) -> Iterator[BinaryIO]:
-    """A temp file next to ``target`` that replaces it only when the block succeeds."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
-
-
 def remove_job_trees(ctx: ServiceContext, job_id: str) -> None:
     """Remove a job's workdir and workspace (no-follow); the last step of an archive."""
     tree = ctx.paths.tree_of(job_id)
-    _remove_tree(tree, ctx.paths.workdir(job_id), "workdir")
-    _remove_tree(tree, ctx.paths.workspace(job_id), "workspace")
+    remove_tree(tree, ctx.paths.workdir(job_id), "workdir")
+    remove_tree(tree, ctx.paths.workspace(job_id), "workspace")
 
 
-def archive_job(ctx: ServiceContext, spec: JobSpec) -> JobSpec:
+def archive_job(
+    ctx: ServiceContext, spec: JobSpec, *, executors: ExecutorRegistry | None = None
+) -> JobSpec:
     """Archive one terminal job (see the module contract); returns the spec now on disk."""
-    current = _fresh_terminal(ctx, spec)
+    current = _fresh_terminal(ctx, spec, executors)
     if current.archived_at is not None:
         raise Conflict(f"job {current.id} is already archived to {current.archive_path}")
     target = archive_path_for(ctx.paths, current)
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with _atomic_file(target) as handle, tarfile.open(fileobj=handle, mode="w:bz2") as tar:
+    with atomic_file(target) as handle, tarfile.open(fileobj=handle, mode="w:bz2") as tar:
         data = encode_spec(current)
         header = tarfile.TarInfo("spec.json")
         header.size, header.mode, header.mtime = len(data), 0o644, int(ctx.now().timestamp())
         tar.addfile(header, io.BytesIO(data))
-        _add_tree(tar, ctx.paths.workspace(current.id), "workspace", "workspace")
+        add_tree(tar, ctx.paths.workspace(current.id), "workspace", "workspace")
         crash_point("archive_while_writing")
-        _add_tree(tar, ctx.paths.workdir(current.id), "workdir", "workdir")
+        add_tree(tar, ctx.paths.workdir(current.id), "workdir", "workdir")
     when = ctx.now()
 
     def mutate(fresh: JobSpec) -> JobSpec | None:

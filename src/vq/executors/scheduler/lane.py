@@ -437,6 +437,10 @@ class SchedulerLane(ObservingLane):
     def running(self, handle: JobHandle) -> bool:
         return handle.job_id in self._jobs or self.packed.holds(handle.job_id)
 
+    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
+        """The jobs this lane still tracks (submitted, polled, or copying back)."""
+        return {handle.job_id for handle in handles if self.running(handle)}
+
     def watcher_alive(self, handle: JobHandle) -> bool:
         return self.running(handle)  # the lane's own bookkeeping watches the job
 

@@ -1,0 +1,29 @@
+"""The read verbs' CLI modules load without pydantic (the gateway's import-cost contract).
+
+``vq list --json`` with a daemon up decodes the daemon's answer and prints it: nothing
+on that path validates a model, and pydantic (with the configuration models built on
+it) costs about 100 ms of interpreter start-up on this machine kind. ``vq.gateway``
+promises "only the stdlib client, errors and paths at import time"; a top-level import
+of a pydantic model anywhere under these modules breaks that promise and this test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pydantic", "pydantic_core", "vq.config", "vq.hosts_config", "vq.domain.spec")
+
+
+@pytest.mark.parametrize("module", ["vq.gateway", "vq.cli.common", "vq.cli.inspect"])
+def test_read_verb_modules_do_not_import_pydantic(module: str) -> None:
+    probe = (
+        f"import sys, {module}\n"
+        f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == "", f"importing {module} loaded: {proc.stdout.strip()}"
