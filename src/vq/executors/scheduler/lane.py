@@ -68,7 +68,7 @@ class SchedulerLane(SubmittingLane):
         dependency_state: Lookup = lambda job_id: None,
         hold: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
-        packing: Mapping[str, PackingProfile] | None = None,
+        packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
         pack_remote: PackRemoteFor | None = None,
     ) -> None:
         self.name = settings.name
@@ -91,7 +91,7 @@ class SchedulerLane(SubmittingLane):
         self._later = []
         #: the packed arrays of this lane (``vq submit LANE --array … --pack P``)
         self.packed = PackedLane(
-            self, packing or {}, pack_remote(runner) if pack_remote is not None else None
+            self, packing or dict, pack_remote(runner) if pack_remote is not None else None
         )
 
     # --- the loop's entry points ---------------------------------------------------------

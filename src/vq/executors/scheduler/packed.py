@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vq import _fault_points
@@ -68,13 +68,19 @@ class PackedLane(ObservingPacks):
     def __init__(
         self,
         lane: SchedulerLane,
-        profiles: Mapping[str, PackingProfile],
+        profiles: Callable[[], Mapping[str, PackingProfile]],
         remote: PackRemotePort | None,
     ) -> None:
         self.lane = lane
-        self.profiles = profiles
+        self._profiles = profiles
         self.remote = remote
         self.allocations: dict[str, PackedAllocation] = {}
+
+    @property
+    def profiles(self) -> Mapping[str, PackingProfile]:
+        """The packing profiles as configured now (``vq daemon reload`` changes them): a
+        new allocation is built on them; one already built keeps its own profile."""
+        return self._profiles()
 
     # --- capacity and the loop's entry points ----------------------------------------------
     @property
