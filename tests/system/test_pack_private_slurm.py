@@ -4,7 +4,7 @@
 - 16 one-CPU tasks under a cap of 8 through ``vq pack``: two allocations of 8, each
   allocation's steps start within 2 s, each slot writes its own log;
 - ``vq submit cluster --array 0-15 --pack cpu8``: the daemon packs the 16 elements into
-  two allocations of 8 and copies each slot's log back;
+  two allocations of 8 and copies each slot's stdout and stderr back, apart;
 - a GPU shape through ``vq pack validate`` (``sbatch --test-only``) and a real run through
   ``vq pack submit``: every slot gets one whole GPU of its own.
 
@@ -165,7 +165,7 @@ def test_a_packed_array_of_sixteen_fills_two_allocations_of_eight(
     vq.start_daemon()
     done = vq.run(
         "submit", "cluster", "--json", "--array", "0-15", "--pack", "cpu8", "--",
-        "sh", "-c", 'echo "element $VQ_ARRAY_INDEX"',
+        "sh", "-c", 'echo "element $VQ_ARRAY_INDEX"; echo "warn $VQ_ARRAY_INDEX" >&2',
     )  # fmt: skip
     jobs = [job["id"] for job in json.loads(done.stdout)["jobs"]]
     wait_until(lambda: all(vq.state(job) in TERMINAL for job in jobs), 200, interval=1.0)
@@ -175,8 +175,9 @@ def test_a_packed_array_of_sixteen_fills_two_allocations_of_eight(
     allocations = [s["scheduler_pack_id"] for s in specs]
     assert len(set(allocations[:8])) == 1 and len(set(allocations[8:])) == 1
     assert allocations[0] != allocations[8]
-    for index, job in enumerate(jobs):
+    for index, job in enumerate(jobs):  # each slot's stdout and stderr, kept apart
         assert (vq.root / "jobs" / job / "stdout.log").read_text() == f"element {index}\n"
+        assert (vq.root / "jobs" / job / "stderr.log").read_text() == f"warn {index}\n"
     for alloc in (allocations[0], allocations[8]):
         receipts = {s["scheduler_job_id"] for s in specs if s["scheduler_pack_id"] == alloc}
         assert [_jobs_named(cluster, alloc)] == [sorted(receipts)]

@@ -157,8 +157,19 @@ def next_batch(
     tasks = [element_task(e) for e in chosen]
     alloc = batch_allocation_id(lane, group, chosen)
     directives = tuple(sbatch_args(alloc, len(tasks), profile))
-    script = render_script(alloc, tasks, profile, directives)
-    return Batch(alloc, chosen, directives, script)
+    return Batch(alloc, chosen, directives, batch_script(alloc, tasks, profile, directives))
+
+
+def batch_script(
+    allocation_id: str,
+    tasks: Sequence[Task],
+    profile: PackingProfile,
+    directives: Sequence[str] | None = None,
+) -> bytes:
+    """The batch script of a packed array's allocation: :func:`~vq.packing.script.
+    render_script` with each slot's stderr in its own ``<alloc>-%j-<slot>.err`` (an
+    element keeps a ``stdout.log`` and a ``stderr.log``, as any job)."""
+    return render_script(allocation_id, tasks, profile, directives, separate_stderr=True)
 
 
 def element_ending(outcome: TaskOutcome) -> ElementEnding | None:

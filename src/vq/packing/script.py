@@ -75,19 +75,32 @@ def sbatch_args(allocation_id: str, tasks: int, profile: PackingProfile) -> list
     return args
 
 
-def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile) -> list[str]:
+def step_argv(
+    allocation_id: str,
+    slot: int,
+    task: Task,
+    profile: PackingProfile,
+    *,
+    separate_stderr: bool = False,
+) -> list[str]:
     """The ``srun`` argument vector of one slot (without the stdin redirection)."""
     head, launcher = _step_parts(profile)
-    return [*head, *_slot_options(allocation_id, slot, profile), *launcher, *task.args]
+    options = _slot_options(allocation_id, slot, profile, separate_stderr=separate_stderr)
+    return [*head, *options, *launcher, *task.args]
 
 
-def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
+def _slot_options(
+    allocation_id: str, slot: int, profile: PackingProfile, *, separate_stderr: bool = False
+) -> list[str]:
     target = profile.target
-    return [
+    options = [
         f"--job-name={step_name(allocation_id, slot)}",
         f"--chdir={target.work_root}/{allocation_id}/{slot}",
         f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
     ]
+    if separate_stderr:
+        options.append(f"--error={target.log_root}/{allocation_id}-%j-{slot}.err")
+    return options
 
 
 def _step_parts(profile: PackingProfile) -> tuple[list[str], list[str]]:
@@ -134,10 +147,14 @@ def render_script(
     tasks: Sequence[Task],
     profile: PackingProfile,
     directives: Sequence[str] | None = None,
+    *,
+    separate_stderr: bool = False,
 ) -> bytes:
     """The complete batch script (it embeds task arguments and stdin: not for plans).
 
     ``directives`` are :func:`sbatch_args` of this allocation when the caller has them.
+    ``separate_stderr``: each step's stderr goes to ``<log_root>/<alloc>-%j-<slot>.err``
+    instead of sharing the slot's ``.out`` (a packed array's elements keep both logs).
     """
     work = f"{profile.target.work_root}/{allocation_id}"
     if directives is None:
@@ -156,15 +173,17 @@ def render_script(
         lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
     head, launcher = _step_parts(profile)
     # every slot-independent part quoted once; the slot number (digits) joins its word
-    name, chdir, output = _slot_options(allocation_id, 0, profile)
+    name, chdir, output = _slot_options(allocation_id, 0, profile)[:3]
     step = f"{shlex.join(head)} {name[: -len('0')]}"  # vqp-<16 hex>-: nothing to quote
     chdir_q = shlex.quote(chdir[: -len("0")])
     output_q = shlex.quote(output[: -len("0.out")])
+    error_q = shlex.quote("--error=" + output[len("--output=") : -len("0.out")])
     launch_q = f" {shlex.join(launcher)}" if launcher else ""
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
+        error = f" {error_q}{slot}.err" if separate_stderr else ""
         lines.append(
-            f"(\n  {step}{slot} {chdir_q}{slot} {output_q}{slot}.out{launch_q} "
+            f"(\n  {step}{slot} {chdir_q}{slot} {output_q}{slot}.out{error}{launch_q} "
             f'{_join(task.args)} <"$W/{slot}/_vq/stdin"\n'
             f'  echo $? >{marker}.tmp" && mv -f {marker}.tmp" {marker}"\n) &'
         )

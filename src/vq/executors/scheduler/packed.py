@@ -37,7 +37,7 @@ from vq._fs import atomic_write_bytes
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import TransportError, VqError
-from vq.packing.lane_batch import Element, element_task, next_batch
+from vq.packing.lane_batch import Element, batch_script, element_task, next_batch
 from vq.packing.lane_intent import (
     decide,
     encode_intent,
@@ -46,7 +46,7 @@ from vq.packing.lane_intent import (
 from vq.packing.planner import PlanRefused
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import RosterRefused
-from vq.packing.script import render_script, sbatch_args
+from vq.packing.script import sbatch_args
 from vq.packing.slurm_text import ObservationError, parse_parsable
 from vq.transport.runner import RunResult
 
@@ -301,7 +301,7 @@ class PackedLane(ObservingPacks):
                 specs = [self.lane.ctx.store.read(job) for job in alloc.keys]
                 tasks = [element_task(Element.of(spec)) for spec in specs]
                 directives = sbatch_args(alloc.allocation_id, len(tasks), profile)
-                script = render_script(alloc.allocation_id, tasks, profile, directives)
+                script = batch_script(alloc.allocation_id, tasks, profile, directives)
             except (VqError, RosterRefused, ValueError) as exc:
                 self.mark_reattach_failed(alloc, f"its script cannot be rebuilt: {exc}")
                 return
