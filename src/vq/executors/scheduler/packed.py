@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vq import _fault_points
@@ -37,7 +38,14 @@ from vq._fs import atomic_write_bytes
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import TransportError, VqError
-from vq.packing.lane_batch import Element, batch_script, element_task, next_batch
+from vq.packing.lane_batch import (
+    STAGE_FAILED,
+    STAGED_SCRIPT,
+    Element,
+    batch_script,
+    element_task,
+    next_batch,
+)
 from vq.packing.lane_intent import (
     decide,
     encode_intent,
@@ -53,6 +61,7 @@ from vq.transport.runner import RunResult
 from .jobs import ambiguous
 from .packed_observe import ObservingPacks, PackedAllocation
 from .ports import PackRemotePort
+from .remote import pack_archive
 
 if TYPE_CHECKING:
     from .lane import SchedulerLane
@@ -60,6 +69,13 @@ if TYPE_CHECKING:
 __all__ = ["PackedLane"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Unstaged:
+    """The archive could not be built: nothing reached the cluster (definite)."""
+
+    reason: str
 
 
 class PackedLane(ObservingPacks):
@@ -222,17 +238,31 @@ class PackedLane(ObservingPacks):
 
     # --- submit and look up -------------------------------------------------------------------
     def _submit(self, alloc: PackedAllocation) -> None:
+        """Stage every slot's workspace and the script, then ``sbatch``, in one call."""
         remote, script = self.remote, alloc.script
         assert remote is not None and script is not None
-        target = alloc.known[0].target
-        command = remote.submit_command(target.log_root, target.work_root)
+        command = remote.stage_submit_command(alloc.known[0].target.log_root, alloc.work)
+        workspaces = [self.lane.ctx.paths.workspace(job) for job in alloc.keys]
         alloc.busy, alloc.phase = True, "submitting"
-        self.lane.run_on_worker(
-            lambda: remote.submit(command, script), lambda r: self._submitted(alloc, r)
-        )
+
+        def work() -> RunResult | _Unstaged:
+            try:
+                archive = pack_archive(workspaces, script, STAGED_SCRIPT)
+            except OSError as exc:
+                return _Unstaged(f"the workspaces could not be read for staging: {exc}")
+            return remote.submit(command, archive)
+
+        self.lane.run_on_worker(work, lambda r: self._submitted(alloc, r))
 
     def _submitted(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
+        if isinstance(result, _Unstaged):  # nothing was sent
+            self._fail_all(alloc, result.reason)
+            return
+        if isinstance(result, RunResult) and result.rc in STAGE_FAILED:
+            detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            self._fail_all(alloc, f"staging the workspaces on {self.lane.name} failed: {detail}")
+            return
         if isinstance(result, RunResult) and result.rc == 0:
             try:
                 receipt = parse_parsable(result.stdout.decode("utf-8", "replace"))
