@@ -124,4 +124,7 @@ def test_job_id_adopts_the_allocation_for_every_element(
     assert {s["scheduler_job_id"] for s in done} == {real[0]}
     for index, job in enumerate(jobs):  # its own slot's log, copied back
         assert (vq.root / "jobs" / job / "stdout.log").read_text() == f"element {index}\n"
-    assert sorted(_jobs_named(slurm_testbed, alloc)) == sorted([real[0], foreign])
+    # nothing was sent again (the foreign job, cancelled before it started, may be absent
+    # from accounting's window)
+    named = _jobs_named(slurm_testbed, alloc)
+    assert real[0] in named and set(named) <= {real[0], foreign}, named
