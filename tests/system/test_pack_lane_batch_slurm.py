@@ -112,8 +112,8 @@ def test_a_batch_runs_each_element_in_its_slot_and_one_failure_fails_alone(
     # exactly one allocation of that name in accounting (the batch identity is exact)
     records = pack_remote.accounting(alloc, since)
     assert {record.job_id for record in records} == {receipt.job_id}
-    # each slot's own log exists; the failing one holds its stderr
-    log = pack_remote.tail(f"{profile.target.log_root}/{alloc}-{receipt.job_id}-1.out", 4096)
+    # each slot's own logs exist; the failing one's .err holds its stderr
+    log = pack_remote.tail(f"{profile.target.log_root}/{alloc}-{receipt.job_id}-1.err", 4096)
     assert log is not None and b"failing" in log
 
 

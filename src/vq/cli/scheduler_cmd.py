@@ -21,7 +21,9 @@ def scheduler() -> None:
 @click.option("--not-submitted", is_flag=True, help="It never reached the scheduler: submit it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 def resolve(job_id: str, scheduler_job_id: str | None, not_submitted: bool, as_json: bool) -> None:
-    """Decide a job whose submission is in doubt (scheduler_state reattach_failed)."""
+    """Decide a job whose submission is in doubt (scheduler_state reattach_failed).
+
+    For a packed array element the decision settles its whole allocation."""
     from vq.errors import DaemonNotRunning, UsageError
 
     if (scheduler_job_id is None) == (not not_submitted):
@@ -39,6 +41,14 @@ def resolve(job_id: str, scheduler_job_id: str | None, not_submitted: bool, as_j
         )
     if as_json:
         echo_json(answer)
+    elif answer.get("scheduler_pack_id"):
+        alloc, elements = answer["scheduler_pack_id"], len(answer.get("elements") or [])
+        if scheduler_job_id is not None:
+            click.echo(
+                f"allocation {alloc} ({elements} elements): adopted Slurm job {scheduler_job_id}"
+            )
+        else:
+            click.echo(f"allocation {alloc} ({elements} elements): never submitted; packed again")
     elif scheduler_job_id is not None:
         click.echo(f"{job_id}: adopted scheduler job {scheduler_job_id}")
     else:

@@ -117,7 +117,7 @@ def compose_daemon(
         call_soon=inbox.call_soon,
         dependency_state=index.dependency_state,
         hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
-        packing=packing,
+        packing=lambda: ctx.packing,  # a reload replaces them
         pack_remote=PackRemote,
     )
     lanes = LaneSet(make_lane, settings.hosts)

@@ -44,6 +44,7 @@ from vq.services.control import (
     write_throttle,
 )
 from vq.services.pause import pause_job, resume_job
+from vq.services.submit_pack import pack_configuration
 
 from .config_log import log_effective_config
 
@@ -218,6 +219,9 @@ class Holds:
         log_effective_config(settings, self._overrides, "reload")
         self.ctx.profiles = settings.profile
         self.ctx.programs = settings.programs
+        # packing profiles: what `vq submit --pack` is checked against and what the
+        # lanes build new allocations on (one already built keeps its profile)
+        self.ctx.packing, self.ctx.pack_lanes = pack_configuration(settings)
         self.configured = settings.daemon.caps()
         caps = self.apply_caps()
         report: dict[str, Any] = {

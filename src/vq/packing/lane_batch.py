@@ -17,7 +17,10 @@ Contracts:
   the element's command as the slot's argument vector (no stdin), run through
   ``env NAME=VALUE…`` with the variables a lane job gets (``VQ_JOB_ID``, ``VQ_CPUS``,
   ``VQ_MEM_MB``, ``VQ_JOB_NAME``, ``VQ_ARRAY_INDEX``, ``VQ_ARRAY_TOTAL``,
-  ``VQ_ARRAY_VALUE``), so an element tells itself apart as it would unpacked.
+  ``VQ_ARRAY_VALUE``), so an element tells itself apart as it would unpacked; each
+  slot's stderr in its own ``.err`` (:func:`batch_script`). The script is staged at
+  :data:`STAGED_SCRIPT` of ``<work_root>/<alloc>/`` with each element's workspace in its
+  slot's directory, and submitted from there.
 * **Outcome** (:func:`element_ending`): a slot's :class:`~vq.packing.evidence.TaskOutcome`
   as the element's ending: a marker's status (or a failed step's nonzero one) decides like
   a lane job's exit marker (retries apply); a slot that ended without a readable marker
@@ -39,10 +42,13 @@ from vq.packing.roster import RosterRefused, Task, check_args
 from vq.packing.script import render_script, sbatch_args
 
 __all__ = [
+    "STAGED_SCRIPT",
+    "STAGE_FAILED",
     "Batch",
     "Element",
     "ElementEnding",
     "batch_allocation_id",
+    "batch_script",
     "element_ending",
     "element_task",
     "members_allocation_id",
@@ -101,6 +107,13 @@ class ElementEnding:
     reason: str | None
 
 
+#: Where a packed array's batch script is staged in ``<work_root>/<alloc>/``, beside
+#: each slot's staged workspace ``<slot>/``.
+STAGED_SCRIPT = "_vq/job.sh"
+#: Exit statuses of the stage-and-submit command when staging failed: sbatch never ran.
+STAGE_FAILED = frozenset({96, 97})
+
+
 def element_task(element: Element) -> Task:
     """The slot task of ``element``: its job id as key, ``env NAME=VALUE… COMMAND`` (or
     the bare command without an environment) as ``args``.
@@ -157,8 +170,19 @@ def next_batch(
     tasks = [element_task(e) for e in chosen]
     alloc = batch_allocation_id(lane, group, chosen)
     directives = tuple(sbatch_args(alloc, len(tasks), profile))
-    script = render_script(alloc, tasks, profile, directives)
-    return Batch(alloc, chosen, directives, script)
+    return Batch(alloc, chosen, directives, batch_script(alloc, tasks, profile, directives))
+
+
+def batch_script(
+    allocation_id: str,
+    tasks: Sequence[Task],
+    profile: PackingProfile,
+    directives: Sequence[str] | None = None,
+) -> bytes:
+    """The batch script of a packed array's allocation: :func:`~vq.packing.script.
+    render_script` with each slot's stderr in its own ``<alloc>-%j-<slot>.err`` (an
+    element keeps a ``stdout.log`` and a ``stderr.log``, as any job)."""
+    return render_script(allocation_id, tasks, profile, directives, separate_stderr=True)
 
 
 def element_ending(outcome: TaskOutcome) -> ElementEnding | None:

@@ -185,10 +185,14 @@ def _check_choices(inputs: PlanInputs) -> None:
         raise PlanRefused("the view belongs to another revision of the pack")
 
 
+#: The canonical JSON encoder of digests (made once: ``json.dumps`` with options builds one
+#: per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def digest(payload: Any) -> str:
     """SHA-256 of the canonical JSON of ``payload`` (sorted keys, no spaces)."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(payload).encode()).hexdigest()
 
 
 def allocation_id(inputs: PlanInputs, keys: Sequence[str]) -> str:
@@ -219,6 +223,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             f"{profile.target.max_allocations_per_submit} per submit"
         )
     res = profile.resources
+    time = format_minutes(res.time_minutes)
     allocations: list[dict[str, Any]] = []
     scripts: dict[str, bytes] = {}
     shapes: dict[tuple[str, ...], str] = {}  # one digest per distinct shape
@@ -244,7 +249,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
                 "cpus": size * res.cpus_per_task,
                 "memory_mib": size * res.memory_mib_per_task,
                 "gpus": size * res.gpus_per_task,
-                "time": format_minutes(res.time_minutes),
+                "time": time,
                 "sbatch_args": args,
                 # the directives without the allocation's identity (name, comment, log):
                 # one `sbatch --test-only` per distinct shape
@@ -269,7 +274,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
             "resources": resources,
             "target_sha256": digest(target),
             "resources_sha256": digest(resources),
-            "effective_time": format_minutes(res.time_minutes),
+            "effective_time": time,
             "capacity": feasible,
         },
         "view": inputs.view.as_dict(),

@@ -21,6 +21,7 @@ CPU-only task gets no GRES and no ``--nv``.
 from __future__ import annotations
 
 import base64
+import re
 import shlex
 from collections.abc import Sequence
 
@@ -74,19 +75,32 @@ def sbatch_args(allocation_id: str, tasks: int, profile: PackingProfile) -> list
     return args
 
 
-def step_argv(allocation_id: str, slot: int, task: Task, profile: PackingProfile) -> list[str]:
+def step_argv(
+    allocation_id: str,
+    slot: int,
+    task: Task,
+    profile: PackingProfile,
+    *,
+    separate_stderr: bool = False,
+) -> list[str]:
     """The ``srun`` argument vector of one slot (without the stdin redirection)."""
     head, launcher = _step_parts(profile)
-    return [*head, *_slot_options(allocation_id, slot, profile), *launcher, *task.args]
+    options = _slot_options(allocation_id, slot, profile, separate_stderr=separate_stderr)
+    return [*head, *options, *launcher, *task.args]
 
 
-def _slot_options(allocation_id: str, slot: int, profile: PackingProfile) -> list[str]:
+def _slot_options(
+    allocation_id: str, slot: int, profile: PackingProfile, *, separate_stderr: bool = False
+) -> list[str]:
     target = profile.target
-    return [
+    options = [
         f"--job-name={step_name(allocation_id, slot)}",
         f"--chdir={target.work_root}/{allocation_id}/{slot}",
         f"--output={target.log_root}/{allocation_id}-%j-{slot}.out",
     ]
+    if separate_stderr:
+        options.append(f"--error={target.log_root}/{allocation_id}-%j-{slot}.err")
+    return options
 
 
 def _step_parts(profile: PackingProfile) -> tuple[list[str], list[str]]:
@@ -112,6 +126,15 @@ def _step_parts(profile: PackingProfile) -> tuple[list[str], list[str]]:
     return argv, launcher
 
 
+#: What :func:`shlex.quote` leaves unquoted (its own test, compiled once).
+_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII).search
+
+
+def _join(args: Sequence[str]) -> str:
+    """:func:`shlex.join`, byte for byte, without a call per safe word."""
+    return " ".join(a if a and not _UNSAFE(a) else shlex.quote(a) for a in args)
+
+
 def _stdin_block(path: str, data: bytes) -> list[str]:
     if not data:
         return [f": >{path}"]
@@ -124,10 +147,14 @@ def render_script(
     tasks: Sequence[Task],
     profile: PackingProfile,
     directives: Sequence[str] | None = None,
+    *,
+    separate_stderr: bool = False,
 ) -> bytes:
     """The complete batch script (it embeds task arguments and stdin: not for plans).
 
     ``directives`` are :func:`sbatch_args` of this allocation when the caller has them.
+    ``separate_stderr``: each step's stderr goes to ``<log_root>/<alloc>-%j-<slot>.err``
+    instead of sharing the slot's ``.out`` (a packed array's elements keep both logs).
     """
     work = f"{profile.target.work_root}/{allocation_id}"
     if directives is None:
@@ -145,24 +172,21 @@ def render_script(
         lines.append(f"# slot {slot}: {task.key}")
         lines += _stdin_block(f'"$W/{slot}/_vq/stdin"', task.stdin)
     head, launcher = _step_parts(profile)
-    quoted_head, quoted_launcher = shlex.join(head), shlex.join(launcher)
-    # the slot options quoted once; the slot number (digits) joins the same shell word
-    name, chdir, output = _slot_options(allocation_id, 0, profile)
-    name_q = name[: -len("0")]  # vqp-<16 hex>-: nothing to quote
+    # every slot-independent part quoted once; the slot number (digits) joins its word
+    name, chdir, output = _slot_options(allocation_id, 0, profile)[:3]
+    step = f"{shlex.join(head)} {name[: -len('0')]}"  # vqp-<16 hex>-: nothing to quote
     chdir_q = shlex.quote(chdir[: -len("0")])
-    output_q, output_tail = shlex.quote(output[: -len("0.out")]), ".out"
+    output_q = shlex.quote(output[: -len("0.out")])
+    error_q = shlex.quote("--error=" + output[len("--output=") : -len("0.out")])
+    launch_q = f" {shlex.join(launcher)}" if launcher else ""
     for slot, task in enumerate(tasks):
         marker = f'"$W/{slot}/_vq/exit-code'
-        words = [quoted_head, f"{name_q}{slot} {chdir_q}{slot} {output_q}{slot}{output_tail}"]
-        if launcher:
-            words.append(quoted_launcher)
-        words.append(shlex.join(task.args))
-        lines += [
-            "(",
-            "  " + " ".join(words) + f' <"$W/{slot}/_vq/stdin"',
-            f'  echo $? >{marker}.tmp" && mv -f {marker}.tmp" {marker}"',
-            ") &",
-        ]
+        error = f" {error_q}{slot}.err" if separate_stderr else ""
+        lines.append(
+            f"(\n  {step}{slot} {chdir_q}{slot} {output_q}{slot}.out{error}{launch_q} "
+            f'{_join(task.args)} <"$W/{slot}/_vq/stdin"\n'
+            f'  echo $? >{marker}.tmp" && mv -f {marker}.tmp" {marker}"\n) &'
+        )
     lines += [
         "wait",
         "status=0",

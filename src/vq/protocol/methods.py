@@ -230,11 +230,14 @@ class JobOutcome(View):
 
 
 class SchedulerResolveResult(Result):
-    """``scheduler_resolve``: the decision applied to a lane job."""
+    """``scheduler_resolve``: the decision applied to a lane job (for a packed element,
+    to its whole allocation: ``scheduler_pack_id`` and every element it settled)."""
 
     id: str
     scheduler_job_id: str | None
     lane: str
+    scheduler_pack_id: str | None = None
+    elements: list[str] | None = None
 
 
 class DrainResult(Result):

@@ -19,6 +19,7 @@ from vq.config import Settings
 from vq.errors import ConfigError
 from vq.packing import slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
+from vq.packing.lane_batch import STAGED_SCRIPT
 from vq.packing.script import comment
 from vq.packing.slurm_text import (
     COMMAND_DEADLINE_S,
@@ -44,6 +45,13 @@ _MARKERS = (
     '"$(head -c 16 "$s/_vq/exit-code" | tr -dc 0-9-)"; fi; done'
 )
 _SUBMIT = 'mkdir -p -- "$1" "$2" || exit 96; shift 2; exec "$@"'
+#: A packed array's allocation: the logs' directory, then its slots' workspaces and its
+#: script unpacked from the tar on stdin, then ``sbatch --parsable`` of that script.
+#: Exit 96 (no directory) or 97 (no unpack): sbatch never ran (``STAGE_FAILED``).
+_STAGE_SUBMIT = (
+    'mkdir -p -- "$1" "$2" || exit 96; tar -xf - -C "$2" --no-same-owner || exit 97; '
+    'shift 2; exec "$@"'
+)
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
 
 
@@ -89,10 +97,27 @@ class PackRemote:
         argv = ["sh", "-c", _SUBMIT, "sh", log_root, work_root, "sbatch", "--parsable"]
         return slurm_text.bounded(argv)
 
-    def submit(self, command: list[str], script: bytes) -> RunResult:
-        """Run :meth:`submit_command` with the script on stdin. The caller parses the
-        receipt: its absence is ambiguous."""
-        return self._run(command, script)
+    @staticmethod
+    def stage_submit_command(log_root: str, allocation_work: str) -> list[str]:
+        """One remote command that makes ``log_root``, unpacks the tar on its stdin into
+        ``allocation_work`` (``<work_root>/<alloc>``: each slot's workspace and the script
+        at ``STAGED_SCRIPT``), then runs ``sbatch --parsable`` of that script. Exit 96
+        or 97 (:data:`~vq.packing.lane_batch.STAGE_FAILED`): staging failed, sbatch never
+        ran."""
+        script = f"{allocation_work}/{STAGED_SCRIPT}"
+        argv = ["sh", "-c", _STAGE_SUBMIT, "sh", log_root, allocation_work]
+        return slurm_text.bounded([*argv, "sbatch", "--parsable", script])
+
+    def submit(self, command: list[str], stdin: bytes) -> RunResult:
+        """Run :meth:`submit_command` (the script on stdin) or :meth:`stage_submit_command`
+        (the staging tar on stdin; its deadline grows by 1 s per MiB). The caller parses
+        the receipt: its absence is ambiguous."""
+        return self.runner.run(
+            command,
+            stdin=stdin,
+            deadline_s=COMMAND_DEADLINE_S + len(stdin) / (1 << 20),
+            max_output_bytes=MAX_STREAM_BYTES,
+        )
 
     def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None:
         result = self._run(slurm_text.squeue_argv(job_id))

@@ -38,12 +38,13 @@ def lane_factory(
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
     hold: Callable[[], bool] = lambda: False,
-    packing: Mapping[str, PackingProfile] | None = None,
+    packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
     pack_remote: PackRemoteFor | None = None,
 ) -> Callable[[LaneSettings], SchedulerLane]:
     """A builder of lanes on this daemon's parts, each with its own SSH runner;
-    ``packing`` and ``pack_remote`` let a Slurm lane run packed arrays
-    (``vq submit LANE --array … --pack P``)."""
+    ``packing`` (the packing profiles as configured now: a reload changes them) and
+    ``pack_remote`` let a Slurm lane run packed arrays (``vq submit LANE --array …
+    --pack P``)."""
 
     def make(lane: LaneSettings) -> SchedulerLane:
         runner = SshRunner(

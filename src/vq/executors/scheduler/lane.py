@@ -7,24 +7,15 @@ The lane's own bookkeeping (``_jobs``) belongs to the loop.
 One job's path (§2.2, §4.3):
 
 1. **claim** PENDING → RUNNING under the lock (lifecycle writer); the job holds one of
-   ``max_scheduler_jobs`` from here until the scheduler job is gone;
-2. **intent**: the batch script is rendered (a render error fails the job: FAILED,
-   ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag, script sha256)
-   is written and fsynced and ``scheduler_state = "submitting"`` recorded durably,
-   before anything reaches the cluster;
-3. **stage and submit** in one SSH call: the workspace plus the script unpacked (tar,
-   idempotent), then ``sbatch --parsable`` / ``qsub``; a sentinel line separates the
-   submit command's answer from the staging. The id is persisted with ``queued``;
-4. a staging failure the remote side reports (no sentinel) or a refusal fails the job;
-   an ambiguous answer (transport failure, a timeout) never resubmits blindly: the job is
-   looked up by its tag (:mod:`.recovery`), and one found never submitted is staged and
-   submitted again under the same tag;
-5. **observe**: at most one poll in flight, one status round (plus one accounting query
-   for jobs no longer listed) per ``poll_interval``, within the host's token bucket. A
-   transport failure backs off 600 s and marks the host unreachable; jobs are untouched;
-6. **complete**: once the scheduler shows the job ended (or positively gone), the exit
-   marker is read and the workspace copied back (3 tries; then the marker's outcome is
-   kept with ``artifacts_unavailable``). See :func:`.outcome.ending`.
+   ``max_scheduler_jobs`` from here until the scheduler job is gone (this module);
+2. **intent**, then **stage and submit** in one SSH call (:mod:`.submission`); an
+   ambiguous answer is looked up by the job's tag (:mod:`.recovery`);
+3. **observe** and **complete** (:mod:`.observe`): one status round per
+   ``poll_interval`` within the host's token bucket, then the exit marker and the
+   workspace copied back (:func:`.outcome.ending`).
+
+Packed array elements (``vq submit LANE --array … --pack P``) share allocations instead
+(:mod:`.packed`); this module routes dispatch, kills and operator decisions to them.
 
 Kill writes KILLED first (the kill service), then :meth:`cancel` queues ``scancel`` /
 ``qdel``, retried as ``cancel_pending``; the job keeps its capacity until it is gone.
@@ -32,28 +23,16 @@ Kill writes KILLED first (the kill service), then :meth:`cancel` queues ``scance
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
-import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from vq import _fault_points
-from vq._fs import atomic_write_bytes, read_regular
-from vq.dialects import (
-    ParseFailure,
-    SchedulerPhase,
-    SubmitAccepted,
-    UnsafeSchedulerValue,
-    dialect_for,
-)
+from vq._fs import read_regular
+from vq.dialects import dialect_for
 from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
-from vq.errors import Conflict, InvalidInput, TransportError, VqError
+from vq.errors import Conflict, TransportError, VqError
 from vq.hosts_config import LaneSettings
 from vq.packing.profiles import PackingProfile
 from vq.transport.runner import Runner
@@ -61,30 +40,20 @@ from vq.transport.runner import Runner
 from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
 from ..launch import Launched, LaunchError
 from ..sampling import GroupUsage
-from .forwarded import UnreadableEnvironment, forwarded_variables
-from .jobs import LaneJob, ambiguous, not_started
-from .observe import ObservingLane
-from .outcome import TokenBucket, script_request
+from .jobs import LaneJob
+from .outcome import TokenBucket
 from .packed import PackedLane
 from .ports import LaneContext, LaneLifecycle, PackRemoteFor
-from .remote import LaneRemote, StageFailed, stage_archive
+from .remote import LaneRemote
+from .submission import INTENT_NAME, SubmittingLane
 from .worker import Worker
 
 __all__ = ["INTENT_NAME", "SchedulerLane"]
 
 log = logging.getLogger(__name__)
 
-#: The driver-side intent record, next to the spec's other files in ``_vq/``.
-INTENT_NAME = "scheduler-intent.json"
-_ACTIVE_PHASES = {
-    SchedulerPhase.QUEUED: "queued",
-    SchedulerPhase.HELD: "held",
-    SchedulerPhase.RUNNING: "running",
-    SchedulerPhase.FINISHING: "running",
-}
 
-
-class SchedulerLane(ObservingLane):
+class SchedulerLane(SubmittingLane):
     """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring)."""
 
     def __init__(
@@ -99,7 +68,7 @@ class SchedulerLane(ObservingLane):
         dependency_state: Lookup = lambda job_id: None,
         hold: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
-        packing: Mapping[str, PackingProfile] | None = None,
+        packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
         pack_remote: PackRemoteFor | None = None,
     ) -> None:
         self.name = settings.name
@@ -122,7 +91,7 @@ class SchedulerLane(ObservingLane):
         self._later = []
         #: the packed arrays of this lane (``vq submit LANE --array … --pack P``)
         self.packed = PackedLane(
-            self, packing or {}, pack_remote(runner) if pack_remote is not None else None
+            self, packing or dict, pack_remote(runner) if pack_remote is not None else None
         )
 
     # --- the loop's entry points ---------------------------------------------------------
@@ -245,170 +214,13 @@ class SchedulerLane(ObservingLane):
         elif job.cancel_wanted and job.scheduler_job_id is not None:
             self._send_cancel(job)
 
-    # --- intent, then stage and submit in one call ------------------------------------------
-    def _stage(self, job: LaneJob, spec: JobSpec) -> None:
-        """A fresh attempt: a new nonce, the intent made durable, then stage + submit."""
-        if spec.is_terminal:  # killed before anything was submitted
-            self._drop(job)
-            return
-        job.nonce = secrets.token_hex(8)
-        script = self._render(job, spec)
-        if script is None:
-            return
-        self._write_intent(job, script)
-        _fault_points.crash_point("after_intent")
-        self._send(job, script)
-
-    def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
-        """The batch script for ``job.nonce``; a render error fails the job (None)."""
-        try:
-            forwarded = forwarded_variables(self.ctx.paths, job.job_id)
-        except UnreadableEnvironment as exc:
-            self._fail(job, f"the batch script could not be rendered: {exc}")
-            return None
-        try:
-            return self.remote.dialect.render_script(
-                script_request(spec, self.settings, job.nonce or "", forwarded)
-            )
-        except (UnsafeSchedulerValue, ValueError) as exc:
-            self._fail(job, f"the batch script could not be rendered: {exc}")
-            return None
-
-    def _write_intent(self, job: LaneJob, script: str) -> None:
-        job.submitted_at = self.ctx.now()
-        intent = {
-            "lane": self.name,
-            "nonce": job.nonce,
-            "tag": f"vq-{job.job_id}",
-            "script_sha256": hashlib.sha256(script.encode()).hexdigest(),
-            "written_at": job.submitted_at.isoformat(),
-        }
-        path = self.intent_path(job.job_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, json.dumps(intent).encode(), durable=True)
-        job.phase = "submitting"
-        # The fsynced intent is the durable record recovery reads (either it or this
-        # state sends a job to the lookup by tag), so this write needs no second fsync.
-        self._record(job, {"scheduler_state": "submitting"}, durable=False)
-
     def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
         """An operator's decision for a job whose submission is in doubt (on the loop):
-        ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
-        submitted (it is submitted now, under the same tag)."""
-        job = self._jobs.get(job_id)
+        adopt ``scheduler_job_id``, or (None) it was never submitted. A packed element's
+        decision settles its whole allocation (:meth:`.packed.PackedLane.resolve`)."""
         if self.packed.holds(job_id):
-            raise Conflict(
-                f"job {job_id} is a packed array element; its allocation is settled as a whole",
-                hint="a packed allocation in doubt is not resolved per element yet; "
-                "see docs/packing.md (queue integration)",
-            )
-        if job is None or job.scheduler_job_id is not None or job.busy:
-            raise Conflict(
-                f"job {job_id} is not waiting for a decision on lane {self.name}",
-                hint="only a job in scheduler_state reattach_failed or submitting can be "
-                "resolved; `vq status ID` shows its state",
-            )
-        if scheduler_job_id is not None:
-            if not re.fullmatch(r"[0-9]+(?:_[0-9]+)?(?:\.[A-Za-z0-9.-]+)?", scheduler_job_id):
-                raise InvalidInput(
-                    f"{scheduler_job_id!r} is not a scheduler job id",
-                    hint="give the number sbatch/qsub printed, e.g. --job-id 1234",
-                )
-            self.adopt(job, scheduler_job_id)
-        else:
-            job.phase = "submitting"
-            self._record(job, {"scheduler_state": "submitting"})
-            self._submit(job)
-        return {"id": job_id, "scheduler_job_id": scheduler_job_id, "lane": self.name}
-
-    def _forget_attempt(self, job_id: str) -> None:
-        """Before a retry is claimed: drop the previous attempt's intent and id, so
-        recovery never takes the old scheduler job for the new attempt."""
-        self.intent_path(job_id).unlink(missing_ok=True)
-        fields = {"scheduler_job_id": None, "scheduler_state": None}
-        self.lifecycle.record_scheduler(job_id, fields)
-
-    def intent_path(self, job_id: str) -> Path:
-        return self.ctx.paths.meta_dir(job_id) / INTENT_NAME
-
-    def read_intent(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(read_regular(self.intent_path(job_id), 4096))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
-
-    def _submit(self, job: LaneJob) -> None:
-        """Submit a ``submitting`` job again under its intent's tag and nonce (recovery
-        found it never submitted, or an operator said so): stage + submit anew."""
-        spec = self.ctx.store.read(job.job_id)
-        if spec.is_terminal:
-            self._drop(job)
-            return
-        if job.nonce is None:
-            job.nonce = secrets.token_hex(8)
-        script = self._render(job, spec)
-        if script is not None:
-            self._send(job, script)
-
-    def _send(self, job: LaneJob, script: str) -> None:
-        """One SSH call on the worker: unpack the workspace and script, then ``sbatch
-        --parsable`` / ``qsub`` (:meth:`.remote.LaneRemote.stage_and_submit`)."""
-        job.busy = True
-        workspace = self.ctx.paths.workspace(job.job_id)
-
-        def work() -> SubmitAccepted | ParseFailure:
-            return self.remote.stage_and_submit(job.job_id, stage_archive(workspace, script))
-
-        self._worker.submit(work, lambda result: self._submitted(job, result))
-
-    def _submitted(self, job: LaneJob, result: object) -> None:
-        job.busy = False
-        if isinstance(result, SubmitAccepted):
-            _fault_points.crash_point("after_sbatch")
-            self.adopt(job, result.scheduler_job_id)
-            return
-        if isinstance(result, ParseFailure) and not ambiguous(result.detail):
-            self._fail(job, f"the scheduler refused the job: {result.detail}")
-            return
-        if isinstance(result, StageFailed):  # definite: the submit command never ran
-            self._fail(job, f"staging the workspace on {self.name} failed: {result.detail}")
-            return
-        if isinstance(result, OSError):  # the local workspace could not be archived
-            self._fail(job, f"the workspace could not be read for staging: {result}")
-            return
-        if isinstance(result, TransportError) and not_started(result):
-            self._not_started(job, result)
-            return
-        # Ambiguous: it may have been submitted. Never resubmit blindly: look it up.
-        if isinstance(result, TransportError):
-            self._host_failed(result)
-        log.warning("lane %s: submit of %s is ambiguous (%s)", self.name, job.job_id, result)
-        job.due = self._monotonic() + self.settings.absent_recheck_seconds
-
-    def _not_started(self, job: LaneJob, exc: TransportError) -> None:
-        """The SSH call never reached the login host: nothing was staged or submitted. A
-        transient cause stages again after ``poll_interval`` (``stage_retry``, a fresh
-        intent then); credentials or host keys that must be fixed fail the job."""
-        if not exc.transient:
-            self._fail(job, f"staging the workspace on {self.name} failed: {exc.message}")
-            return
-        self._host_failed(exc)
-        self.intent_path(job.job_id).unlink(missing_ok=True)  # nothing was submitted
-        job.phase, job.due = "stage_retry", self._monotonic() + self.settings.poll_interval
-        self._record(job, {"scheduler_state": "stage_retry"}, durable=False)
-
-    def adopt(self, job: LaneJob, scheduler_job_id: str) -> None:
-        """Persist the scheduler job id (durable): from here the job is observed."""
-        job.scheduler_job_id, job.phase, job.absent_checks = scheduler_job_id, "queued", 0
-        self._record(
-            job,
-            {"scheduler_job_id": scheduler_job_id, "scheduler_state": "queued"},
-            event="dispatched",
-        )
-        if self.ctx.store.read(job.job_id).is_terminal:
-            job.cancel_wanted = True  # killed while it was being submitted
-            self._send_cancel(job)
+            return self.packed.resolve(job_id, scheduler_job_id)
+        return self.resolve_single(job_id, scheduler_job_id)
 
     # --- the executor seam ---------------------------------------------------------------------
     def launch(

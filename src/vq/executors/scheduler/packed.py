@@ -29,35 +29,39 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vq import _fault_points
-from vq._fs import atomic_write_bytes, read_regular
+from vq._fs import atomic_write_bytes
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
-from vq.domain.states import ACTIVE
 from vq.errors import TransportError, VqError
-from vq.packing.lane_batch import Element, element_task, next_batch
-from vq.packing.lane_control import Member, recovery_step
+from vq.packing.lane_batch import (
+    STAGE_FAILED,
+    STAGED_SCRIPT,
+    Element,
+    batch_script,
+    element_task,
+    next_batch,
+)
 from vq.packing.lane_intent import (
-    IntentUnreadable,
-    PackIntent,
     decide,
-    decode_intent,
     encode_intent,
     intent_of,
 )
 from vq.packing.planner import PlanRefused
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import RosterRefused
-from vq.packing.script import render_script, sbatch_args
+from vq.packing.script import sbatch_args
 from vq.packing.slurm_text import ObservationError, parse_parsable
 from vq.transport.runner import RunResult
 
 from .jobs import ambiguous
 from .packed_observe import ObservingPacks, PackedAllocation
 from .ports import PackRemotePort
+from .remote import pack_archive
 
 if TYPE_CHECKING:
     from .lane import SchedulerLane
@@ -66,8 +70,12 @@ __all__ = ["PackedLane"]
 
 log = logging.getLogger(__name__)
 
-#: scheduler_state values of an element whose allocation has nothing more to do with it.
-_SETTLED = frozenset({"ended", "artifacts_unavailable", "not_submitted"})
+
+@dataclass(frozen=True)
+class _Unstaged:
+    """The archive could not be built: nothing reached the cluster (definite)."""
+
+    reason: str
 
 
 class PackedLane(ObservingPacks):
@@ -76,13 +84,19 @@ class PackedLane(ObservingPacks):
     def __init__(
         self,
         lane: SchedulerLane,
-        profiles: Mapping[str, PackingProfile],
+        profiles: Callable[[], Mapping[str, PackingProfile]],
         remote: PackRemotePort | None,
     ) -> None:
         self.lane = lane
-        self.profiles = profiles
+        self._profiles = profiles
         self.remote = remote
         self.allocations: dict[str, PackedAllocation] = {}
+
+    @property
+    def profiles(self) -> Mapping[str, PackingProfile]:
+        """The packing profiles as configured now (``vq daemon reload`` changes them): a
+        new allocation is built on them; one already built keeps its own profile."""
+        return self._profiles()
 
     # --- capacity and the loop's entry points ----------------------------------------------
     @property
@@ -224,17 +238,31 @@ class PackedLane(ObservingPacks):
 
     # --- submit and look up -------------------------------------------------------------------
     def _submit(self, alloc: PackedAllocation) -> None:
+        """Stage every slot's workspace and the script, then ``sbatch``, in one call."""
         remote, script = self.remote, alloc.script
         assert remote is not None and script is not None
-        target = alloc.known[0].target
-        command = remote.submit_command(target.log_root, target.work_root)
+        command = remote.stage_submit_command(alloc.known[0].target.log_root, alloc.work)
+        workspaces = [self.lane.ctx.paths.workspace(job) for job in alloc.keys]
         alloc.busy, alloc.phase = True, "submitting"
-        self.lane.run_on_worker(
-            lambda: remote.submit(command, script), lambda r: self._submitted(alloc, r)
-        )
+
+        def work() -> RunResult | _Unstaged:
+            try:
+                archive = pack_archive(workspaces, script, STAGED_SCRIPT)
+            except OSError as exc:
+                return _Unstaged(f"the workspaces could not be read for staging: {exc}")
+            return remote.submit(command, archive)
+
+        self.lane.run_on_worker(work, lambda r: self._submitted(alloc, r))
 
     def _submitted(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
+        if isinstance(result, _Unstaged):  # nothing was sent
+            self._fail_all(alloc, result.reason)
+            return
+        if isinstance(result, RunResult) and result.rc in STAGE_FAILED:
+            detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
+            self._fail_all(alloc, f"staging the workspaces on {self.lane.name} failed: {detail}")
+            return
         if isinstance(result, RunResult) and result.rc == 0:
             try:
                 receipt = parse_parsable(result.stdout.decode("utf-8", "replace"))
@@ -242,7 +270,7 @@ class PackedLane(ObservingPacks):
                 result = exc  # an unreadable receipt: ambiguous
             else:
                 _fault_points.crash_point("packed_after_sbatch")
-                self._adopt(alloc, receipt.job_id)
+                self.adopt(alloc, receipt.job_id)
                 return
         if isinstance(result, RunResult) and result.rc not in (0, 255):
             detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
@@ -286,13 +314,13 @@ class PackedLane(ObservingPacks):
         )
         alloc.absent_looks = decision.absent_looks
         if decision.action == "adopt" and decision.job_id is not None:
-            self._adopt(alloc, decision.job_id)
+            self.adopt(alloc, decision.job_id)
         elif decision.action == "look_again":
             alloc.due = retry
         elif decision.action == "not_submitted":
             self._resubmit(alloc)
         else:
-            self._reattach_failed(alloc, decision.reason)
+            self.mark_reattach_failed(alloc, decision.reason)
 
     def _resubmit(self, alloc: PackedAllocation) -> None:
         """Submit again under the same identity: the script is rebuilt from the intent's
@@ -303,12 +331,12 @@ class PackedLane(ObservingPacks):
                 specs = [self.lane.ctx.store.read(job) for job in alloc.keys]
                 tasks = [element_task(Element.of(spec)) for spec in specs]
                 directives = sbatch_args(alloc.allocation_id, len(tasks), profile)
-                script = render_script(alloc.allocation_id, tasks, profile, directives)
+                script = batch_script(alloc.allocation_id, tasks, profile, directives)
             except (VqError, RosterRefused, ValueError) as exc:
-                self._reattach_failed(alloc, f"its script cannot be rebuilt: {exc}")
+                self.mark_reattach_failed(alloc, f"its script cannot be rebuilt: {exc}")
                 return
             if hashlib.sha256(script).hexdigest() != intent.script_sha256:
-                self._reattach_failed(alloc, "its rebuilt script differs from the intent's")
+                self.mark_reattach_failed(alloc, "its rebuilt script differs from the intent's")
                 return
             alloc.script = script
         log.info(
@@ -318,7 +346,7 @@ class PackedLane(ObservingPacks):
         )
         self._submit(alloc)
 
-    def _adopt(self, alloc: PackedAllocation, job_id: str) -> None:
+    def adopt(self, alloc: PackedAllocation, job_id: str) -> None:
         alloc.job_id, alloc.phase, alloc.absent_looks = job_id, "queued", 0
         for element in alloc.members:
             self._record(
@@ -328,7 +356,7 @@ class PackedLane(ObservingPacks):
             )
         alloc.due = self.lane.monotonic()
 
-    def _reattach_failed(self, alloc: PackedAllocation, why: str) -> None:
+    def mark_reattach_failed(self, alloc: PackedAllocation, why: str) -> None:
         alloc.phase = "reattach_failed"
         for element in alloc.members:
             self._record(element, {"scheduler_state": "reattach_failed"})
@@ -347,62 +375,10 @@ class PackedLane(ObservingPacks):
             self.lane.lifecycle.fail_dispatch(element, reason)
         self._forget(alloc)
 
-    # --- restart ----------------------------------------------------------------------------------
-    def recover(self, specs: list[JobSpec]) -> None:
-        """Rebuild the allocations of this lane's packed elements (on the loop, once)."""
-        groups: dict[str, list[JobSpec]] = {}
-        for spec in specs:
-            if spec.state in ACTIVE and spec.scheduler_pack_id is None:
-                self.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
-            elif spec.scheduler_pack_id is not None and (
-                spec.state in ACTIVE
-                or (spec.scheduler_job_id and spec.scheduler_state not in _SETTLED)
-            ):
-                groups.setdefault(spec.scheduler_pack_id, []).append(spec)
-        for alloc_id, members in sorted(groups.items()):
-            self._recover_one(alloc_id, members)
+    # --- an operator's decision -------------------------------------------------------------
+    def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+        """Settle the allocation in doubt of the element ``job_id`` (on the loop; see
+        :func:`.packed_recovery.resolve_packed`)."""
+        from .packed_recovery import resolve_packed
 
-    def _recover_one(self, alloc_id: str, specs: list[JobSpec]) -> None:
-        path = self.intent_path(alloc_id)
-        intent: PackIntent | None = None
-        try:
-            intent = decode_intent(read_regular(path, 1 << 20))
-        except (OSError, IntentUnreadable):
-            intent = None
-        step = recovery_step(
-            alloc_id,
-            [
-                Member(
-                    s.id,
-                    s.retry_count,
-                    s.scheduler_pack_slot,
-                    s.scheduler_state,
-                    s.scheduler_job_id,
-                )
-                for s in specs
-            ],
-            intent,
-            intent_exists=path.exists(),
-        )
-        if step.action == "redispatch":
-            for spec in specs:
-                if spec.state in ACTIVE:
-                    self.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
-            return
-        profile = self.profiles.get(specs[0].scheduler_pack or "")
-        members = {s.id: s.scheduler_pack_slot or 0 for s in specs}
-        if intent is None or profile is None or self.remote is None:
-            alloc = PackedAllocation(alloc_id, profile, intent, None, members)
-            self.allocations[alloc_id] = alloc
-            self._reattach_failed(alloc, step.reason or "its packing profile is gone")
-            return
-        alloc = PackedAllocation(alloc_id, profile, intent, None, members)
-        alloc.kills = {s.id for s in specs if s.state not in ACTIVE}
-        self.allocations[alloc_id] = alloc
-        if step.action == "observe" and step.job_id is not None:
-            alloc.job_id, alloc.phase = step.job_id, "queued"
-        elif step.action == "look_up":
-            alloc.phase = "looking_up"
-        else:
-            self._reattach_failed(alloc, step.reason)
-        log.info("lane %s: allocation %s adopted (%s)", self.lane.name, alloc_id, alloc.phase)
+        return resolve_packed(self, job_id, scheduler_job_id)

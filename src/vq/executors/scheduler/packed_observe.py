@@ -8,10 +8,10 @@ the lane's worker).
   not shown the allocation yet) changes nothing; an untrustworthy answer neither.
 * Each element ends as soon as its own slot has
   (:func:`~vq.packing.lane_batch.element_ending`); in an ended allocation a slot without
-  evidence is ``ABORTED_BY_QUEUE``. Its slot's log is copied back first (the last
-  :data:`MAX_SLOT_LOG_BYTES`, retried after each of ``copy_back_delays``, then
-  ``artifacts_unavailable``), then ``scheduler_state`` is settled, then the outcome is
-  written.
+  evidence is ``ABORTED_BY_QUEUE``. Its slot's logs (``.out`` and ``.err``) are copied
+  back first as its ``stdout.log`` and ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES`
+  of each, retried after each of ``copy_back_delays``, then ``artifacts_unavailable``),
+  then ``scheduler_state`` is settled, then the outcome is written.
 * A kill (:func:`~vq.packing.lane_control.kill_action`) is re-evaluated every round until
   the element's slot has ended.
 """
@@ -80,9 +80,10 @@ class PackedAllocation:
     def work(self) -> str:
         return f"{self.known[0].target.work_root}/{self.allocation_id}"
 
-    def slot_log(self, slot: int) -> str:
+    def slot_log(self, slot: int, suffix: str = "out") -> str:
+        """A slot's log: ``out`` (its stdout) or ``err`` (its stderr)."""
         log_root = self.known[0].target.log_root
-        return f"{log_root}/{self.allocation_id}-{self.job_id}-{slot}.out"
+        return f"{log_root}/{self.allocation_id}-{self.job_id}-{slot}.{suffix}"
 
 
 class ObservingPacks:
@@ -166,11 +167,14 @@ class ObservingPacks:
         alloc.busy = True
         slots = {element: alloc.members[element] for element in endings}
 
-        def work() -> dict[str, bytes | BaseException | None]:
-            copied: dict[str, bytes | BaseException | None] = {}
+        def work() -> dict[str, tuple[bytes | None, bytes | None] | BaseException]:
+            copied: dict[str, tuple[bytes | None, bytes | None] | BaseException] = {}
             for element, slot in slots.items():
                 try:
-                    copied[element] = remote.tail(alloc.slot_log(slot), MAX_SLOT_LOG_BYTES)
+                    copied[element] = (
+                        remote.tail(alloc.slot_log(slot, "out"), MAX_SLOT_LOG_BYTES),
+                        remote.tail(alloc.slot_log(slot, "err"), MAX_SLOT_LOG_BYTES),
+                    )
                 except (VqError, OSError, ObservationError) as exc:
                     copied[element] = exc
             return copied
@@ -193,18 +197,23 @@ class ObservingPacks:
                     continue  # observed again, and copied again, after the delay
                 self._finish(alloc, element, ending, artifacts=False)
                 continue
-            if isinstance(data, bytes):
-                self._write_log(element, data)
+            if isinstance(data, tuple):
+                self._write_logs(element, *data)
             self._finish(alloc, element, ending, artifacts=True)
 
-    def _write_log(self, element: str, data: bytes) -> None:
+    def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:
+        """The element's ``stdout.log`` and ``stderr.log`` (a missing slot log: none)."""
         try:
             spec = self.lane.ctx.store.read(element)
-            path = self.lane.ctx.paths.workspace(element) / spec.stdout_path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, data, mode=0o600, durable=False)
+            workspace = self.lane.ctx.paths.workspace(element)
+            for name, data in ((spec.stdout_path, stdout), (spec.stderr_path, stderr)):
+                if data is None:
+                    continue
+                path = workspace / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(path, data, mode=0o600, durable=False)
         except (VqError, OSError) as exc:
-            log.warning("lane %s: log of %s not written: %s", self.lane.name, element, exc)
+            log.warning("lane %s: logs of %s not written: %s", self.lane.name, element, exc)
 
     def _finish(
         self, alloc: PackedAllocation, element: str, ending: ElementEnding, *, artifacts: bool

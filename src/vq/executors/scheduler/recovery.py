@@ -25,6 +25,8 @@ from vq.dialects import TagMatch
 from vq.domain.states import ACTIVE
 from vq.errors import TransportError, VqError
 
+from .packed_recovery import recover_packed
+
 if TYPE_CHECKING:
     from .jobs import LaneJob
     from .lane import SchedulerLane
@@ -71,7 +73,7 @@ def adopt_all(lane: SchedulerLane) -> None:
         else:
             lane.track(LaneJob(job_id, "staging"))
         log.info("lane %s: job %s adopted (%s)", lane.name, job_id, spec.scheduler_state)
-    lane.packed.recover(packed)
+    recover_packed(lane.packed, packed)
 
 
 def _written_at(intent: dict[str, Any] | None) -> datetime | None:

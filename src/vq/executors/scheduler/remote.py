@@ -101,6 +101,34 @@ def stage_archive(workspace: Path, script: str) -> bytes:
     return buffer.getvalue()
 
 
+def pack_archive(workspaces: Sequence[Path], script: bytes, script_name: str) -> bytes:
+    """An uncompressed tar of a packed allocation: slot ``n``'s directory ``n/`` holds
+    ``workspaces[n]`` without its ``_vq/`` records (the slot's own ``_vq/`` is the batch
+    script's), and ``script_name`` holds the batch script (0700), in memory. Raises
+    :class:`OSError` when a workspace cannot be read or the whole exceeds
+    :data:`MAX_TRANSFER_BYTES`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for slot, workspace in enumerate(workspaces):
+            for root, dirs, files in os.walk(workspace):
+                if Path(root) == workspace:
+                    dirs[:] = [d for d in dirs if d != "_vq"]
+                dirs.sort()
+                for name in sorted(dirs + files):
+                    path = Path(root) / name
+                    arcname = f"{slot}/{path.relative_to(workspace).as_posix()}"
+                    tar.add(path, arcname=arcname, recursive=False)
+            if buffer.tell() > MAX_TRANSFER_BYTES:
+                raise OSError(f"the workspaces exceed {MAX_TRANSFER_BYTES >> 20} MiB")
+        folder = tarfile.TarInfo(str(Path(script_name).parent))
+        folder.type, folder.mode = tarfile.DIRTYPE, 0o700
+        tar.addfile(folder)
+        info = tarfile.TarInfo(script_name)
+        info.size, info.mode = len(script), 0o700
+        tar.addfile(info, io.BytesIO(script))
+    return buffer.getvalue()
+
+
 class LaneRemote:
     """One lane's login host: its runner, dialect and scratch layout."""
 

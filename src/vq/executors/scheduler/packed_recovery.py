@@ -1,0 +1,160 @@
+"""Packed allocations in doubt: their restart and an operator's decision (on the loop).
+
+**Restart** (once per lane): each allocation is rebuilt from its elements' specs and its intent
+(:func:`~vq.packing.lane_control.recovery_step`): observed when every element holds its
+receipt, looked up by its identity when the intent names exactly these elements and
+attempts, requeued when claimed without an intent (nothing was sent), else
+``reattach_failed`` for an operator.
+
+**Decision** (``vq scheduler resolve ELEMENT``, :func:`resolve_packed`): settles the whole
+allocation of the element: ``--job-id N`` adopts Slurm job N as its receipt (it needs the
+intent and the profile, to observe it); ``--not-submitted`` returns its unfinished
+elements to PENDING, to be packed again (a killed one is settled), and removes the intent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from vq._fs import read_regular
+from vq.domain.spec import JobSpec
+from vq.domain.states import ACTIVE
+from vq.errors import Conflict, InvalidInput
+from vq.packing.lane_control import Member, recovery_step
+from vq.packing.lane_intent import IntentUnreadable, PackIntent, decode_intent
+
+from .packed_observe import PackedAllocation
+
+if TYPE_CHECKING:
+    from .packed import PackedLane
+
+__all__ = ["recover_packed", "resolve_packed"]
+
+log = logging.getLogger(__name__)
+
+#: scheduler_state values of an element whose allocation has nothing more to do with it.
+SETTLED = frozenset({"ended", "artifacts_unavailable", "not_submitted"})
+
+
+def recover_packed(packed: PackedLane, specs: list[JobSpec]) -> None:
+    """Rebuild the allocations of this lane's packed elements (on the loop, once)."""
+    groups: dict[str, list[JobSpec]] = {}
+    for spec in specs:
+        if spec.state in ACTIVE and spec.scheduler_pack_id is None:
+            packed.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
+        elif spec.scheduler_pack_id is not None and (
+            spec.state in ACTIVE or (spec.scheduler_job_id and spec.scheduler_state not in SETTLED)
+        ):
+            groups.setdefault(spec.scheduler_pack_id, []).append(spec)
+    for alloc_id, members in sorted(groups.items()):
+        _recover_one(packed, alloc_id, members)
+
+
+def _recover_one(packed: PackedLane, alloc_id: str, specs: list[JobSpec]) -> None:
+    path = packed.intent_path(alloc_id)
+    intent: PackIntent | None = None
+    try:
+        intent = decode_intent(read_regular(path, 1 << 20))
+    except (OSError, IntentUnreadable):
+        intent = None
+    step = recovery_step(
+        alloc_id,
+        [
+            Member(
+                s.id,
+                s.retry_count,
+                s.scheduler_pack_slot,
+                s.scheduler_state,
+                s.scheduler_job_id,
+            )
+            for s in specs
+        ],
+        intent,
+        intent_exists=path.exists(),
+    )
+    if step.action == "redispatch":
+        for spec in specs:
+            if spec.state in ACTIVE:
+                packed.lane.lifecycle.requeue_unlaunched(spec.id, "claimed, never submitted")
+        return
+    profile = packed.profiles.get(specs[0].scheduler_pack or "")
+    members = {s.id: s.scheduler_pack_slot or 0 for s in specs}
+    if intent is None or profile is None or packed.remote is None:
+        alloc = PackedAllocation(alloc_id, profile, intent, None, members)
+        packed.allocations[alloc_id] = alloc
+        packed.mark_reattach_failed(alloc, step.reason or "its packing profile is gone")
+        return
+    alloc = PackedAllocation(alloc_id, profile, intent, None, members)
+    alloc.kills = {s.id for s in specs if s.state not in ACTIVE}
+    packed.allocations[alloc_id] = alloc
+    if step.action == "observe" and step.job_id is not None:
+        alloc.job_id, alloc.phase = step.job_id, "queued"
+    elif step.action == "look_up":
+        alloc.phase = "looking_up"
+    else:
+        packed.mark_reattach_failed(alloc, step.reason)
+    log.info("lane %s: allocation %s adopted (%s)", packed.lane.name, alloc_id, alloc.phase)
+
+
+def resolve_packed(packed: PackedLane, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+    """Settle the allocation of the packed element ``job_id`` whose submission is in
+    doubt (on the loop), for all its elements at once: ``scheduler_job_id`` is the
+    allocation's Slurm job (adopted and observed); None means it never reached Slurm
+    (its unfinished elements return to PENDING and are packed again)."""
+    alloc = next(a for a in packed.allocations.values() if job_id in a.members)
+    if alloc.busy or alloc.phase not in ("reattach_failed", "looking_up"):
+        raise Conflict(
+            f"job {job_id}'s allocation {alloc.allocation_id} is not waiting for a "
+            f"decision ({alloc.phase})",
+            hint="only an element in scheduler_state reattach_failed (or one whose "
+            "allocation is being looked up) can be resolved; `vq status ID` shows it",
+        )
+    answer: dict[str, Any] = {
+        "id": job_id,
+        "scheduler_job_id": scheduler_job_id,
+        "lane": packed.lane.name,
+        "scheduler_pack_id": alloc.allocation_id,
+        "elements": sorted(alloc.members),
+    }
+    if scheduler_job_id is None:
+        _not_submitted(packed, alloc)
+        return answer
+    if not re.fullmatch(r"[0-9]+", scheduler_job_id):
+        raise InvalidInput(
+            f"{scheduler_job_id!r} is not a Slurm job id",
+            hint=f"give the number of job vqp-{alloc.allocation_id}, e.g. --job-id 1234",
+        )
+    if alloc.profile is None or alloc.intent is None or packed.remote is None:
+        raise Conflict(
+            f"allocation {alloc.allocation_id} cannot be observed: its packing profile "
+            "or its intent is gone",
+            hint="restore the profile in the configuration and restart the daemon; or "
+            f"`scancel {scheduler_job_id}` on the cluster and resolve with --not-submitted",
+        )
+    log.info(
+        "lane %s: allocation %s resolved by an operator as job %s",
+        packed.lane.name,
+        alloc.allocation_id,
+        scheduler_job_id,
+    )
+    packed.adopt(alloc, scheduler_job_id)
+    return answer
+
+
+def _not_submitted(packed: PackedLane, alloc: PackedAllocation) -> None:
+    """The allocation never reached Slurm: its elements leave it (PENDING again, or
+    settled when already killed) and its intent is removed."""
+    log.info(
+        "lane %s: allocation %s resolved by an operator as never submitted",
+        packed.lane.name,
+        alloc.allocation_id,
+    )
+    for element in list(alloc.members):
+        # settled first: a restart before the requeue never rebuilds this allocation
+        packed._record(element, {"scheduler_state": "not_submitted", "scheduler_job_id": None})
+        packed.lane.lifecycle.requeue_unlaunched(element, "its allocation was never submitted")
+        packed.lane.lifecycle.ended(element)  # a killed element: its bookkeeping ends here
+        alloc.members.pop(element)
+    packed._forget(alloc)
