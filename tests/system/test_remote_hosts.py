@@ -183,7 +183,6 @@ def test_keyed_submit_cut_during_upload_is_outcome_unknown_then_exactly_one_job(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
     import os
-    import shutil
 
     payload = tmp_path / "big.bin"
     payload.write_bytes(os.urandom(8 << 20))
@@ -199,13 +198,22 @@ def test_keyed_submit_cut_during_upload_is_outcome_unknown_then_exactly_one_job(
     assert b"same --idempotency-key" in err
     kept = list((fleet.local / "outbox").iterdir())
     assert len(kept) == 1 and (kept[0] / "source.tar").stat().st_size > 8 << 20
-    again = fleet.vq(*args, "--", "true", timeout=120)
+    # the unknown outcome is recorded against the host, never against a job
+    assert fleet.health("h1")["status"] == "unreachable"
+    hosts = json.loads(fleet.vq("hosts", "--json").stdout)["hosts"]
+    assert {row["name"]: row["unresolved_submits"] for row in hosts}["h1"] == 1
+    again = fleet.vq(*args, "--json", "--", "true", timeout=120)
     assert again.returncode == 0, again.stderr
+    answer = json.loads(again.stdout)
     listed = fleet.vq("queue", "h1", "--name", "cut-1", "--json")
-    assert [row["id"] for row in json.loads(listed.stdout)["jobs"]] == [again.stdout.strip()]
+    assert [row["id"] for row in json.loads(listed.stdout)["jobs"]] == [answer["id"]]
     assert fleet.health("h1")["status"] == "ok"
-    for entry in kept:  # reconciled by hand, as the hint says
-        shutil.rmtree(entry)
+    # the keyed rerun's answer settles the kept attempt: reconciled, not replayed
+    assert answer["reconciled_outbox"] == [str(kept[0])]
+    assert f"is job {answer['id']}" in again.stderr
+    assert not any((fleet.local / "outbox").iterdir())
+    hosts = json.loads(fleet.vq("hosts", "--json").stdout)["hosts"]
+    assert {row["name"]: row["unresolved_submits"] for row in hosts}["h1"] == 0
 
 
 def test_fetch_is_byte_identical_with_an_ssh_manifest_and_acknowledged(

@@ -132,3 +132,43 @@ def test_every_http_submit_field_can_be_delegated_to_a_remote_host() -> None:
             continue  # forwarded once, on its own (delegate_submit's idempotency_key)
         value = samples.get(spec.kind, datetime(2030, 1, 1, tzinfo=UTC))
         assert options_from_fields({spec.name: value}), spec.name  # never "cannot delegate"
+
+
+def test_a_keyed_answer_settles_only_the_same_host_and_key(tmp_path: Path) -> None:
+    from vq.remote.outbox import resolve, stage, unresolved
+
+    def request(host: str, key: str | None) -> dict[str, object]:
+        return {"host": host, "argv": ["submit"], "idempotency_key": key}
+
+    earlier = stage(tmp_path, "h1", request("h1", "k"), b"tar")
+    other_host = stage(tmp_path, "h2", request("h2", "k"), None)
+    unkeyed = stage(tmp_path, "h1", request("h1", None), None)
+    other_key = stage(tmp_path, "h1", request("h1", "k2"), None)
+    answered = stage(tmp_path, "h1", request("h1", "k"), None)
+    assert {h: len(e) for h, e in unresolved(tmp_path).items()} == {"h1": 4, "h2": 1}
+    settled = resolve(tmp_path, "h1", "k", keep=answered)
+    assert [entry.path for entry in settled] == [earlier]
+    assert not earlier.exists()
+    assert all(p.exists() for p in (other_host, unkeyed, other_key, answered))
+    assert resolve(tmp_path, "h1", "k", keep=answered) == []
+
+
+def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: Path) -> None:
+    from vq.errors import RemoteProtocolError
+    from vq.hosts_config import HostSettings
+    from vq.remote.host import RemoteHost
+    from vq.transport.local import LocalRunner
+
+    def host_running(vq_command: list[str]) -> RemoteHost:
+        host = RemoteHost("h1", HostSettings(ssh="h1", vq_command=vq_command), tmp_path)
+        host._runner = LocalRunner()  # type: ignore[assignment]  # the host, run here
+        return host
+
+    with pytest.raises(RemoteProtocolError, match="was not found") as missing:
+        # what a remote login shell does when vq_command names no program: status 127
+        host_running(["sh", "-c", '/nonexistent/vq "$@"', "sh"]).run(["--version"])
+    assert not missing.value.transient
+    assert read_health(tmp_path, "h1").status == "invalid"
+    with pytest.raises(RemoteProtocolError, match="did not print JSON"):
+        host_running(["echo", "not json"]).run_json(["list", "--json"])
+    assert read_health(tmp_path, "h1").status == "invalid"

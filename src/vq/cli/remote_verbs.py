@@ -137,6 +137,11 @@ def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
         host, options, command, source, idempotency_key=ctx.params.get("idempotency_key")
     )
     emit(payload, as_json)
+    for entry in payload.get("reconciled_outbox", []):
+        sys.stderr.write(
+            f"vq: the earlier submit kept in {entry} (outcome unknown) is job "
+            f"{payload.get('id')}: its outbox entry was removed\n"
+        )
     return 0
 
 

@@ -9,10 +9,13 @@ Contract of :class:`RemoteHost`:
   the host's configured name in its message; an answered call records ``ok`` and its
   round-trip time. Job state is never touched here.
 - A host marked ``down = true`` is never contacted (:class:`~vq.errors.HostDown`).
-- Status 127 (the remote shell found no ``vq``) marks the host ``invalid``.
+- Status 127 (the remote shell found no ``vq``) is a
+  :class:`~vq.errors.RemoteProtocolError` (not transient) and marks the host ``invalid``.
 - :meth:`run_json` turns a remote vq error (``vq: error:`` / ``hint:`` on stderr, its exit
-  code) back into the same typed error, and refuses a payload carrying a
-  ``spec_version`` newer than this build reads.
+  code) back into the same typed error (:class:`~vq.errors.RemoteCommandFailed` when it
+  carries none), treats output that is not JSON as a
+  :class:`~vq.errors.RemoteProtocolError` (host ``invalid``), and refuses a payload
+  carrying a ``spec_version`` newer than this build reads.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from vq.domain.spec import SPEC_VERSION
 from vq.errors import (
     HostDown,
     RemoteCommandFailed,
+    RemoteProtocolError,
     TransportError,
     UnsupportedSpecVersion,
     VqError,
@@ -150,9 +154,10 @@ class RemoteHost:
         except TransportError as exc:
             raise self.failed(exc) from exc
         if result.rc == 127:
-            error = RemoteCommandFailed(
+            error = RemoteProtocolError(
                 f"host {self.name}: {' '.join(self.settings.vq_command)!r} was not found",
                 hint=f"install vq there, or set vq_command in [hosts.{self.name}]",
+                transient=False,
             )
             record_failure(self.state_root, self.name, error, invalid=True)
             raise error
@@ -169,9 +174,10 @@ class RemoteHost:
         try:
             payload = json.loads(result.stdout)
         except ValueError as exc:
-            error = RemoteCommandFailed(
+            error = RemoteProtocolError(
                 f"host {self.name}: `vq {' '.join(words[:1])}` did not print JSON",
                 hint="check that the remote vq is a compatible version (vq hosts --probe)",
+                transient=False,
             )
             record_failure(self.state_root, self.name, error, invalid=True)
             raise error from exc
