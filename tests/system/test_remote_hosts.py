@@ -76,6 +76,40 @@ def test_submit_status_wait_logs_on_each_host(
     assert fleet.health(host)["status"] == "ok"
 
 
+@pytest.mark.parametrize("host", HOSTS)
+def test_follow_pause_resume_kill_and_fetch_on_each_host(
+    fleet: RemoteFleet, host: str, tmp_path: Path
+) -> None:
+    script = "i=0; while [ $i -lt 20 ]; do echo row-$i; i=$((i+1)); sleep 0.1; done; echo x > out"
+    follow_id = fleet.submit(host, "--", "sh", "-c", script)
+    follower = fleet.popen("logs", host, follow_id, "-f")
+    sleeper = fleet.submit(host, "--", "sleep", "120")
+    out, err = follower.communicate(timeout=90)
+    assert follower.returncode == 0, err
+    assert (
+        out
+        == fleet.remote_log(host, follow_id)
+        == b"".join(f"row-{i}\n".encode() for i in range(20))
+    )
+    wait_until(lambda: _state(fleet, host, sleeper) == "RUNNING", 30)
+    assert fleet.vq("pause", host, sleeper).returncode == 0
+    assert _state(fleet, host, sleeper) == "SUSPENDED"
+    assert fleet.vq("resume", host, sleeper).returncode == 0
+    assert _state(fleet, host, sleeper) == "RUNNING"
+    assert fleet.vq("kill", host, sleeper).returncode == 0
+    wait_until(lambda: _state(fleet, host, sleeper) == "KILLED", 30)
+    wait_until(lambda: _state(fleet, host, follow_id) == "COMPLETED", 30)
+    dest = tmp_path / "fetched"
+    done = fleet.vq("fetch", host, follow_id, str(dest))
+    assert done.returncode == 0, done.stderr
+    workspace = fleet.remote_state(host) / "jobs" / follow_id
+    files = {p.relative_to(workspace) for p in workspace.rglob("*") if p.is_file()}
+    assert Path("out") in files and Path("stdout.log") in files
+    for relative in files - {Path("_vq/fetch-manifest.json")}:
+        assert (dest / relative).read_bytes() == (workspace / relative).read_bytes(), relative
+    assert fleet.health(host)["status"] == "ok"
+
+
 def test_unknown_id_on_a_host_is_the_remote_not_found(fleet: RemoteFleet) -> None:
     done = fleet.vq("status", "h1", "0123456789ab")
     assert done.returncode == 3
@@ -289,6 +323,13 @@ def test_hostless_status_finds_the_job_on_its_host(fleet: RemoteFleet) -> None:
     done = fleet.vq("status", job_id, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["id"] == job_id
+    # a short id is resolved fleet-wide, then asked with the full id
+    short = fleet.vq("status", job_id[:8], "--json")
+    assert short.returncode == 0, short.stderr
+    assert json.loads(short.stdout)["id"] == job_id
+    local = fleet.vq("submit", "--", "true").stdout.strip()
+    here = fleet.vq("status", local[:8], "--json")
+    assert here.returncode == 0 and json.loads(here.stdout)["id"] == local
 
 
 def test_one_id_on_two_hosts_fails_closed_naming_them(fleet: RemoteFleet) -> None:
@@ -352,6 +393,14 @@ def test_queue_all_lists_every_host_and_one_row_for_an_unreachable_one(
     with fleet.partition("h2"):
         done = fleet.vq("queue", "--all", "--json")
         human = fleet.vq("list", "--all")
+        top = fleet.vq("top", "h2", "--json")
+        overview = fleet.vq("overview", "h2")
+    # a one-host view of an unreachable host is its one row, exit 11, no traceback
+    assert top.returncode == 11, top.stderr
+    assert json.loads(top.stdout)["hosts"][0]["status"] == "unreachable"
+    assert json.loads(top.stdout)["hosts"][0]["last_ok_at"]
+    assert overview.returncode == 11 and "Traceback" not in overview.stderr
+    assert overview.stdout.startswith("h2") and "UNREACHABLE" in overview.stdout
     assert done.returncode == 11
     payload = json.loads(done.stdout)
     status = {h["name"]: h["status"] for h in payload["hosts"]}
@@ -382,6 +431,8 @@ def test_overview_all_usage_by_host_and_hosts_probe(fleet: RemoteFleet) -> None:
     assert set(groups) == {"localhost", *HOSTS} and groups["h1"]["jobs"] >= 1
     top = fleet.vq("top", "h2", "--json")
     assert top.returncode == 0 and json.loads(top.stdout)["daemon"]["running"] is True
+    assert json.loads(top.stdout)["host"] == "h2"
+    assert json.loads(top.stdout)["hosts"][0]["status"] == "ok"
     fleet.write_config("", h3={"down": True})
     probe = fleet.vq("hosts", "--probe", "--force", "--json")
     assert probe.returncode == 0, probe.stderr

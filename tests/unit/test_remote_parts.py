@@ -90,15 +90,16 @@ def test_first_positional_skips_option_values(
 
 
 def test_discovery_outcomes() -> None:
-    assert Discovery("a", owners=["h2"]).owner() == "h2"
+    job = "abcdef012345"
+    assert Discovery(job, owners=["h2"]).owner() == "h2"
     with pytest.raises(Conflict, match="h1, h2"):
-        Discovery("a", owners=["h1", "h2"]).owner()
-    with pytest.raises(HostUnavailable, match="job a not found; h3 unavailable"):
-        Discovery("a", unavailable={"h3": "down"}).owner()
+        Discovery(job, owners=["h1", "h2"]).owner()
+    with pytest.raises(HostUnavailable, match=f"job {job} not found; h3 unavailable"):
+        Discovery(job, unavailable={"h3": "down"}).owner()
     with pytest.raises(NotFound):
-        Discovery("a").owner()
-    # a match elsewhere is enough even while another host is unavailable
-    assert Discovery("a", owners=["h1"], unavailable={"h3": "x"}).owner() == "h1"
+        Discovery(job).owner()
+    # a match of a full id elsewhere is enough even while another host is unavailable
+    assert Discovery(job, owners=["h1"], unavailable={"h3": "x"}).owner() == "h1"
 
 
 def test_a_newer_remote_spec_version_is_refused() -> None:
@@ -172,3 +173,28 @@ def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: 
     with pytest.raises(RemoteProtocolError, match="did not print JSON"):
         host_running(["echo", "not json"]).run_json(["list", "--json"])
     assert read_health(tmp_path, "h1").status == "invalid"
+
+
+def test_a_short_id_names_one_job_fleet_wide_or_fails_closed() -> None:
+    from vq.errors import AmbiguousId
+
+    one = Discovery("abcd", owners=["h2"], matched={"h2": ["abcd12345678"]})
+    assert one.owner() == "h2" and one.full_id("h2") == "abcd12345678"
+    two_hosts = Discovery(
+        "abcd", owners=["h1", "h2"], matched={"h1": ["abcd00000000"], "h2": ["abcd11111111"]}
+    )
+    with pytest.raises(AmbiguousId, match="abcd00000000 on h1, abcd11111111 on h2"):
+        two_hosts.owner()
+    one_host = Discovery("abcd", owners=["h1"], matched={"h1": ["abcd00000000", "abcd1"]})
+    with pytest.raises(AmbiguousId):
+        one_host.owner()
+    # an unread listing could hold another match: a prefix is not guessed
+    partial = Discovery(
+        "abcd", owners=["h1"], matched={"h1": ["abcd00000000"]}, unavailable={"h3": "x"}
+    )
+    with pytest.raises(HostUnavailable, match="h3 could not be read"):
+        partial.owner()
+    full = Discovery(
+        "abcd00000000", owners=["h1"], matched={"h1": ["abcd00000000"]}, unavailable={"h3": "x"}
+    )
+    assert full.owner() == "h1"

@@ -7,8 +7,10 @@ here, with the usual message, before anything is sent), then:
 - ``logs``: streamed; ``-f`` resumes by byte offset after a drop (:mod:`vq.remote.follow`).
 - ``wait``: rides out partitions and exits with the remote job's code.
 - ``fetch``: a tar stream extracted here (:mod:`vq.remote.fetch`).
-- every other verb (``status``, ``events``, ``kill``, ``pause``, ``resume``, ``queue``,
-  ``top``, ``overview``, ``usage``): the remote verb's output and exit status, as is.
+- ``top``, ``overview``, ``usage``: one host's fleet view
+  (:func:`vq.cli.remote_fleet.run_host_view`: an unreachable host is one row, exit 11).
+- every other verb (``status``, ``events``, ``kill``, ``pause``, ``resume``, ``queue``):
+  the remote verb's output and exit status, as is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from vq.cli.remote_fleet import HOST_VIEWS, run_host_view
 from vq.cli.remote_route import first_positional
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
@@ -85,6 +88,8 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
         raise UsageError(
             "vq top HOST --watch is not supported", hint="run `vq top HOST` (one snapshot)"
         )
+    if verb in HOST_VIEWS:
+        return run_host_view(host, verb, rest)
     remote_verb = "list" if verb == "queue" else verb  # `list` is the older name
     result = host.run([remote_verb, *rest], deadline_s=host.timeout)
     sys.stdout.buffer.write(result.stdout)

@@ -10,6 +10,13 @@ SSH call each within the host's ``ssh_timeout``, and classifies the answer:
 - none does, but a listing was unavailable or invalid → :class:`~vq.errors.HostUnavailable`
   (exit 13): an unread listing is no evidence that the job is not there.
 
+A short id (a prefix of at least four characters, as every id argument accepts) is
+matched against every listing the same way and must name exactly one job fleet-wide:
+several different ids are :class:`~vq.errors.AmbiguousId` (exit 8) naming them with
+their hosts, and since an unread listing could hold another match, a prefix found while a
+listing was unavailable is refused (exit 13) rather than guessed. The caller then acts
+with the full id (:meth:`Discovery.full_id`).
+
 :func:`probe_listing` is the bounded, read-only check of one host's listing used before
 acting on an unmarked remote default; it never carries the requested action.
 """
@@ -21,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from vq.errors import Conflict, HostUnavailable, NotFound, VqError
+from vq.domain.ids import is_job_id
+from vq.errors import AmbiguousId, Conflict, HostUnavailable, NotFound, VqError
 from vq.remote.fleet import Fleet
 
 __all__ = ["LOCAL", "Discovery", "discover", "probe_listing"]
@@ -35,16 +43,30 @@ LocalLister = Callable[[], dict[str, Any]]
 
 @dataclass
 class Discovery:
-    """What a fleet-wide search found."""
+    """What a fleet-wide search found: who lists ``job_id`` (an id or a prefix)."""
 
     job_id: str
     owners: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)  # host → why
+    #: owner → the full ids its listing holds that ``job_id`` names (a prefix may name more)
+    matched: dict[str, list[str]] = field(default_factory=dict)
+
+    def full_id(self, owner: str) -> str:
+        """The full id ``owner`` holds (``job_id`` itself when it was a full id)."""
+        ids = self.matched.get(owner) or [self.job_id]
+        return ids[0]
 
     def owner(self) -> str:
         """The unique owner, or the error the search amounts to."""
-        if len(self.owners) == 1:
-            return self.owners[0]
+        distinct = sorted({i for ids in self.matched.values() for i in ids})
+        if len(distinct) > 1:
+            named = ", ".join(
+                f"{i} on {name}" for name in self.owners for i in self.matched.get(name, [])
+            )
+            raise AmbiguousId(
+                f"{self.job_id!r} is ambiguous: matches {named}",
+                hint="give more characters of the id, or name the host (vq status HOST ID)",
+            )
         if len(self.owners) > 1:
             names = ", ".join(self.owners)
             raise Conflict(
@@ -52,8 +74,17 @@ class Discovery:
                 hint=f"name the host: vq status {self.owners[0]} {self.job_id}",
                 reference="ambiguous-job",
             )
+        if len(self.owners) == 1 and (is_job_id(self.job_id) or not self.unavailable):
+            return self.owners[0]
         if self.unavailable:
             names = ", ".join(sorted(self.unavailable))
+            if self.owners:
+                raise HostUnavailable(
+                    f"{self.job_id!r} matches {self.full_id(self.owners[0])} on "
+                    f"{self.owners[0]}, but {names} could not be read and may hold "
+                    "another match",
+                    hint=f"give the full id ({self.full_id(self.owners[0])}) or name the host",
+                )
             raise HostUnavailable(
                 f"job {self.job_id} not found; {names} unavailable",
                 hint="it may be on a host that could not be read: retry when "
@@ -65,10 +96,14 @@ class Discovery:
         )
 
 
-def _lists(payload: Any, job_id: str) -> bool:
+def _matches(payload: Any, wanted: str) -> list[str]:
+    """The full ids in a listing that ``wanted`` (an id or a prefix) names."""
     if not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
         raise ValueError("not a vq listing")
-    return any(isinstance(row, dict) and row.get("id") == job_id for row in payload["jobs"])
+    ids = (row.get("id") for row in payload["jobs"] if isinstance(row, dict))
+    if is_job_id(wanted):
+        return [wanted] if wanted in ids else []
+    return sorted({i for i in ids if isinstance(i, str) and i.startswith(wanted)})
 
 
 def probe_listing(fleet: Fleet, name: str) -> dict[str, Any]:
@@ -83,13 +118,15 @@ def discover(
     fleet: Fleet,
     job_id: str,
     local: LocalLister | None,
-    on_found: Callable[[str], None] | None = None,
+    on_found: Callable[[str, str], None] | None = None,
 ) -> Discovery:
-    """Search this queue (when ``local`` is given) and every non-down host for ``job_id``.
+    """Search this queue (when ``local`` is given) and every non-down host for ``job_id``
+    (a full id or a prefix).
 
-    ``on_found(name)`` is called as soon as one listing shows the id, while slower
-    listings are still being read (a read-only caller may start its own call early).
+    ``on_found(name, full_id)`` is called as soon as one listing shows exactly one match,
+    while slower listings are still being read (a read-only caller may start early).
     """
+    job_id = job_id.strip().lower()
     found = Discovery(job_id)
     sources: dict[str, Callable[[], dict[str, Any]]] = {}
     if local is not None:
@@ -97,11 +134,11 @@ def discover(
     for name in fleet.live_names():
         sources[name] = lambda name=name: probe_listing(fleet, name)  # type: ignore[misc]
 
-    def read(name: str) -> tuple[str, bool | None, str]:
+    def read(name: str) -> tuple[str, list[str] | None, str]:
         try:
-            listed = _lists(sources[name](), job_id)
-            if listed and on_found is not None:
-                on_found(name)
+            listed = _matches(sources[name](), job_id)
+            if len(listed) == 1 and on_found is not None:
+                on_found(name, listed[0])
             return name, listed, ""
         except VqError as exc:
             return name, None, exc.message
@@ -114,5 +151,6 @@ def discover(
                 found.unavailable[name] = why
             elif listed:
                 found.owners.append(name)
+                found.matched[name] = listed
     found.owners.sort(key=lambda n: (n != LOCAL, n))
     return found
