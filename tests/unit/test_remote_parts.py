@@ -198,3 +198,26 @@ def test_a_short_id_names_one_job_fleet_wide_or_fails_closed() -> None:
         "abcd00000000", owners=["h1"], matched={"h1": ["abcd00000000"]}, unavailable={"h3": "x"}
     )
     assert full.owner() == "h1"
+
+
+def test_a_row_on_an_unconfigured_scheduler_target_fails_closed(tmp_path: Path) -> None:
+    from vq.remote.discovery import discover
+    from vq.remote.fleet import Fleet
+
+    job = "abcdef012345"
+
+    def listing() -> dict[str, object]:
+        return {"jobs": [{"id": job, "scheduler_target": "cluster"}, {"id": "abcdef999999"}]}
+
+    fleet = Fleet({}, None, tmp_path)
+    found = discover(fleet, job, listing, lanes={"cluster": "localhost"})
+    assert found.owner() == "localhost" and found.full_id("localhost") == job
+    for lanes in ({}, {"cluster": "h1"}):  # not configured, or driven by another authority
+        with pytest.raises(Conflict, match="scheduler target 'cluster'"):
+            discover(fleet, job, listing, lanes=lanes).owner()
+    # a prefix is matched against the same rows: two ids here are ambiguous
+    from vq.errors import AmbiguousId
+
+    with pytest.raises(AmbiguousId, match="abcdef012345 on localhost, abcdef999999"):
+        discover(fleet, "abcdef", listing, lanes={"cluster": "localhost"}).owner()
+    assert discover(fleet, "ABCDEF9", listing).full_id("localhost") == "abcdef999999"

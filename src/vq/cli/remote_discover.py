@@ -45,6 +45,16 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     return run_remote(verb, owner, rest)
 
 
+def _lane_drivers() -> dict[str, str]:
+    """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
+    from vq._hostnames import configured_lanes, is_local_name
+
+    return {
+        lane: LOCAL if is_local_name(driver) else driver
+        for lane, driver in configured_lanes().items()
+    }
+
+
 def _with_id(rest: list[str], index: int, full_id: str) -> list[str]:
     return [*rest[:index], full_id, *rest[index + 1 :]]
 
@@ -63,7 +73,7 @@ def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> 
                 words = ["status", *_with_id(rest, index, full_id)]
                 early[name] = (full_id, pool.submit(fleet.host(name).run, words))
 
-        search = discover(fleet, job_id, _local_listing, on_found=found)
+        search = discover(fleet, job_id, _local_listing, on_found=found, lanes=_lane_drivers())
         owner = search.owner()
         full_id = search.full_id(owner)
         if owner not in early or early[owner][0] != full_id:
@@ -95,7 +105,7 @@ def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[st
     if default is None:
         return None
     if fleet.hosts[default].down:
-        search = discover(fleet, job_id, _local_listing)
+        search = discover(fleet, job_id, _local_listing, lanes=_lane_drivers())
         owner = search.owner()
         return _on(owner, verb, _with_id(rest, index, search.full_id(owner)))
     try:
