@@ -15,6 +15,7 @@ import pytest
 
 from tests.system.remote_fleet import (
     HOSTS,
+    MEASURED_SSH_TIMEOUT,
     RemoteFleet,
     remote_fleet_of,
     slow_uplink,
@@ -136,6 +137,32 @@ def test_pause_resume_kill(fleet: RemoteFleet) -> None:
     wait_until(lambda: _state(fleet, "h1", job_id) == "KILLED", 30)
     again = fleet.vq("kill", "h1", job_id)
     assert again.returncode == 0 and "already KILLED" in again.stdout
+
+
+def test_a_kill_whose_answer_is_lost_is_an_unknown_outcome_never_resent(
+    fleet: RemoteFleet,
+) -> None:
+    import shlex
+
+    job_id = fleet.submit("h2", "--", "sleep", "120")
+    wait_until(lambda: _state(fleet, "h2", job_id) == "RUNNING", 30)
+    # the host acts, then its answer never arrives within ssh_timeout
+    real = shlex.join(fleet.vq_command("h2"))
+    kills = Path(f"{fleet.remote_state('h2')}-kills.log")  # written as the host's user
+    late = f'{real} "$@" >> {shlex.quote(str(kills))}; sleep 30'
+    fleet.write_config(
+        h2={"vq_command": ["sh", "-c", late, "sh"], "ssh_timeout": MEASURED_SSH_TIMEOUT}
+    )
+    done = fleet.vq("kill", "h2", job_id)
+    assert done.returncode == 12, done.stderr
+    assert "may or may not have taken effect" in done.stderr and "Traceback" not in done.stderr
+    assert f"vq status h2 {job_id}" in done.stderr
+    assert fleet.health("h2")["status"] == "unreachable"  # the host is marked, not the job
+    fleet.write_config()
+    wait_until(lambda: _state(fleet, "h2", job_id) == "KILLED", 30)
+    # sent exactly once: one kill ran on the host
+    assert kills.read_text().count(job_id) == 1
+    kills.unlink()
 
 
 def test_idempotent_submit_returns_the_same_remote_job(fleet: RemoteFleet) -> None:

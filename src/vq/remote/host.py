@@ -21,6 +21,7 @@ Contract of :class:`RemoteHost`:
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,9 +42,21 @@ from vq.remote.health import mark_down, record_failure, record_ok
 from vq.transport.runner import RunResult
 from vq.transport.ssh import SshRunner, SshStream
 
-__all__ = ["RemoteHost", "check_spec_versions", "remote_error"]
+__all__ = ["RemoteHost", "check_spec_versions", "may_have_run", "remote_error"]
 
 _MAX_OUTPUT = 64 << 20
+#: ssh's own words when the connection was never made: the command cannot have run.
+_NEVER_CONNECTED = re.compile(
+    r"connect to host .*:|Could not resolve hostname|Name or service not known"
+    r"|Temporary failure in name resolution"
+)
+
+
+def may_have_run(exc: TransportError) -> bool:
+    """Whether the remote command may have run despite ``exc``: a transient failure
+    (a timeout, a dropped connection, no answer) unless ssh said it never connected.
+    A permanent one (host key, credentials, no vq, marked down) stopped it before."""
+    return exc.transient and not _NEVER_CONNECTED.search(exc.detail or "")
 
 
 def remote_error(name: str, result: RunResult) -> VqError:

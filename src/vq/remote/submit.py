@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
 import shutil
 import tarfile
 import tempfile
@@ -34,16 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import NotFound, OutcomeUnknown, TransportError
-from vq.remote.host import RemoteHost, check_spec_versions, remote_error
+from vq.remote.host import RemoteHost, check_spec_versions, may_have_run, remote_error
 from vq.remote.outbox import discard, outbox_dir, resolve, stage
 
 __all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
 
-#: ssh's own words when the connection was never made: the command cannot have run.
-_NEVER_CONNECTED = re.compile(
-    r"connect to host .*:|Could not resolve hostname|Name or service not known"
-    r"|Temporary failure in name resolution"
-)
 #: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
 _UPLOAD_BYTES_PER_S = 4 << 20
 
@@ -152,7 +146,7 @@ def delegate_submit(
     try:
         result = host.run(words, stdin=tar if tar is not None else b"", deadline_s=deadline)
     except TransportError as exc:
-        if not exc.transient or _NEVER_CONNECTED.search(exc.detail or ""):
+        if not may_have_run(exc):
             discard(entry)  # it never reached the host
             raise
         rerun = "rerun the same command with the same --idempotency-key once the host answers"
