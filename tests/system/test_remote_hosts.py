@@ -71,6 +71,9 @@ def test_submit_status_wait_logs_on_each_host(
     assert fleet.remote_log(host, job_id) == b"payload \xff bytes\n"
     err = fleet.vq("logs", host, job_id, "--stderr", "--tail", "1")
     assert err.stdout == "to-stderr\n"
+    # -f with --tail: the start offset is asked for first, then followed to the end
+    followed = fleet.vq("logs", host, job_id, "--stderr", "-f", "--tail", "1")
+    assert followed.returncode == 0 and followed.stdout == "to-stderr\n", followed.stderr
     events = fleet.vq("events", host, job_id, "--json")
     assert events.returncode == 0
     assert any(str(e.get("to", "")).upper() == "FAILED" for e in json.loads(events.stdout))
