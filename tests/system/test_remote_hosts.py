@@ -189,25 +189,29 @@ def test_unsafe_source_is_refused_here_and_nothing_is_sent(
     assert sorted((fleet.remote_state("h1") / "queue").glob("*.json")) == before
 
 
-def test_logs_follow_resumes_after_a_partition_without_loss(fleet: RemoteFleet) -> None:
+def test_logs_follow_resumes_after_a_partition_without_loss(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
     script = "i=0; while [ $i -lt 60 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done"
     job_id = fleet.submit("h2", "--", "sh", "-c", script)
-    follower = fleet.popen("logs", "h2", job_id, "-f")
+    errors = tmp_path / "stderr"
+    follower = fleet.popen("logs", "h2", job_id, "-f", stderr=errors)
     wait_until(lambda: b"line-3" in fleet.remote_log("h2", job_id), 30)
     with fleet.partition("h2"):
         # the job completes on its host while the link is down
-        wait_until(
-            lambda: (
-                fleet.remote_spec("h2", job_id)["state"] == "FAILED"
-                or fleet.remote_spec("h2", job_id)["state"] == "COMPLETED"
-            ),
-            40,
-        )
-        time.sleep(0)  # the follower is still blocked on the dead link here
-    out, err = follower.communicate(timeout=90)
-    assert follower.returncode == 0, err
+        wait_until(lambda: fleet.remote_spec("h2", job_id)["state"] in ("FAILED", "COMPLETED"), 40)
+        # the follower's stream drops (a dead link, not the job's end) and the host is
+        # marked; the follower keeps going
+        wait_until(lambda: b"lost contact with host h2" in errors.read_bytes(), 60)
+        assert b"resuming at byte" in errors.read_bytes()
+        assert fleet.health("h2")["status"] == "unreachable"
+        assert follower.poll() is None
+    out, _ = follower.communicate(timeout=90)
+    assert follower.returncode == 0, errors.read_text()
     assert out == fleet.remote_log("h2", job_id)
     assert out.count(b"line-59\n") == 1
+    assert b"host h2 answers again" in errors.read_bytes()
+    assert fleet.health("h2")["status"] == "ok"
 
 
 def test_logs_follow_survives_a_killed_control_master(fleet: RemoteFleet) -> None:

@@ -206,7 +206,9 @@ class RemoteHost:
         idle_s: float | None = None,
     ) -> SshStream:
         """Start ``vq WORDS…`` with its stdout read incrementally (logs, tar streams);
-        ``idle_s``: how long a read may see no byte before the stream counts as lost."""
+        ``idle_s``: how long a read may see no byte before the stream counts as lost.
+        A failure to start is recorded here; the caller records one while reading
+        (:meth:`failed`) and a first answer (:meth:`answered`)."""
         self._refuse_if_down()
         try:
             return self.runner.open_stream(
@@ -214,6 +216,10 @@ class RemoteHost:
             )
         except TransportError as exc:
             raise self.failed(exc) from exc
+
+    def answered(self, rtt_ms: float) -> None:
+        """A stream (:meth:`stream`) got its first answer: the host is ``ok`` again."""
+        record_ok(self.state_root, self.name, rtt_ms)
 
     def close(self) -> None:
         if self._runner is not None:
