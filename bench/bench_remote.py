@@ -5,7 +5,10 @@
 - remote (c): ``vq queue --all`` over three hosts against the slowest single
   ``vq queue HOST`` (target ≤ 1.3×: the hosts are asked in parallel).
 - remote (d): a hostless ``vq status ID`` with one host partitioned (target: within
-  ``ssh_timeout`` + 1 s).
+  ``ssh_timeout`` + 1 s), next to the same call with every host answering.
+
+Every figure is measured in paired rounds (both sides in one round, alternating) and
+the 1-minute load average is recorded before and after each.
 
 Needs root and the testbed (scripts/testbed/up.sh with three namespace hosts). Each host
 runs this checkout's vq (``PYTHONPATH`` into ``src/``) on a private state root, started
@@ -164,56 +167,74 @@ def run() -> list[Result]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
 def _status(fleet: _Fleet, name: str) -> Result:
+    """Paired rounds: a remote status, a multiplexed ``ssh true`` and a local status,
+    in turn, so the floor is summed per round under the same load."""
     remote_id = fleet.vq("submit", "h1", "--", "true").stdout.strip()
     local_id = fleet.vq("submit", "--", "true").stdout.strip()
     for _ in range(3):
         fleet.vq("status", "h1", remote_id)  # warm: master connection, bytecode
-    n = scaled(15, minimum=5)
-    remote = [fleet.timed("status", "h1", remote_id) for _ in range(n)]
-    local = [fleet.timed("status", "localhost", local_id) for _ in range(n)]
     control = next((fleet.runtime / "vq").glob("cm-*"))
-    ssh_true = []
-    for _ in range(n):
+    ssh_true_argv = [
+        *("ssh", "-F", str(fleet.ssh_config), "-o", f"ControlPath={control}", "vq-h1", "true")
+    ]
+    load_before = _load()
+    remote, local, ssh_true, floor = [], [], [], []
+    for _ in range(scaled(15, minimum=5)):
+        remote.append(fleet.timed("status", "h1", remote_id))
         start = time.perf_counter()
-        subprocess.run(
-            ["ssh", "-F", str(fleet.ssh_config), "-o", f"ControlPath={control}", "vq-h1", "true"],
-            check=False,
-            capture_output=True,
-        )
+        subprocess.run(ssh_true_argv, check=False, capture_output=True)
         ssh_true.append((time.perf_counter() - start) * 1000)
-    floor = [s + lo for s, lo in zip(sorted(ssh_true), sorted(local), strict=True)]
+        local.append(fleet.timed("status", "localhost", local_id))
+        floor.append(ssh_true[-1] + local[-1])
     return Result(
         "remote_status",
         name,
         Figure("vq status h1 ID (warm master)", "ms", remote, show_p95=True),
-        Figure("ssh true over the master + local vq status", "ms", floor),
+        Figure("ssh true over the master + local vq status (same round)", "ms", floor),
         Target("≤ 1.3×", "ratio", 1.3),
-        extra={"ssh_true_median_ms": _median(ssh_true), "local_status_median_ms": _median(local)},
+        extra={
+            "ssh_true_median_ms": _median(ssh_true),
+            "local_status_median_ms": _median(local),
+            "paired_rounds": len(remote),
+            "loadavg_1min": [load_before, _load()],
+        },
     )
 
 
 def _queue_all(fleet: _Fleet, name: str) -> Result:
+    """Paired rounds: ``queue --all`` and each single host in turn (the order rotating);
+    the comparison is the host whose single listing has the highest median."""
     for host in HOSTS:
         for _ in range(5):
             fleet.vq("submit", host, "--", "true")
     fleet.vq("queue", "--all")
-    n = scaled(10, minimum=4)
-    fleet_ms = [fleet.timed("queue", "--all", "--json") for _ in range(n)]
-    per_host = {
-        host: _median([fleet.timed("queue", host, "--json") for _ in range(n)]) for host in HOSTS
-    }
+    load_before = _load()
+    fleet_ms: list[float] = []
+    single: dict[str, list[float]] = {host: [] for host in HOSTS}
+    rounds = scaled(10, minimum=4)
+    for round_no in range(rounds):
+        order = [*HOSTS[round_no % 3 :], *HOSTS[: round_no % 3]]
+        fleet_ms.append(fleet.timed("queue", "--all", "--json"))
+        for host in order:
+            single[host].append(fleet.timed("queue", host, "--json"))
+    per_host = {host: _median(samples) for host, samples in single.items()}
     slowest = max(per_host, key=lambda h: per_host[h])
-    single = [fleet.timed("queue", slowest, "--json") for _ in range(n)]
     return Result(
         "remote_queue_all",
         name,
         Figure("vq queue --all --json (local + 3 hosts)", "ms", fleet_ms),
-        Figure(f"vq queue {slowest} --json (the slowest single host)", "ms", single),
+        Figure(f"vq queue {slowest} --json (the slowest single host)", "ms", single[slowest]),
         Target("≤ 1.3×", "ratio", 1.3),
         extra={
             "per_host_median_ms": per_host,
             "sequential_sum_ms": sum(per_host.values()),
+            "paired_rounds": rounds,
+            "loadavg_1min": [load_before, _load()],
             "note": "the three namespace hosts share this machine's CPUs, so their three "
             "remote vq starts contend; the sum shows what asking them in turn would cost",
         },
@@ -221,20 +242,41 @@ def _queue_all(fleet: _Fleet, name: str) -> Result:
 
 
 def _discovery(fleet: _Fleet, name: str) -> Result:
+    """Hostless status of a job on h2, alternating a round with every host answering
+    and a round with h3 partitioned (its link restored after each)."""
     job_id = fleet.vq("submit", "h2", "--", "true").stdout.strip()
     fleet.vq("status", job_id)
-    samples = []
-    with fleet.partition("h3"):
-        for _ in range(scaled(3, minimum=2)):
+    load_before = _load()
+    healthy, samples = [], []
+    for _ in range(scaled(3, minimum=2)):
+        start = time.perf_counter()
+        done = fleet.vq("status", job_id)
+        healthy.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise RuntimeError(f"hostless status failed: {done.stderr.strip()}")
+        with fleet.partition("h3"):
             start = time.perf_counter()
             done = fleet.vq("status", job_id)
             samples.append(time.perf_counter() - start)
-            if done.returncode != 0:
-                raise RuntimeError(f"hostless status failed: {done.stderr.strip()}")
+        if done.returncode != 0:
+            raise RuntimeError(f"hostless status failed: {done.stderr.strip()}")
+        _wait_answers(fleet, "h3")
     return Result(
         "remote_discovery",
         name,
         Figure("hostless vq status ID, found on h2 while h3 is partitioned", "s", samples),
-        None,
+        Figure("the same with every host answering (same round)", "s", healthy),
         Target(f"≤ ssh_timeout + 1 s = {SSH_TIMEOUT + 1} s", "value", SSH_TIMEOUT + 1.0),
+        extra={"paired_rounds": len(samples), "loadavg_1min": [load_before, _load()]},
     )
+
+
+def _wait_answers(fleet: _Fleet, host: str, timeout: float = 30.0) -> None:
+    """After a heal: until ``host`` answers ``ssh true`` again (a fresh round starts clean)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        argv = ["ssh", "-F", str(fleet.ssh_config), "-o", "ConnectTimeout=3", f"vq-{host}", "true"]
+        if subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{host} did not answer within {timeout:g}s of the heal")

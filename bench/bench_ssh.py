@@ -2,6 +2,8 @@
 
 Needs the testbed's loopback sshd (scripts/testbed/up.sh, root). When its env.sh is
 missing the benchmark brings the testbed up without Slurm and takes it down afterwards.
+Measured in paired rounds (one fresh connection, then calls over the master) so both
+sides see the same load; the 1-minute load average is recorded before and after.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from common import REPO, Figure, Result, Target, scaled
 
 TB = Path(os.environ.get("VQ_TESTBED_DIR", "/var/lib/vq-testbed"))
 SCRIPTS = REPO / "scripts" / "testbed"
+#: Framed calls over the master timed in each paired round (one fresh connection each).
+_MUXED_PER_ROUND = 5
 
 
 def _ms_since(start: float) -> float:
@@ -40,33 +44,36 @@ def run() -> list[Result]:
 
 
 def _measure(key: str, name: str, config: Path, control: Path) -> Result:
+    """Paired rounds: each round times one fresh connection, then ``_MUXED_PER_ROUND``
+    framed calls and one plain ``ssh true`` over the master, so both sides see the
+    same machine load."""
     from vq.transport.ssh import SshRunner
 
     runner = SshRunner("vq-local", ssh_options=("-F", str(config)), control_dir=control)
+    fresh_argv = ["ssh", "-F", str(config), "-o", "ControlMaster=no", "-o", "ControlPath=none"]
+    load_before = os.getloadavg()[0]
+    muxed: list[float] = []
+    bare_mux: list[float] = []
+    fresh: list[float] = []
     try:
         start = time.perf_counter()
         runner.run(["true"]).check("true")  # starts the master connection
         first_ms = _ms_since(start)
         for _ in range(5):
             runner.run(["true"])
-        muxed = []
-        for _ in range(scaled(100, minimum=20)):
+        for _ in range(scaled(20, minimum=5)):
             start = time.perf_counter()
-            runner.run(["true"]).check("true")
-            muxed.append(_ms_since(start))
-        bare_mux = []
-        for _ in range(scaled(30, minimum=10)):
+            subprocess.run([*fresh_argv, "vq-local", "true"], check=True, stdin=subprocess.DEVNULL)
+            fresh.append(_ms_since(start))
+            for _ in range(_MUXED_PER_ROUND):
+                start = time.perf_counter()
+                runner.run(["true"]).check("true")
+                muxed.append(_ms_since(start))
             start = time.perf_counter()
             subprocess.run(runner.ssh_argv("true"), check=True, stdin=subprocess.DEVNULL)
             bare_mux.append(_ms_since(start))
     finally:
         runner.close()
-    fresh_argv = ["ssh", "-F", str(config), "-o", "ControlMaster=no", "-o", "ControlPath=none"]
-    fresh = []
-    for _ in range(scaled(20, minimum=5)):
-        start = time.perf_counter()
-        subprocess.run([*fresh_argv, "vq-local", "true"], check=True, stdin=subprocess.DEVNULL)
-        fresh.append(_ms_since(start))
     bare_mux.sort()
     return Result(
         key,
@@ -77,5 +84,9 @@ def _measure(key: str, name: str, config: Path, control: Path) -> Result:
         extra={
             "first_call_with_master_start_ms": first_ms,
             "plain_ssh_over_master_median_ms": bare_mux[len(bare_mux) // 2],
+            "plain_ssh_over_master_vs_fresh": bare_mux[len(bare_mux) // 2]
+            / sorted(fresh)[len(fresh) // 2],
+            "paired_rounds": len(fresh),
+            "loadavg_1min": [load_before, os.getloadavg()[0]],
         },
     )

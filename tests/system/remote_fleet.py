@@ -175,11 +175,17 @@ class RemoteFleet:
 
     @contextlib.contextmanager
     def partition(self, host: str) -> Iterator[None]:
-        """The host's link down (namespace side), always healed afterwards."""
+        """The host's link down (namespace side), always healed afterwards. The testbed
+        is shared: if another process brought the link back up meanwhile, the test fails
+        saying so rather than reporting a verdict on a partition that did not hold."""
         link = ["ip", "-n", netns(host), "link", "set", f"vq{host}-ns"]
         subprocess.run([*link, "down"], check=True)
         try:
             yield
+            if not link_down(host):
+                raise AssertionError(
+                    f"vq{host}-ns was brought back up during the partition by another process"
+                )
         finally:
             subprocess.run([*link, "up"], check=True)
             wait_until(lambda: self.ssh(host, "true", timeout=10).returncode == 0, 30)
@@ -211,6 +217,17 @@ def slow_uplink(host: str, rate: str = "16mbit") -> Iterator[None]:
         yield
     finally:
         subprocess.run(["tc", "qdisc", "del", "dev", device, "root"], check=False)
+
+
+def link_down(host: str) -> bool:
+    """Whether the namespace side of ``host``'s link is administratively down."""
+    shown = subprocess.run(
+        ["ip", "-n", netns(host), "-br", "link", "show", f"vq{host}-ns"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    return shown[1:2] == ["DOWN"]
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.1) -> None:  # type: ignore[no-untyped-def]
@@ -251,11 +268,9 @@ def remote_fleet_of(testbed: SshTestbed) -> Iterator[RemoteFleet]:
             started.append(host)
         yield fleet
     finally:
-        for host in started:
+        for host in started:  # links are healed by each partition, never here: the
+            # testbed is shared, and another run may be partitioning this host on purpose
             with contextlib.suppress(subprocess.SubprocessError):
-                subprocess.run(
-                    ["ip", "-n", netns(host), "link", "set", f"vq{host}-ns", "up"], check=False
-                )
                 fleet.remote_vq(host, "daemon", "stop")
             for path in (fleet.remote_state(host), Path(f"{fleet.remote_state(host)}-config")):
                 shutil.rmtree(path, ignore_errors=True)

@@ -15,6 +15,7 @@ import pytest
 
 from tests.system.remote_fleet import (
     HOSTS,
+    MEASURED_SSH_TIMEOUT,
     RemoteFleet,
     remote_fleet_of,
     slow_uplink,
@@ -70,9 +71,46 @@ def test_submit_status_wait_logs_on_each_host(
     assert fleet.remote_log(host, job_id) == b"payload \xff bytes\n"
     err = fleet.vq("logs", host, job_id, "--stderr", "--tail", "1")
     assert err.stdout == "to-stderr\n"
+    # -f with --tail: the start offset is asked for first, then followed to the end
+    followed = fleet.vq("logs", host, job_id, "--stderr", "-f", "--tail", "1")
+    assert followed.returncode == 0 and followed.stdout == "to-stderr\n", followed.stderr
     events = fleet.vq("events", host, job_id, "--json")
     assert events.returncode == 0
     assert any(str(e.get("to", "")).upper() == "FAILED" for e in json.loads(events.stdout))
+    assert fleet.health(host)["status"] == "ok"
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_follow_pause_resume_kill_and_fetch_on_each_host(
+    fleet: RemoteFleet, host: str, tmp_path: Path
+) -> None:
+    script = "i=0; while [ $i -lt 20 ]; do echo row-$i; i=$((i+1)); sleep 0.1; done; echo x > out"
+    follow_id = fleet.submit(host, "--", "sh", "-c", script)
+    follower = fleet.popen("logs", host, follow_id, "-f")
+    sleeper = fleet.submit(host, "--", "sleep", "120")
+    out, err = follower.communicate(timeout=90)
+    assert follower.returncode == 0, err
+    assert (
+        out
+        == fleet.remote_log(host, follow_id)
+        == b"".join(f"row-{i}\n".encode() for i in range(20))
+    )
+    wait_until(lambda: _state(fleet, host, sleeper) == "RUNNING", 30)
+    assert fleet.vq("pause", host, sleeper).returncode == 0
+    assert _state(fleet, host, sleeper) == "SUSPENDED"
+    assert fleet.vq("resume", host, sleeper).returncode == 0
+    assert _state(fleet, host, sleeper) == "RUNNING"
+    assert fleet.vq("kill", host, sleeper).returncode == 0
+    wait_until(lambda: _state(fleet, host, sleeper) == "KILLED", 30)
+    wait_until(lambda: _state(fleet, host, follow_id) == "COMPLETED", 30)
+    dest = tmp_path / "fetched"
+    done = fleet.vq("fetch", host, follow_id, str(dest))
+    assert done.returncode == 0, done.stderr
+    workspace = fleet.remote_state(host) / "jobs" / follow_id
+    files = {p.relative_to(workspace) for p in workspace.rglob("*") if p.is_file()}
+    assert Path("out") in files and Path("stdout.log") in files
+    for relative in files - {Path("_vq/fetch-manifest.json")}:
+        assert (dest / relative).read_bytes() == (workspace / relative).read_bytes(), relative
     assert fleet.health(host)["status"] == "ok"
 
 
@@ -104,6 +142,32 @@ def test_pause_resume_kill(fleet: RemoteFleet) -> None:
     assert again.returncode == 0 and "already KILLED" in again.stdout
 
 
+def test_a_kill_whose_answer_is_lost_is_an_unknown_outcome_never_resent(
+    fleet: RemoteFleet,
+) -> None:
+    import shlex
+
+    job_id = fleet.submit("h2", "--", "sleep", "120")
+    wait_until(lambda: _state(fleet, "h2", job_id) == "RUNNING", 30)
+    # the host acts, then its answer never arrives within ssh_timeout
+    real = shlex.join(fleet.vq_command("h2"))
+    kills = Path(f"{fleet.remote_state('h2')}-kills.log")  # written as the host's user
+    late = f'{real} "$@" >> {shlex.quote(str(kills))}; sleep 30'
+    fleet.write_config(
+        h2={"vq_command": ["sh", "-c", late, "sh"], "ssh_timeout": MEASURED_SSH_TIMEOUT}
+    )
+    done = fleet.vq("kill", "h2", job_id)
+    assert done.returncode == 12, done.stderr
+    assert "may or may not have taken effect" in done.stderr and "Traceback" not in done.stderr
+    assert f"vq status h2 {job_id}" in done.stderr
+    assert fleet.health("h2")["status"] == "unreachable"  # the host is marked, not the job
+    fleet.write_config()
+    wait_until(lambda: _state(fleet, "h2", job_id) == "KILLED", 30)
+    # sent exactly once: one kill ran on the host
+    assert kills.read_text().count(job_id) == 1
+    kills.unlink()
+
+
 def test_idempotent_submit_returns_the_same_remote_job(fleet: RemoteFleet) -> None:
     first = fleet.submit("h2", "--idempotency-key", "same-1", "--", "true")
     second = fleet.submit("h2", "--idempotency-key", "same-1", "--", "true")
@@ -125,25 +189,29 @@ def test_unsafe_source_is_refused_here_and_nothing_is_sent(
     assert sorted((fleet.remote_state("h1") / "queue").glob("*.json")) == before
 
 
-def test_logs_follow_resumes_after_a_partition_without_loss(fleet: RemoteFleet) -> None:
+def test_logs_follow_resumes_after_a_partition_without_loss(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
     script = "i=0; while [ $i -lt 60 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done"
     job_id = fleet.submit("h2", "--", "sh", "-c", script)
-    follower = fleet.popen("logs", "h2", job_id, "-f")
+    errors = tmp_path / "stderr"
+    follower = fleet.popen("logs", "h2", job_id, "-f", stderr=errors)
     wait_until(lambda: b"line-3" in fleet.remote_log("h2", job_id), 30)
     with fleet.partition("h2"):
         # the job completes on its host while the link is down
-        wait_until(
-            lambda: (
-                fleet.remote_spec("h2", job_id)["state"] == "FAILED"
-                or fleet.remote_spec("h2", job_id)["state"] == "COMPLETED"
-            ),
-            40,
-        )
-        time.sleep(0)  # the follower is still blocked on the dead link here
-    out, err = follower.communicate(timeout=90)
-    assert follower.returncode == 0, err
+        wait_until(lambda: fleet.remote_spec("h2", job_id)["state"] in ("FAILED", "COMPLETED"), 40)
+        # the follower's stream drops (a dead link, not the job's end) and the host is
+        # marked; the follower keeps going
+        wait_until(lambda: b"lost contact with host h2" in errors.read_bytes(), 60)
+        assert b"resuming at byte" in errors.read_bytes()
+        assert fleet.health("h2")["status"] == "unreachable"
+        assert follower.poll() is None
+    out, _ = follower.communicate(timeout=90)
+    assert follower.returncode == 0, errors.read_text()
     assert out == fleet.remote_log("h2", job_id)
     assert out.count(b"line-59\n") == 1
+    assert b"host h2 answers again" in errors.read_bytes()
+    assert fleet.health("h2")["status"] == "ok"
 
 
 def test_logs_follow_survives_a_killed_control_master(fleet: RemoteFleet) -> None:
@@ -183,7 +251,6 @@ def test_keyed_submit_cut_during_upload_is_outcome_unknown_then_exactly_one_job(
     fleet: RemoteFleet, tmp_path: Path
 ) -> None:
     import os
-    import shutil
 
     payload = tmp_path / "big.bin"
     payload.write_bytes(os.urandom(8 << 20))
@@ -199,13 +266,22 @@ def test_keyed_submit_cut_during_upload_is_outcome_unknown_then_exactly_one_job(
     assert b"same --idempotency-key" in err
     kept = list((fleet.local / "outbox").iterdir())
     assert len(kept) == 1 and (kept[0] / "source.tar").stat().st_size > 8 << 20
-    again = fleet.vq(*args, "--", "true", timeout=120)
+    # the unknown outcome is recorded against the host, never against a job
+    assert fleet.health("h1")["status"] == "unreachable"
+    hosts = json.loads(fleet.vq("hosts", "--json").stdout)["hosts"]
+    assert {row["name"]: row["unresolved_submits"] for row in hosts}["h1"] == 1
+    again = fleet.vq(*args, "--json", "--", "true", timeout=120)
     assert again.returncode == 0, again.stderr
+    answer = json.loads(again.stdout)
     listed = fleet.vq("queue", "h1", "--name", "cut-1", "--json")
-    assert [row["id"] for row in json.loads(listed.stdout)["jobs"]] == [again.stdout.strip()]
+    assert [row["id"] for row in json.loads(listed.stdout)["jobs"]] == [answer["id"]]
     assert fleet.health("h1")["status"] == "ok"
-    for entry in kept:  # reconciled by hand, as the hint says
-        shutil.rmtree(entry)
+    # the keyed rerun's answer settles the kept attempt: reconciled, not replayed
+    assert answer["reconciled_outbox"] == [str(kept[0])]
+    assert f"is job {answer['id']}" in again.stderr
+    assert not any((fleet.local / "outbox").iterdir())
+    hosts = json.loads(fleet.vq("hosts", "--json").stdout)["hosts"]
+    assert {row["name"]: row["unresolved_submits"] for row in hosts}["h1"] == 0
 
 
 def test_fetch_is_byte_identical_with_an_ssh_manifest_and_acknowledged(
@@ -281,6 +357,13 @@ def test_hostless_status_finds_the_job_on_its_host(fleet: RemoteFleet) -> None:
     done = fleet.vq("status", job_id, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["id"] == job_id
+    # a short id is resolved fleet-wide, then asked with the full id
+    short = fleet.vq("status", job_id[:8], "--json")
+    assert short.returncode == 0, short.stderr
+    assert json.loads(short.stdout)["id"] == job_id
+    local = fleet.vq("submit", "--", "true").stdout.strip()
+    here = fleet.vq("status", local[:8], "--json")
+    assert here.returncode == 0 and json.loads(here.stdout)["id"] == local
 
 
 def test_one_id_on_two_hosts_fails_closed_naming_them(fleet: RemoteFleet) -> None:
@@ -344,6 +427,14 @@ def test_queue_all_lists_every_host_and_one_row_for_an_unreachable_one(
     with fleet.partition("h2"):
         done = fleet.vq("queue", "--all", "--json")
         human = fleet.vq("list", "--all")
+        top = fleet.vq("top", "h2", "--json")
+        overview = fleet.vq("overview", "h2")
+    # a one-host view of an unreachable host is its one row, exit 11, no traceback
+    assert top.returncode == 11, top.stderr
+    assert json.loads(top.stdout)["hosts"][0]["status"] == "unreachable"
+    assert json.loads(top.stdout)["hosts"][0]["last_ok_at"]
+    assert overview.returncode == 11 and "Traceback" not in overview.stderr
+    assert overview.stdout.startswith("h2") and "UNREACHABLE" in overview.stdout
     assert done.returncode == 11
     payload = json.loads(done.stdout)
     status = {h["name"]: h["status"] for h in payload["hosts"]}
@@ -374,6 +465,8 @@ def test_overview_all_usage_by_host_and_hosts_probe(fleet: RemoteFleet) -> None:
     assert set(groups) == {"localhost", *HOSTS} and groups["h1"]["jobs"] >= 1
     top = fleet.vq("top", "h2", "--json")
     assert top.returncode == 0 and json.loads(top.stdout)["daemon"]["running"] is True
+    assert json.loads(top.stdout)["host"] == "h2"
+    assert json.loads(top.stdout)["hosts"][0]["status"] == "ok"
     fleet.write_config("", h3={"down": True})
     probe = fleet.vq("hosts", "--probe", "--force", "--json")
     assert probe.returncode == 0, probe.stderr

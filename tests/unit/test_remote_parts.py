@@ -90,15 +90,16 @@ def test_first_positional_skips_option_values(
 
 
 def test_discovery_outcomes() -> None:
-    assert Discovery("a", owners=["h2"]).owner() == "h2"
+    job = "abcdef012345"
+    assert Discovery(job, owners=["h2"]).owner() == "h2"
     with pytest.raises(Conflict, match="h1, h2"):
-        Discovery("a", owners=["h1", "h2"]).owner()
-    with pytest.raises(HostUnavailable, match="job a not found; h3 unavailable"):
-        Discovery("a", unavailable={"h3": "down"}).owner()
+        Discovery(job, owners=["h1", "h2"]).owner()
+    with pytest.raises(HostUnavailable, match=f"job {job} not found; h3 unavailable"):
+        Discovery(job, unavailable={"h3": "down"}).owner()
     with pytest.raises(NotFound):
-        Discovery("a").owner()
-    # a match elsewhere is enough even while another host is unavailable
-    assert Discovery("a", owners=["h1"], unavailable={"h3": "x"}).owner() == "h1"
+        Discovery(job).owner()
+    # a match of a full id elsewhere is enough even while another host is unavailable
+    assert Discovery(job, owners=["h1"], unavailable={"h3": "x"}).owner() == "h1"
 
 
 def test_a_newer_remote_spec_version_is_refused() -> None:
@@ -132,3 +133,91 @@ def test_every_http_submit_field_can_be_delegated_to_a_remote_host() -> None:
             continue  # forwarded once, on its own (delegate_submit's idempotency_key)
         value = samples.get(spec.kind, datetime(2030, 1, 1, tzinfo=UTC))
         assert options_from_fields({spec.name: value}), spec.name  # never "cannot delegate"
+
+
+def test_a_keyed_answer_settles_only_the_same_host_and_key(tmp_path: Path) -> None:
+    from vq.remote.outbox import resolve, stage, unresolved
+
+    def request(host: str, key: str | None) -> dict[str, object]:
+        return {"host": host, "argv": ["submit"], "idempotency_key": key}
+
+    earlier = stage(tmp_path, "h1", request("h1", "k"), b"tar")
+    other_host = stage(tmp_path, "h2", request("h2", "k"), None)
+    unkeyed = stage(tmp_path, "h1", request("h1", None), None)
+    other_key = stage(tmp_path, "h1", request("h1", "k2"), None)
+    answered = stage(tmp_path, "h1", request("h1", "k"), None)
+    assert {h: len(e) for h, e in unresolved(tmp_path).items()} == {"h1": 4, "h2": 1}
+    settled = resolve(tmp_path, "h1", "k", keep=answered)
+    assert [entry.path for entry in settled] == [earlier]
+    assert not earlier.exists()
+    assert all(p.exists() for p in (other_host, unkeyed, other_key, answered))
+    assert resolve(tmp_path, "h1", "k", keep=answered) == []
+
+
+def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: Path) -> None:
+    from vq.errors import RemoteProtocolError
+    from vq.hosts_config import HostSettings
+    from vq.remote.host import RemoteHost
+    from vq.transport.local import LocalRunner
+
+    def host_running(vq_command: list[str]) -> RemoteHost:
+        host = RemoteHost("h1", HostSettings(ssh="h1", vq_command=vq_command), tmp_path)
+        host._runner = LocalRunner()  # type: ignore[assignment]  # the host, run here
+        return host
+
+    with pytest.raises(RemoteProtocolError, match="was not found") as missing:
+        # what a remote login shell does when vq_command names no program: status 127
+        host_running(["sh", "-c", '/nonexistent/vq "$@"', "sh"]).run(["--version"])
+    assert not missing.value.transient
+    assert read_health(tmp_path, "h1").status == "invalid"
+    with pytest.raises(RemoteProtocolError, match="did not print JSON"):
+        host_running(["echo", "not json"]).run_json(["list", "--json"])
+    assert read_health(tmp_path, "h1").status == "invalid"
+
+
+def test_a_short_id_names_one_job_fleet_wide_or_fails_closed() -> None:
+    from vq.errors import AmbiguousId
+
+    one = Discovery("abcd", owners=["h2"], matched={"h2": ["abcd12345678"]})
+    assert one.owner() == "h2" and one.full_id("h2") == "abcd12345678"
+    two_hosts = Discovery(
+        "abcd", owners=["h1", "h2"], matched={"h1": ["abcd00000000"], "h2": ["abcd11111111"]}
+    )
+    with pytest.raises(AmbiguousId, match="abcd00000000 on h1, abcd11111111 on h2"):
+        two_hosts.owner()
+    one_host = Discovery("abcd", owners=["h1"], matched={"h1": ["abcd00000000", "abcd1"]})
+    with pytest.raises(AmbiguousId):
+        one_host.owner()
+    # an unread listing could hold another match: a prefix is not guessed
+    partial = Discovery(
+        "abcd", owners=["h1"], matched={"h1": ["abcd00000000"]}, unavailable={"h3": "x"}
+    )
+    with pytest.raises(HostUnavailable, match="h3 could not be read"):
+        partial.owner()
+    full = Discovery(
+        "abcd00000000", owners=["h1"], matched={"h1": ["abcd00000000"]}, unavailable={"h3": "x"}
+    )
+    assert full.owner() == "h1"
+
+
+def test_a_row_on_an_unconfigured_scheduler_target_fails_closed(tmp_path: Path) -> None:
+    from vq.remote.discovery import discover
+    from vq.remote.fleet import Fleet
+
+    job = "abcdef012345"
+
+    def listing() -> dict[str, object]:
+        return {"jobs": [{"id": job, "scheduler_target": "cluster"}, {"id": "abcdef999999"}]}
+
+    fleet = Fleet({}, None, tmp_path)
+    found = discover(fleet, job, listing, lanes={"cluster": "localhost"})
+    assert found.owner() == "localhost" and found.full_id("localhost") == job
+    for lanes in ({}, {"cluster": "h1"}):  # not configured, or driven by another authority
+        with pytest.raises(Conflict, match="scheduler target 'cluster'"):
+            discover(fleet, job, listing, lanes=lanes).owner()
+    # a prefix is matched against the same rows: two ids here are ambiguous
+    from vq.errors import AmbiguousId
+
+    with pytest.raises(AmbiguousId, match="abcdef012345 on localhost, abcdef999999"):
+        discover(fleet, "abcdef", listing, lanes={"cluster": "localhost"}).owner()
+    assert discover(fleet, "ABCDEF9", listing).full_id("localhost") == "abcdef999999"

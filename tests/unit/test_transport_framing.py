@@ -83,3 +83,35 @@ def test_each_word_is_quoted_once() -> None:
 )
 def test_ssh_failures_are_classified_from_openssh_wording(stderr: bytes, want: Failure) -> None:
     assert classify(stderr) is want
+
+
+def test_the_ssh_command_line_is_the_documented_one() -> None:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from vq.transport.ssh import SshRunner
+
+    short = Path(tempfile.mkdtemp(prefix="vqcm-", dir="/tmp"))  # a socket path must be short
+    control = short / "cm"
+    try:
+        runner = SshRunner("me@gpu1", ssh_options=("-p", "2222"), control_dir=control)
+        argv = runner.ssh_argv("echo hi")
+        assert argv[:2] == ["ssh", "-T"]
+        assert argv[-5:] == ["-p", "2222", "me@gpu1", "--", "echo hi"]
+        assert [argv[i + 1] for i, word in enumerate(argv) if word == "-o"] == [
+            "BatchMode=yes",
+            "ControlMaster=auto",
+            f"ControlPath={control}/cm-%C",
+            "ControlPersist=60",
+            "ConnectTimeout=5",
+            "ServerAliveInterval=5",
+            "ServerAliveCountMax=3",
+            "StrictHostKeyChecking=yes",
+        ]
+        assert "-F" not in argv  # ~/.ssh/config applies unless the host names another file
+        new = SshRunner("h", host_key_policy="accept-new", control_dir=control).ssh_argv("x")
+        assert "StrictHostKeyChecking=accept-new" in new
+        assert control.stat().st_mode & 0o777 == 0o700
+    finally:
+        shutil.rmtree(short)

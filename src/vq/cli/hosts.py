@@ -4,7 +4,8 @@ Without ``--probe`` nothing is contacted: the rows come from ``<state-root>/host
 ``--probe`` runs the remote ``vq --version`` on every host that is not marked down and
 whose backoff (2, 4 … 300 s after consecutive failures) has elapsed, in parallel, each
 within its ``ssh_timeout``; ``--force`` ignores the backoff. Exits 0 when every probed
-host answered, 11 otherwise.
+host answered, 11 otherwise. Each row also counts ``unresolved_submits``: delegated
+submits whose outcome is unknown, kept in the outbox (:mod:`vq.remote.outbox`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vq.cli.output import echo_json
 from vq.errors import TransportError, VqError
 from vq.remote.fleet import Fleet, load_fleet
 from vq.remote.health import HostHealth, mark_down, read_health, record_ok
+from vq.remote.outbox import outbox_dir, unresolved
 
 __all__ = ["hosts", "probe_host"]
 
@@ -49,13 +51,14 @@ def probe_host(fleet: Fleet, name: str) -> HostHealth:
     return record_ok(fleet.state_root, name, rtt, vq_version=version[0])
 
 
-def _row(fleet: Fleet, name: str, health: HostHealth) -> dict[str, Any]:
+def _row(fleet: Fleet, name: str, health: HostHealth, unresolved: int) -> dict[str, Any]:
     settings = fleet.hosts[name]
     return {
         **health.as_dict(),
         "ssh": settings.ssh,
         "default": fleet.default_host == name,
         "down": settings.down,
+        "unresolved_submits": unresolved,
     }
 
 
@@ -82,11 +85,13 @@ def hosts(probe: bool, force: bool, as_json: bool) -> None:
                 to_probe, pool.map(lambda n: probe_host(fleet, n), to_probe), strict=True
             ):
                 healths[name] = health
-    rows = [_row(fleet, name, healths[name]) for name in fleet.names()]
+    kept = unresolved(fleet.state_root)
+    rows = [_row(fleet, name, healths[name], len(kept.get(name, []))) for name in fleet.names()]
     if as_json:
         echo_json({"hosts": rows, "default_host": fleet.default_host or "localhost"})
     else:
         _render(rows, fleet.default_host)
+        _render_unresolved(rows, fleet)
     if any(healths[name].status != "ok" for name in to_probe):
         raise SystemExit(TransportError.exit_code)
 
@@ -105,3 +110,14 @@ def _render(rows: list[dict[str, Any]], default: str | None) -> None:
             f"{last_ok:<20} {row['last_error'] or ''}"
         )
     click.echo(f"default host: {default or 'localhost'}")
+
+
+def _render_unresolved(rows: list[dict[str, Any]], fleet: Fleet) -> None:
+    for row in rows:
+        if row["unresolved_submits"]:
+            click.echo(
+                f"{row['name']}: {row['unresolved_submits']} submit(s) with an unknown outcome "
+                f"kept in {outbox_dir(fleet.state_root)}; rerun each with its "
+                "--idempotency-key (request.json) or check `vq queue "
+                f"{row['name']}`, then remove the entry"
+            )

@@ -21,6 +21,7 @@ import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from vq.domain.ids import is_id_or_prefix
 from vq.errors import HostUnavailable, VqError
 from vq.remote.discovery import LOCAL, discover, probe_listing
 from vq.remote.fleet import Fleet, load_fleet
@@ -44,26 +45,43 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     return run_remote(verb, owner, rest)
 
 
-def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str]) -> int | list[str]:
+def _lane_drivers() -> dict[str, str]:
+    """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
+    from vq._hostnames import configured_lanes, is_local_name
+
+    return {
+        lane: LOCAL if is_local_name(driver) else driver
+        for lane, driver in configured_lanes().items()
+    }
+
+
+def _with_id(rest: list[str], index: int, full_id: str) -> list[str]:
+    return [*rest[:index], full_id, *rest[index + 1 :]]
+
+
+def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> int | list[str]:
     """Discovery for ``vq status ID``; a host's status is read as soon as it lists the id.
 
     Only a read-only verb may start early: if the search ends ambiguous or elsewhere,
     the early answer is dropped unseen.
     """
-    early: dict[str, Future[RunResult]] = {}
+    early: dict[str, tuple[str, Future[RunResult]]] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
 
-        def found(name: str) -> None:
+        def found(name: str, full_id: str) -> None:
             if name != LOCAL:
-                early[name] = pool.submit(fleet.host(name).run, ["status", *rest])
+                words = ["status", *_with_id(rest, index, full_id)]
+                early[name] = (full_id, pool.submit(fleet.host(name).run, words))
 
-        owner = discover(fleet, job_id, _local_listing, on_found=found).owner()
-        if owner not in early:
-            return _on(owner, "status", rest)
+        search = discover(fleet, job_id, _local_listing, on_found=found, lanes=_lane_drivers())
+        owner = search.owner()
+        full_id = search.full_id(owner)
+        if owner not in early or early[owner][0] != full_id:
+            return _on(owner, "status", _with_id(rest, index, full_id))
         try:
-            result = early[owner].result()
+            result = early[owner][1].result()
         except VqError:
-            return _on(owner, "status", rest)  # one honest retry, reported as usual
+            return _on(owner, "status", _with_id(rest, index, full_id))  # one honest retry
     sys.stdout.buffer.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(result.stderr)
@@ -76,16 +94,20 @@ def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[st
     if index is None:
         return None  # no job id (e.g. --all, --group): this queue
     job_id = rest[index]
+    if not is_id_or_prefix(job_id):
+        return None  # the local command refuses it with its usual message
     fleet = load_fleet()
     if verb == "status":
         if fleet.default_is_local and fleet.default_host is not None:
             return None
-        return _status_anywhere(fleet, job_id, rest)
+        return _status_anywhere(fleet, job_id, rest, index)
     default = fleet.remote_default
     if default is None:
         return None
     if fleet.hosts[default].down:
-        return _on(discover(fleet, job_id, _local_listing).owner(), verb, rest)
+        search = discover(fleet, job_id, _local_listing, lanes=_lane_drivers())
+        owner = search.owner()
+        return _on(owner, verb, _with_id(rest, index, search.full_id(owner)))
     try:
         probe_listing(fleet, default)
     except VqError as exc:

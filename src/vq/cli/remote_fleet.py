@@ -1,11 +1,16 @@
 """``vq queue --all`` (``vq list --all``), ``vq overview --all`` and ``vq usage --by host``:
-this queue and every configured host.
+this queue and every configured host; ``vq top|overview|usage HOST``: one host.
 
 ``--all`` means every configured host, not every user. Each host is asked in parallel
 (:mod:`vq.remote.fanout`); the output adds a HOST column, shows a host that did not
 answer as one row (its status, reason and last_ok_at), and ``--json`` carries
 ``hosts: [{name, status, error, last_ok_at}]``. Exit 0 only when every host answered,
 else 11.
+
+The one-host views print the host's own answer (``--json``: its payload plus ``host`` and
+the same ``hosts`` list); a host that does not answer within its ``ssh_timeout`` is the
+same one row (``--json``: ``{host, hosts}``) and exit 11, never a traceback or a bare
+transport error.
 """
 
 from __future__ import annotations
@@ -18,8 +23,13 @@ from vq.cli.output import echo_json
 from vq.errors import TransportError
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
+from vq.remote.health import read_health
+from vq.remote.host import RemoteHost, check_spec_versions
 
-__all__ = ["run_fleet", "run_usage_by_host"]
+__all__ = ["HOST_VIEWS", "run_fleet", "run_host_view", "run_usage_by_host"]
+
+#: Read verbs whose ``vq VERB HOST`` form is a fleet view of one host.
+HOST_VIEWS = frozenset({"top", "overview", "usage"})
 
 
 def _local_list(rest: list[str]) -> Any:
@@ -145,3 +155,40 @@ def run_usage_by_host(rest: list[str]) -> int:
 
 
 _USAGE_KEYS = ("jobs", "wall_hours", "cpu_hours")
+
+
+def run_host_view(host: RemoteHost, verb: str, rest: list[str]) -> int:
+    """``vq top|overview|usage HOST …`` (see the module docstring); the exit status."""
+    import json
+    import sys
+
+    as_json = "--json" in rest
+    try:
+        result = host.run([verb, *rest], deadline_s=host.timeout)
+    except TransportError as exc:
+        health = read_health(host.state_root, host.name)
+        status = health.status if health.status in ("unreachable", "down") else "invalid"
+        answer = HostAnswer(host.name, status, error=exc.message, last_ok_at=health.last_ok_at)
+        if as_json:
+            echo_json({"host": host.name, "hosts": [answer.summary()]})
+        else:
+            _unanswered([answer])
+        return TransportError.exit_code
+    payload = None
+    if result.rc == 0 and as_json:
+        try:
+            payload = json.loads(result.stdout)
+        except ValueError:
+            payload = None
+    if isinstance(payload, dict):
+        check_spec_versions(host.name, payload)
+        answered = HostAnswer(
+            host.name, "ok", last_ok_at=read_health(host.state_root, host.name).last_ok_at
+        )
+        echo_json({**payload, "host": host.name, "hosts": [answered.summary()]})
+    else:
+        sys.stdout.buffer.write(result.stdout)
+        sys.stdout.flush()
+    sys.stderr.buffer.write(result.stderr)
+    sys.stderr.flush()
+    return result.rc

@@ -7,8 +7,12 @@ here, with the usual message, before anything is sent), then:
 - ``logs``: streamed; ``-f`` resumes by byte offset after a drop (:mod:`vq.remote.follow`).
 - ``wait``: rides out partitions and exits with the remote job's code.
 - ``fetch``: a tar stream extracted here (:mod:`vq.remote.fetch`).
-- every other verb (``status``, ``events``, ``kill``, ``pause``, ``resume``, ``queue``,
-  ``top``, ``overview``, ``usage``): the remote verb's output and exit status, as is.
+- ``top``, ``overview``, ``usage``: one host's fleet view
+  (:func:`vq.cli.remote_fleet.run_host_view`: an unreachable host is one row, exit 11).
+- ``kill``, ``pause``, ``resume``: sent once; an answer lost after the call may have
+  reached the host is :class:`~vq.errors.OutcomeUnknown` (exit 12), never resent.
+- every other verb (``status``, ``events``, ``queue``, and the actions when answered):
+  the remote verb's output and exit status, as is.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from pathlib import Path
 
 import click
 
+from vq.cli.remote_fleet import HOST_VIEWS, run_host_view
 from vq.cli.remote_route import first_positional
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
 from vq.remote.host import RemoteHost
+from vq.transport.runner import RunResult
 
 __all__ = ["run_remote"]
 
@@ -85,8 +91,13 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
         raise UsageError(
             "vq top HOST --watch is not supported", hint="run `vq top HOST` (one snapshot)"
         )
+    if verb in HOST_VIEWS:
+        return run_host_view(host, verb, rest)
     remote_verb = "list" if verb == "queue" else verb  # `list` is the older name
-    result = host.run([remote_verb, *rest], deadline_s=host.timeout)
+    if verb in _ACTIONS:
+        result = _act(host, verb, rest)
+    else:
+        result = host.run([remote_verb, *rest], deadline_s=host.timeout)
     sys.stdout.buffer.write(result.stdout)
     sys.stdout.flush()
     sys.stderr.buffer.write(result.stderr)
@@ -101,6 +112,31 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
         except ValueError:
             pass
     return result.rc
+
+
+#: Verbs that change a remote job: a lost answer is an unknown outcome, never retried.
+_ACTIONS = frozenset({"kill", "pause", "resume"})
+
+
+def _act(host: RemoteHost, verb: str, rest: list[str]) -> RunResult:
+    """``vq kill|pause|resume`` on ``host``, sent once. When the call may have reached the
+    host but its answer was lost, the outcome is unknown (exit 12): the host's health
+    records the failure, the job is not touched here, and nothing is resent."""
+    from vq.errors import OutcomeUnknown, TransportError
+    from vq.remote.host import may_have_run
+
+    try:
+        return host.run([verb, *rest], deadline_s=host.timeout)
+    except TransportError as exc:
+        if not may_have_run(exc):
+            raise
+        ids = " ".join(word for word in rest if not word.startswith("-"))
+        raise OutcomeUnknown(
+            f"host {host.name} did not answer after `vq {verb}` was sent ({exc.message}); "
+            "it may or may not have taken effect",
+            hint=f"check `vq status {host.name} {ids}` once the host answers; {verb} is "
+            "safe to repeat",
+        ) from exc
 
 
 def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
@@ -137,6 +173,11 @@ def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
         host, options, command, source, idempotency_key=ctx.params.get("idempotency_key")
     )
     emit(payload, as_json)
+    for entry in payload.get("reconciled_outbox", []):
+        sys.stderr.write(
+            f"vq: the earlier submit kept in {entry} (outcome unknown) is job "
+            f"{payload.get('id')}: its outbox entry was removed\n"
+        )
     return 0
 
 

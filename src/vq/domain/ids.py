@@ -7,7 +7,14 @@ from collections.abc import Callable, Iterable
 
 from vq.errors import AmbiguousId, InvalidInput, NotFound
 
-__all__ = ["JOB_ID_LENGTH", "MIN_PREFIX", "is_job_id", "new_job_id", "resolve_prefix"]
+__all__ = [
+    "JOB_ID_LENGTH",
+    "MIN_PREFIX",
+    "is_id_or_prefix",
+    "is_job_id",
+    "new_job_id",
+    "resolve_prefix",
+]
 
 JOB_ID_LENGTH = 12
 #: The shortest prefix accepted for a job id (like git's short hashes).
@@ -21,6 +28,11 @@ _NAMED = 5
 def is_job_id(text: str) -> bool:
     """Whether ``text`` is a well-formed job id (and so a safe path component)."""
     return bool(_ID.fullmatch(text))
+
+
+def is_id_or_prefix(text: str) -> bool:
+    """Whether ``text`` is a job id or a prefix :func:`resolve_prefix` would look up."""
+    return bool(_PREFIX.fullmatch(text.strip().lower()))
 
 
 def new_job_id(random_bytes: Callable[[int], bytes], taken: Callable[[str], bool]) -> str:

@@ -9,7 +9,8 @@
   status is the remote job's.
 
 Both report each loss of contact once on stderr and back off 1, 2, 4 … 10 s between
-attempts; the host's health file records every failure.
+attempts; the host's health file records every failure (a stream dropped mid-read
+included) and a stream's first answer after one.
 """
 
 from __future__ import annotations
@@ -87,14 +88,21 @@ def follow_logs(
     while True:
         words = [*base, "-f", "--from-byte", str(offset)]
         try:
-            stream = host.stream(words, deadline_s=_FOLLOW_DEADLINE_S)
+            opened = time.monotonic()
+            stream = host.stream(words, deadline_s=_FOLLOW_DEADLINE_S)  # records a failure
             try:
+                first = True
                 while chunk := stream.read():
+                    if first:
+                        host.answered((time.monotonic() - opened) * 1000)
+                        first = False
                     out.write(chunk)
                     out.flush()
                     offset += len(chunk)
                     retry.answered()
                 result = stream.wait()
+            except TransportError as exc:
+                raise host.failed(exc) from exc  # a drop mid-stream marks the host
             finally:
                 stream.close()
         except TransportError as exc:
@@ -111,17 +119,16 @@ def _copy_stream(
 ) -> tuple[int, int]:
     """Stream ``vq WORDS`` to ``out``; returns (bytes written, remote exit status)."""
     written = 0
+    stream = host.stream(words, deadline_s=deadline_s)  # records a failure to start
     try:
-        stream = host.stream(words, deadline_s=deadline_s)
-        try:
-            while chunk := stream.read():
-                out.write(chunk)
-                written += len(chunk)
-            result = stream.wait()
-        finally:
-            stream.close()
+        while chunk := stream.read():
+            out.write(chunk)
+            written += len(chunk)
+        result = stream.wait()
     except TransportError as exc:
         raise host.failed(exc) from exc
+    finally:
+        stream.close()
     out.flush()
     if result.rc != 0:
         raise remote_error(host.name, result)

@@ -9,15 +9,19 @@ Contract of :class:`RemoteHost`:
   the host's configured name in its message; an answered call records ``ok`` and its
   round-trip time. Job state is never touched here.
 - A host marked ``down = true`` is never contacted (:class:`~vq.errors.HostDown`).
-- Status 127 (the remote shell found no ``vq``) marks the host ``invalid``.
+- Status 127 (the remote shell found no ``vq``) is a
+  :class:`~vq.errors.RemoteProtocolError` (not transient) and marks the host ``invalid``.
 - :meth:`run_json` turns a remote vq error (``vq: error:`` / ``hint:`` on stderr, its exit
-  code) back into the same typed error, and refuses a payload carrying a
-  ``spec_version`` newer than this build reads.
+  code) back into the same typed error (:class:`~vq.errors.RemoteCommandFailed` when it
+  carries none), treats output that is not JSON as a
+  :class:`~vq.errors.RemoteProtocolError` (host ``invalid``), and refuses a payload
+  carrying a ``spec_version`` newer than this build reads.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +31,7 @@ from vq.domain.spec import SPEC_VERSION
 from vq.errors import (
     HostDown,
     RemoteCommandFailed,
+    RemoteProtocolError,
     TransportError,
     UnsupportedSpecVersion,
     VqError,
@@ -37,9 +42,21 @@ from vq.remote.health import mark_down, record_failure, record_ok
 from vq.transport.runner import RunResult
 from vq.transport.ssh import SshRunner, SshStream
 
-__all__ = ["RemoteHost", "check_spec_versions", "remote_error"]
+__all__ = ["RemoteHost", "check_spec_versions", "may_have_run", "remote_error"]
 
 _MAX_OUTPUT = 64 << 20
+#: ssh's own words when the connection was never made: the command cannot have run.
+_NEVER_CONNECTED = re.compile(
+    r"connect to host .*:|Could not resolve hostname|Name or service not known"
+    r"|Temporary failure in name resolution"
+)
+
+
+def may_have_run(exc: TransportError) -> bool:
+    """Whether the remote command may have run despite ``exc``: a transient failure
+    (a timeout, a dropped connection, no answer) unless ssh said it never connected.
+    A permanent one (host key, credentials, no vq, marked down) stopped it before."""
+    return exc.transient and not _NEVER_CONNECTED.search(exc.detail or "")
 
 
 def remote_error(name: str, result: RunResult) -> VqError:
@@ -150,9 +167,10 @@ class RemoteHost:
         except TransportError as exc:
             raise self.failed(exc) from exc
         if result.rc == 127:
-            error = RemoteCommandFailed(
+            error = RemoteProtocolError(
                 f"host {self.name}: {' '.join(self.settings.vq_command)!r} was not found",
                 hint=f"install vq there, or set vq_command in [hosts.{self.name}]",
+                transient=False,
             )
             record_failure(self.state_root, self.name, error, invalid=True)
             raise error
@@ -169,9 +187,10 @@ class RemoteHost:
         try:
             payload = json.loads(result.stdout)
         except ValueError as exc:
-            error = RemoteCommandFailed(
+            error = RemoteProtocolError(
                 f"host {self.name}: `vq {' '.join(words[:1])}` did not print JSON",
                 hint="check that the remote vq is a compatible version (vq hosts --probe)",
+                transient=False,
             )
             record_failure(self.state_root, self.name, error, invalid=True)
             raise error from exc
@@ -187,7 +206,9 @@ class RemoteHost:
         idle_s: float | None = None,
     ) -> SshStream:
         """Start ``vq WORDS…`` with its stdout read incrementally (logs, tar streams);
-        ``idle_s``: how long a read may see no byte before the stream counts as lost."""
+        ``idle_s``: how long a read may see no byte before the stream counts as lost.
+        A failure to start is recorded here; the caller records one while reading
+        (:meth:`failed`) and a first answer (:meth:`answered`)."""
         self._refuse_if_down()
         try:
             return self.runner.open_stream(
@@ -195,6 +216,10 @@ class RemoteHost:
             )
         except TransportError as exc:
             raise self.failed(exc) from exc
+
+    def answered(self, rtt_ms: float) -> None:
+        """A stream (:meth:`stream`) got its first answer: the host is ``ok`` again."""
+        record_ok(self.state_root, self.name, rtt_ms)
 
     def close(self) -> None:
         if self._runner is not None:

@@ -7,12 +7,17 @@ Contract:
   packed as one tar. The remote side runs ``vq submit --source-tar - --json …`` and
   extracts it with its own checks. No SOURCE: nothing is uploaded.
 - Before anything is sent the request is staged in ``<state-root>/outbox/<entry>/``
-  (``request.json``, and ``source.tar``). The entry is removed once the remote answered
-  (accepted or refused) or the call provably never reached the host.
+  (:mod:`vq.remote.outbox`: ``request.json``, and ``source.tar``). The entry is removed
+  once the remote answered (accepted or refused) or the call provably never reached the
+  host.
 - ``--idempotency-key`` is forwarded once, verbatim. A timeout, a dropped connection or a
   lost answer after the call may have started is :class:`~vq.errors.OutcomeUnknown`
   (exit 12): nothing is replayed, the outbox entry is kept, and the hint says to rerun
   with the same key (which returns the original job if the first call got through).
+- Reconciliation: when a keyed submit is accepted, the entries kept for earlier attempts
+  with the same host and key are settled by that answer and removed
+  (:func:`vq.remote.outbox.resolve`); they are named in the payload's
+  ``reconciled_outbox`` (absent when there were none).
 """
 
 from __future__ import annotations
@@ -20,8 +25,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
-import secrets
 import shutil
 import tarfile
 import tempfile
@@ -30,16 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import NotFound, OutcomeUnknown, TransportError
-from vq.paths import StateLayout
-from vq.remote.host import RemoteHost, check_spec_versions, remote_error
+from vq.remote.host import RemoteHost, check_spec_versions, may_have_run, remote_error
+from vq.remote.outbox import discard, outbox_dir, resolve, stage
 
 __all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
 
-#: ssh's own words when the connection was never made: the command cannot have run.
-_NEVER_CONNECTED = re.compile(
-    r"connect to host .*:|Could not resolve hostname|Name or service not known"
-    r"|Temporary failure in name resolution"
-)
 #: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
 _UPLOAD_BYTES_PER_S = 4 << 20
 
@@ -95,10 +93,6 @@ def options_from_fields(fields: dict[str, Any]) -> list[str]:
     return options
 
 
-def outbox_dir(state_root: Path) -> Path:
-    return StateLayout(state_root).outbox_dir
-
-
 def pack_source(source: Path) -> bytes:
     """SOURCE as an uncompressed tar, after the local submit's safety checks."""
     from vq.store.workspace import materialize
@@ -120,16 +114,6 @@ def pack_source(source: Path) -> bytes:
         return buffer.getvalue()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _stage(state_root: Path, host: str, request: dict[str, Any], tar: bytes | None) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    entry = outbox_dir(state_root) / f"{stamp}-{host}-{secrets.token_hex(4)}"
-    entry.mkdir(mode=0o700, parents=True)
-    if tar is not None:
-        (entry / "source.tar").write_bytes(tar)
-    (entry / "request.json").write_text(json.dumps(request, indent=1) + "\n")
-    return entry
 
 
 def delegate_submit(
@@ -157,13 +141,13 @@ def delegate_submit(
         "source": str(source) if source is not None else None,
         "created_at": datetime.now(UTC).isoformat(),
     }
-    entry = _stage(host.state_root, host.name, request, tar)
+    entry = stage(host.state_root, host.name, request, tar)
     deadline = host.timeout + (len(tar) / _UPLOAD_BYTES_PER_S if tar else 0.0)
     try:
         result = host.run(words, stdin=tar if tar is not None else b"", deadline_s=deadline)
     except TransportError as exc:
-        if not exc.transient or _NEVER_CONNECTED.search(exc.detail or ""):
-            shutil.rmtree(entry, ignore_errors=True)  # it never reached the host
+        if not may_have_run(exc):
+            discard(entry)  # it never reached the host
             raise
         rerun = "rerun the same command with the same --idempotency-key once the host answers"
         raise OutcomeUnknown(
@@ -174,12 +158,16 @@ def delegate_submit(
             else f"check `vq queue {host.name}` before resubmitting; "
             "use --idempotency-key to make submits repeat-safe",
         ) from exc
-    shutil.rmtree(entry, ignore_errors=True)
+    discard(entry)
     if result.rc != 0:
         raise remote_error(host.name, result)
     with contextlib.suppress(ValueError):
         payload = json.loads(result.stdout)
         if isinstance(payload, dict):
             check_spec_versions(host.name, payload)
+            if idempotency_key is not None:
+                settled = resolve(host.state_root, host.name, idempotency_key, keep=entry)
+                if settled:
+                    payload["reconciled_outbox"] = [str(e.path) for e in settled]
             return payload
     raise remote_error(host.name, result)
