@@ -100,6 +100,12 @@ def atomic_write_chunks(
                 os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        if exc.filename is None:  # a write or fsync: name the file it was for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
