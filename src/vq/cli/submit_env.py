@@ -9,6 +9,7 @@ each layer is read as bytes and parsed with ``tomllib`` only when it mentions ``
 from __future__ import annotations
 
 import os
+import stat
 
 from vq import _roots
 from vq.errors import ConfigError
@@ -22,18 +23,57 @@ __all__ = ["SITE_CONFIG", "configured_export", "remote_environment_options"]
 SITE_CONFIG = "/etc/vq/config.toml"
 
 
-def _layer_export(path: str) -> str | None:
+#: A config layer larger than this is refused (as vq._toml_file.MAX_CONFIG_BYTES).
+_MAX_LAYER_BYTES = 1024 * 1024
+
+
+def _read_layer(path: str) -> bytes | None:
+    """The bytes of one config layer; None when it is missing or this user may not read
+    it (the daemon reports unreadable layers). The rule of :func:`vq._fs.read_regular`
+    without its imports (this is the fast path): opened without blocking, and anything
+    but a regular file (a FIFO planted there) is a ConfigError at once."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return None  # missing or unreadable: the daemon reports unreadable layers
-    if b"submit" not in raw:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(
+                f"cannot read {path}: not a regular file",
+                hint="the configuration must be a readable regular file of TOML",
+            )
+        os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > _MAX_LAYER_BYTES:
+                raise ConfigError(
+                    f"cannot read {path}: larger than {_MAX_LAYER_BYTES} bytes",
+                    hint="the configuration must be a readable regular file of TOML",
+                )
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _layer_export(path: str) -> str | None:
+    raw = _read_layer(path)
+    if raw is None or b"submit" not in raw:
         return None
     import tomllib
 
     try:
-        data = tomllib.loads(raw.decode("utf-8", "replace"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{raw[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8; dispatch is held until it is fixed",
+        ) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}", hint="fix the TOML syntax") from None
     section = data.get("submit")
