@@ -40,14 +40,12 @@ def is_local_name(name: str) -> bool:
 def _hosts_tables(env: Mapping[str, str] | None) -> list[dict[str, object]]:
     env = os.environ if env is None else env
     tables: list[dict[str, object]] = []
-    from pathlib import Path
-
     from vq._toml_file import read_toml
     from vq.errors import ConfigError
 
     for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
         try:
-            hosts = read_toml(Path(path))[0].get("hosts", {})
+            hosts = read_toml(path)[0].get("hosts", {})
         except ConfigError as exc:
             if isinstance(exc.__cause__, PermissionError):
                 continue  # another user's site file: it names no hosts for us

@@ -2,42 +2,39 @@
 
 :func:`read_toml` is what :mod:`vq.config` parses each layer with, and what the fast,
 pydantic-free readers (:mod:`vq._hostnames`) use too, so a hostile config file is the
-same clear :class:`~vq.errors.ConfigError` wherever it is met: a FIFO, device or
-directory is refused without blocking the reader, a file over :data:`MAX_CONFIG_BYTES`
-is refused, a byte that is not UTF-8 is named with its line, and TOML errors name the
-file. A user's config may be a symlink (dotfile managers), so the final link is followed.
+same clear :class:`~vq.errors.ConfigError` wherever it is met: what
+:func:`vq._config_bytes.read_config_bytes` refuses (a FIFO, device or directory, without
+blocking; a file too large), a byte that is not UTF-8 (named with its line), TOML errors
+(naming the file). Stdlib, ``vq.errors`` and ``vq._config_bytes`` only: cheap to import.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
-from pathlib import Path
 from typing import Any
 
-from vq._fs import read_regular
+from vq._config_bytes import read_config_bytes
 from vq.errors import ConfigError
 
-__all__ = ["MAX_CONFIG_BYTES", "read_toml"]
-
-#: A configuration file larger than this is refused (it is a few kilobytes).
-MAX_CONFIG_BYTES = 1024 * 1024
+__all__ = ["read_toml"]
 
 
-def read_toml(path: Path) -> tuple[dict[str, Any], str]:
+def read_toml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """The parsed TOML of ``path`` and its text; ``({}, "")`` when it does not exist.
 
     Any other failure is a :class:`ConfigError` naming the file (and the line when
     there is one).
     """
     try:
-        data = read_regular(path, MAX_CONFIG_BYTES, follow=True)
-    except FileNotFoundError:
-        return {}, ""
+        data = read_config_bytes(path)
     except OSError as exc:
         raise ConfigError(
             f"cannot read {path}: {exc.strerror}",
             hint="the configuration must be a readable regular file of TOML",
         ) from exc
+    if data is None:
+        return {}, ""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -9,7 +9,6 @@ each layer is read as bytes and parsed with ``tomllib`` only when it mentions ``
 from __future__ import annotations
 
 import os
-import stat
 
 from vq import _roots
 from vq.errors import ConfigError
@@ -23,39 +22,21 @@ __all__ = ["SITE_CONFIG", "configured_export", "remote_environment_options"]
 SITE_CONFIG = "/etc/vq/config.toml"
 
 
-#: A config layer larger than this is refused (as vq._toml_file.MAX_CONFIG_BYTES).
-_MAX_LAYER_BYTES = 1024 * 1024
-
-
 def _read_layer(path: str) -> bytes | None:
     """The bytes of one config layer; None when it is missing or this user may not read
-    it (the daemon reports unreadable layers). The rule of :func:`vq._fs.read_regular`
-    without its imports (this is the fast path): opened without blocking, and anything
-    but a regular file (a FIFO planted there) is a ConfigError at once."""
+    it (the daemon reports unreadable layers). A FIFO, directory or oversized file
+    planted there is a ConfigError at once (:mod:`vq._config_bytes`: never blocks)."""
+    from vq._config_bytes import read_config_bytes
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+        return read_config_bytes(path)
+    except PermissionError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(
-                f"cannot read {path}: not a regular file",
-                hint="the configuration must be a readable regular file of TOML",
-            )
-        os.set_blocking(fd, True)
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-            if sum(map(len, chunks)) > _MAX_LAYER_BYTES:
-                raise ConfigError(
-                    f"cannot read {path}: larger than {_MAX_LAYER_BYTES} bytes",
-                    hint="the configuration must be a readable regular file of TOML",
-                )
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}",
+            hint="the configuration must be a readable regular file of TOML",
+        ) from None
 
 
 def _layer_export(path: str) -> str | None:
