@@ -41,9 +41,12 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "fsync_dir",
+    "open_append_regular",
     "open_regular_path",
+    "parse_json",
     "read_bytes_limited",
     "read_fd_capped",
+    "read_json_regular",
     "read_regular",
     "read_regular_text",
     "read_tail_lines",
@@ -100,6 +103,12 @@ def atomic_write_chunks(
                 os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        if exc.filename is None:  # a write or fsync: name the file it was for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
@@ -155,7 +164,7 @@ def append_line(path: Path, line: str) -> bool:
     """
     data = (line.rstrip("\n") + "\n").encode()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_append_regular(path)
         try:
             os.write(fd, data)
         finally:
@@ -168,6 +177,27 @@ def append_line(path: Path, line: str) -> bool:
 
 class NotRegularFile(OSError):
     """A path vq reads as a file is a FIFO, a device, a socket or a directory."""
+
+
+def open_append_regular(path: str | os.PathLike[str], mode: int = 0o644) -> int:
+    """An ``O_APPEND`` fd of the regular file ``path`` (created ``mode`` if missing).
+
+    Opened without blocking and without following a final symlink, like
+    :func:`open_regular_path`: a FIFO planted where a log should be never hangs the
+    writer (no reader: ENXIO; a reader: refused after ``fstat``), a link is ELOOP.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+    fd = os.open(path, flags, mode)
+    try:
+        st_mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(st_mode):
+            why = f"is {_kind(st_mode)}, not a regular file"
+            raise NotRegularFile(errno.EINVAL, why, str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class FileTooLarge(OSError):
@@ -242,6 +272,21 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Fal
 def read_regular_text(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> str:
     """:func:`read_regular` decoded as UTF-8 (UnicodeDecodeError for other bytes)."""
     return read_regular(path, limit, follow=follow).decode("utf-8")
+
+
+def parse_json(data: bytes | str) -> Any:
+    """``json.loads`` of bytes read from a file: nesting too deep for the parser (a
+    hostile ``[[[[…``) is a ValueError like any malformed JSON, never a RecursionError."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def read_json_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> Any:
+    """:func:`parse_json` of :func:`read_regular`: OSError (:class:`NotRegularFile`,
+    :class:`FileTooLarge`, missing…) or ValueError (malformed, not UTF-8, too deep)."""
+    return parse_json(read_regular(path, limit, follow=follow))
 
 
 def read_bytes_limited(path: Path, limit: int) -> bytes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import tomllib
 
 from vq import _roots
 
@@ -41,18 +40,16 @@ def is_local_name(name: str) -> bool:
 def _hosts_tables(env: Mapping[str, str] | None) -> list[dict[str, object]]:
     env = os.environ if env is None else env
     tables: list[dict[str, object]] = []
+    from vq._toml_file import read_toml
+    from vq.errors import ConfigError
+
     for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
         try:
-            with open(path, "rb") as handle:
-                hosts = tomllib.load(handle).get("hosts", {})
-        except OSError:
-            continue
-        except tomllib.TOMLDecodeError as exc:
-            from vq.errors import ConfigError
-
-            raise ConfigError(
-                f"{path}: {exc}", hint="fix the TOML syntax (vq config check FILE)"
-            ) from exc
+            hosts = read_toml(path)[0].get("hosts", {})
+        except ConfigError as exc:
+            if isinstance(exc.__cause__, PermissionError):
+                continue  # another user's site file: it names no hosts for us
+            raise
         if isinstance(hosts, dict):
             tables.append(hosts)
     return tables
@@ -72,8 +69,9 @@ def configured_lanes(env: Mapping[str, str] | None = None) -> dict[str, str]:
 def configured_names(env: Mapping[str, str] | None = None) -> frozenset[str]:
     """The ``[hosts.NAME]`` names of the site and user files (unvalidated, fast).
 
-    A file that is not valid TOML is a :class:`~vq.errors.ConfigError` (as it is for
-    every other verb); a missing or unreadable one has no hosts.
+    A file that is not a regular file, not UTF-8 or not TOML is a
+    :class:`~vq.errors.ConfigError` (as it is for every other verb; a FIFO never blocks
+    the reader); a missing one, or one this user may not read, has no hosts.
     """
     env = os.environ if env is None else env
     names: set[str] = set()

@@ -13,7 +13,8 @@ Only the ``enabled`` flag is read here, cheaply; the daemon validates the whole 
 from __future__ import annotations
 
 import os
-import stat
+
+from vq._config_bytes import read_config_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,36 +37,15 @@ def system_config(env: Mapping[str, str]) -> str:
     return SITE_CONFIG
 
 
-def _kind_name(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
-
-
 def multi_user_root(env: Mapping[str, str]) -> str | None:
     """The system root when the system policy enables multi-user mode, else None."""
     path = system_config(env)
     try:
-        # Non-blocking, so a FIFO (or a device) planted as the config never hangs a CLI.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except FileNotFoundError:
+        data = read_config_bytes(path)  # never blocks on a planted FIFO
+    except OSError as exc:
+        raise UnreadablePolicy(f"{path}: {exc.strerror}") from None
+    if data is None:
         return None
-    except OSError as exc:
-        raise UnreadablePolicy(f"{path}: {exc.strerror}") from None
-    try:
-        kind = os.fstat(fd).st_mode
-        if not stat.S_ISREG(kind):
-            raise UnreadablePolicy(f"{path}: not a regular file ({_kind_name(kind)})")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise UnreadablePolicy(f"{path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
     if b"multi_user" not in data:  # the common case costs no TOML parser
         return None
     import tomllib

@@ -9,7 +9,6 @@ typo never silently does nothing. ``docs/config.md`` documents every key.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from vq._fs import read_regular
+from vq._toml_file import read_toml
 from vq.config_multi_user import MultiUserSettings, QuotaSettings
 from vq.config_notifications import NotificationSettings
 from vq.config_programs import ProgramSettings, check_program_names
@@ -233,39 +232,12 @@ class Settings(BaseModel):
 
 
 #: A config file larger than this is refused (no sane config comes near it).
-MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def _read_layer(path: Path) -> tuple[dict[str, Any], str]:
-    """The parsed TOML of one config file and its text; ``({}, "")`` when it is absent.
-
-    Every failure is a :class:`ConfigError` naming the file (and the line when there is
-    one): unreadable, not a regular file (a FIFO never blocks the reader), too large,
-    not UTF-8, or not TOML. A user's config may be a symlink (dotfile managers).
-    """
-    try:
-        data = read_regular(path, MAX_CONFIG_BYTES, follow=True)
-    except FileNotFoundError:
-        return {}, ""
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror}",
-            hint="the configuration must be a readable regular file of TOML",
-        ) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8",
-            hint="save the file as UTF-8; dispatch is held until it is fixed",
-        ) from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"{path}: {exc}", hint="fix the TOML syntax; `vq daemon run` refuses to start"
-        ) from exc
+    """The parsed TOML of one config file and its text (see :func:`vq._toml_file.read_toml`:
+    ``({}, "")`` when absent, every other failure a ConfigError naming the file)."""
+    return read_toml(path)
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:

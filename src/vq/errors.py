@@ -83,6 +83,7 @@ __all__ = [
     "WaitTimeout",
     "error_from_payload",
     "storage_error",
+    "storage_error_under",
 ]
 
 
@@ -189,6 +190,21 @@ def storage_error(exc: BaseException, where: object) -> StorageError | None:
         f"{words} {where}",
         hint="free space there (`df -h`, `vq cleanup`); nothing was written by this request",
     )
+
+
+def storage_error_under(exc: BaseException, root: object) -> StorageError | None:
+    """:func:`storage_error` naming ``root`` when the failed file lies under it (or the
+    error names no file), else the failed file's own directory."""
+    import os.path
+
+    filename = getattr(exc, "filename", None)
+    where: object = root
+    if isinstance(filename, str) and filename:
+        top = os.path.abspath(str(root))
+        full = os.path.abspath(filename)
+        if full != top and not full.startswith(top.rstrip("/") + "/"):
+            where = os.path.dirname(full) or full
+    return storage_error(exc, where)
 
 
 class ConfigError(VqError):

@@ -169,12 +169,32 @@ def test_an_api_submit_on_a_full_disk_is_507_with_a_json_error(
         assert error["code"] == "no-space" and error["hint"]
         assert error["message"] == "no space left on <state-root>"
         assert "Traceback" not in answer.text and str(vq.root) not in answer.text
+        upload = web.http.post(
+            "/api/v1/uploads",
+            content=_small_tar(),
+            headers={**admin, "Content-Type": "application/gzip"},
+        )
+        assert upload.status_code == 507, upload.text
+        assert upload.json()["error"]["code"] == "no-space"
+        assert str(vq.root) not in upload.text and "Traceback" not in upload.text
         assert daemon_alive(vq)
         filler.unlink()
         accepted = web.http.post("/api/v1/jobs", json=body, headers=admin)
         assert accepted.status_code == 201, accepted.text
     finally:
         stop_web(web)
+
+
+def _small_tar() -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("a.txt")
+        info.size = 4096
+        tar.addfile(info, io.BytesIO(b"a" * 4096))
+    return buffer.getvalue()
 
 
 def test_a_terminal_write_the_disk_refuses_is_retried_once_space_returns(
@@ -211,3 +231,59 @@ def test_a_terminal_write_the_disk_refuses_is_retried_once_space_returns(
                 os.kill(pid, signal.SIGKILL)
         if subprocess.run(["umount", str(queue)], capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(queue)], check=True)
+
+
+def _one_clear_line(result: subprocess.CompletedProcess[str], root: Path) -> None:
+    assert result.returncode == 14, (result.args, result.returncode, result.stderr)
+    assert result.stderr.startswith("vq: error: "), result.stderr
+    assert f"no space left on {root}" in result.stderr.splitlines()[0], result.stderr
+    assert result.stderr.splitlines()[1].startswith("hint: ")
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+
+
+def test_every_cli_write_without_a_daemon_is_a_clear_error_and_the_daemon_refuses_to_start(
+    small_vq: Vq,
+) -> None:
+    """The CLI's own disk path (no daemon): each verb that writes says "no space left",
+    and a daemon started on a full disk refuses in one line instead of dying unexplained."""
+    vq = small_vq
+    pending = vq.submit("--", "true")  # acknowledged before the disk fills
+    filler = fill(vq.root)
+    before = sorted(p.name for p in (vq.root / "queue").iterdir())
+    for args in (
+        ("submit", "--", "true"),
+        ("submit", "--idempotency-key", "full-1", "--", "true"),
+        ("daemon", "throttle", "--max-jobs", "1", "--for", "1h"),
+        ("daemon", "drain"),
+        ("kill", pending),
+    ):
+        _one_clear_line(vq.run(*args, check=False, timeout=60), vq.root)
+    started = vq.run("daemon", "start", check=False, timeout=60)
+    _one_clear_line(started, vq.root)
+    assert "could not start" in started.stderr
+    assert not daemon_alive(vq)
+    assert sorted(p.name for p in (vq.root / "queue").iterdir()) == before
+    assert vq.state(pending) == "PENDING"  # nothing acknowledged was lost or changed
+    filler.unlink()
+    vq.start_daemon()
+    vq.wait_state(pending, "COMPLETED")
+
+
+def test_a_daemon_control_write_on_a_full_disk_is_that_calls_error(small_vq: Vq) -> None:
+    """Through the daemon: the throttle file cannot be written, the call says so, the
+    daemon holds dispatch and keeps serving."""
+    vq = small_vq
+    vq.start_daemon()
+    filler = fill(vq.root)
+    _one_clear_line(
+        vq.run("daemon", "throttle", "--max-jobs", "1", "--for", "1h", check=False), vq.root
+    )
+    assert daemon_alive(vq)
+    hold = wait_until(lambda: vq.json("daemon", "admin-status").get("storage_hold"))
+    assert f"no space left on {vq.root}" in hold["message"]
+    assert not (vq.root / "throttle.json").exists()
+    filler.unlink()
+    wait_until(lambda: vq.json("daemon", "admin-status").get("storage_hold") is None)
+    vq.run("daemon", "throttle", "--max-jobs", "1", "--for", "1h")
+    job = vq.submit("--", "true")
+    vq.wait_state(job, "COMPLETED")

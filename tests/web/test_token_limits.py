@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from typing import Any
 
 from tests.web.agent_helpers import queue_ids, submit, write_config
 from tests.web.conftest import Web
@@ -61,3 +62,45 @@ def test_uploads_count_against_a_tokens_daily_byte_quota(web: Web) -> None:
     assert len([p for p in uploads.iterdir() if not p.name.startswith(".")]) == 1
     shown = {t["name"]: t for t in web.vq.json("web", "token", "list")}
     assert shown["uploader"]["max_upload_bytes_per_day"] == 50000
+
+
+def test_inline_files_count_against_the_daily_upload_quota(web: Web) -> None:
+    import base64
+
+    web.vq.start_daemon()
+    limited = _token(web, "inline", "--scope", "read,submit", "--max-upload-bytes-per-day", "30000")
+    payload = base64.b64encode(b"\2" * 20_000).decode()
+
+    def inline(key: str) -> Any:
+        body = {"command": ["true"], "idempotency_key": key, "inputs": {"files": {"a": payload}}}
+        return submit(web, body, limited)
+
+    first = inline("first")
+    assert first.status_code == 201, first.text
+    assert inline("first").status_code == 200  # a repeat writes nothing: not charged
+    second = inline("second")
+    assert second.status_code == 429, second.text
+    assert "upload" in second.json()["error"]["message"]
+    assert int(second.headers["retry-after"]) > 0
+    assert queue_ids(web.vq) == [first.json()["id"]]
+    refused = submit(
+        web,
+        {
+            "command": ["true"],
+            "idempotency_key": "bad",
+            "depends_on": ["0123456789ab"],
+            "inputs": {"files": {"b": base64.b64encode(b"x" * 9_000).decode()}},
+        },
+        limited,
+    )
+    assert 400 <= refused.status_code < 500 and refused.status_code != 429, refused.text
+    small = submit(  # the refused submit's bytes were given back
+        web,
+        {
+            "command": ["true"],
+            "idempotency_key": "small",
+            "inputs": {"files": {"c": base64.b64encode(b"y" * 9_000).decode()}},
+        },
+        limited,
+    )
+    assert small.status_code == 201, small.text

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from vq.cli.output import print_error as _print_error
+from vq.cli.output import storage_failure
 from vq.errors import VqError
 
 __all__ = ["cli", "run"]
@@ -164,6 +165,10 @@ def run(args: list[str]) -> None:
     except Exception as exc:
         if debug:
             raise
+        full = storage_failure(exc)
+        if full is not None:
+            _print_error(full.message, full.hint)
+            sys.exit(full.exit_code)
         _print_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug")
         sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)

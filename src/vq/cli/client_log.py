@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 
 __all__ = ["LOG_NAME", "MAX_BYTES", "MUTATING", "note_jobs", "record", "verb_of"]
@@ -133,8 +134,13 @@ def record(args: list[str], exit_code: int, env: dict[str, str] | None = None) -
             "pid": os.getpid(),
         }
         data = (json.dumps(line, separators=(",", ":")) + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # Never blocks on a FIFO planted here, never follows a link; only a regular file
+        # is written (the same rule as vq._fs.open_append_regular, without its imports).
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+        fd = os.open(path, flags | os.O_NOFOLLOW, 0o600)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
             os.write(fd, data)
         finally:
             os.close(fd)

@@ -19,7 +19,14 @@ import click
 
 from vq.cli.common import client, echo_json, paths
 from vq.cli.types import AsciiIntRange
-from vq.errors import Conflict, DaemonNotRunning, UsageError, VqError, error_from_payload
+from vq.errors import (
+    Conflict,
+    DaemonNotRunning,
+    StorageError,
+    UsageError,
+    VqError,
+    error_from_payload,
+)
 
 __all__ = ["daemon"]
 
@@ -167,12 +174,18 @@ def start(as_json: bool, **caps: Any) -> None:
             return
         code = child.poll()
         if code is not None:
+            reason = _last_error(state.daemon_log)
+            if code == StorageError.exit_code and reason == "no log":
+                # Its error line could not be logged either: the disk is full.
+                raise StorageError(
+                    f"the daemon could not start: no space left on {state.root}",
+                    hint="free space there (`df -h`, `vq cleanup`), then start it again",
+                )
             # Keep the daemon's own error class (and so its exit code: 9 for config).
             raise error_from_payload(
                 {
                     "code": code,
-                    "message": f"the daemon exited with code {code} while starting: "
-                    + _last_error(state.daemon_log),
+                    "message": f"the daemon exited with code {code} while starting: " + reason,
                     "hint": f"see {state.daemon_log}",
                     "reference": "daemon-start-failed",
                 }

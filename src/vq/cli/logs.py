@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
-from vq._fs import open_regular_path
+from vq._fs import NotRegularFile, open_regular_path
 from vq.cli.common import daemon_answers, gateway
 from vq.cli.job_ids import JOB_ID
 from vq.cli.output import NO_DAEMON, note
 from vq.cli.types import AsciiIntRange
 from vq.domain.text import escape_control_bytes
+from vq.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from vq.domain.spec import JobSpec
+    from vq.gateway import Gateway
 
 __all__ = ["logs"]
 
@@ -95,6 +101,28 @@ def logs(
             hint=f"tar -xjf {spec.archive_path} -C DIR",
         )
     path = str(state.workspace(job_id) / (spec.stderr_path if use_stderr else spec.stdout_path))
+    try:
+        _follow(access, job_id, spec, path, follow, tail, from_byte, tell, escape)
+    except NotRegularFile as exc:  # the job put a FIFO, device or directory there
+        raise InvalidInput(
+            f"job {job_id}'s {os.path.basename(path)} {exc.strerror}: vq reads only regular files",
+            hint="the job replaced its log file; look in its workspace (`vq status` names it)",
+            reference="not-a-regular-file",
+        ) from None
+
+
+def _follow(
+    access: Gateway,
+    job_id: str,
+    spec: JobSpec,
+    path: str,
+    follow: bool,
+    tail: int | None,
+    from_byte: int | None,
+    tell: bool,
+    escape: bool,
+) -> None:
+    """Print ``path`` from the chosen offset; with ``follow``, until the job ends."""
     offset = _tail_offset(path, tail) if tail is not None else 0
     if from_byte is not None:
         offset = from_byte

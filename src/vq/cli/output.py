@@ -12,8 +12,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from vq.errors import StorageError
 
-__all__ = ["NO_DAEMON", "echo_json", "note", "print_error", "warn"]
+
+__all__ = ["NO_DAEMON", "echo_json", "note", "print_error", "storage_failure", "warn"]
 
 #: The one wording for "this waits for a daemon" (submit, logs -f, wait --timeout).
 NO_DAEMON = "no daemon is running: it will start when one does (`vq daemon start`)"
@@ -25,6 +27,18 @@ def print_error(message: str, hint: str | None) -> None:
     if hint:
         sys.stderr.write(f"hint: {hint}\n")
     sys.stderr.flush()
+
+
+def storage_failure(exc: BaseException) -> StorageError | None:
+    """The clear error for a write the disk refused (ENOSPC, EDQUOT, EIO) that no
+    service turned into one: naming the state root when the file lies under it.
+    None for any other exception."""
+    import os
+
+    from vq._roots import state_root
+    from vq.errors import storage_error_under
+
+    return storage_error_under(exc, state_root(os.environ))
 
 
 def warn(message: str) -> None:

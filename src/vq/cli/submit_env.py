@@ -22,18 +22,39 @@ __all__ = ["SITE_CONFIG", "configured_export", "remote_environment_options"]
 SITE_CONFIG = "/etc/vq/config.toml"
 
 
-def _layer_export(path: str) -> str | None:
+def _read_layer(path: str) -> bytes | None:
+    """The bytes of one config layer; None when it is missing or this user may not read
+    it (the daemon reports unreadable layers). A FIFO, directory or oversized file
+    planted there is a ConfigError at once (:mod:`vq._config_bytes`: never blocks)."""
+    from vq._config_bytes import read_config_bytes
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None  # missing or unreadable: the daemon reports unreadable layers
-    if b"submit" not in raw:
+        return read_config_bytes(path)
+    except PermissionError:
+        return None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror}",
+            hint="the configuration must be a readable regular file of TOML",
+        ) from None
+
+
+def _layer_export(path: str) -> str | None:
+    raw = _read_layer(path)
+    if raw is None or b"submit" not in raw:
         return None
     import tomllib
 
     try:
-        data = tomllib.loads(raw.decode("utf-8", "replace"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{raw[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8; dispatch is held until it is fixed",
+        ) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}", hint="fix the TOML syntax") from None
     section = data.get("submit")

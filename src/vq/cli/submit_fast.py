@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from vq import _multi_root, _roots
-from vq.cli.output import NO_DAEMON, echo_json, note, print_error, warn
+from vq.cli.output import NO_DAEMON, echo_json, note, print_error, storage_failure, warn
 from vq.cli.submit_options import build_params, parse_fast
 from vq.errors import DaemonNotRunning, VqError
 
@@ -99,4 +99,13 @@ def run_fast(args: list[str]) -> int | None:
             raise
         print_error(exc.message, exc.hint)
         return exc.exit_code
+    except Exception as exc:  # as the Click path does: one error line, never a traceback
+        if os.environ.get("VQ_DEBUG") == "1":
+            raise
+        full = storage_failure(exc)
+        if full is None:
+            print_error(f"internal error: {type(exc).__name__}: {exc}", "rerun with --debug")
+            return 1
+        print_error(full.message, full.hint)
+        return full.exit_code
     return 0

@@ -6,13 +6,14 @@ Flags override the ``[daemon]`` config section. Exit codes follow ``vq.errors``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 
 from vq.config import Settings, load_settings
 from vq.config_multi_user import allow_root_from_env, multi_user_root
-from vq.errors import VqError
+from vq.errors import VqError, storage_error_under
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.admin_token import admin_token_path
 from vq.services.root_guard import start_mode
@@ -82,10 +83,12 @@ def main(argv: list[str] | None = None) -> int:
             paths, multi_user = _system_root(settings)
         paths.ensure()
     except VqError as exc:
-        print(f"vq: error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        return _refused(exc)
+    except OSError as exc:  # the state tree could not be made: a full disk is clear
+        full = storage_error_under(exc, paths.root)
+        if full is None:
+            raise
+        return _refused(full)
     handlers: list[logging.Handler] = [logging.FileHandler(paths.daemon_log)]
     if sys.stderr.isatty():
         handlers.append(logging.StreamHandler())
@@ -94,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
     )
+    # A log line the disk refuses is dropped, never a traceback on stderr (a full disk
+    # is reported where it matters: the storage hold).
+    logging.raiseExceptions = False
     if mode.warning:
         logging.getLogger("vq.daemon").warning("%s", mode.warning)
     try:
@@ -108,10 +114,26 @@ def main(argv: list[str] | None = None) -> int:
         return daemon.run()
     except VqError as exc:
         logging.getLogger("vq.daemon").error("%s", exc.message)
+        return _refused(exc)
+    except OSError as exc:
+        # A full disk at start (the capacity snapshot, the pid file, a recovery write):
+        # the daemon does not start, and says why in one line.
+        full = storage_error_under(exc, paths.root)
+        if full is None:
+            raise
+        logging.getLogger("vq.daemon").error("%s: the daemon did not start", full.message)
+        return _refused(full)
+
+
+def _refused(exc: VqError) -> int:
+    """Print ``exc`` as the CLI does and return its exit code (stderr may be daemon.log
+    on a full disk: a line that cannot be written is dropped, the code stands)."""
+    with contextlib.suppress(OSError):
         print(f"vq: error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        sys.stderr.flush()
+    return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -239,6 +239,7 @@ class Daemon:
                 self.parts.routes,
                 max_connections=self.parts.settings.daemon.max_connections,
                 access=self.parts.socket_access,
+                storage=self.parts.storage,
             )
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             if self._doorbell is not None:
@@ -250,9 +251,13 @@ class Daemon:
             while not self.stop_requested.is_set():
                 try:
                     timeout = self.tick()
-                except StorageError as exc:
+                except OSError as exc:
                     # A write the state root could not take is that write's failure: note
                     # it (dispatch holds) and go on; what must be written is retried.
+                    if self.parts.storage.failed_write(exc) is None:
+                        raise
+                    timeout = FAST_POLL_SECONDS
+                except StorageError as exc:
                     self.parts.storage.note(exc)
                     timeout = FAST_POLL_SECONDS
                 self.parts.inbox.wait(timeout)

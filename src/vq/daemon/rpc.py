@@ -37,6 +37,8 @@ from vq.errors import DaemonBusy, ProtocolError, UsageError, VqError
 from vq.protocol.framing import MAX_MESSAGE_BYTES, decode_message, error_response
 from vq.protocol.messages import parse_params
 
+from .storage import StorageGuard
+
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "IDLE_SECONDS",
@@ -181,9 +183,12 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         idle_seconds: float = IDLE_SECONDS,
         access: SocketAccess | None = None,
+        storage: StorageGuard | None = None,
     ) -> None:
         self.routes = routes
         self.access = access
+        #: Told of a write the state root refused while answering (dispatch then holds).
+        self.storage = storage
         self.max_connections = max_connections
         self.idle_seconds = idle_seconds
         self._slots = threading.BoundedSemaphore(max_connections)
@@ -257,6 +262,9 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         except VqError as exc:
             return error_response(request_id, exc.to_payload())
         except Exception as exc:
+            full = None if self.storage is None else self.storage.failed_write(exc)
+            if full is not None:  # a full disk is that call's error, not an internal one
+                return error_response(request_id, full.to_payload())
             log.exception("RPC request failed")
             return error_response(
                 request_id,

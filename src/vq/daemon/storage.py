@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from vq.errors import StorageError, storage_error
+from vq.errors import StorageError, storage_error, storage_error_under
 from vq.paths import StatePaths
 
 __all__ = ["PROBE_BYTES", "PROBE_SECONDS", "StorageGuard"]
@@ -88,6 +88,17 @@ class StorageGuard:
                 self._hold = StorageHold(error.message, self._now())
                 self._last_probe = self._monotonic()
                 log.error("%s: dispatch holds until writes succeed again", error.message)
+
+    def failed_write(self, exc: BaseException) -> StorageError | None:
+        """The StorageError for ``exc`` when it is a write the disk refused (noted: dispatch
+        holds), else None. For callers that meet a raw OSError (any thread)."""
+        if isinstance(exc, StorageError):
+            error: StorageError | None = exc
+        else:
+            error = storage_error_under(exc, self.paths.root)
+        if error is not None:
+            self.note(error)
+        return error
 
     def check(self) -> bool:
         """On the loop: while holding, probe (rate-limited); True once writes succeed."""

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vq._fs import append_line, atomic_write_json, read_regular
+from vq._fs import append_line, atomic_write_json, read_json_regular
 from vq.domain.admission import Caps
 from vq.errors import Conflict, InvalidInput
 from vq.paths import StatePaths
@@ -90,7 +90,7 @@ class Throttle:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(read_regular(path, 1 << 16))
+        data = read_json_regular(path, 1 << 16)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -197,8 +197,7 @@ def read_capacity(paths: StatePaths) -> Caps | None:
     (missing, malformed, or a field that is not a positive integer or null). Silent:
     a missing snapshot is the ordinary "capacity unknown" case."""
     try:
-        with open(paths.capacity_file, "rb") as handle:
-            data = json.loads(handle.read(65536))
+        data = read_json_regular(paths.capacity_file, 65536)
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):

@@ -30,7 +30,7 @@ from vq._fs import (
     atomic_write_json,
     open_regular_path,
     read_bytes_limited,
-    read_regular,
+    read_json_regular,
 )
 from vq.domain.spec import JobSpec, load_spec
 from vq.errors import Conflict, CorruptSpec, InvalidInput
@@ -165,8 +165,11 @@ def _ensure_claims_dir(ctx: ServiceContext) -> None:
 
 
 def _read_claim(path: Path) -> dict[str, Any] | None:
+    """The claim at ``path``; None when there is none. Anything else that is not a claim
+    (a FIFO, odd bytes, JSON too deep, an object without a job id) is a CorruptSpec:
+    never treated as absent, so the key is never claimed a second time."""
     try:
-        claim = json.loads(read_regular(path, 65536))
+        claim = read_json_regular(path, 65536)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -174,7 +177,12 @@ def _read_claim(path: Path) -> dict[str, Any] | None:
             f"idempotency claim {path} is unreadable: {exc}",
             hint="inspect the file; vq never rewrites an existing claim",
         ) from exc
-    return claim if isinstance(claim, dict) else None
+    if not isinstance(claim, dict) or not isinstance(claim.get("job_id"), str):
+        raise CorruptSpec(
+            f"idempotency claim {path} is not a claim (no job id)",
+            hint="inspect the file; vq never rewrites an existing claim",
+        )
+    return claim
 
 
 def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from vq._fs import parse_json
 from vq._safe_open import append_line_beneath, read_regular_beneath
 from vq.domain.events import normalize_event
 from vq.paths import StatePaths
@@ -46,8 +47,8 @@ def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
         if not line.strip() or len(line) > MAX_EVENT_LINE:
             continue
         try:
-            record = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+            record = parse_json(line)
+        except ValueError:  # malformed, not UTF-8 or nested too deeply: skipped
             continue
         if isinstance(record, dict) and "kind" in record:
             events.append(normalize_event(record))

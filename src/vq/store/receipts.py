@@ -2,15 +2,15 @@
 
 The collector writes it when the command ends (``vq.resource-usage.v1``: wait4's
 ``max_rss_kb``, user and system CPU seconds, wall seconds). Reads never follow a
-symlink and stop at 1 MiB; a missing, unreadable or malformed receipt is None.
+symlink, never block (a FIFO is refused at once) and stop at 1 MiB; a missing,
+unreadable or malformed receipt is None.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
+from vq._fs import read_json_regular
 from vq.paths import StatePaths
 
 __all__ = ["MAX_RECEIPT_BYTES", "read_receipt"]
@@ -20,12 +20,7 @@ MAX_RECEIPT_BYTES = 1 << 20
 
 def read_receipt(paths: StatePaths, job_id: str) -> dict[str, Any] | None:
     try:
-        fd = os.open(paths.resource_usage(job_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = json.loads(handle.read(MAX_RECEIPT_BYTES))
-    except (OSError, ValueError):
+        data = read_json_regular(paths.resource_usage(job_id), MAX_RECEIPT_BYTES)
+    except (OSError, ValueError):  # missing, a FIFO or directory, too large, malformed
         return None
     return data if isinstance(data, dict) else None

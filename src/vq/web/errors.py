@@ -157,9 +157,30 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        full = vq_errors.storage_error(exc, _disk_of(request, exc))
+        if full is not None:  # a write the disk refused: that request's error (507)
+            return JSONResponse(
+                error_body(full.reference, full.message, full.hint), status_code=507
+            )
         log.error("unexpected error: %s", type(exc).__name__, exc_info=exc)
         return JSONResponse(
             error_body("internal-error", "the server failed to answer this request", None),
             status_code=500,
         )
+
+
+def _disk_of(request: Request, exc: Exception) -> str:
+    """Where a failed write was, as a placeholder (no server path in a body: this
+    handler answers outside the path-redacting middleware)."""
+    filename = getattr(exc, "filename", None)
+    config = getattr(request.app.state, "vq", None)
+    if isinstance(filename, str) and config is not None:
+        for root, shown in (
+            (config.state.archive_dir, "<archive-dir>"),
+            (config.state.root, "<state-root>"),
+            (config.config_root, "<config-root>"),
+        ):
+            if filename == str(root) or filename.startswith(str(root).rstrip("/") + "/"):
+                return shown
+    return "the server's disk"

@@ -21,7 +21,9 @@ refused with 415 (no Content-Type at all is read as JSON). The body may be at mo
 before parsing). Scoped tokens are held to their profiles/programs (403) and their daily
 quota (429 with ``Retry-After``); a repeat of an existing key is not charged, and
 concurrent first submits of one key are charged once (the usage file records the
-charged key hashes).
+charged key hashes). Inline files count against the token's daily upload byte quota
+(``--max-upload-bytes-per-day``) as an upload does: charged before anything is written,
+given back when the submit is refused.
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ from vq.services.idempotency import key_hash
 from vq.web.auth.principal import Principal
 from vq.web.auth.quota import (
     charge_submission,
+    charge_upload,
     check_submit_allowed,
     check_within_profile,
     refund_submission,
+    refund_upload,
 )
 from vq.web.context import WebConfig
 from vq.web.deps import need, web_config
@@ -251,6 +255,11 @@ def _parse(raw: bytes) -> JobRequest:
         ) from None
 
 
+def _inline_bytes(inputs: Inputs) -> int:
+    """The decoded size of the inline files (base64: 3 bytes per 4 characters)."""
+    return sum(len(text) * 3 // 4 for text in (inputs.files or {}).values())
+
+
 def _submit(
     config: WebConfig, settings: Settings, principal: Principal, body: JobRequest
 ) -> JSONResponse:
@@ -270,10 +279,18 @@ def _submit(
         store = UploadStore(config.state.uploads_dir, settings.web.upload_ttl_seconds)
         store.peek(inputs.upload_token, key_hash(key))
     charged = False
+    inline = 0
     if not claim_exists(config, key):  # charged once per key, even when first submits race
-        charged = charge_submission(
-            config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key)
-        )
+        inline = _inline_bytes(inputs)  # inline files are uploads: the byte quota counts them
+        if inline:
+            charge_upload(config.config_root, principal, datetime.now(UTC), inline)
+        try:
+            charged = charge_submission(
+                config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key)
+            )
+        except Exception:
+            refund_upload(config.config_root, principal, datetime.now(UTC), inline)
+            raise
     try:
         payload = submit_request(
             config,
@@ -289,6 +306,7 @@ def _submit(
             refund_submission(
                 config.config_root, principal, datetime.now(UTC), key_hash=key_hash(key)
             )
+        refund_upload(config.config_root, principal, datetime.now(UTC), inline)
         raise
     status = 200 if payload.get("idempotent_replay") else 201
     return JSONResponse(payload, status_code=status)

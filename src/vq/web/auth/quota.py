@@ -31,6 +31,7 @@ __all__ = [
     "check_submit_allowed",
     "check_within_profile",
     "refund_submission",
+    "refund_upload",
     "seconds_to_utc_midnight",
     "upload_bytes_left",
     "upload_quota_error",
@@ -283,4 +284,20 @@ def charge_upload(config_root: Path, principal: Principal, now: datetime, size: 
             left = max(0, token.max_upload_bytes_per_day - _uploaded(entry))
             raise upload_quota_error(principal, left, now)
         days[token.id] = {**entry, "upload_bytes": _uploaded(entry) + size}
+        write_json_private(path, {"version": 1, "days": days})
+
+
+def refund_upload(config_root: Path, principal: Principal, now: datetime, size: int) -> None:
+    """Give back ``size`` bytes :func:`charge_upload` counted today, when what they were
+    for was refused before anything was written (an inline submit that failed)."""
+    if principal.kind != "scoped_token" or principal.token_id is None or size <= 0:
+        return
+    day = _utc(now).date().isoformat()
+    path = _usage_path(config_root)
+    with locked(path):
+        data = read_json_private(path, "agent token usage") or {}
+        days, entry = _day_entry(data, principal.token_id, day)
+        if principal.token_id not in days:
+            return
+        days[principal.token_id] = {**entry, "upload_bytes": max(0, _uploaded(entry) - size)}
         write_json_private(path, {"version": 1, "days": days})
