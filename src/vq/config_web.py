@@ -38,6 +38,14 @@ class WebSettings(BaseModel):
     #: Serve the fleet console (``/fleet``, ``/api/v1/fleet``) over every configured host,
     #: as ``vq web serve --fleet`` and ``vq daemon start --web --fleet`` do.
     fleet: bool = False
+    #: Long-polls (``GET /api/v1/jobs/{id}/wait``) one credential (token, account,
+    #: "anonymous") may hold at once; one more gets 503 with ``Retry-After``.
+    wait_max_per_credential: int = Field(default=128, ge=1, le=100_000)
+    #: Long-polls one client address may hold at once.
+    wait_max_per_peer: int = Field(default=128, ge=1, le=100_000)
+    #: Long-polls the console holds in all (each holds a connection to the daemon too,
+    #: which has its own cap, ``[daemon] max_connections``).
+    wait_max_total: int = Field(default=256, ge=1, le=100_000)
 
     @field_validator("allowed_hosts")
     @classmethod

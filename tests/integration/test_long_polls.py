@@ -144,3 +144,35 @@ def test_console_waits_over_the_per_credential_cap_get_503_with_retry_after(
     # Once they are gone, a wait is admitted again (it times out normally).
     again = httpx.get(f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=0", headers=admin)
     assert again.status_code == 200 and again.json()["timed_out"] is True
+
+
+def test_the_console_wait_caps_come_from_the_configuration(vq: Vq, tmp_path: Path) -> None:
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[web]\nwait_max_total = 3\n")
+    vq.start_daemon()
+    job = vq.submit("--not-before", "1h", "--", "true")
+    served = start_web(vq, tmp_path / "web.log")
+    try:
+        admin = served.admin()
+        url = f"{served.base_url}/api/v1/jobs/{job}/wait?timeout=30"
+
+        async def scenario() -> tuple[list[httpx.Response], int]:
+            async with httpx.AsyncClient(timeout=60) as client:
+                tasks = [asyncio.ensure_future(client.get(url, headers=admin)) for _ in range(5)]
+                deadline = time.monotonic() + 30
+                while sum(t.done() for t in tasks) < 2 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                answered = [t.result() for t in tasks if t.done()]
+                pending = sum(not t.done() for t in tasks)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                return answered, pending
+
+        answered, pending = asyncio.run(scenario())
+    finally:
+        stop_web(served)
+    assert pending == 3  # the configured cap, far below the per-credential default
+    assert [r.status_code for r in answered] == [503, 503]
+    assert all(r.json()["error"]["code"] == "too-many-waits" for r in answered)

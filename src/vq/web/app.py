@@ -47,7 +47,8 @@ def create_app(config: WebConfig) -> FastAPI:
         openapi_url="/api/v1/openapi.json",
     )
     app.state.vq = config
-    app.state.waits = WaitSlots()  # long-poll caps per credential, per peer, in all
+    per_token, per_peer, total = config.wait_caps  # long-poll caps ([web] wait_max_*)
+    app.state.waits = WaitSlots(per_token=per_token, per_peer=per_peer, total=total)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(AuditMiddleware, log_path=config.state.fleet_audit_log)

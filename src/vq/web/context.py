@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vq.config import load_settings
 from vq.paths import StatePaths, resolve_config_root
+from vq.web.waits import PER_PEER, PER_TOKEN, TOTAL
 
 __all__ = ["WebConfig"]
 
@@ -34,6 +36,9 @@ class WebConfig:
     #: Fleet mode (``vq web serve --fleet``, ``[web] fleet = true``): the ``/fleet`` pages
     #: and ``/api/v1/fleet`` over every configured host are mounted (:mod:`vq.web.fleet`).
     fleet: bool = False
+    #: Caps on concurrent long-polls: per credential, per client address, in all
+    #: (``[web] wait_max_*``; :mod:`vq.web.waits`).
+    wait_caps: tuple[int, int, int] = (PER_TOKEN, PER_PEER, TOTAL)
 
     @classmethod
     def from_env(
@@ -45,10 +50,12 @@ class WebConfig:
         fleet: bool = False,
     ) -> WebConfig:
         env = os.environ if env is None else env
+        web = load_settings(env).web
         return cls(
             StatePaths.from_env(env),
             resolve_config_root(env),
             mode=mode,
             allowed_hosts=allowed_hosts,
             fleet=fleet,
+            wait_caps=(web.wait_max_per_credential, web.wait_max_per_peer, web.wait_max_total),
         )

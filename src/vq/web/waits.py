@@ -3,7 +3,8 @@
 A wait holds an HTTP connection and a daemon-socket connection for up to 300 s, so
 unbounded waits exhaust file descriptors (and daemon threads). :class:`WaitSlots` admits
 at most :data:`PER_TOKEN` waits per credential (a token, a session or account name,
-"anonymous"), :data:`PER_PEER` per client address and :data:`TOTAL` in all; a wait over
+"anonymous"), :data:`PER_PEER` per client address and :data:`TOTAL` in all by default
+(``[web] wait_max_per_credential``, ``wait_max_per_peer``, ``wait_max_total``); a wait over
 any cap is refused with 503 and ``Retry-After`` before it touches the daemon. The daemon
 has its own cap (``[daemon] max_connections``) for every client together.
 
