@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import echo_json, gateway, since_moment
+from vq.cli.common import echo_json, gateway, owner_option, since_moment
 from vq.cli.job_ids import GROUP_ID, JOB_ID
 
 __all__ = ["events", "list_jobs", "status"]
@@ -118,7 +118,7 @@ def status(
         else:
             click.echo(summary["summary"])
         return
-    view = gateway().status(job_id, uid)
+    view = gateway(uid).status(job_id)
     if as_json:
         echo_json(view)
         return
@@ -131,9 +131,10 @@ def status(
 @click.argument("job_id", type=JOB_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON list.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
-def events(job_id: str, as_json: bool, raw: bool) -> None:
+@owner_option
+def events(job_id: str, as_json: bool, raw: bool, uid: int | None = None) -> None:
     """The job's timeline from _vq/events.jsonl (best-effort history; the spec is the truth)."""
-    timeline = gateway().events(job_id)  # unknown, corrupt or archived ids fail clearly
+    timeline = gateway(uid).events(job_id)  # unknown, corrupt or archived ids fail clearly
     if as_json:
         echo_json(timeline)
         return

@@ -70,11 +70,16 @@ class Gateway(DiskVerbs):
     """
 
     def __init__(
-        self, paths: StatePaths, env: Mapping[str, str] | None = None, timeout: float = 60.0
+        self,
+        paths: StatePaths,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        owner: int | None = None,
     ) -> None:
         self.paths = paths
         self.env = env
         self.timeout = timeout
+        self.owner = owner
 
     # --- plumbing -----------------------------------------------------------------------
     def client(self, timeout: float | None = None) -> Client:
@@ -150,13 +155,17 @@ class Gateway(DiskVerbs):
 
         ``uid`` (multi-user mode): the copy in that owner's tree, for an id several
         owners' trees hold (a bare lookup of it is ambiguous)."""
+        uid = self.owner if uid is None else uid
         view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
             return dict(view)
         from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
-        spec = ctx.store.read(job_id) if uid is None else ctx.store.read_copy(job_id, uid)
+        if uid is not None and isinstance(self.paths, MultiUserLayout):
+            spec = ctx.store.read_copy(job_id, uid)  # root: one owner's copy of an id
+        else:
+            spec = ctx.read_owned(job_id)
         return job_status(
             ctx,
             spec,
@@ -288,9 +297,18 @@ class Gateway(DiskVerbs):
         )
 
     # --- job control --------------------------------------------------------------------
+    def _call_for_owner(self, method: str, job_id: str) -> Any | None:
+        """``method`` on the daemon, after the daemon confirmed (``status --uid``) that
+        the job is the named owner's when one was named (NotFound otherwise)."""
+        if self.owner is not None and self.call("status", {"id": job_id, "uid": self.owner}):
+            return self.call(method, {"id": job_id})
+        if self.owner is not None:
+            return None  # no daemon: the disk path applies the ownership helper
+        return self.call(method, {"id": job_id})
+
     def kill(self, job_id: str) -> dict[str, Any]:
         """The ``vq kill --json`` item. Without a daemon, waits out the grace itself."""
-        result = self.call("kill", {"id": job_id})
+        result = self._call_for_owner("kill", job_id)
         if result is not None:
             return dict(result)
         from vq.services.kill import kill_and_wait
@@ -307,7 +325,7 @@ class Gateway(DiskVerbs):
         return self._pause_or_resume("resume", job_id)
 
     def _pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
-        result = self.call(verb, {"id": job_id})
+        result = self._call_for_owner(verb, job_id)
         if result is not None:
             return dict(result)
         from vq.services import pause as pausing

@@ -80,7 +80,7 @@ def pause_job(
 
     The job's executor may refuse first (a scheduler job that already runs cannot be
     held: :meth:`~vq.executors.base.Executor.check_pausable`)."""
-    current = ctx.store.read(job_id)
+    current = ctx.read_owned(job_id)
     executor = _executor(ctx, current, executors)
     if executor is not None and current.state is JobState.RUNNING:
         executor.check_pausable(current)
@@ -104,6 +104,7 @@ def resume_job(
 
     With ``only_paused_by``, a job paused by someone else is left alone (changed=False).
     """
+    ctx.check_job(job_id)
     moved = (lifecycle or Lifecycle(ctx)).resume(job_id, only_paused_by=only_paused_by)
     if not moved.changed:
         return PauseOutcome(moved.spec, changed=False, signaled=False)
