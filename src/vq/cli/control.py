@@ -216,6 +216,8 @@ def _pause_or_resume(
         results.append(result)
         if not as_json:
             note = "" if result["changed"] else " (unchanged)"
+            if verb == "pause" and result["state"] == "RUNNING" and not result["changed"]:
+                note = " (not paused: it could not be signalled yet; try again in a moment)"
             click.echo(f"{job_id} {result['state']}{note}")
     if as_json:
         echo_json(results)

@@ -43,7 +43,8 @@ from vq.paths import MultiUserLayout, StatePaths
 
 from .disk import DiskVerbs
 
-if TYPE_CHECKING:  # a type only: importing it loads pydantic, which `vq list` never needs
+if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
+    from vq.domain.quotas import QuotaPolicy
     from vq.hosts_config import LaneSettings
 
 __all__ = ["Gateway", "since_moment"]
@@ -214,6 +215,7 @@ class Gateway(DiskVerbs):
         from vq.services.reports import build_overview, caps_from_ping
 
         now = datetime.now(UTC)
+        quotas = self._quota_policy()
         ping = self.ask("ping")
         listing = self.ask("list", {"states": []}) if isinstance(ping, dict) else None
         if isinstance(ping, dict) and isinstance(listing, dict):
@@ -223,12 +225,22 @@ class Gateway(DiskVerbs):
                 now,
                 ping,
                 quarantined=len(listing["quarantined"]),
+                quotas=quotas,
             )
         from vq.services.control import read_capacity
 
         rows, quarantined = self.disk_report_rows(now)
         snapshot = read_capacity(self.paths)  # the last advertised caps, or None
-        return build_overview(rows, snapshot, now, None, quarantined=quarantined)
+        return build_overview(rows, snapshot, now, None, quarantined=quarantined, quotas=quotas)
+
+    def _quota_policy(self) -> QuotaPolicy | None:
+        """Multi-user mode: the system config's ``[quotas]`` (validated; ConfigError when it
+        is not); None in single-user mode."""
+        if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
+            return None
+        from vq.config import load_settings
+
+        return load_settings(self.env).quotas.policy()
 
     def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
         """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""

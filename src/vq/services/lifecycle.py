@@ -379,6 +379,14 @@ class Lifecycle:
         )
         return self._move(job_id, decide, now=now, reason=f"paused by {by}")
 
+    def pause_undelivered(self, spec: JobSpec) -> Transition:
+        """Undo the pause ``spec`` records (RUNNING again, no pause time) when its signal
+        could not reach the still-running job: the spec never says SUSPENDED of a job
+        that runs. Changes nothing once the job moved on."""
+        now = self.ctx.now()
+        decide = partial(rules.decide_pause_undelivered, now=now, paused_at=spec.paused_at)
+        return self._move(spec.id, decide, now=now, reason="the pause could not be delivered")
+
     def resume(self, job_id: str, *, only_paused_by: str | None = None) -> Transition:
         """SUSPENDED → RUNNING with the pause added to ``paused_seconds_total``, durable
         before SIGCONT. With ``only_paused_by``, a job someone else paused stays."""
