@@ -64,6 +64,9 @@ def test_a_teammate_who_can_read_the_tree_is_refused_by_every_verb(system: Syste
         assert "Traceback" not in refused.stderr
     assert {job: system.spec_path("vqteam1", job).read_bytes() for job in before} == before
     assert processes_with_env(f"VQ_JOB_ID={running}")
+    # Discovery is not gated: the teammate lists what the filesystem lets it read.
+    seen = json.loads(system.as_user("vqteam2", "list", "--uid", team1, "--json").stdout)
+    assert {row["id"] for row in seen["jobs"]} == {waiting, running}
     # The owner names their own tree with --uid; root and the admin group may act.
     own = system.as_user("vqteam1", "status", waiting, "--uid", team1, "--json")
     assert json.loads(own.stdout)["state"] == "PENDING"
@@ -104,6 +107,13 @@ def test_a_bulk_pause_reports_another_owners_jobs_as_error_rows(system: System) 
 
 def test_the_admin_group_acts_only_on_the_owner_it_names(system: System) -> None:
     job = system.submit("vqa", "--not-before", "1h", "--", "true")
+    other = system.submit("vqb", "--not-before", "1h", "--", "true")
+    for who in ("vqadm", "root"):
+        run = system.admin if who == "root" else lambda *a: system.as_user("vqadm", *a)
+        listed = json.loads(run("list", "--uid", _uid("vqa"), "--json").stdout)
+        assert [row["id"] for row in listed["jobs"]] == [job], who
+        assert listed["counts"]["PENDING"] == 1
+        assert other in run("list", "--uid", _uid("vqb")).stdout
     wrong = system.as_user("vqadm", "kill", job, "--uid", _uid("vqb"), check=False)
     assert wrong.returncode != 0 and "Traceback" not in wrong.stderr
     assert system.state("vqa", job) == "PENDING"
