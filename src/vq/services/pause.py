@@ -84,10 +84,11 @@ def pause_job(
     """RUNNING → SUSPENDED, then suspend. Pausing a SUSPENDED job changes nothing.
 
     The job's executor may refuse first (a scheduler job that already runs cannot be
-    held: :meth:`~vq.executors.base.Executor.check_pausable`). A suspend that cannot
-    reach a job whose group still runs (multi-user mode: the group briefly holds only
-    root's processes, which the owner's CLI may not signal) is undone: the job is
-    RUNNING again, ``changed`` and ``signaled`` false, and nothing says it paused."""
+    held: :meth:`~vq.executors.base.Executor.check_pausable`). In multi-user mode (a CLI
+    with the ownership helper) a suspend that cannot reach a job whose group still runs
+    (the group briefly holds only root's processes, which the owner may not signal) is
+    undone: the job is RUNNING again, ``changed`` and ``signaled`` false, and nothing
+    says it paused."""
     current = ctx.read_owned(job_id)
     executor = _executor(ctx, current, executors)
     if executor is not None and current.state is JobState.RUNNING:
@@ -98,7 +99,8 @@ def pause_job(
     if not moved.changed:
         return PauseOutcome(moved.spec, changed=False, signaled=False)
     signaled = _executor_acts(ctx, moved.spec, executors, resume=False)
-    if not signaled and executor is not None and executor.running(JobHandle.of(moved.spec)):
+    refused = not signaled and ctx.owner_check is not None  # multi-user: another uid's group
+    if refused and executor is not None and executor.running(JobHandle.of(moved.spec)):
         undone = writer.pause_undelivered(moved.spec)
         return PauseOutcome(undone.spec, changed=False, signaled=False)
     return PauseOutcome(moved.spec, changed=True, signaled=signaled)
