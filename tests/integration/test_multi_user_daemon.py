@@ -246,9 +246,10 @@ def _replace_as(path: Path, spec: dict[str, Any], who: pwd.struct_passwd) -> Non
     temp.rename(path)
 
 
-def _quota_reason(system: System, job: str) -> str | None:
-    """The admin's view of a waiting job's reason, once it names a quota."""
-    answer = system.as_user("vqadm", "status", job, "--json", check=False)
+def _quota_reason(system: System, job: str, who: str = "vqadm") -> str | None:
+    """``who``'s view of a waiting job's reason (the admin's through the daemon, the
+    owner's from their own tree), once it names a quota."""
+    answer = system.as_user(who, "status", job, "--json", check=False)
     if answer.returncode != 0:
         return None
     reason = json.loads(answer.stdout).get("pending_reason")
@@ -273,6 +274,8 @@ def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
         if reason is None and running == 2 and "PENDING" in states:
             waiting = mine[states.index("PENDING")]
             reason = wait_until(lambda job=waiting: _quota_reason(system, job), timeout=20)
+            own = wait_until(lambda job=waiting: _quota_reason(system, job, "vqa"), timeout=20)
+            assert own.startswith("quota: max_concurrent_cpus (2/2)"), own
             overview = json.loads(system.admin("overview", "--json").stdout)
             vqa_use = next(o for o in overview["owners"] if o["uid"] == pwd.getpwnam("vqa").pw_uid)
             assert (vqa_use["cpus"], vqa_use["max_concurrent_cpus"]) == (2, 2), overview

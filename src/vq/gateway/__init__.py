@@ -45,7 +45,9 @@ from .disk import DiskVerbs
 
 if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
     from vq.domain.quotas import QuotaPolicy
+    from vq.domain.spec import JobSpec
     from vq.hosts_config import LaneSettings
+    from vq.services.context import ServiceContext
 
 __all__ = ["Gateway", "since_moment"]
 
@@ -167,7 +169,7 @@ class Gateway(DiskVerbs):
             spec = ctx.store.read_copy(job_id, uid)  # root: one owner's copy of an id
         else:
             spec = ctx.read_owned(job_id)
-        return job_status(
+        view = job_status(
             ctx,
             spec,
             effective=None,
@@ -176,6 +178,28 @@ class Gateway(DiskVerbs):
             basis=lambda: disk_eta_basis(ctx),
             lane=_configured_lane(spec.scheduler_target),
         )
+        quota = self._owner_quota_reason(ctx, spec) if spec.state.value == "PENDING" else None
+        if quota is not None:
+            view["pending_reason"] = quota
+        return view
+
+    def _owner_quota_reason(self, ctx: ServiceContext, spec: JobSpec) -> str | None:
+        """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``
+        waiting (``quota: max_concurrent_cpus (2/2)``), from the owner's active jobs in
+        that tree, which holds every job of theirs; None when nothing holds it back."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or isinstance(self.paths, MultiUserLayout):
+            return None
+        policy = self._quota_policy()
+        if policy is None or policy.unlimited:
+            return None
+        from vq.domain.quotas import Holder, load_of
+        from vq.domain.states import ACTIVE
+
+        owner = int(owner_dir.name)
+        active = [s for s in ctx.store.scan().specs.values() if s.state in ACTIVE]
+        load = load_of(Holder(owner, s.id, s.cpus) for s in active)
+        return policy.blocker(owner, spec.cpus, load)
 
     def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
         """The ids of the jobs in ``states`` carrying every tag in ``tags``."""
