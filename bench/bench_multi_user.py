@@ -7,12 +7,14 @@ world-readable ``/opt/vq-testbed/venv``; otherwise each row reports why it did n
   this checkout) against the multi-user root daemon, from spawning the CLI to the
   collector's receipt ``started_at`` (after the privilege drop and the job's cgroup), vs
   the same CLI and interpreter submitting to a single-user daemon run as that user.
-  Target: ≤ 1.5× single-user + 5 ms (medians).
+  Target: ≤ 1.5× single-user + 5 ms (medians). Both daemons run at once and the two
+  sides alternate round by round, so machine load hits both alike.
 * (b) start-up: ``vq daemon start`` (system tree check, recovery, index load) over 10,000
   specs spread over the testbed accounts (the issue's 50 users × 200 specs needs 50
-  accounts; this machine has the few the testbed creates). Target: < 5 s.
+  accounts; this machine has the few the testbed creates). Target: < 5 s. A single-user
+  daemon starting over the same count in one tree is timed in alternation beside it.
 * (c) admin ``vq list --json`` over those 10,000 specs across users (daemon up) against
-  the same count in one single-user tree. Target: ≤ 1.2×.
+  the same count in one single-user tree, the two listings alternating. Target: ≤ 1.2×.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ SPECS = 10_000
 LATENCY_JOBS = 20
 WARMUPS = 3
 RUNS = 5
+#: (a) alternates the two sides in this many rounds
+ROUNDS = 5
 POLL_SECONDS = 0.002
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
 
@@ -124,9 +128,11 @@ def _wait_receipt(spec_path: Path, receipt: Path, deadline: float) -> float:
         time.sleep(POLL_SECONDS)
 
 
-def _submit_to_started(argv: list[str], env: dict[str, str], tree: Path, jobs: int) -> list[float]:
+def _submit_to_started(
+    argv: list[str], env: dict[str, str], tree: Path, jobs: int, warmups: int = WARMUPS
+) -> list[float]:
     samples = []
-    for i in range(WARMUPS + jobs):
+    for i in range(warmups + jobs):
         t0 = time.time()
         out = subprocess.run(
             [*argv, USER_PYTHON, "-m", "vq", "submit", "--", "true"],
@@ -142,7 +148,7 @@ def _submit_to_started(argv: list[str], env: dict[str, str], tree: Path, jobs: i
             tree / "jobs" / job_id / "_vq" / "resource-usage.json",
             time.monotonic() + 60,
         )
-        if i >= WARMUPS:
+        if i >= warmups:
             samples.append((started - t0) * 1000)
     return samples
 
@@ -153,31 +159,35 @@ def submit_latency() -> list[Result]:
     if why is not None:
         return [Result("multi_user_latency", title, None, error=why)]
     jobs = scaled(LATENCY_JOBS, minimum=5)
+    rounds = min(ROUNDS, jobs)
     who = _accounts()[0]
+    multi: list[float] = []
+    single: list[float] = []
+    # The single-user reference: the same user, CLI and interpreter, their own daemon.
+    single_dir = Path(tempfile.mkdtemp(prefix="vq-bench-single-", dir="/tmp"))
     with System() as system:
         tree = system.provision(who)
         system.start()
-        multi = _submit_to_started(user_cli(who.pw_name, system.env), system.env, tree, jobs)
-    # The single-user reference: the same user, CLI and interpreter, their own daemon.
-    single_dir = Path(tempfile.mkdtemp(prefix="vq-bench-single-", dir="/tmp"))
-    try:
-        single_dir.chmod(0o755)
-        state = single_dir / "state"
-        env = child_env({"VQ_STATE_DIR": str(state), "VQ_CONFIG_DIR": str(single_dir / "c")})
-        env.pop("VQ_ALLOW_ROOT", None)
-        shutil.chown(single_dir, who.pw_uid, who.pw_gid)
-        argv = user_cli(who.pw_name, env)
-        subprocess.run(
-            [*argv, USER_PYTHON, "-m", "vq", "daemon", "start"], env=env, check=True, timeout=120
-        )
+        multi_argv = user_cli(who.pw_name, system.env)
         try:
-            single = _submit_to_started(argv, env, state, jobs)
+            single_dir.chmod(0o755)
+            state = single_dir / "state"
+            env = child_env({"VQ_STATE_DIR": str(state), "VQ_CONFIG_DIR": str(single_dir / "c")})
+            env.pop("VQ_ALLOW_ROOT", None)
+            shutil.chown(single_dir, who.pw_uid, who.pw_gid)
+            argv = user_cli(who.pw_name, env)
+            daemon = [*argv, USER_PYTHON, "-m", "vq", "daemon"]
+            subprocess.run([*daemon, "start"], env=env, check=True, timeout=120)
+            try:
+                for index in range(rounds):  # alternate: both sides see the same load
+                    share = jobs // rounds + (1 if index < jobs % rounds else 0)
+                    warm = WARMUPS if index == 0 else 0
+                    multi += _submit_to_started(multi_argv, system.env, tree, share, warm)
+                    single += _submit_to_started(argv, env, state, share, warm)
+            finally:
+                subprocess.run([*daemon, "stop"], env=env, timeout=90, check=False)
         finally:
-            subprocess.run(
-                [*argv, USER_PYTHON, "-m", "vq", "daemon", "stop"], env=env, timeout=90, check=False
-            )
-    finally:
-        shutil.rmtree(single_dir, ignore_errors=True)
+            shutil.rmtree(single_dir, ignore_errors=True)
     single_median = sorted(single)[len(single) // 2]
     return [
         Result(
@@ -186,7 +196,7 @@ def submit_latency() -> list[Result]:
             Figure("vq submit (as vqa) → receipt started_at", "ms", multi, show_p95=True),
             comparison=Figure("single-user daemon of the same user", "ms", single),
             target=Target("median ≤ 1.5× single-user + 5 ms", "value", 1.5 * single_median + 5.0),
-            extra={"jobs": jobs, "warmups": WARMUPS, "user": who.pw_name},
+            extra={"jobs": jobs, "warmups": WARMUPS, "rounds": rounds, "user": who.pw_name},
         )
     ]
 
@@ -238,31 +248,44 @@ def startup_and_listing() -> list[Result]:
     runs = scaled(RUNS, minimum=2)
     owners = _accounts()
     argv = [VQ, "list", "--json"]
-    with System() as system:
+    stop = [VQ, "daemon", "stop"]
+    multi: list[float] = []
+    single: list[float] = []
+    starts: list[float] = []
+    single_starts: list[float] = []
+    with System() as system, StateRoot("multi-ref") as state:
         for index, who in enumerate(owners):
             tree = system.provision(who)
             share = n // len(owners) + (1 if index < n % len(owners) else 0)
             _write_specs(tree / "queue", share, who)
-        os.sync()
-        start_s = system.start()
-        if _list_rows(argv, system.env) != n:
-            raise RuntimeError("the multi-user listing does not show every spec")
-        multi = [time_process(argv, system.env, timeout=300) for _ in range(runs)]
-    with StateRoot("multi-ref") as state:
         state.paths.ensure()
         _write_specs(state.paths.queue_dir, n, None)
         os.sync()
-        state.start_daemon()
+        for index in range(runs):  # (b) alternating: stop both, then start each in turn
+            if index:
+                subprocess.run(stop, env=system.env, capture_output=True, timeout=90, check=True)
+                subprocess.run(stop, env=state.env, capture_output=True, timeout=90, check=True)
+            starts.append(system.start())
+            t0 = time.perf_counter()
+            state.start_daemon()
+            single_starts.append(time.perf_counter() - t0)
+        if _list_rows(argv, system.env) != n:
+            raise RuntimeError("the multi-user listing does not show every spec")
         if _list_rows(argv, state.env) != n:
             raise RuntimeError("the single-tree listing does not show every spec")
-        single = [time_process(argv, state.env, timeout=300) for _ in range(runs)]
+        for _ in range(runs):  # (c) alternating
+            multi.append(time_process(argv, system.env, timeout=300))
+            single.append(time_process(argv, state.env, timeout=300))
     single_median = sorted(single)[len(single) // 2]
     extra: dict[str, Any] = {"specs": n, "owners": len(owners), "runs": runs}
     return [
         Result(
             "multi_user_start",
             f"(b) multi-user daemon start, {n} specs across {len(owners)} users",
-            Figure("vq daemon start (as root)", "s", [start_s]),
+            Figure("vq daemon start (as root)", "s", starts),
+            comparison=Figure(
+                "single-user daemon start, same count in one tree", "s", single_starts
+            ),
             target=Target("< 5 s", "value", 5.0),
             extra=extra,
         ),

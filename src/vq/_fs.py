@@ -70,16 +70,23 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True, sync_dir: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+    sync_dir: bool = True,
+    owner: int | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically (and durably unless ``durable=False``).
 
     The temp file lives in the target's directory so the rename never crosses a
     filesystem. On any failure the temp file is removed and the old file is untouched.
     ``sync_dir=False`` leaves the directory fsync to the caller, which must do it (once,
-    :func:`fsync_dir`) before reporting the batch of writes as durable.
+    :func:`fsync_dir`) before reporting the batch of writes as durable. ``owner`` (a uid)
+    owns the file before it is renamed into place.
     """
-    atomic_write_chunks(path, (data,), mode=mode, durable=durable, sync_dir=sync_dir)
+    atomic_write_chunks(path, (data,), mode=mode, durable=durable, sync_dir=sync_dir, owner=owner)
 
 
 def atomic_write_chunks(
@@ -89,9 +96,12 @@ def atomic_write_chunks(
     mode: int = 0o644,
     durable: bool = True,
     sync_dir: bool = True,
+    owner: int | None = None,
 ) -> None:
     """:func:`atomic_write_bytes` of the concatenated ``chunks``, written as they come
-    (a large file is never one bytes object in memory)."""
+    (a large file is never one bytes object in memory). Mode and ``owner`` are set on the
+    temp file's descriptor, never by its name (in a directory another user may write,
+    the name could be swapped for a link before a by-name chmod or chown)."""
     directory = path.parent
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
@@ -99,9 +109,11 @@ def atomic_write_chunks(
             for chunk in chunks:
                 handle.write(chunk)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if owner is not None:
+                os.fchown(handle.fileno(), owner, -1)
             if durable:
                 os.fsync(handle.fileno())
-        os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

@@ -141,6 +141,47 @@ def test_the_daemon_finishes_a_kill_its_owner_could_not_signal(system: System) -
     wait_until(lambda: not processes_with_env(f"VQ_JOB_ID={job}"), timeout=30)
 
 
+def test_a_pause_the_owner_could_not_signal_leaves_the_job_running_on_disk(
+    system: System,
+) -> None:
+    """Held before the drop, the job's group holds only root's processes: the owner's
+    SIGSTOP is refused, so the pause is undone and the spec never says SUSPENDED."""
+    holds = system.base / "holds"
+    holds.mkdir()
+    system.admin("daemon", "stop")
+    system.env["VQ_TEST_HOLD"] = f"privdrop-before-setresuid:{holds}"
+    try:
+        start(system)
+        job = system.submit("vqa", "--", "sleep", "300")
+        wait_until(lambda: (holds / "privdrop-before-setresuid.held").exists(), timeout=30)
+        wait_until(lambda: system.spec("vqa", job).get("pgid"))
+        refused = json.loads(system.as_user("vqa", "pause", job, "--json").stdout)
+        assert refused == [{"id": job, "state": "RUNNING", "changed": False, "signaled": False}]
+        spec = system.spec("vqa", job)
+        assert spec["state"] == "RUNNING" and spec.get("paused_by") is None
+        said = system.as_user("vqa", "pause", job).stdout
+        assert "not paused: it could not be signalled yet" in said
+        (holds / "privdrop-before-setresuid.go").touch()
+        wait_until(lambda: processes_with_env(f"VQ_JOB_ID={job}"))
+        paused = wait_until(
+            lambda: (
+                (rows := json.loads(system.as_user("vqa", "pause", job, "--json").stdout))[0][
+                    "state"
+                ]
+                == "SUSPENDED"
+                and rows
+            ),
+            timeout=30,
+        )
+        assert paused[0]["signaled"] is True
+        assert system.state("vqa", job) == "SUSPENDED"
+        system.as_user("vqa", "kill", job)
+        assert system.wait_state("vqa", job, *TERMINAL) == "KILLED"
+    finally:
+        (holds / "privdrop-before-setresuid.go").touch()
+        del system.env["VQ_TEST_HOLD"]
+
+
 def test_an_unprovisioned_user_is_told_the_admin_command(system: System) -> None:
     refused = system.as_user("vqadm", "submit", "--", "true", check=False)
     assert refused.returncode == 15
@@ -205,9 +246,10 @@ def _replace_as(path: Path, spec: dict[str, Any], who: pwd.struct_passwd) -> Non
     temp.rename(path)
 
 
-def _quota_reason(system: System, job: str) -> str | None:
-    """The admin's view of a waiting job's reason, once it names a quota."""
-    answer = system.as_user("vqadm", "status", job, "--json", check=False)
+def _quota_reason(system: System, job: str, who: str = "vqadm") -> str | None:
+    """``who``'s view of a waiting job's reason (the admin's through the daemon, the
+    owner's from their own tree), once it names a quota."""
+    answer = system.as_user(who, "status", job, "--json", check=False)
     if answer.returncode != 0:
         return None
     reason = json.loads(answer.stdout).get("pending_reason")
@@ -232,6 +274,13 @@ def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
         if reason is None and running == 2 and "PENDING" in states:
             waiting = mine[states.index("PENDING")]
             reason = wait_until(lambda job=waiting: _quota_reason(system, job), timeout=20)
+            own = wait_until(lambda job=waiting: _quota_reason(system, job, "vqa"), timeout=20)
+            assert own.startswith("quota: max_concurrent_cpus (2/2)"), own
+            overview = json.loads(system.admin("overview", "--json").stdout)
+            vqa_use = next(o for o in overview["owners"] if o["uid"] == pwd.getpwnam("vqa").pw_uid)
+            assert (vqa_use["cpus"], vqa_use["max_concurrent_cpus"]) == (2, 2), overview
+            shown = system.admin("overview").stdout
+            assert f"owner vqa ({pwd.getpwnam('vqa').pw_uid}): " in shown and "/2 cpus" in shown
         if not restarted and running == 2:
             system.admin("daemon", "stop")
             start(system)

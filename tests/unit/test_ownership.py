@@ -3,10 +3,13 @@ denial leaks nothing but the id."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from vq.errors import EXIT_CODES, PermissionDenied
-from vq.services.ownership import Caller, authorize, owner_of_submitter
+from vq.domain.spec import JobSpec
+from vq.errors import EXIT_CODES, NotFound, PermissionDenied
+from vq.services.ownership import Caller, OwnerCheck, authorize, owner_of_submitter
 
 VQA, VQB, ADMINS = 1003, 1004, 1001
 
@@ -30,3 +33,33 @@ def test_an_unresolvable_submitter_is_allowed() -> None:
     assert owner_of_submitter(None) is None and owner_of_submitter("alice") is None
     assert owner_of_submitter("01003") is None and owner_of_submitter("1003") == VQA
     authorize(Caller(VQB, frozenset({VQB})), "old", owner_of_submitter("alice"), ADMINS)
+
+
+def _spec(submitter: str | None) -> JobSpec:
+    return JobSpec(
+        id="0123456789ab",
+        job_name="j",
+        submitted_at=datetime(2026, 1, 1, tzinfo=UTC),
+        command=["true"],
+        cpus=1,
+        submitter=submitter,
+    )
+
+
+def test_a_users_cli_is_refused_another_tree_before_anything_is_read() -> None:
+    team2 = Caller(VQB, frozenset({VQB}))
+    check = OwnerCheck(team2, ADMINS, tree_owner=VQA)
+    with pytest.raises(PermissionDenied):
+        check.before_reading("0123456789ab")
+    # The tree is the trusted owner: a forged submitter naming the caller changes nothing.
+    with pytest.raises(PermissionDenied):
+        check(_spec(str(VQB)))
+    OwnerCheck(team2, ADMINS, tree_owner=VQB)(_spec(str(VQA)))
+
+
+def test_roots_uid_selects_one_owner() -> None:
+    root = OwnerCheck(Caller(0, frozenset({0})), ADMINS, tree_owner=None, selected=VQA)
+    root.before_reading("0123456789ab")
+    root(_spec(str(VQA)))
+    with pytest.raises(NotFound):
+        root(_spec(str(VQB)))

@@ -68,3 +68,35 @@ def test_the_system_config_sets_quotas(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[quotas.uid.alice]\nmax_pending_jobs = 5\n")
     with pytest.raises(ConfigError, match="'alice' is not a canonical decimal uid"):
         load_settings(env, site_config=tmp_path / "absent")
+
+
+def test_the_overview_shows_each_owners_holders_against_their_limits() -> None:
+    from vq.services.reports import owner_use
+
+    rows = [
+        {"id": "a1", "state": "RUNNING", "cpus": 1, "submitter": "1003"},
+        {"id": "a2", "state": "SUSPENDED", "cpus": 1, "submitter": "1003"},
+        {"id": "a3", "state": "PENDING", "cpus": 1, "submitter": "1003"},
+        {"id": "a4", "state": "COMPLETED", "cpus": 4, "submitter": "1003"},
+        {"id": "b1", "state": "RUNNING", "cpus": 3, "submitter": "1004"},
+        {"id": "old", "state": "RUNNING", "cpus": 8, "submitter": None},
+    ]
+    policy = QuotaPolicy(QuotaLimits(max_pending_jobs=10), {1003: QuotaLimits(None, 2)})
+    assert owner_use(rows, policy) == [
+        {
+            "uid": 1003,
+            "holders": 2,
+            "cpus": 2,
+            "pending": 1,
+            "max_pending_jobs": 10,
+            "max_concurrent_cpus": 2,
+        },
+        {
+            "uid": 1004,
+            "holders": 1,
+            "cpus": 3,
+            "pending": 0,
+            "max_pending_jobs": 10,
+            "max_concurrent_cpus": None,
+        },
+    ]

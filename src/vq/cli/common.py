@@ -12,6 +12,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+import click
+
 from vq.cli.output import echo_json, warn
 from vq.client import Client
 from vq.errors import ConfigError
@@ -26,6 +28,7 @@ __all__ = [
     "daemon_answers",
     "echo_json",
     "gateway",
+    "owner_option",
     "paths",
     "since_moment",
     "warn",
@@ -51,9 +54,37 @@ def client(timeout: float = 60.0) -> Client:
     return Client(str(paths().daemon_sock), timeout=timeout)
 
 
-def gateway() -> Gateway:
-    """The shared daemon-or-disk access (:mod:`vq.gateway`) to this shell's state root."""
-    return Gateway(paths())
+def gateway(uid: int | None = None) -> Gateway:
+    """The shared daemon-or-disk access (:mod:`vq.gateway`) to this shell's state root.
+
+    ``uid`` (``--uid``, multi-user mode only): act on that owner's job. A user's CLI
+    then works on ``users/<uid>`` behind the ownership helper (another owner's job is
+    refused before anything of it is read; the admin group reaches it through the
+    daemon); root's CLI selects that owner's copy of the id."""
+    layout = paths()
+    if uid is None:
+        return Gateway(layout)
+    from vq.paths import MultiUserLayout, StateLayout
+
+    if isinstance(layout, MultiUserLayout):
+        return Gateway(layout, owner=uid)
+    if layout.owner_dir is None:
+        from vq.errors import UsageError
+
+        raise UsageError(
+            "--uid selects an owner's job in multi-user mode only",
+            hint="drop --uid: this queue has one owner",
+        )
+    return Gateway(StateLayout(layout.root, layout.archive_override).for_owner(uid), owner=uid)
+
+
+#: ``--uid UID`` of the per-job verbs (multi-user mode): see :func:`gateway`.
+owner_option = click.option(
+    "--uid",
+    "uid",
+    type=click.IntRange(0, 2**31 - 1),
+    help="Multi-user mode: the job of this owner (uid).",
+)
 
 
 def daemon_answers() -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from vq.cli.common import daemon_answers, echo_json, gateway
+from vq.cli.common import daemon_answers, echo_json, gateway, owner_option
 from vq.cli.job_ids import GROUP_ID, JOB_ID
 from vq.cli.types import AsciiIntRange
 from vq.domain.durations import format_duration, parse_duration
@@ -41,7 +41,10 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
     "--group", type=GROUP_ID, help="Kill every unfinished element of this array or chain group."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one result object per job.")
-def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
+@owner_option
+def kill(
+    job_ids: tuple[str, ...], group: str | None, as_json: bool, uid: int | None = None
+) -> None:
     """Kill jobs: PENDING ends at once; RUNNING gets SIGTERM, a 10 s grace, then SIGKILL."""
     if group is not None:
         job_ids = (*job_ids, *_group_members(group, nonterminal_only=True))
@@ -51,7 +54,7 @@ def kill(job_ids: tuple[str, ...], group: str | None, as_json: bool) -> None:
         raise UsageError("no jobs given", hint="vq kill ID... or vq kill --group G")
     results = []
     for job_id in job_ids:
-        result = gateway().kill(job_id)
+        result = gateway(uid).kill(job_id)
         results.append(result)
         if not as_json:
             if result["already_killed"]:
@@ -120,7 +123,14 @@ def _tell_if_nothing_will_start(access: Gateway, remaining: list[str]) -> bool:
 @click.option("--group", type=GROUP_ID, help="Wait for every element of this array or chain group.")
 @click.option("--timeout", help="Give up after this long (e.g. 30s, 5m); exit 124.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final state of each job.")
-def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_json: bool) -> None:
+@owner_option
+def wait(
+    job_ids: tuple[str, ...],
+    group: str | None,
+    timeout: str | None,
+    as_json: bool,
+    uid: int | None = None,
+) -> None:
     """Block until every job has ended. Exit code: the first job's nonzero code, else 0."""
     if group is not None:
         job_ids = (*job_ids, *_group_members(group, nonterminal_only=False))
@@ -129,7 +139,7 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
 
         raise UsageError("no jobs given", hint="vq wait ID... or vq wait --group G")
 
-    access = gateway()
+    access = gateway(uid)
     limit = None if timeout is None else parse_duration(timeout)
     deadline = None if limit is None else time.monotonic() + limit
     for job_id in job_ids:
@@ -165,7 +175,9 @@ def wait(job_ids: tuple[str, ...], group: str | None, timeout: str | None, as_js
     raise SystemExit(next((code for code in codes if code), 0))
 
 
-def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state: str) -> list[str]:
+def _select(
+    job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state: str, uid: int | None
+) -> list[str]:
     if job_ids and (tags or every):
         from vq.errors import UsageError
 
@@ -176,19 +188,41 @@ def _select(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, state:
         from vq.errors import UsageError
 
         raise UsageError("no jobs selected", hint="give job ids, --tag TAG or --all")
-    return gateway().job_ids([state], list(tags))
+    return gateway(uid).job_ids([state], list(tags))
 
 
-def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
-    results = []
+def _pause_or_resume(
+    verb: str, job_ids: list[str], as_json: bool, uid: int | None, bulk: bool
+) -> None:
+    """Pause or resume each job. A bulk sweep (``--tag``/``--all``) reports a job the
+    ownership helper refuses as an error row, saying nothing else of it, and goes on;
+    the command then exits with that refusal's code (15)."""
+    from vq.errors import PermissionDenied
+
+    access = gateway(uid)
+    results: list[dict[str, Any]] = []
+    refused: PermissionDenied | None = None
     for job_id in job_ids:
-        result = gateway().pause(job_id) if verb == "pause" else gateway().resume(job_id)
+        try:
+            result = access.pause(job_id) if verb == "pause" else access.resume(job_id)
+        except PermissionDenied as exc:
+            if not bulk:
+                raise
+            refused = exc
+            results.append({"id": job_id, "error": exc.to_payload()})
+            if not as_json:
+                click.echo(f"{job_id} error: {exc.message}", err=True)
+            continue
         results.append(result)
         if not as_json:
             note = "" if result["changed"] else " (unchanged)"
+            if verb == "pause" and result["state"] == "RUNNING" and not result["changed"]:
+                note = " (not paused: it could not be signalled yet; try again in a moment)"
             click.echo(f"{job_id} {result['state']}{note}")
     if as_json:
         echo_json(results)
+    if refused is not None:
+        raise SystemExit(refused.exit_code)
 
 
 @click.command()
@@ -196,9 +230,17 @@ def _pause_or_resume(verb: str, job_ids: list[str], as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, help="Every RUNNING job with this tag.")
 @click.option("--all", "every", is_flag=True, help="Every RUNNING job.")
 @click.option("--json", "as_json", is_flag=True)
-def pause(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json: bool) -> None:
+@owner_option
+def pause(
+    job_ids: tuple[str, ...],
+    tags: tuple[str, ...],
+    every: bool,
+    as_json: bool,
+    uid: int | None = None,
+) -> None:
     """Pause running jobs (SIGSTOP to the group); they keep their reservation."""
-    _pause_or_resume("pause", _select(job_ids, tags, every, "RUNNING"), as_json)
+    selected = _select(job_ids, tags, every, "RUNNING", uid)
+    _pause_or_resume("pause", selected, as_json, uid, bulk=not job_ids)
 
 
 @click.command()
@@ -206,9 +248,17 @@ def pause(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json:
 @click.option("--tag", "tags", multiple=True, help="Every SUSPENDED job with this tag.")
 @click.option("--all", "every", is_flag=True, help="Every SUSPENDED job.")
 @click.option("--json", "as_json", is_flag=True)
-def resume(job_ids: tuple[str, ...], tags: tuple[str, ...], every: bool, as_json: bool) -> None:
+@owner_option
+def resume(
+    job_ids: tuple[str, ...],
+    tags: tuple[str, ...],
+    every: bool,
+    as_json: bool,
+    uid: int | None = None,
+) -> None:
     """Resume paused jobs (SIGCONT to the group)."""
-    _pause_or_resume("resume", _select(job_ids, tags, every, "SUSPENDED"), as_json)
+    selected = _select(job_ids, tags, every, "SUSPENDED", uid)
+    _pause_or_resume("resume", selected, as_json, uid, bulk=not job_ids)
 
 
 #: The submit fields a resubmit may change (declared ``override=True``).
@@ -230,7 +280,8 @@ def _override_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("job_id", type=JOB_ID)
 @_override_options
 @click.option("--json", "as_json", is_flag=True, help="Print the new spec.")
-def resubmit(job_id: str, as_json: bool, **values: Any) -> None:
+@owner_option
+def resubmit(job_id: str, as_json: bool, uid: int | None = None, **values: Any) -> None:
     """Run an ended job again as a new job (fresh id, copied workspace, no old results)."""
     overrides: dict[str, Any] = {}
     for f in _OVERRIDES:
@@ -240,7 +291,7 @@ def resubmit(job_id: str, as_json: bool, **values: Any) -> None:
         # an int field given as text on the command line is a duration (e.g. 2h)
         duration = f.kind == "int" and f.cli == "str"
         overrides[f.name] = parse_duration(value, bare_seconds=False) if duration else value
-    spec = gateway().resubmit(job_id, overrides)
+    spec = gateway(uid).resubmit(job_id, overrides)
     if as_json:
         echo_json(spec)
     else:

@@ -11,7 +11,7 @@ from typing import Literal
 
 import click
 
-from vq.cli.common import echo_json, gateway
+from vq.cli.common import echo_json, gateway, owner_option
 from vq.cli.job_ids import JOB_ID
 
 __all__ = ["fetch"]
@@ -26,6 +26,7 @@ __all__ = ["fetch"]
 # Hidden: the owning side of `vq fetch HOST ID` (vq.services.fetch_stream).
 @click.option("--tar-stream", is_flag=True, hidden=True)
 @click.option("--ack-fetched", "receipt", hidden=True)
+@owner_option
 def fetch(
     job_id: str,
     dest: Path | None,
@@ -34,6 +35,7 @@ def fetch(
     as_json: bool,
     tar_stream: bool = False,
     receipt: str | None = None,
+    uid: int | None = None,
 ) -> None:
     """Copy a job's workspace (or workdir, or one file) to DEST.
 
@@ -49,16 +51,16 @@ def fetch(
 
         from vq.services.fetch_stream import acknowledge_fetch, stream_snapshot
 
-        ctx = gateway().local_context()
+        ctx = gateway(uid).local_context()
         if receipt is not None:
             echo_json(acknowledge_fetch(ctx, job_id, receipt))
         else:
             stream_snapshot(ctx, job_id, kind, sys.stdout.buffer)
         return
     if name is not None:
-        result = gateway().fetch_artifact(job_id, name, dest, kind)
+        result = gateway(uid).fetch_artifact(job_id, name, dest, kind)
     else:
-        result = gateway().fetch_tree(job_id, dest, kind)
+        result = gateway(uid).fetch_tree(job_id, dest, kind)
     if as_json:
         echo_json(result.as_dict())
         return

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from vq.cli.common import echo_json, gateway, since_moment
+from vq.cli.common import echo_json, gateway, owner_option, since_moment
 from vq.cli.job_ids import GROUP_ID, JOB_ID
 
 __all__ = ["events", "list_jobs", "status"]
@@ -28,6 +28,11 @@ def _since(text: str | None) -> str | None:
     "--json", "as_json", is_flag=True, help="Print JSON: {jobs: [...], quarantined: [...]}."
 )
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
+@click.option(
+    "--uid",
+    type=click.IntRange(0, 2**31 - 1),
+    help="Multi-user mode: only this owner's jobs (a user's CLI reads that owner's tree).",
+)
 def list_jobs(
     states: tuple[str, ...],
     tags: tuple[str, ...],
@@ -37,6 +42,7 @@ def list_jobs(
     quiet: bool,
     as_json: bool,
     raw: bool,
+    uid: int | None = None,
 ) -> None:
     """List jobs, oldest first. Unreadable spec files are reported, never hidden.
 
@@ -50,7 +56,7 @@ def list_jobs(
         "since": _since(since),
         "group": group,
     }
-    result = list_rows(params)
+    result = list_rows(params, uid)
     if group is not None:
         result["group"] = group_summary(group, result["jobs"])
     if as_json:
@@ -67,9 +73,20 @@ def list_jobs(
         click.echo(result["group"]["summary"])
 
 
-def list_rows(params: dict[str, Any]) -> dict[str, Any]:
-    """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one."""
-    return gateway().list_rows(params)
+def list_rows(params: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
+    """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one.
+
+    ``uid`` (multi-user mode): only the rows whose ``submitter`` is that owner, with
+    ``counts`` counted over them. Discovery is not gated by the ownership helper: a
+    user's CLI lists the owner's tree when the filesystem lets it read it."""
+    result = gateway(uid).list_rows(params)
+    if uid is None:
+        return result
+    rows = [row for row in result["jobs"] if row.get("submitter") == str(uid)]
+    counts = dict.fromkeys(result.get("counts") or {}, 0)
+    for row in rows:
+        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    return {**result, "jobs": rows, "counts": counts}
 
 
 def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -118,7 +135,7 @@ def status(
         else:
             click.echo(summary["summary"])
         return
-    view = gateway().status(job_id, uid)
+    view = gateway(uid).status(job_id)
     if as_json:
         echo_json(view)
         return
@@ -131,9 +148,10 @@ def status(
 @click.argument("job_id", type=JOB_ID)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON list.")
 @click.option("--raw", is_flag=True, help="Print control characters in names unescaped.")
-def events(job_id: str, as_json: bool, raw: bool) -> None:
+@owner_option
+def events(job_id: str, as_json: bool, raw: bool, uid: int | None = None) -> None:
     """The job's timeline from _vq/events.jsonl (best-effort history; the spec is the truth)."""
-    timeline = gateway().events(job_id)  # unknown, corrupt or archived ids fail clearly
+    timeline = gateway(uid).events(job_id)  # unknown, corrupt or archived ids fail clearly
     if as_json:
         echo_json(timeline)
         return

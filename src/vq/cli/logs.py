@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from vq._fs import NotRegularFile, open_regular_path
-from vq.cli.common import daemon_answers, gateway
+from vq.cli.common import daemon_answers, gateway, owner_option
 from vq.cli.job_ids import JOB_ID
 from vq.cli.output import NO_DAEMON, note
 from vq.cli.types import AsciiIntRange
@@ -75,6 +75,7 @@ def _copy_from(path: str, offset: int, escape: bool = False) -> int:
 # Hidden: how `vq logs HOST ID -f` resumes after a dropped connection.
 @click.option("--from-byte", "from_byte", type=AsciiIntRange(0), hidden=True)
 @click.option("--tell", is_flag=True, hidden=True, help="Print the start offset only.")
+@owner_option
 def logs(
     job_id: str,
     follow: bool,
@@ -83,6 +84,7 @@ def logs(
     raw: bool,
     from_byte: int | None = None,
     tell: bool = False,
+    uid: int | None = None,
 ) -> None:
     """Print a job's stdout (or stderr); with -f follow it until the job ends.
 
@@ -90,7 +92,7 @@ def logs(
     piped or redirected output is always the exact bytes.
     """
     escape = not raw and sys.stdout.isatty()
-    access = gateway()
+    access = gateway(uid)
     state = access.paths
     spec = access.spec(job_id)
     if spec.archive_path and not state.workspace(job_id).exists():

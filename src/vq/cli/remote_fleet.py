@@ -47,7 +47,7 @@ def _local_list(rest: list[str]) -> Any:
         from vq.cli.inspect import _since
 
         params["since"] = _since(ctx.params["since"])
-    return list_rows(params)
+    return list_rows(params, ctx.params["uid"])
 
 
 def _local_overview() -> Any:

@@ -55,6 +55,15 @@ def overview(as_json: bool) -> None:
     _print_overview(snap)
 
 
+def _owner_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} ({uid})"
+    except KeyError:
+        return str(uid)
+
+
 def _percent(used: int, cap: int | None) -> str:
     return f" ({100.0 * used / cap:.0f}%)" if cap else ""
 
@@ -104,6 +113,16 @@ def _print_overview(snap: dict[str, Any]) -> None:
     )
     if caps.get("max_jobs"):
         out.append(f"\njob slots: {reserved['jobs']}/{caps['max_jobs']} in use")
+    for owner in snap.get("owners") or []:
+        out.append(f"\nowner {_owner_name(owner['uid'])}: ", style="bold")
+        out.append(
+            f"{owner['holders']}"
+            + (f"/{owner['max_pending_jobs']}" if owner["max_pending_jobs"] else "")
+            + " active, "
+            + f"{owner['cpus']}"
+            + (f"/{owner['max_concurrent_cpus']}" if owner["max_concurrent_cpus"] else "")
+            + f" cpus, {owner['pending']} pending"
+        )
     over = snap["over_capacity_pending_jobs"]
     if over:
         out.append(

@@ -28,6 +28,7 @@ import errno
 import json
 import os
 import pwd
+import time
 
 TYPE_CHECKING = False  # mypy treats this name as true; at run time nothing is imported
 if TYPE_CHECKING:
@@ -224,6 +225,22 @@ def _execvpe(argv: list[str], env: dict[str, str]) -> NoReturn:
     raise saved or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
+def _test_hold(name: str) -> None:
+    """``VQ_TEST_HOLD=<name>:<dir>`` (the contract of ``vq._fault_points.hold_point``,
+    kept stdlib-only here): announce ``<dir>/<name>.held``, then wait for
+    ``<dir>/<name>.go`` (at most 600 s). A no-op in normal use."""
+    point, sep, folder = os.environ.get("VQ_TEST_HOLD", "").partition(":")
+    if not sep or point != name:
+        return
+    with open(os.path.join(folder, f"{name}.held"), "a"):
+        pass
+    deadline = time.monotonic() + 600
+    while not os.path.exists(os.path.join(folder, f"{name}.go")):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def drop_and_exec(req: dict[str, Any], report_fd: int) -> NoReturn:
     """In the forked command child (root): the steps above, then exec. Never returns."""
     drop = req["drop"]
@@ -240,6 +257,7 @@ def drop_and_exec(req: dict[str, Any], report_fd: int) -> NoReturn:
         prctl = _load_prctl()
         step = "cgroup"
         dirs = _join_cgroups(drop, str(req["job_id"]))
+        _test_hold("privdrop-before-setresuid")  # the group holds only root's processes
         step = "setresuid"
         os.initgroups(entry.pw_name, entry.pw_gid)
         os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)

@@ -43,8 +43,11 @@ from vq.paths import MultiUserLayout, StatePaths
 
 from .disk import DiskVerbs
 
-if TYPE_CHECKING:  # a type only: importing it loads pydantic, which `vq list` never needs
+if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
+    from vq.domain.quotas import QuotaPolicy
+    from vq.domain.spec import JobSpec
     from vq.hosts_config import LaneSettings
+    from vq.services.context import ServiceContext
 
 __all__ = ["Gateway", "since_moment"]
 
@@ -70,11 +73,16 @@ class Gateway(DiskVerbs):
     """
 
     def __init__(
-        self, paths: StatePaths, env: Mapping[str, str] | None = None, timeout: float = 60.0
+        self,
+        paths: StatePaths,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        owner: int | None = None,
     ) -> None:
         self.paths = paths
         self.env = env
         self.timeout = timeout
+        self.owner = owner
 
     # --- plumbing -----------------------------------------------------------------------
     def client(self, timeout: float | None = None) -> Client:
@@ -150,14 +158,18 @@ class Gateway(DiskVerbs):
 
         ``uid`` (multi-user mode): the copy in that owner's tree, for an id several
         owners' trees hold (a bare lookup of it is ambiguous)."""
+        uid = self.owner if uid is None else uid
         view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
             return dict(view)
         from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
 
         ctx = self.local_context()
-        spec = ctx.store.read(job_id) if uid is None else ctx.store.read_copy(job_id, uid)
-        return job_status(
+        if uid is not None and isinstance(self.paths, MultiUserLayout):
+            spec = ctx.store.read_copy(job_id, uid)  # root: one owner's copy of an id
+        else:
+            spec = ctx.read_owned(job_id)
+        view = job_status(
             ctx,
             spec,
             effective=None,
@@ -166,6 +178,28 @@ class Gateway(DiskVerbs):
             basis=lambda: disk_eta_basis(ctx),
             lane=_configured_lane(spec.scheduler_target),
         )
+        quota = self._owner_quota_reason(ctx, spec) if spec.state.value == "PENDING" else None
+        if quota is not None:
+            view["pending_reason"] = quota
+        return view
+
+    def _owner_quota_reason(self, ctx: ServiceContext, spec: JobSpec) -> str | None:
+        """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``
+        waiting (``quota: max_concurrent_cpus (2/2)``), from the owner's active jobs in
+        that tree, which holds every job of theirs; None when nothing holds it back."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or isinstance(self.paths, MultiUserLayout):
+            return None
+        policy = self._quota_policy()
+        if policy is None or policy.unlimited:
+            return None
+        from vq.domain.quotas import Holder, load_of
+        from vq.domain.states import ACTIVE
+
+        owner = int(owner_dir.name)
+        active = [s for s in ctx.store.scan().specs.values() if s.state in ACTIVE]
+        load = load_of(Holder(owner, s.id, s.cpus) for s in active)
+        return policy.blocker(owner, spec.cpus, load)
 
     def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
         """The ids of the jobs in ``states`` carrying every tag in ``tags``."""
@@ -205,6 +239,7 @@ class Gateway(DiskVerbs):
         from vq.services.reports import build_overview, caps_from_ping
 
         now = datetime.now(UTC)
+        quotas = self._quota_policy()
         ping = self.ask("ping")
         listing = self.ask("list", {"states": []}) if isinstance(ping, dict) else None
         if isinstance(ping, dict) and isinstance(listing, dict):
@@ -214,12 +249,22 @@ class Gateway(DiskVerbs):
                 now,
                 ping,
                 quarantined=len(listing["quarantined"]),
+                quotas=quotas,
             )
         from vq.services.control import read_capacity
 
         rows, quarantined = self.disk_report_rows(now)
         snapshot = read_capacity(self.paths)  # the last advertised caps, or None
-        return build_overview(rows, snapshot, now, None, quarantined=quarantined)
+        return build_overview(rows, snapshot, now, None, quarantined=quarantined, quotas=quotas)
+
+    def _quota_policy(self) -> QuotaPolicy | None:
+        """Multi-user mode: the system config's ``[quotas]`` (validated; ConfigError when it
+        is not); None in single-user mode."""
+        if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
+            return None
+        from vq.config import load_settings
+
+        return load_settings(self.env).quotas.policy()
 
     def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
         """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""
@@ -288,9 +333,18 @@ class Gateway(DiskVerbs):
         )
 
     # --- job control --------------------------------------------------------------------
+    def _call_for_owner(self, method: str, job_id: str) -> Any | None:
+        """``method`` on the daemon, after the daemon confirmed (``status --uid``) that
+        the job is the named owner's when one was named (NotFound otherwise)."""
+        if self.owner is not None and self.call("status", {"id": job_id, "uid": self.owner}):
+            return self.call(method, {"id": job_id})
+        if self.owner is not None:
+            return None  # no daemon: the disk path applies the ownership helper
+        return self.call(method, {"id": job_id})
+
     def kill(self, job_id: str) -> dict[str, Any]:
         """The ``vq kill --json`` item. Without a daemon, waits out the grace itself."""
-        result = self.call("kill", {"id": job_id})
+        result = self._call_for_owner("kill", job_id)
         if result is not None:
             return dict(result)
         from vq.services.kill import kill_and_wait
@@ -307,7 +361,7 @@ class Gateway(DiskVerbs):
         return self._pause_or_resume("resume", job_id)
 
     def _pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
-        result = self.call(verb, {"id": job_id})
+        result = self._call_for_owner(verb, job_id)
         if result is not None:
             return dict(result)
         from vq.services import pause as pausing

@@ -13,11 +13,13 @@ from vq.paths import StatePaths
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from vq.config import Settings
     from vq.domain.spec import JobSpec
     from vq.services.cleanup import CleanupPolicy, CleanupReport
     from vq.services.context import ServiceContext
     from vq.services.fetch import FetchResult
     from vq.services.fetch_snapshot import SourceKind
+    from vq.services.ownership import OwnerCheck
 
 __all__ = ["DiskVerbs"]
 
@@ -31,6 +33,35 @@ class DiskVerbs:
 
     paths: StatePaths
     env: Mapping[str, str] | None
+    #: multi-user mode: the owner named with ``--uid`` (None: the caller's own tree)
+    owner: int | None = None
+
+    def owner_check(self, settings: Settings | None = None) -> OwnerCheck | None:
+        """The per-verb ownership helper (:mod:`vq.services.ownership`) for this process
+        and tree: None in single-user mode. In multi-user mode the whole configuration is
+        validated and the system policy must be enabled, else ConfigError (fail closed)."""
+        from vq.paths import MultiUserLayout
+
+        every_tree = isinstance(self.paths, MultiUserLayout)
+        if not every_tree and self.paths.owner_dir is None:
+            return None
+        from vq.config import load_settings
+        from vq.errors import ConfigError
+        from vq.services.ownership import Caller, OwnerCheck, admin_gid_of
+
+        policy = (settings or load_settings(self.env)).multi_user
+        if not policy.enabled:
+            raise ConfigError(
+                "multi-user mode is selected but no enabled [multi_user] policy is in force",
+                hint="an administrator fixes the system config (docs/multi-user.md)",
+            )
+        tree = None if every_tree or self.paths.owner_dir is None else self.paths.owner_dir.name
+        return OwnerCheck(
+            Caller.current(),
+            admin_gid_of(policy.admin_group),
+            int(tree) if tree is not None else None,
+            selected=self.owner if every_tree else None,
+        )
 
     def local_context(self) -> ServiceContext:
         """A service context over the disk (no daemon needed): the configured caps as the
@@ -51,6 +82,7 @@ class DiskVerbs:
             base_caps=read_capacity(self.paths),
             packing=packing,
             pack_lanes=pack_lanes,
+            owner_check=self.owner_check(settings),
         )
 
     # --- disk-only reads -----------------------------------------------------------------
@@ -62,10 +94,19 @@ class DiskVerbs:
         return SpecStore(self.paths).list_ids()
 
     def spec(self, job_id: str) -> JobSpec:
-        """The job's spec file (NotFound, CorruptSpec)."""
-        from vq.store.specs import SpecStore
+        """The job's spec file (NotFound, CorruptSpec), behind the ownership helper in
+        multi-user mode (PermissionDenied): ``vq logs``, ``events`` and ``wait`` read it."""
+        from vq.store.owned import store_for
 
-        return SpecStore(self.paths).read(job_id)
+        if not hasattr(self, "_spec_check"):  # polled by `logs -f` and `wait`: built once
+            self._spec_check = self.owner_check()
+        check = self._spec_check
+        if check is not None:
+            check.before_reading(job_id)
+        spec = store_for(self.paths).read(job_id)
+        if check is not None:
+            check(spec)
+        return spec
 
     def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
         """The job's timeline (``_vq/events.jsonl``); NotFound once it is archived (unless

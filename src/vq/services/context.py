@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from vq.domain.admission import Caps
-from vq.domain.spec import utcnow
+from vq.domain.spec import JobSpec, utcnow
 from vq.paths import StatePaths
+from vq.services.ownership import OwnerCheck
 from vq.store.owned import store_for
 from vq.store.specs import SpecStore
 
@@ -51,7 +52,25 @@ class ServiceContext:
     #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
     packing: Mapping[str, Any] = field(default_factory=dict)
     pack_lanes: Mapping[str, Any] = field(default_factory=dict)
+    #: multi-user mode: the per-verb ownership helper (§7.3) of the acting CLI; None in
+    #: single-user mode and in the daemon (its socket admits root and the admin group only)
+    owner_check: OwnerCheck | None = None
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.store = store_for(self.paths, self.min_uid)
+
+    def read_owned(self, job_id: str) -> JobSpec:
+        """The spec of a job the caller may act on: the ownership helper refuses another
+        owner's job (PermissionDenied) before its spec is read where it can, and again on
+        the spec read; without a helper this is ``store.read``."""
+        self.check_job(job_id)
+        spec = self.store.read(job_id)
+        if self.owner_check is not None:
+            self.owner_check(spec)
+        return spec
+
+    def check_job(self, job_id: str) -> None:
+        """The ownership helper's refusal that needs no read (another owner's tree)."""
+        if self.owner_check is not None:
+            self.owner_check.before_reading(job_id)

@@ -202,7 +202,7 @@ def fetch_tree(
     ``stamp=False`` leaves ``last_fetched_at`` alone (a snapshot streamed to another host,
     which acknowledges it separately once it has published it).
     """
-    spec = ctx.store.read(job_id)
+    spec = ctx.read_owned(job_id)
     target = Path(os.path.abspath(dest or (cwd or Path.cwd()) / default_dest_name(spec)))
     source = _source(ctx, job_id, kind)
     inner, outer = os.path.realpath(target), os.path.realpath(source)
@@ -279,7 +279,7 @@ def fetch_artifact(
     ``dest`` is a file path or an existing directory (default: ``cwd``).
     """
     parts = relative_parts(name)
-    spec = ctx.store.read(job_id)
+    spec = ctx.read_owned(job_id)
     root_fd = _open_source(ctx, spec, kind)
     try:
         with _reported(f"reading {name!r}"):

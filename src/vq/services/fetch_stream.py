@@ -52,8 +52,11 @@ def acknowledge_fetch(ctx: ServiceContext, job_id: str, receipt: str) -> dict[st
             f"bad fetch receipt {receipt!r}", hint="expected SUBMITTED_AT|STATE"
         ) from None
     when = ctx.now()
+    check = ctx.owner_check
 
     def mutate(spec: JobSpec) -> JobSpec | None:
+        if check is not None:
+            check(spec)
         if spec.submitted_at != submitted or spec.state.value != state or not spec.is_terminal:
             return None
         spec.last_fetched_at = when

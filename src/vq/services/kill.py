@@ -64,7 +64,9 @@ def kill_job(
     lifecycle: Lifecycle | None = None,
     executors: ExecutorRegistry | None = None,
 ) -> KillOutcome:
-    """Write KILLED (sticky), record the events, then cancel the attempt if it runs."""
+    """Write KILLED (sticky), record the events, then cancel the attempt if it runs.
+    The ownership helper, if any, refuses another owner's job under the spec's lock."""
+    ctx.check_job(job_id)
     moved = (lifecycle or Lifecycle(ctx)).kill(job_id, reason)
     if not moved.changed:
         return KillOutcome(moved.spec, moved.previous, already_killed=True, signaled=False)

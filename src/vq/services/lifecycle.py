@@ -335,11 +335,26 @@ class Lifecycle:
         return self._move(job_id, decide, now=now, exit_code=exit_code)
 
     # --- operator control --------------------------------------------------------------------
+    def _owned(
+        self, decide: Callable[[JobSpec], JobSpec | None]
+    ) -> Callable[[JobSpec], JobSpec | None]:
+        """``decide`` behind the ownership helper (§7.3), applied under the spec's lock to
+        the spec as it is there, before the state is classified."""
+        check = self.ctx.owner_check
+        if check is None:
+            return decide
+
+        def owned(current: JobSpec) -> JobSpec | None:
+            check(current)
+            return decide(current)
+
+        return owned
+
     def kill(self, job_id: str, reason: str) -> Transition:
         """Write KILLED (sticky) before any signal. Killing a KILLED job changes nothing;
         any other terminal state is a Conflict naming it. A PENDING job has ended at once."""
         now = self.ctx.now()
-        decide = partial(rules.decide_kill, now=now, reason=reason)
+        decide = self._owned(partial(rules.decide_kill, now=now, reason=reason))
 
         def requested(previous: JobState) -> list[dict[str, Any]]:
             return [make_event("kill_requested", job_id, now, state=previous.value)]
@@ -359,17 +374,27 @@ class Lifecycle:
         """RUNNING → SUSPENDED, durable before SIGSTOP. Pausing a SUSPENDED job changes
         nothing; a job still starting (no process recorded yet) is a Conflict."""
         now, now_mono = self.ctx.now(), self._monotonic()
-        decide = partial(
-            rules.decide_pause, now=now, now_monotonic=now_mono, by=by, started=started
+        decide = self._owned(
+            partial(rules.decide_pause, now=now, now_monotonic=now_mono, by=by, started=started)
         )
         return self._move(job_id, decide, now=now, reason=f"paused by {by}")
+
+    def pause_undelivered(self, spec: JobSpec) -> Transition:
+        """Undo the pause ``spec`` records (RUNNING again, no pause time) when its signal
+        could not reach the still-running job: the spec never says SUSPENDED of a job
+        that runs. Changes nothing once the job moved on."""
+        now = self.ctx.now()
+        decide = partial(rules.decide_pause_undelivered, now=now, paused_at=spec.paused_at)
+        return self._move(spec.id, decide, now=now, reason="the pause could not be delivered")
 
     def resume(self, job_id: str, *, only_paused_by: str | None = None) -> Transition:
         """SUSPENDED → RUNNING with the pause added to ``paused_seconds_total``, durable
         before SIGCONT. With ``only_paused_by``, a job someone else paused stays."""
         now, now_mono = self.ctx.now(), self._monotonic()
-        decide = partial(
-            rules.decide_resume, now=now, now_monotonic=now_mono, only_paused_by=only_paused_by
+        decide = self._owned(
+            partial(
+                rules.decide_resume, now=now, now_monotonic=now_mono, only_paused_by=only_paused_by
+            )
         )
         return self._move(job_id, decide, now=now, reason="resumed")
 

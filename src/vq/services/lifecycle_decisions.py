@@ -27,6 +27,7 @@ __all__ = [
     "decide_finish_attempt",
     "decide_kill",
     "decide_pause",
+    "decide_pause_undelivered",
     "decide_requeue_never_started",
     "decide_requeue_unlaunched",
     "decide_resume",
@@ -223,6 +224,18 @@ def decide_resume(
     if only_paused_by is not None and spec.paused_by != only_paused_by:
         return None
     spec.paused_seconds_total += paused_seconds(spec, now_monotonic)
+    _clear_pause(spec)
+    return apply_transition(spec, JobState.RUNNING, now)
+
+
+def decide_pause_undelivered(
+    spec: JobSpec, *, now: datetime, paused_at: datetime | None
+) -> JobSpec | None:
+    """SUSPENDED → RUNNING again when the pause written at ``paused_at`` never reached
+    the job (its group is alive, but this process may not signal it): the spec says
+    what is true. No pause time is counted. A later pause, or any other state, stays."""
+    if spec.state is not JobState.SUSPENDED or spec.paused_at != paused_at:
+        return None
     _clear_pause(spec)
     return apply_transition(spec, JobState.RUNNING, now)
 

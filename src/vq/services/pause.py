@@ -46,7 +46,12 @@ class PauseOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         """The ``vq pause|resume --json`` item (a stable schema, see docs/json.md)."""
-        return {"id": self.spec.id, "state": self.spec.state.value, "changed": self.changed}
+        return {
+            "id": self.spec.id,
+            "state": self.spec.state.value,
+            "changed": self.changed,
+            "signaled": self.signaled,
+        }
 
 
 def _executor(
@@ -79,16 +84,25 @@ def pause_job(
     """RUNNING → SUSPENDED, then suspend. Pausing a SUSPENDED job changes nothing.
 
     The job's executor may refuse first (a scheduler job that already runs cannot be
-    held: :meth:`~vq.executors.base.Executor.check_pausable`)."""
-    current = ctx.store.read(job_id)
+    held: :meth:`~vq.executors.base.Executor.check_pausable`). In multi-user mode (a CLI
+    with the ownership helper) a suspend that cannot reach a job whose group still runs
+    (the group briefly holds only root's processes, which the owner may not signal) is
+    undone: the job is RUNNING again, ``changed`` and ``signaled`` false, and nothing
+    says it paused."""
+    current = ctx.read_owned(job_id)
     executor = _executor(ctx, current, executors)
     if executor is not None and current.state is JobState.RUNNING:
         executor.check_pausable(current)
     started = executor.started if executor is not None else (lambda s: s.pgid is not None)
-    moved = (lifecycle or Lifecycle(ctx)).pause(job_id, by, started=started)
+    writer = lifecycle or Lifecycle(ctx)
+    moved = writer.pause(job_id, by, started=started)
     if not moved.changed:
         return PauseOutcome(moved.spec, changed=False, signaled=False)
     signaled = _executor_acts(ctx, moved.spec, executors, resume=False)
+    refused = not signaled and ctx.owner_check is not None  # multi-user: another uid's group
+    if refused and executor is not None and executor.running(JobHandle.of(moved.spec)):
+        undone = writer.pause_undelivered(moved.spec)
+        return PauseOutcome(undone.spec, changed=False, signaled=False)
     return PauseOutcome(moved.spec, changed=True, signaled=signaled)
 
 
@@ -104,6 +118,7 @@ def resume_job(
 
     With ``only_paused_by``, a job paused by someone else is left alone (changed=False).
     """
+    ctx.check_job(job_id)
     moved = (lifecycle or Lifecycle(ctx)).resume(job_id, only_paused_by=only_paused_by)
     if not moved.changed:
         return PauseOutcome(moved.spec, changed=False, signaled=False)

@@ -178,6 +178,7 @@ def list_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
         "elapsed_seconds": _elapsed(spec, now),
         "scheduler_target": spec.scheduler_target,
         "scheduler_state": spec.scheduler_state,
+        "submitter": spec.submitter,
     }
 
 

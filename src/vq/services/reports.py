@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vq.domain.admission import Caps, effective_mem_mb
+from vq.domain.quotas import Holder, OwnerLoad, QuotaPolicy, load_of
 from vq.domain.states import JobState
 from vq.domain.summary import Listed
 from vq.services.query import list_row
@@ -114,10 +115,12 @@ def build_overview(
     now: datetime,
     daemon: Mapping[str, Any] | None = None,
     quarantined: int = 0,
+    quotas: QuotaPolicy | None = None,
 ) -> dict[str, Any]:
     """The ``vq overview --json`` snapshot (schema in ``docs/json.md``).
 
-    ``caps`` and ``daemon`` come from the daemon's ``ping`` (None when none answered).
+    ``caps`` and ``daemon`` come from the daemon's ``ping`` (None when none answered);
+    ``quotas`` (multi-user mode) adds ``owners``: each owner's holders and quota use.
     """
     rows = list(rows)
     recent_since = now - RECENT_WINDOW
@@ -158,7 +161,41 @@ def build_overview(
         },
         "pending_cpus": sum(int(r["cpus"]) for r in rows if r["state"] == PENDING),
         "over_capacity_pending_jobs": None if caps is None else sum(1 for o in over if o),
+        "owners": None if quotas is None else owner_use(rows, quotas),
     }
+
+
+def owner_use(rows: Iterable[Row], quotas: QuotaPolicy) -> list[dict[str, Any]]:
+    """Per owner (the numeric ``submitter``; multi-user mode): the active holders the
+    quotas count (running, suspended, reserved; each id once), their CPUs, the owner's
+    pending jobs, and the owner's limits (``None``: unlimited), by uid."""
+    from vq.services.ownership import owner_of_submitter
+
+    holders: list[Holder] = []
+    pending: dict[int, int] = {}
+    for row in rows:
+        owner = owner_of_submitter(row.get("submitter"))
+        if owner is None:
+            continue
+        if row["state"] in ACTIVE_NAMES:
+            holders.append(Holder(owner, str(row["id"]), int(row["cpus"])))
+        elif row["state"] == PENDING:
+            pending[owner] = pending.get(owner, 0) + 1
+    load = load_of(holders)
+    owners = []
+    for uid in sorted(set(load) | set(pending)):
+        used, limits = load.get(uid, OwnerLoad()), quotas.limits(uid)
+        owners.append(
+            {
+                "uid": uid,
+                "holders": used.jobs,
+                "cpus": used.cpus,
+                "pending": pending.get(uid, 0),
+                "max_pending_jobs": limits.max_pending_jobs,
+                "max_concurrent_cpus": limits.max_concurrent_cpus,
+            }
+        )
+    return owners
 
 
 def _usage_keys(row: Row, by: str) -> list[str | None]:

@@ -54,7 +54,7 @@ def check_overrides(overrides: dict[str, Any]) -> None:
 
 
 def resubmit(ctx: ServiceContext, job_id: str, overrides: dict[str, Any]) -> JobSpec:
-    original = ctx.store.read(job_id)
+    original = ctx.read_owned(job_id)
     if not original.is_terminal:
         raise Conflict(
             f"job {job_id} is {original.state.value}; only an ended job can be resubmitted",

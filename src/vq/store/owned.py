@@ -11,8 +11,9 @@ input (§2.4, §7.1; the rules are :mod:`vq.domain.owned_specs`):
   below ``min_uid``, its ``submitter`` is the owner's uid and no dependency belongs to
   another owner; anything else is quarantined (:class:`~vq.errors.CorruptSpec`), never
   followed, changed or dispatched;
-* what root writes into a user's queue (a spec, its lock file) is owned by that user, and
-  a lock file that is a symlink is refused, never followed.
+* what root writes into a user's queue (a spec, its lock file) is owned by that user
+  (a spec through its temp file's descriptor, before the rename), and a lock file that
+  is a symlink is refused, never followed.
 """
 
 from __future__ import annotations
@@ -254,12 +255,12 @@ class MultiOwnerSpecStore(SpecStore):
         self.layout.owners.set(spec.id, uid)
         super().create(spec, sync_dir=sync_dir)
 
-    def _write(self, spec: JobSpec, *, durable: bool, sync_dir: bool = True) -> None:
-        super()._write(spec, durable=durable, sync_dir=sync_dir)
-        uid = self.layout.owners.get(spec.id)
-        if uid is not None and os.geteuid() == 0:
-            with contextlib.suppress(OSError):
-                os.chown(self.path(spec.id), uid, -1, follow_symlinks=False)
+    def _file_owner(self, job_id: str) -> int | None:
+        """Root writes a spec as its owner's file: chowned through the temp file's
+        descriptor before the rename, so no name in the owner's queue is ever chowned."""
+        if os.geteuid() != 0:
+            return None
+        return self.layout.owners.get(job_id)
 
     def sync(self) -> None:
         for uid in self.owner_uids():

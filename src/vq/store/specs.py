@@ -249,13 +249,21 @@ class SpecStore:
         state root (the old file is untouched), never a bare OSError."""
         try:
             atomic_write_bytes(
-                self.path(spec.id), encode_spec(spec), durable=durable, sync_dir=sync_dir
+                self.path(spec.id),
+                encode_spec(spec),
+                durable=durable,
+                sync_dir=sync_dir,
+                owner=self._file_owner(spec.id),
             )
         except OSError as exc:
             error = storage_error(exc, self.paths.root)
             if error is None:
                 raise
             raise error from exc
+
+    def _file_owner(self, job_id: str) -> int | None:
+        """The uid a spec file is written as (None: this process's own)."""
+        return None
 
     def sync(self) -> None:
         """Make every rename in the queue directory durable (after a batch of creates)."""
