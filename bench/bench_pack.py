@@ -12,8 +12,8 @@ as user ``vqtest``.
 
 (v) N ``true`` tasks (``VQ_BENCH_SCALE`` × 200, at least 16) as one pack — ``vq pack open``,
 ``plan``, ``submit``, done when every slot's exit marker is written — against N lane jobs
-(``vq submit cluster -- true`` through one daemon, done when every spec is terminal), in
-alternating rounds (packed, then lane; 3 of each at scale 1, at least 2), medians
+(one ``vq submit cluster --array 0-N -- true`` through one daemon, then one sbatch per
+element by the lane; done when every spec is terminal), in alternating rounds (packed, then lane; 3 of each at scale 1, at least 2), medians
 compared. The pack holds 8 one-CPU tasks per allocation: 25 sbatch calls against 200 at
 scale 1, both counted from ``sacct`` (a job submitted twice counts twice).
 
@@ -284,7 +284,7 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
     packed: list[float] = []
     lane: list[float] = []
     packed_submit: list[float] = []  # until `vq pack submit` returned: every sbatch done
-    lane_submit: list[float] = []  # until the last `vq submit` returned (sbatch still to come)
+    lane_submit: list[float] = []  # until `vq submit --array` returned (sbatch still to come)
     names: dict[str, str] = {}  # Slurm job name → "packed<run>" / "lane<run>"
     for run in range(rounds):  # paired: one packed sweep, then the same tasks as lane jobs
         start = time.perf_counter()
@@ -301,7 +301,10 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
         names |= {f"vqp-{a['allocation_id']}": f"packed{run}" for a in plan["allocations"]}
 
         start = time.perf_counter()
-        ids = [_vq(bench.env, "submit", "cluster", "--", "true").strip() for _ in range(count)]
+        # The lane side at its best: one `vq submit --array` (one CLI call), then one
+        # sbatch per element by the lane, as a user would submit 200 unpacked tasks.
+        array = f"0-{count - 1}"
+        ids = _vq(bench.env, "submit", "cluster", "--array", array, "--", "true").split()
         lane_submit.append(time.perf_counter() - start)
 
         def all_done(ids: list[str] = ids) -> bool:
