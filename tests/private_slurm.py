@@ -4,9 +4,10 @@ that need a node the shared testbed does not have (8 CPUs, fake GPUs).
 :func:`private_cluster` starts, beside the shared testbed and without touching it:
 
 - its own ``slurmctld`` and ``slurmd`` (free ports, state and spool in a private
-  directory, ``proctrack/linuxproc``), one node of ``cpus`` CPUs (``config_overrides``:
-  the machine may have fewer) and ``gpus`` fake GPUs (``scripts/testbed/lib.sh``'s
-  ``fake_gpu_devices`` and ``gres_conf``, as ``VQ_TESTBED_SLURM_GPUS`` writes them);
+  directory, ``proctrack/linuxproc``), one node of ``cpus`` CPUs and ``memory_mib`` MiB
+  (``config_overrides``: the machine may have fewer) and ``gpus`` fake GPUs
+  (``scripts/testbed/lib.sh``'s ``fake_gpu_devices`` and ``gres_conf``, as
+  ``VQ_TESTBED_SLURM_GPUS`` writes them);
 - accounting in the testbed's ``slurmdbd`` under a cluster name of its own
   (:data:`CLUSTER`, registered once with ``sacctmgr``): ``sacct`` works and sees only
   this cluster's jobs, while the testbed's cluster ``vqtest`` never sees them;
@@ -90,7 +91,7 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _slurm_conf(root: Path, ctld: int, slurmd: int, cpus: int, gpus: int) -> str:
+def _slurm_conf(root: Path, ctld: int, slurmd: int, cpus: int, gpus: int, memory_mib: int) -> str:
     gres = f" Gres=gpu:{gpus}" if gpus else ""
     return "\n".join(
         [
@@ -132,7 +133,7 @@ def _slurm_conf(root: Path, ctld: int, slurmd: int, cpus: int, gpus: int) -> str
             "SlurmdParameters=config_overrides",
             *(["GresTypes=gpu"] if gpus else []),
             f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs={cpus} Boards=1 SocketsPerBoard=1 "
-            f"CoresPerSocket={cpus} ThreadsPerCore=1 RealMemory=4096{gres} State=UNKNOWN",
+            f"CoresPerSocket={cpus} ThreadsPerCore=1 RealMemory={memory_mib}{gres} State=UNKNOWN",
             f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             "",
         ]
@@ -224,8 +225,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def private_cluster(*, cpus: int = 8, gpus: int = 0) -> Iterator[PrivateCluster]:
-    """Start the private cluster (module docstring); stop it and remove it on exit."""
+def private_cluster(
+    *, cpus: int = 8, gpus: int = 0, memory_mib: int = 4096
+) -> Iterator[PrivateCluster]:
+    """Start the private cluster (module docstring); stop it and remove it on exit.
+
+    The node advertises ``cpus`` CPUs and ``memory_mib`` MiB whatever the machine has
+    (``config_overrides``): a benchmark of tasks that use neither can size the node so
+    its capacity is not what it measures.
+    """
     if os.geteuid() != 0:
         raise ClusterUnavailable("a private slurmd and sshd need root")
     for daemon in ("/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/sshd"):
@@ -242,7 +250,7 @@ def private_cluster(*, cpus: int = 8, gpus: int = 0) -> Iterator[PrivateCluster]
             (root / name).mkdir()
         ctld, slurmd, sshd = _free_ports(3)
         conf = root / "slurm.conf"
-        conf.write_text(_slurm_conf(root, ctld, slurmd, cpus, gpus))
+        conf.write_text(_slurm_conf(root, ctld, slurmd, cpus, gpus, memory_mib))
         if gpus:
             gres = _run(
                 [
