@@ -13,8 +13,8 @@ as user ``vqtest``.
 (v) N ``true`` tasks (``VQ_BENCH_SCALE`` × 200, at least 16) as one pack — ``vq pack open``,
 ``plan``, ``submit``, done when every slot's exit marker is written — against N lane jobs
 (one ``vq submit cluster --array 0-N -- true`` through one daemon, then one sbatch per
-element by the lane; done when every spec is terminal), in alternating rounds (packed, then lane; 3 of each at scale 1, at least 2), medians
-compared. The pack holds 8 one-CPU tasks per allocation: 25 sbatch calls against 200 at
+element by the lane; done when every spec is terminal), in alternating rounds (packed,
+then lane; 3 of each at scale 1, at least 2), medians compared. The pack holds 8 one-CPU tasks per allocation: 25 sbatch calls against 200 at
 scale 1, both counted from ``sacct`` (a job submitted twice counts twice).
 
 The model is a cluster with more free capacity than one allocation: the private node
