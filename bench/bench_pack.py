@@ -15,7 +15,8 @@ as user ``vqtest``.
 (one ``vq submit cluster --array 0-N -- true`` through one daemon, then one sbatch per
 element by the lane; done when every spec is terminal), in alternating rounds (packed,
 then lane; 3 of each at scale 1, at least 2), medians compared. The pack holds 8 one-CPU
-tasks per allocation: 25 sbatch calls against 200 at scale 1, both counted from ``sacct`` (a job submitted twice counts twice).
+tasks per allocation: 25 sbatch calls against 200 at scale 1, both counted from ``sacct``
+(a job submitted twice counts twice).
 
 The model is a cluster with more free capacity than one allocation: the private node
 advertises N CPUs (``config_overrides``; ``true`` uses none), so every task of either
