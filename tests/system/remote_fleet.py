@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.testbed import REPO, UP, SshTestbed
+from tests.testbed import REPO, SshTestbed, run_up
 
 HOSTS = ("h1", "h2", "h3")
 VENV_PYTHON = "/opt/vq-testbed/venv/bin/python"
@@ -242,8 +242,8 @@ def wait_until(predicate, timeout: float, interval: float = 0.1) -> None:  # typ
 def ensure_three_hosts(testbed: SshTestbed) -> None:
     if all(f"vq-{h}" in testbed.hosts for h in HOSTS) or Path("/run/netns/vq-h3").exists():
         return
-    env = {**os.environ, "VQ_TESTBED_SLURM": "0", "VQ_TESTBED_NETNS_HOSTS": "3"}
-    subprocess.run([str(UP)], env=env, capture_output=True, timeout=600, check=True)
+    done = run_up(VQ_TESTBED_SLURM="0", VQ_TESTBED_NETNS_HOSTS="3")
+    assert done.returncode == 0, f"scripts/testbed/up.sh failed:\n{done.stderr[-2000:]}"
 
 
 @contextlib.contextmanager
