@@ -130,13 +130,13 @@ class RemoteFleet:
             check=False,
         )
 
-    def popen(self, *args: str, stderr: Path | None = None) -> subprocess.Popen[bytes]:
+    def popen(self, *args: str, stderr: Path | None = None, **env: str) -> subprocess.Popen[bytes]:
         """``vq ARGS`` in the background; stderr to a file when given (to poll it)."""
         with contextlib.ExitStack() as stack:
             err = subprocess.PIPE if stderr is None else stack.enter_context(stderr.open("wb"))
             return subprocess.Popen(
                 [sys.executable, "-m", "vq", *args],
-                env=self.env(),
+                env=self.env(**env),
                 stdout=subprocess.PIPE,
                 stderr=err,
             )
