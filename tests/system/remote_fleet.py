@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,12 +261,12 @@ def remote_fleet_of(testbed: SshTestbed) -> Iterator[RemoteFleet]:
         directory.mkdir(mode=0o700)
     fleet.write_ssh_config()
     fleet.write_config()
-    started: list[str] = []
+    started: list[str] = list(HOSTS)  # each stopped at the end, whatever its start did
     try:
-        for host in HOSTS:
-            done = fleet.remote_vq(host, "daemon", "start")
-            assert done.returncode == 0, done.stderr
-            started.append(host)
+        with ThreadPoolExecutor(len(HOSTS)) as pool:  # three SSH round trips at once
+            starts = list(pool.map(lambda host: fleet.remote_vq(host, "daemon", "start"), HOSTS))
+        for host, done in zip(HOSTS, starts, strict=True):
+            assert done.returncode == 0, f"{host}: {done.stderr}"
         yield fleet
     finally:
         for host in started:  # links are healed by each partition, never here: the
