@@ -54,7 +54,7 @@ def _swarm(arrays: int, size: int, kills: int) -> ChaosPlan:
 
 @pytest.mark.timeout(180)
 def test_chaos_fast_drain_bounded(vq: Vq, tmp_path: Path) -> None:
-    summary = run_checked(vq, tmp_path, _fast_drain(jobs=120, kills=5))
+    summary = run_checked(vq, tmp_path, _fast_drain(jobs=60, kills=4))
     assert summary["completed"] >= 1
 
 
