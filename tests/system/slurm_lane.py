@@ -105,13 +105,18 @@ def sacct_ids(testbed: SshTestbed, name: str) -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
+def fresh_remote_dir(testbed: SshTestbed) -> Iterator[str]:
+    """A fixture body: a fresh directory on the Slurm host (``vq-local``), removed after."""
+    root = f"/tmp/vq-lane-{secrets.token_hex(4)}"
+    ssh_local(testbed, "mkdir", "-p", root)
+    yield root
+    ssh_local(testbed, "rm", "-rf", root)
+
+
 @pytest.fixture
 def scratch(slurm_testbed: SshTestbed) -> Iterator[str]:
     """A fresh directory on the Slurm host (``vq-local``), removed after the test."""
-    root = f"/tmp/vq-lane-{secrets.token_hex(4)}"
-    ssh_local(slurm_testbed, "mkdir", "-p", root)
-    yield root
-    ssh_local(slurm_testbed, "rm", "-rf", root)
+    yield from fresh_remote_dir(slurm_testbed)
 
 
 def toml_table(header: str, keys: dict[str, Any]) -> str:

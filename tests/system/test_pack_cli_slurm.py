@@ -23,9 +23,9 @@ import pytest
 
 from tests.conftest import VQ_BIN, Vq, wait_until
 from tests.system.slurm_lane import (
+    fresh_remote_dir,
     pack_profile_tables,
     sacct_ids,
-    scratch,  # noqa: F401 - the fixture
     slurm_testbed,  # noqa: F401 - the fixture
     toml_table,
     write_config,
@@ -45,9 +45,9 @@ def private_runtime() -> Iterator[str]:
 
 
 @pytest.fixture
-def remote_root(scratch: str) -> str:  # noqa: F811 - the fixture
+def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
     """The packing profile's root: a fresh directory on the Slurm host."""
-    return scratch
+    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str, *, gated: bool = False) -> None:

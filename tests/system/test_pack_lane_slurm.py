@@ -11,6 +11,7 @@ and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
+    fresh_remote_dir,
     pack_profile_tables,
     sacct_ids,
-    scratch,  # noqa: F401 - the fixture
     slurm_lane_keys,
     slurm_testbed,  # noqa: F401 - the fixture
     toml_table,
@@ -35,9 +36,9 @@ SHOW = 'echo "element $VQ_ARRAY_INDEX"; [ "$VQ_ARRAY_INDEX" != 2 ] || exit 7'
 
 
 @pytest.fixture
-def remote_root(scratch: str) -> str:  # noqa: F811 - the fixture
+def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
     """The packing profile's root: a fresh directory on the Slurm host."""
-    return scratch
+    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
