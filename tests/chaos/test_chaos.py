@@ -20,7 +20,7 @@ from tests.conftest import Vq, processes_with_env
 
 @pytest.mark.timeout(300)
 def test_chaos_bounded(vq: Vq, tmp_path: Path) -> None:
-    """About 45 s on an idle 2-core machine; ``test_chaos_soak`` is ten times the size."""
+    """Under a minute on 2 cores; ``test_chaos_soak`` is twenty times the size."""
     plan = ChaosPlan(
         jobs=size_from_env("VQ_CHAOS_JOBS", 100),
         daemon_kills=size_from_env("VQ_CHAOS_KILLS", 12),
