@@ -59,18 +59,34 @@ def _read_env(path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def testbed() -> SshTestbed:
-    if os.geteuid() != 0:
-        unavailable("scripts/testbed/up.sh needs root")
-    if shutil.which("ssh") is None and os.environ.get("CI") != "true":
-        unavailable("no ssh client (scripts/install-test-deps.sh)")
-    env = {**os.environ, "VQ_TESTBED_SLURM": "0"}
-    proc = subprocess.run(
+#: Knobs of a running testbed that a plain re-run of up.sh would reset (docs/testbed.md).
+KEPT_KNOBS = ("VQ_TESTBED_SLURM_CPUS", "VQ_TESTBED_SLURM_GPUS")
+
+
+def running_knobs() -> dict[str, str]:
+    """The :data:`KEPT_KNOBS` the running testbed was brought up with (its ``env.sh``)."""
+    try:
+        values = _read_env(TB / "env.sh")
+    except OSError:
+        return {}
+    return {key: values[key] for key in KEPT_KNOBS if values.get(key)}
+
+
+def run_up(**knobs: str) -> subprocess.CompletedProcess[str]:
+    """Run ``scripts/testbed/up.sh`` (idempotent) with ``knobs`` in its environment.
+
+    The running testbed's CPU and GPU advertisement is passed on (:func:`running_knobs`)
+    unless this process's environment or ``knobs`` set it: re-running up.sh from a test
+    never reverts a testbed someone brought up with ``VQ_TESTBED_SLURM_CPUS``/``_GPUS``.
+    """
+    env = {**running_knobs(), **os.environ, **knobs}
+    return subprocess.run(
         [str(UP)], env=env, capture_output=True, text=True, timeout=600, check=False
     )
-    if proc.returncode != 0:
-        unavailable(f"scripts/testbed/up.sh failed:\n{proc.stderr[-2000:]}")
+
+
+def read_testbed() -> SshTestbed:
+    """The testbed its ``env.sh`` describes."""
     values = _read_env(TB / "env.sh")
     return SshTestbed(
         root=TB,
@@ -81,6 +97,18 @@ def testbed() -> SshTestbed:
         noisy_user=values["VQ_TESTBED_NOISY_USER"],
         hosts=tuple(values["VQ_TESTBED_HOSTS"].split()),
     )
+
+
+@pytest.fixture(scope="session")
+def testbed() -> SshTestbed:
+    if os.geteuid() != 0:
+        unavailable("scripts/testbed/up.sh needs root")
+    if shutil.which("ssh") is None and os.environ.get("CI") != "true":
+        unavailable("no ssh client (scripts/install-test-deps.sh)")
+    proc = run_up(VQ_TESTBED_SLURM="0")
+    if proc.returncode != 0:
+        unavailable(f"scripts/testbed/up.sh failed:\n{proc.stderr[-2000:]}")
+    return read_testbed()
 
 
 SshRunnerFactory = Callable[..., SshRunner]

@@ -242,11 +242,15 @@ source_hash() {
 }
 t=$(now_ms)
 want_hash=$(source_hash)
+# Concurrent runs (several checkouts, several test sessions) build the one shared venv in
+# turn: the lock is held from the hash check to the hash stamp, and released on exit.
+mkdir -p "$TB_OPT"
+exec {venv_lock}>"$TB_OPT/.venv.lock"
+flock "$venv_lock"
 if [ "$(cat "$VENV/.vq-source-hash" 2>/dev/null)" != "$want_hash" ]; then
   log "building $VENV from $TB_REPO"
   vlog=$TB/log/venv.log
   if [ ! -x "$VENV/bin/python" ]; then
-    mkdir -p "$TB_OPT"
     /usr/bin/python3 -m venv "$VENV" >"$vlog" 2>&1 || die "venv creation failed; see $vlog"
     "$VENV/bin/pip" install -q --upgrade pip hatchling >>"$vlog" 2>&1 ||
       die "pip install hatchling failed; see $vlog"
@@ -263,6 +267,8 @@ if [ "$(cat "$VENV/.vq-source-hash" 2>/dev/null)" != "$want_hash" ]; then
 else
   lap "venv (up to date)" "$t"
 fi
+flock -u "$venv_lock"
+exec {venv_lock}>&-
 
 # --- Slurm --------------------------------------------------------------------------------
 munge_ok() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
@@ -472,7 +478,14 @@ if command -v scontrol >/dev/null && [ -r /etc/slurm/slurm.conf ] && ctld_ok; th
 NODE=${NODE:-$(hostname -s)}
 gpus=0
 if [ -r /etc/slurm/gres.conf ]; then gpus=$(find "$GPU_DIR" -maxdepth 1 -name 'gpu*' | wc -l); fi
-cat >"$TB/env.sh.tmp" <<ENV
+# The CPU count advertised through VQ_TESTBED_SLURM_CPUS, empty when slurmd's own is used:
+# a later run passes both knobs on to keep the running configuration (tests/testbed.py).
+cpus=
+if grep -qx 'SlurmdParameters=config_overrides' /etc/slurm/slurm.conf 2>/dev/null; then
+  cpus=$(sed -n 's/^NodeName=.* CPUs=\([0-9]*\).*/\1/p' /etc/slurm/slurm.conf | head -n1)
+fi
+env_tmp=$(mktemp "$TB/env.sh.XXXXXX")
+cat >"$env_tmp" <<ENV
 # Written by scripts/testbed/up.sh; source it.
 export VQ_TESTBED=$TB
 export VQ_TESTBED_SSH_CONFIG=$TB/ssh/config
@@ -484,11 +497,12 @@ export VQ_TESTBED_HOSTS="${ssh_hosts[*]}"
 export VQ_TESTBED_VENV=$VENV
 export VQ_TESTBED_SLURM=$slurm_up
 export VQ_TESTBED_SLURM_NODE=$NODE
+export VQ_TESTBED_SLURM_CPUS=$cpus
 export VQ_TESTBED_SLURM_GPUS=$gpus
 export VQ_TESTBED_TORQUE_HOST=$TORQUE_HOST
 ENV
-mv -f "$TB/env.sh.tmp" "$TB/env.sh"
-chmod 644 "$TB/env.sh"
+chmod 644 "$env_tmp"
+mv -f "$env_tmp" "$TB/env.sh"
 
 for line in "${timings[@]}"; do log "  $line"; done
 log "testbed up in $(($(now_ms) - T0)) ms (hosts: ${ssh_hosts[*]}; slurm: $SLURM); source $TB/env.sh"

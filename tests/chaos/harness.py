@@ -54,6 +54,9 @@ __all__ = [
     "parse_ledger",
     "recovery_totals",
     "run_chaos",
+    "run_checked",
+    "seed_from_env",
+    "size_from_env",
     "verify",
 ]
 
@@ -730,6 +733,46 @@ def run_chaos(cli: Cli, ledger: Path, plan: ChaosPlan, log_path: Path | None = N
         if driver.submitter_thread is not None:
             driver.submitter_thread.join(timeout=120)
         driver.close()
+
+
+def seed_from_env() -> int:
+    """``VQ_CHAOS_SEED`` when set (to reproduce a run), else a fresh random seed."""
+    text = os.environ.get("VQ_CHAOS_SEED")
+    return int(text) if text else random.SystemRandom().randrange(2**32)
+
+
+def size_from_env(name: str, default: int) -> int:
+    """An integer override of a run's size (``VQ_CHAOS_JOBS``, ``VQ_CHAOS_KILLS``)."""
+    text = os.environ.get(name)
+    return int(text) if text else default
+
+
+def run_checked(cli: Cli, workdir: Path, plan: ChaosPlan) -> dict[str, Any]:
+    """One chaos run as a test wants it: driven (ledger and log under ``workdir``, which
+    must lie outside the state root), verified, and its summary returned.
+
+    Raises AssertionError (the seed and the log paths in its notes) when an invariant is
+    violated, when fewer than ``plan.jobs * plan.array_size`` jobs were acknowledged, or
+    when fewer daemon kills than planned landed.
+    """
+    print(f"chaos: {plan.describe()} — reproduce with VQ_CHAOS_SEED={plan.seed}", flush=True)
+    log_path = workdir / "chaos.log"
+    try:
+        result = verify(run_chaos(cli, workdir / "ledger", plan, log_path))
+    except Exception as exc:
+        exc.add_note(f"chaos run {plan.describe()}: reproduce with VQ_CHAOS_SEED={plan.seed}")
+        exc.add_note(f"chaos log: {log_path}; daemon log: {Path(cli.root) / 'daemon.log'}")
+        raise
+    print("chaos summary: " + json.dumps(result.summary, indent=1), flush=True)
+    tail = log_path.read_text().splitlines()[-40:] if log_path.exists() else []
+    if result.problems:  # stray processes of the state root are among them
+        raise AssertionError(format_report(result, tail))
+    summary = result.summary
+    if summary["submitted"] != plan.jobs * plan.array_size:
+        raise AssertionError(format_report(result, tail) + "\nnot every job was submitted")
+    if summary["daemon_kills"] < plan.daemon_kills:
+        raise AssertionError(format_report(result, tail) + "\nfewer daemon kills than planned")
+    return summary
 
 
 _RECOVERY_LINE = re.compile(

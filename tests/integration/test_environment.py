@@ -102,7 +102,7 @@ def test_retries_and_resubmit_reuse_the_capture(vq: Vq) -> None:
     vq.start_daemon()
     env = {**vq.env, "MYBASIS": "def2-svp"}
     script = 'echo "basis=$MYBASIS"; test -e again || { touch again; exit 3; }'
-    job = Vq(vq.root, env).submit("--retry", "1", "--", "sh", "-c", script)
+    job = Vq(vq.root, env).submit("--retry", "1", "--retry-backoff", "1s", "--", "sh", "-c", script)
     assert vq.run("wait", job, check=False).returncode == 0
     assert vq.run("logs", job).stdout.count("basis=def2-svp") == 2
     clone = vq.run("resubmit", job).stdout.strip().split()[-1]

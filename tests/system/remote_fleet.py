@@ -22,10 +22,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.testbed import REPO, UP, SshTestbed
+from tests.testbed import REPO, SshTestbed, run_up
 
 HOSTS = ("h1", "h2", "h3")
 VENV_PYTHON = "/opt/vq-testbed/venv/bin/python"
@@ -130,13 +131,13 @@ class RemoteFleet:
             check=False,
         )
 
-    def popen(self, *args: str, stderr: Path | None = None) -> subprocess.Popen[bytes]:
+    def popen(self, *args: str, stderr: Path | None = None, **env: str) -> subprocess.Popen[bytes]:
         """``vq ARGS`` in the background; stderr to a file when given (to poll it)."""
         with contextlib.ExitStack() as stack:
             err = subprocess.PIPE if stderr is None else stack.enter_context(stderr.open("wb"))
             return subprocess.Popen(
                 [sys.executable, "-m", "vq", *args],
-                env=self.env(),
+                env=self.env(**env),
                 stdout=subprocess.PIPE,
                 stderr=err,
             )
@@ -242,8 +243,8 @@ def wait_until(predicate, timeout: float, interval: float = 0.1) -> None:  # typ
 def ensure_three_hosts(testbed: SshTestbed) -> None:
     if all(f"vq-{h}" in testbed.hosts for h in HOSTS) or Path("/run/netns/vq-h3").exists():
         return
-    env = {**os.environ, "VQ_TESTBED_SLURM": "0", "VQ_TESTBED_NETNS_HOSTS": "3"}
-    subprocess.run([str(UP)], env=env, capture_output=True, timeout=600, check=True)
+    done = run_up(VQ_TESTBED_SLURM="0", VQ_TESTBED_NETNS_HOSTS="3")
+    assert done.returncode == 0, f"scripts/testbed/up.sh failed:\n{done.stderr[-2000:]}"
 
 
 @contextlib.contextmanager
@@ -260,12 +261,12 @@ def remote_fleet_of(testbed: SshTestbed) -> Iterator[RemoteFleet]:
         directory.mkdir(mode=0o700)
     fleet.write_ssh_config()
     fleet.write_config()
-    started: list[str] = []
+    started: list[str] = list(HOSTS)  # each stopped at the end, whatever its start did
     try:
-        for host in HOSTS:
-            done = fleet.remote_vq(host, "daemon", "start")
-            assert done.returncode == 0, done.stderr
-            started.append(host)
+        with ThreadPoolExecutor(len(HOSTS)) as pool:  # three SSH round trips at once
+            starts = list(pool.map(lambda host: fleet.remote_vq(host, "daemon", "start"), HOSTS))
+        for host, done in zip(HOSTS, starts, strict=True):
+            assert done.returncode == 0, f"{host}: {done.stderr}"
         yield fleet
     finally:
         for host in started:  # links are healed by each partition, never here: the

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import Vq
 from tests.system.remote_fleet import RemoteFleet, remote_fleet_of
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import lane, scratch  # noqa: F401 - the fixtures
 from tests.testbed import REPO, SshTestbed, testbed  # noqa: F401 - the fixture
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Vq
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import lane, scratch  # noqa: F401 - the fixtures
 
 pytestmark = pytest.mark.timeout(300)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -23,29 +22,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import VQ_BIN, Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import (
+    fresh_remote_dir,
+    pack_profile_tables,
+    sacct_ids,
+    slurm_testbed,  # noqa: F401 - the fixture
+    toml_table,
+    write_config,
+)
+from tests.system.slurm_lane import ssh_local as _ssh
 from tests.testbed import SshTestbed
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def _ssh(testbed: SshTestbed, *words: str) -> str:
-    done = subprocess.run(
-        ["ssh", "-F", str(testbed.ssh_config), "vq-local", "--", *words],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    root = f"/tmp/vq-packcli-{secrets.token_hex(4)}"
-    yield root
-    _ssh(slurm_testbed, "rm", "-rf", root)
 
 
 @pytest.fixture
@@ -56,41 +44,24 @@ def private_runtime() -> Iterator[str]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture
+def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
+    """The packing profile's root: a fresh directory on the Slurm host."""
+    yield from fresh_remote_dir(slurm_testbed)
+
+
 def _configure(vq: Vq, testbed: SshTestbed, root: str, *, gated: bool = False) -> None:
     options = ["-F", str(testbed.ssh_config)]
     if gated:  # a host that never answers: sbatch is never reached
         options += ["-o", "ProxyCommand=sleep 600"]
-    lines = [
-        'default_packing = "tb"',
-        "",
-        "[hosts.cluster]",
-        'ssh = "vq-local"',
-        f"ssh_options = {json.dumps(options)}",
-        'scheduler_dialect = "slurm"',
-        f'scratch_root = "{root}/scratch"',
-        "",
-        "[packing.tb.target]",
-        'host = "cluster"',
-        'partitions = ["debug"]',
-        f'work_root = "{root}/work"',
-        f'log_root = "{root}/logs"',
-        "max_tasks_per_allocation = 2",
-        "max_cpus_per_allocation = 2",
-        "max_memory_mib_per_allocation = 1024",
-        "max_gpus_per_allocation = 0",
-        'max_time_limit = "00:05:00"',
-        "max_allocations_per_submit = 8",
-        "max_script_bytes = 65536",
-        "",
-        "[packing.tb.resources]",
-        "cpus_per_task = 1",
-        "memory_mib_per_task = 128",
-        "gpus_per_task = 0",
-        'time_limit = "00:02:00"',
-    ]
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("\n".join(lines) + "\n")
+    cluster = {
+        "ssh": "vq-local",
+        "ssh_options": options,
+        "scheduler_dialect": "slurm",
+        "scratch_root": f"{root}/scratch",
+    }
+    tables = [toml_table("hosts.cluster", cluster), pack_profile_tables(root)]
+    write_config(vq, 'default_packing = "tb"\n', *tables)
 
 
 def _tasks(path: Path, tasks: list[tuple[str, list[str]]]) -> Path:
@@ -117,18 +88,7 @@ def _inspect_until_quiescent(vq: Vq, name: str, timeout: float = 150) -> dict[st
 
 
 def _jobs_named(testbed: SshTestbed, alloc: str) -> list[str]:
-    out = _ssh(
-        testbed,
-        "sacct",
-        "-X",
-        "--noheader",
-        "--parsable2",
-        f"--name=vqp-{alloc}",
-        "--starttime=now-1hour",
-        "-o",
-        "JobID",
-    )
-    return [line for line in out.splitlines() if line.strip()]
+    return sacct_ids(testbed, f"vqp-{alloc}")
 
 
 def test_submit_inspect_retry_log_record(

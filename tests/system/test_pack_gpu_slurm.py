@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.system.test_pack_slurm import unavailable
+from tests.testbed import unavailable
 from vq.packing.lane_batch import Batch, Element, next_batch
 from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_text import (

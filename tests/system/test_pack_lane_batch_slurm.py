@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
 from vq.packing.evidence import AttemptEvidence, attempt_evidence
 from vq.packing.lane_batch import Batch, Element, element_ending, next_batch

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import Vq
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_pack_lane_slurm import (  # the lane's profile and helpers
     _all_terminal,
     _configure,
     _submit_array,
     remote_root,  # noqa: F401 - the fixture
 )
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
 
 pytestmark = pytest.mark.timeout(300)

@@ -11,8 +11,6 @@ and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
-import secrets
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import (
+    fresh_remote_dir,
+    pack_profile_tables,
+    sacct_ids,
+    slurm_lane_keys,
+    slurm_testbed,  # noqa: F401 - the fixture
+    toml_table,
+    write_config,
+)
 from tests.testbed import SshTestbed
 
 pytestmark = pytest.mark.timeout(300)
@@ -29,61 +35,15 @@ TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABO
 SHOW = 'echo "element $VQ_ARRAY_INDEX"; [ "$VQ_ARRAY_INDEX" != 2 ] || exit 7'
 
 
-def _ssh(testbed: SshTestbed, *words: str) -> str:
-    done = subprocess.run(
-        ["ssh", "-F", str(testbed.ssh_config), "vq-local", "--", *words],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 @pytest.fixture
 def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    root = f"/tmp/vq-packlane-{secrets.token_hex(4)}"
-    yield root
-    _ssh(slurm_testbed, "rm", "-rf", root)
+    """The packing profile's root: a fresh directory on the Slurm host."""
+    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
-    lines = [
-        "[hosts.cluster]",
-        'ssh = "vq-local"',
-        f"ssh_options = {json.dumps(['-F', str(testbed.ssh_config)])}",
-        'scheduler_dialect = "slurm"',
-        f'scratch_root = "{root}/scratch"',
-        'partition = "debug"',
-        "poll_interval = 1",
-        "scheduler_rpc_per_minute = 600",
-        "scheduler_copy_back_delays = [1, 1, 1]",
-        "scheduler_absent_recheck_seconds = 2",
-        "scheduler_backoff_seconds = 5",
-        "",
-        "[packing.tb.target]",
-        'host = "cluster"',
-        'partitions = ["debug"]',
-        f'work_root = "{root}/work"',
-        f'log_root = "{root}/logs"',
-        "max_tasks_per_allocation = 2",
-        "max_cpus_per_allocation = 2",
-        "max_memory_mib_per_allocation = 1024",
-        "max_gpus_per_allocation = 0",
-        'max_time_limit = "00:05:00"',
-        "max_allocations_per_submit = 8",
-        "max_script_bytes = 65536",
-        "",
-        "[packing.tb.resources]",
-        "cpus_per_task = 1",
-        "memory_mib_per_task = 128",
-        "gpus_per_task = 0",
-        'time_limit = "00:02:00"',
-    ]
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("\n".join(lines) + "\n")
+    lane = toml_table("hosts.cluster", slurm_lane_keys(testbed, f"{root}/scratch"))
+    write_config(vq, lane, pack_profile_tables(root))
 
 
 def _submit(vq: Vq, *words: str) -> list[str]:
@@ -101,18 +61,7 @@ def _all_terminal(vq: Vq, jobs: list[str], timeout: float = 200) -> list[dict[st
 
 
 def _jobs_named(testbed: SshTestbed, alloc: str) -> list[str]:
-    out = _ssh(
-        testbed,
-        "sacct",
-        "-X",
-        "--noheader",
-        "--parsable2",
-        f"--name=vqp-{alloc}",
-        "--starttime=now-1hour",
-        "-o",
-        "JobID",
-    )
-    return [line for line in out.splitlines() if line.strip()]
+    return sacct_ids(testbed, f"vqp-{alloc}")
 
 
 def _one_allocation_each(testbed: SshTestbed, specs: list[dict[str, Any]]) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.private_slurm import PrivateCluster
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_pack_private_slurm import (  # the private cluster and its profiles
     TERMINAL,
     _configure,
@@ -28,7 +29,6 @@ from tests.system.test_pack_private_slurm import (  # the private cluster and it
     cluster,  # noqa: F401 - the fixture
     remote_root,  # noqa: F401 - the fixture
 )
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.private_slurm import ClusterUnavailable, PrivateCluster, private_cluster
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed, unavailable
 
 pytestmark = pytest.mark.timeout(400)

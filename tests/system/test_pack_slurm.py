@@ -10,7 +10,6 @@ it and FAILS under ``CI=true``.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -20,44 +19,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.testbed import TB, UP, SshRunnerFactory, SshTestbed, _read_env, unavailable
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
+from tests.testbed import SshRunnerFactory, SshTestbed
 from vq.packing.planner import PlanInputs, TaskView, View, plan_document
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Task
 from vq.transport.ssh import SshRunner
 
 
-@pytest.fixture(scope="module")
-def slurm_testbed() -> SshTestbed:
-    """The testbed with Slurm up (``scripts/testbed/up.sh`` is idempotent)."""
-    if os.geteuid() != 0:
-        unavailable("scripts/testbed/up.sh needs root")
-    proc = subprocess.run(
-        [str(UP)],
-        env={**os.environ, "VQ_TESTBED_SLURM": "1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        unavailable(f"scripts/testbed/up.sh failed:\n{proc.stderr[-2000:]}")
-    values = _read_env(TB / "env.sh")
-    if values.get("VQ_TESTBED_SLURM") != "1" or shutil.which("sbatch") is None:
-        unavailable("the testbed came up without Slurm")
-    return SshTestbed(
-        root=TB,
-        ssh_config=Path(values["VQ_TESTBED_SSH_CONFIG"]),
-        known_hosts=Path(values["VQ_TESTBED_KNOWN_HOSTS"]),
-        client_key=Path(values["VQ_TESTBED_SSH_KEY"]),
-        user=values["VQ_TESTBED_USER"],
-        noisy_user=values["VQ_TESTBED_NOISY_USER"],
-        hosts=tuple(values["VQ_TESTBED_HOSTS"].split()),
-    )
-
-
 @pytest.fixture
-def testbed(slurm_testbed: SshTestbed) -> SshTestbed:
+def testbed(slurm_testbed: SshTestbed) -> SshTestbed:  # noqa: F811 - the fixture
     return slurm_testbed  # what ssh_runner_factory builds on
 
 

@@ -384,6 +384,7 @@ def test_one_id_on_two_hosts_fails_closed_naming_them(fleet: RemoteFleet) -> Non
 
 def test_not_found_with_a_partitioned_host_is_unavailable_not_unknown(fleet: RemoteFleet) -> None:
     unknown = "0123456789ab"
+    fleet.write_config(h3={"ssh_timeout": MEASURED_SSH_TIMEOUT})  # the partition's cost
     assert fleet.vq("status", unknown).returncode == 3
     with fleet.partition("h3"):
         done = fleet.vq("status", unknown)
@@ -396,7 +397,7 @@ def test_unreachable_remote_default_is_refused_and_the_action_never_sent(
     fleet: RemoteFleet,
 ) -> None:
     job_id = fleet.submit("h3", "--", "sleep", "60")
-    fleet.write_config('default_host = "h3"\n')
+    fleet.write_config('default_host = "h3"\n', h3={"ssh_timeout": MEASURED_SSH_TIMEOUT})
     with fleet.partition("h3"):
         done = fleet.vq("kill", job_id)
     assert done.returncode == 13, done.stderr
@@ -424,6 +425,7 @@ def test_queue_all_lists_every_host_and_one_row_for_an_unreachable_one(
     fleet: RemoteFleet,
 ) -> None:
     ids = {host: fleet.submit(host, "--job-name", f"all-{host}", "--", "true") for host in HOSTS}
+    fleet.write_config(h2={"ssh_timeout": MEASURED_SSH_TIMEOUT})  # the partition's cost
     with fleet.partition("h2"):
         done = fleet.vq("queue", "--all", "--json")
         human = fleet.vq("list", "--all")

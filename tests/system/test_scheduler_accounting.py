@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import (
     _configure,
     _ssh,

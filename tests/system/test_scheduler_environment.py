@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Vq
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import _ssh, _terminal, lane, scratch  # noqa: F401
 from tests.testbed import SshTestbed
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import (
     _configure,
     _slurm_jobs_named,
@@ -35,7 +35,7 @@ from tests.system.test_scheduler_slurm import (
     _terminal,
     scratch,  # noqa: F401 - the fixture
 )
-from tests.testbed import UP, SshTestbed
+from tests.testbed import SshTestbed, run_up
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -68,7 +68,7 @@ def _lane_on_h2(vq: Vq, testbed: SshTestbed, root: str) -> None:
         line = _ssh_h2(testbed, "grep", "^SlurmctldHost=", "/etc/slurm/slurm.conf").strip()
         if line.endswith("(10.200.2.1)"):
             break
-        subprocess.run([str(UP)], capture_output=True, timeout=600, check=False)
+        run_up()
     else:
         pytest.fail(f"{HOST}'s slurm.conf does not name 10.200.2.1: {line!r}")
     _ssh_h2(testbed, "squeue", "--noheader", "--me")  # the controller answers from there

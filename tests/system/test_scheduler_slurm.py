@@ -10,16 +10,21 @@ testbed); skipped on a developer machine without it and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
-import secrets
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import (
+    sacct_ids,
+    scratch,  # noqa: F401 - the fixture
+    slurm_lane_keys,
+    slurm_testbed,  # noqa: F401 - the fixture
+    toml_table,
+    write_config,
+)
+from tests.system.slurm_lane import ssh_local as _ssh
 from tests.testbed import SshTestbed
 from vq.hosts_config import HostSettings
 from vq.remote.fleet import Fleet
@@ -28,44 +33,8 @@ from vq.web.fleet.source import FleetSource
 pytestmark = pytest.mark.timeout(240)
 
 
-def _ssh(testbed: SshTestbed, *words: str) -> str:
-    done = subprocess.run(
-        ["ssh", "-F", str(testbed.ssh_config), "vq-local", "--", *words],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-@pytest.fixture
-def scratch(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    root = f"/tmp/vq-sched-{secrets.token_hex(4)}"
-    _ssh(slurm_testbed, "mkdir", "-p", root)
-    yield root
-    _ssh(slurm_testbed, "rm", "-rf", root)
-
-
-def _configure(vq: Vq, testbed: SshTestbed, scratch: str, **extra: Any) -> None:
-    keys: dict[str, Any] = {
-        "ssh": "vq-local",
-        "ssh_options": ["-F", str(testbed.ssh_config)],
-        "scheduler_dialect": "slurm",
-        "scratch_root": scratch,
-        "partition": "debug",
-        "poll_interval": 1,
-        "scheduler_rpc_per_minute": 600,
-        "scheduler_copy_back_delays": [1, 1, 1],
-        "scheduler_absent_recheck_seconds": 2,
-        "scheduler_backoff_seconds": 5,
-        **extra,
-    }
-    lines = ["[hosts.cluster]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("\n".join(lines) + "\n")
+def _configure(vq: Vq, testbed: SshTestbed, root: str, **extra: Any) -> None:
+    write_config(vq, toml_table("hosts.cluster", slurm_lane_keys(testbed, root, **extra)))
 
 
 @pytest.fixture
@@ -83,18 +52,7 @@ def _terminal(vq: Vq, job_id: str, timeout: float = 90.0) -> dict[str, Any]:
 
 
 def _slurm_jobs_named(testbed: SshTestbed, job_id: str) -> list[str]:
-    out = _ssh(
-        testbed,
-        "sacct",
-        "-X",
-        "--noheader",
-        "--parsable2",
-        f"--name=vq-{job_id}",
-        "--starttime=now-1hour",
-        "-o",
-        "JobID",
-    )
-    return [line for line in out.splitlines() if line.strip()]
+    return sacct_ids(testbed, f"vq-{job_id}")
 
 
 def test_true_with_receipt_and_exit_3(lane: Vq) -> None:
@@ -161,7 +119,7 @@ def test_queued_reason_set_then_cleared(lane: Vq) -> None:
 def test_max_scheduler_jobs_holds_the_second_job(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    scratch: str,
+    scratch: str,  # noqa: F811 - the fixture
 ) -> None:
     _configure(vq, slurm_testbed, scratch, max_scheduler_jobs=1)
     vq.start_daemon()
@@ -191,7 +149,7 @@ def test_restart_mid_run_reattaches(lane: Vq) -> None:
 def test_crash_around_sbatch_submits_exactly_once(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    scratch: str,
+    scratch: str,  # noqa: F811 - the fixture
     fault: str,
 ) -> None:
     _configure(vq, slurm_testbed, scratch)
@@ -249,7 +207,7 @@ def test_pause_holds_a_queued_job_and_refuses_a_running_one(lane: Vq) -> None:
 def test_resolve_not_submitted_after_a_crash_before_sbatch(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    scratch: str,
+    scratch: str,  # noqa: F811 - the fixture
 ) -> None:
     # A long recheck: after the first lookup finds nothing, the job waits for a decision.
     _configure(vq, slurm_testbed, scratch, scheduler_absent_recheck_seconds=600)
@@ -300,7 +258,7 @@ def test_dependencies_gate_lane_jobs(lane: Vq) -> None:
 def test_unreachable_login_host_keeps_the_job_and_marks_the_host(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    scratch: str,
+    scratch: str,  # noqa: F811 - the fixture
 ) -> None:
     options = ["-F", str(slurm_testbed.ssh_config), "-o", "Port=1"]  # nothing listens
     _configure(vq, slurm_testbed, scratch, ssh_options=options)

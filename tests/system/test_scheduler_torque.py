@@ -15,31 +15,25 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.test_pack_slurm import slurm_testbed  # noqa: F401 - the fixture
-from tests.testbed import TB, UP, SshTestbed, _read_env
+from tests.system.slurm_lane import (
+    LANE_TIMING,
+    slurm_testbed,  # noqa: F401 - the fixture
+    toml_table,
+    write_config,
+)
+from tests.system.slurm_lane import ssh_on as _ssh
+from tests.testbed import TB, SshTestbed, _read_env, run_up
 
 pytestmark = pytest.mark.timeout(240)
 
 FAKE_BIN = "/opt/vq-testbed/torque-fake/bin"
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
-
-
-def _ssh(testbed: SshTestbed, host: str, *words: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ssh", "-F", str(testbed.ssh_config), host, "--", *words],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -54,7 +48,7 @@ def torque_host(testbed: SshTestbed) -> str:
         where = _ssh(testbed, host, "command", "-v", "qsub").stdout.strip()
         if where == f"{FAKE_BIN}/qsub":
             return host
-        subprocess.run([str(UP)], capture_output=True, timeout=600, check=False)
+        run_up()
     pytest.fail(f"qsub on {host} is {where!r}, not the testbed's Torque server")
 
 
@@ -84,17 +78,10 @@ def _configure(vq: Vq, testbed: SshTestbed, host: str, scratch: str, **extra: An
         "scheduler_dialect": "torque",
         "scheduler_accounting": "none",
         "scratch_root": scratch,
-        "poll_interval": 1,
-        "scheduler_rpc_per_minute": 600,
-        "scheduler_copy_back_delays": [1, 1, 1],
-        "scheduler_absent_recheck_seconds": 2,
-        "scheduler_backoff_seconds": 5,
+        **LANE_TIMING,
         **extra,
     }
-    lines = ["[hosts.torque]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items())]
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("\n".join(lines) + "\n")
+    write_config(vq, toml_table("hosts.torque", keys))
 
 
 @pytest.fixture

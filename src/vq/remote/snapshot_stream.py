@@ -29,6 +29,7 @@ import tarfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from vq import _fault_points
 from vq._tar import tar_member
 from vq.domain.archive_rules import META_DIR, Member, MemberLedger
 from vq.errors import TransportError, UnsafeArchive
@@ -63,7 +64,7 @@ class _Reader:
 
 def _checked(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     """Each entry of ``tar`` as it arrives, after the archive rules accepted it."""
-    ledger = MemberLedger()
+    ledger, began = MemberLedger(), False
     for info in tar:
         if info.name in (".", "./"):
             continue
@@ -75,6 +76,9 @@ def _checked(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
         ledger.add(member)
         if not hasattr(tarfile, "data_filter"):  # Python < 3.11.4: no data filter
             info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
+        if not began:  # bytes are flowing: a test may cut the link mid-stream here
+            began = True
+            _fault_points.hold_point("snapshot_stream_began")
         yield info
 
 

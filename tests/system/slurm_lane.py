@@ -1,0 +1,169 @@
+"""The testbed's real Slurm 22.05 (and its Torque host) for the lane and packing system tests.
+
+* ``slurm_testbed`` (module scope): the testbed with Slurm up (``scripts/testbed/up.sh``
+  through :func:`tests.testbed.run_up`, which keeps a running ``VQ_TESTBED_SLURM_CPUS`` /
+  ``_GPUS``; once per session while Slurm keeps answering); skipped on a developer
+  machine without root and FAILS under ``CI=true``.
+* ``scratch``: a fresh ``/tmp/vq-lane-<hex>`` on ``vq-local`` (made as the testbed user),
+  removed afterwards; packing tests import it as ``remote_root``.
+* :func:`ssh_on` / :func:`ssh_local`: one command on a testbed host as the testbed user.
+* :func:`sacct_ids`: the Slurm job ids accounting holds under a job name (last hour).
+* The config: :data:`LANE_TIMING` (the fast polling and backoff every lane test uses),
+  :func:`slurm_lane_keys` (``[hosts.cluster]`` as a Slurm lane on ``vq-local``),
+  :func:`toml_table`, :func:`pack_profile_tables` (the ``tb`` profile: two one-CPU tasks
+  per allocation, the node's 2 CPUs) and :func:`write_config`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Vq
+from tests.testbed import TB, SshTestbed, _read_env, read_testbed, run_up, unavailable
+
+#: Poll every second, no RPC throttling, quick copy-back retries and absence rechecks:
+#: a lane test sees every transition within seconds.
+LANE_TIMING: dict[str, Any] = {
+    "poll_interval": 1,
+    "scheduler_rpc_per_minute": 600,
+    "scheduler_copy_back_delays": [1, 1, 1],
+    "scheduler_absent_recheck_seconds": 2,
+    "scheduler_backoff_seconds": 5,
+}
+
+
+#: Whether this test session already brought Slurm up (the first module that asks does).
+_brought_up: list[bool] = []
+
+
+def _slurm_answers() -> bool:
+    try:
+        done = subprocess.run(
+            ["scontrol", "ping"], capture_output=True, text=True, timeout=15, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and "is UP" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def slurm_testbed() -> SshTestbed:
+    """The testbed with Slurm up: ``scripts/testbed/up.sh`` (idempotent) runs for the
+    session's first module, and again for a later one only if Slurm stopped answering."""
+    if os.geteuid() != 0:
+        unavailable("scripts/testbed/up.sh needs root")
+    if not (_brought_up and _slurm_answers()):
+        proc = run_up(VQ_TESTBED_SLURM="1")
+        if proc.returncode != 0:
+            unavailable(f"scripts/testbed/up.sh failed:\n{proc.stderr[-2000:]}")
+        _brought_up.append(True)
+    if _read_env(TB / "env.sh").get("VQ_TESTBED_SLURM") != "1" or shutil.which("sbatch") is None:
+        unavailable("the testbed came up without Slurm")
+    return read_testbed()
+
+
+def ssh_on(testbed: SshTestbed, host: str, *words: str) -> subprocess.CompletedProcess[str]:
+    """``words`` run on ``host`` (a testbed ssh alias) as the testbed user."""
+    return subprocess.run(
+        ["ssh", "-F", str(testbed.ssh_config), host, "--", *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def ssh_local(testbed: SshTestbed, *words: str) -> str:
+    """The output of ``words`` on ``vq-local`` (the Slurm host), which must succeed."""
+    done = ssh_on(testbed, "vq-local", *words)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def sacct_ids(testbed: SshTestbed, name: str) -> list[str]:
+    """The ids of the Slurm jobs named ``name`` that accounting saw in the last hour."""
+    out = ssh_local(
+        testbed,
+        "sacct",
+        "-X",
+        "--noheader",
+        "--parsable2",
+        f"--name={name}",
+        "--starttime=now-1hour",
+        "-o",
+        "JobID",
+    )
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def fresh_remote_dir(testbed: SshTestbed) -> Iterator[str]:
+    """A fixture body: a fresh directory on the Slurm host (``vq-local``), removed after."""
+    root = f"/tmp/vq-lane-{secrets.token_hex(4)}"
+    ssh_local(testbed, "mkdir", "-p", root)
+    yield root
+    ssh_local(testbed, "rm", "-rf", root)
+
+
+@pytest.fixture
+def scratch(slurm_testbed: SshTestbed) -> Iterator[str]:
+    """A fresh directory on the Slurm host (``vq-local``), removed after the test."""
+    yield from fresh_remote_dir(slurm_testbed)
+
+
+def toml_table(header: str, keys: dict[str, Any]) -> str:
+    """``[header]`` and one ``key = value`` line per key (values as JSON, valid TOML)."""
+    return "".join([f"[{header}]\n", *(f"{key} = {json.dumps(v)}\n" for key, v in keys.items())])
+
+
+def slurm_lane_keys(testbed: SshTestbed, scratch: str, **extra: Any) -> dict[str, Any]:
+    """A Slurm lane on ``vq-local``, partition ``debug``, with :data:`LANE_TIMING`."""
+    return {
+        "ssh": "vq-local",
+        "ssh_options": ["-F", str(testbed.ssh_config)],
+        "scheduler_dialect": "slurm",
+        "scratch_root": scratch,
+        "partition": "debug",
+        **LANE_TIMING,
+        **extra,
+    }
+
+
+def pack_profile_tables(root: str, host: str = "cluster") -> str:
+    """The ``tb`` packing profile on ``[hosts.HOST]``: up to two one-CPU, 128 MiB tasks
+    per allocation, its work and logs under ``root``."""
+    target = {
+        "host": host,
+        "partitions": ["debug"],
+        "work_root": f"{root}/work",
+        "log_root": f"{root}/logs",
+        "max_tasks_per_allocation": 2,
+        "max_cpus_per_allocation": 2,
+        "max_memory_mib_per_allocation": 1024,
+        "max_gpus_per_allocation": 0,
+        "max_time_limit": "00:05:00",
+        "max_allocations_per_submit": 8,
+        "max_script_bytes": 65536,
+    }
+    resources = {
+        "cpus_per_task": 1,
+        "memory_mib_per_task": 128,
+        "gpus_per_task": 0,
+        "time_limit": "00:02:00",
+    }
+    return toml_table("packing.tb.target", target) + toml_table("packing.tb.resources", resources)
+
+
+def write_config(vq: Vq, *tables: str) -> None:
+    """``vq``'s ``config.toml``: the given tables, a blank line apart."""
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("\n".join(tables))
