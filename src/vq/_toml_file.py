@@ -17,7 +17,7 @@ from typing import Any
 from vq._config_bytes import read_config_bytes
 from vq.errors import ConfigError
 
-__all__ = ["read_toml"]
+__all__ = ["parse_toml", "read_toml"]
 
 
 def read_toml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
@@ -35,6 +35,15 @@ def read_toml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
         ) from exc
     if data is None:
         return {}, ""
+    return parse_toml(path, data)
+
+
+def parse_toml(path: str | os.PathLike[str], data: bytes) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of ``data`` (the bytes of ``path``) and its text.
+
+    A byte that is not UTF-8 (named with its line) or a TOML error is a
+    :class:`ConfigError` naming the file.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -48,4 +57,4 @@ def read_toml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path}: {exc}", hint="fix the TOML syntax; `vq daemon run` refuses to start"
-        ) from exc
+        ) from None

@@ -43,20 +43,9 @@ def _layer_export(path: str) -> str | None:
     raw = _read_layer(path)
     if raw is None or b"submit" not in raw:
         return None
-    import tomllib
+    from vq._toml_file import parse_toml
 
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}:{line}: byte 0x{raw[exc.start]:02x} is not UTF-8",
-            hint="save the file as UTF-8; dispatch is held until it is fixed",
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}", hint="fix the TOML syntax") from None
+    data, _ = parse_toml(path, raw)
     section = data.get("submit")
     value = section.get("export") if isinstance(section, dict) else None
     if value is None:
