@@ -1,7 +1,8 @@
 """Parsers of Slurm's answers (22.05 formats), each total: output in, typed value out.
 
 * :func:`parse_submit` — ``sbatch --parsable``: ``12`` or ``12;cluster``.
-* :func:`parse_status` — ``squeue --noheader --states=all --jobs=… -o %i|%T|%r|%N|%M|%l``.
+* :func:`parse_status` — ``squeue --noheader --states=all --jobs=… -o %i|%T|%r|%N|%M|%l``;
+  :func:`parse_login_status` — the same format for ``--me`` (every job of the login).
 * :func:`parse_accounting` — ``sacct --parsable2 --noheader`` with :data:`SACCT_FIELDS`;
   step lines (``12.batch``, ``12.extern``, ``12.0``) are folded into their job.
 * :func:`parse_tag_squeue` / :func:`parse_tag_sacct` — jobs found by name.
@@ -14,7 +15,7 @@ table becomes ``unknown`` with a warning and is never terminal.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from vq.dialects._common import bounded, command_failed, failure, lines_of, ordered_unique
@@ -28,6 +29,8 @@ from vq.dialects.model import (
     JobObservation,
     ParseFailure,
     ParseFailureKind,
+    Query,
+    RecheckRequired,
     SchedulerPhase,
     SplitRequired,
     StatusReport,
@@ -44,6 +47,7 @@ __all__ = [
     "SQUEUE_FORMAT",
     "parse_accounting",
     "parse_control",
+    "parse_login_status",
     "parse_status",
     "parse_submit",
     "parse_tag_sacct",
@@ -187,20 +191,47 @@ def parse_status(
     :class:`ParseFailure`: unknown, never evidence. An empty answer lists nobody.
     """
     wanted = ordered_unique(ids)
-    asked = frozenset(wanted)
     if _is_invalid_job_id(result):
         if len(wanted) == 1:
             return StatusReport(observed={}, absent=wanted)
         return SplitRequired(ids=wanted)
     if result.returncode != 0:
         return command_failed("squeue", result)
+    return _status_rows(wanted, result.stdout, others_expected=False)
+
+
+def parse_login_status(
+    ids: Sequence[str],
+    by_ids: Callable[[Sequence[str]], Query[StatusReport | SplitRequired | RecheckRequired]],
+    result: CommandResult,
+) -> StatusReport | RecheckRequired | ParseFailure:
+    """``squeue --me --states=all`` (same format): every job of the SSH login. Rows of
+    jobs nobody asked about are the login's other jobs and are skipped unread (an array
+    row such as ``7_[1-9]`` included). Asked ids it did not list yield
+    :class:`RecheckRequired` with ``by_ids(those ids)``: only an id query may call a
+    job absent, or see a job the login does not own."""
+    if result.returncode != 0:
+        return command_failed("squeue", result)
+    report = _status_rows(ordered_unique(ids), result.stdout, others_expected=True)
+    if isinstance(report, StatusReport) and report.unlisted:
+        return RecheckRequired(report, by_ids(report.unlisted))
+    return report
+
+
+def _status_rows(
+    wanted: tuple[str, ...], stdout: str, *, others_expected: bool
+) -> StatusReport | ParseFailure:
+    asked = frozenset(wanted)
     observed: dict[str, JobObservation] = {}
     warnings: list[str] = []
-    for line in lines_of(result.stdout):
+    for line in lines_of(stdout):
         fields = line.split("|")
         if len(fields) != 6:
             kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
             return failure("squeue", kind, f"expected 6 fields: {line}")
+        job_id = fields[0].strip()
+        if others_expected and job_id not in asked:
+            continue
         job_id, state, reason, nodes, used, limit = (field.strip() for field in fields)
         if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
             return failure("squeue", "garbage", f"unreadable line: {line}")
