@@ -695,3 +695,18 @@ def test_every_slurm_transcript_parses_without_raising() -> None:
         parse.parse_accounting(["20"], result)
         parse.parse_tag_squeue(J, result)
         parse.parse_control(result)
+
+
+def test_a_repeated_row_reads_the_same_each_round_warning_included() -> None:
+    """Rows are read once and remembered; a remembered row still carries its warning."""
+    rows = CommandResult(0, "12|PENDING|JobHeldUser|(null)|0:00|1:00\n13|WEIRD|None|vm|0:01|2:00\n")
+    first, second = (parse.parse_status(["12", "13"], rows) for _ in range(2))
+    assert isinstance(first, StatusReport) and first == second
+    assert first.observed["12"].phase is P.HELD and first.observed["13"].phase is P.UNKNOWN
+    assert len(second.warnings) == 1 and "WEIRD" in second.warnings[0]
+
+
+def test_a_malformed_row_of_another_job_still_fails_a_login_answer() -> None:
+    rows = CommandResult(0, "12|RUNNING|None|vm|0:01|2:00\n77|RUNNING\n")
+    answer = SLURM.status(["12", "13"]).parse(rows)
+    assert isinstance(answer, ParseFailure) and answer.kind == "partial"

@@ -225,38 +225,54 @@ def _status_rows(
     observed: dict[str, JobObservation] = {}
     warnings: list[str] = []
     for line in lines_of(stdout):
-        fields = line.split("|")
-        if len(fields) != 6:
-            kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
-            return failure("squeue", kind, f"expected 6 fields: {line}")
-        job_id = fields[0].strip()
-        if others_expected and job_id not in asked:
+        if others_expected and line.split("|", 1)[0].strip() not in asked:
+            if line.count("|") == 5:
+                continue  # the login's own job, not vq's
+            row = _row(line)  # a short or long row fails the whole answer
+            return row if isinstance(row, ParseFailure) else failure("squeue", "garbage", line)
+        row = _row(line)
+        if isinstance(row, ParseFailure):
+            return row
+        seen, warning = row
+        if seen.scheduler_job_id not in asked:
+            warnings.append(f"squeue listed job {seen.scheduler_job_id}, which was not asked for")
             continue
-        job_id, state, reason, nodes, used, limit = (field.strip() for field in fields)
-        if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
-            return failure("squeue", "garbage", f"unreadable line: {line}")
-        if job_id not in asked:
-            warnings.append(f"squeue listed job {job_id}, which was not asked for")
-            continue
-        phase = _phase(state, warnings, job_id)
-        if phase is P.QUEUED and reason in _HOLD_REASONS:
-            phase = P.HELD
-        waiting = phase in (P.QUEUED, P.HELD)
-        used_text, limit_text = _optional(used), _optional(limit)
-        observed[job_id] = JobObservation(
-            scheduler_job_id=job_id,
-            phase=phase,
-            raw_state=state,
-            queued_reason=_optional(reason) if waiting else None,
-            exec_host=_optional(nodes),
-            walltime_used=used_text,
-            walltime_used_seconds=_seconds(used_text),
-            walltime_limit=limit_text,
-            walltime_limit_seconds=_seconds(limit_text),
-            abnormal_end_state=ABNORMAL_END.get(state),
-        )
+        if warning:
+            warnings.append(warning)
+        observed[seen.scheduler_job_id] = seen
     unlisted = tuple(job_id for job_id in wanted if job_id not in observed)
     return StatusReport(observed=observed, unlisted=unlisted, warnings=tuple(warnings))
+
+
+@lru_cache(maxsize=8192)  # a waiting job's row repeats round after round
+def _row(line: str) -> tuple[JobObservation, str | None] | ParseFailure:
+    """One squeue row: the observation and the warning it carries (an unknown state)."""
+    fields = [field.strip() for field in line.split("|")]
+    if len(fields) != 6:
+        kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
+        return failure("squeue", kind, f"expected 6 fields: {line}")
+    job_id, state, reason, nodes, used, limit = fields
+    if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
+        return failure("squeue", "garbage", f"unreadable line: {line}")
+    said: list[str] = []
+    phase = _phase(state, said, job_id)
+    if phase is P.QUEUED and reason in _HOLD_REASONS:
+        phase = P.HELD
+    waiting = phase in (P.QUEUED, P.HELD)
+    used_text, limit_text = _optional(used), _optional(limit)
+    seen = JobObservation(
+        scheduler_job_id=job_id,
+        phase=phase,
+        raw_state=state,
+        queued_reason=_optional(reason) if waiting else None,
+        exec_host=_optional(nodes),
+        walltime_used=used_text,
+        walltime_used_seconds=_seconds(used_text),
+        walltime_limit=limit_text,
+        walltime_limit_seconds=_seconds(limit_text),
+        abnormal_end_state=ABNORMAL_END.get(state),
+    )
+    return seen, (said[0] if said else None)
 
 
 # --------------------------------------------------------------------------------------
