@@ -2,12 +2,14 @@
 
 * lanes (a) RPCs per round: tracked held Slurm jobs (1,000 at scale 1) adopted by a real
   daemon from RUNNING specs; controller job-info RPCs (``sdiag``: REQUEST_JOB_INFO +
-  REQUEST_JOB_INFO_SINGLE) and slurmdbd job queries (``sacctmgr show stats``:
-  DBD_GET_JOBS_COND) per poll round over a window. Rounds are counted as the distinct
-  ``last_ok_at`` values the lane host's health record takes. The counters are the cluster's:
-  another user's queries in the window count too.
-* lanes (b) round wall time: ``LaneRemote.status`` (the round's one ``squeue``) over a
-  multiplexed SshRunner for every tracked id vs for one.
+  REQUEST_JOB_INFO_SINGLE + REQUEST_JOB_USER_INFO, the last being ``squeue --me``) and
+  slurmdbd job queries (``sacctmgr show stats``: DBD_GET_JOBS_COND) per poll round over a
+  window. Rounds are counted as the distinct ``last_ok_at`` values the lane host's health
+  record takes. The counters are the cluster's: another user's queries in the window
+  count too.
+* lanes (b) round wall time: ``LaneRemote.status`` (the round's one ``squeue``: the
+  login's jobs with ``--me`` for several ids, ``--jobs=ID`` for one) over a multiplexed
+  SshRunner for every tracked id vs for one.
 * lanes (c) submit cost: PENDING lane jobs written by the CLI with no daemon; from the
   daemon's first answer until every spec has its ``scheduler_job_id`` (claim, tar stage,
   intent, ``sbatch``, per job), vs ``sbatch --parsable --hold --wrap true`` run one at a
@@ -89,7 +91,10 @@ def _counter(text: str, name: str) -> int:
 
 def _rpc_counts() -> tuple[int, int]:
     sdiag = subprocess.run(["sdiag"], capture_output=True, text=True, check=True).stdout
-    info = _counter(sdiag, "REQUEST_JOB_INFO") + _counter(sdiag, "REQUEST_JOB_INFO_SINGLE")
+    info = sum(
+        _counter(sdiag, name)
+        for name in ("REQUEST_JOB_INFO", "REQUEST_JOB_INFO_SINGLE", "REQUEST_JOB_USER_INFO")
+    )
     stats = subprocess.run(
         ["sacctmgr", "show", "stats"], capture_output=True, text=True, check=True
     ).stdout

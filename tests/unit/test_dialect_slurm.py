@@ -15,6 +15,8 @@ from vq.dialects import (
     CommandResult,
     ControlOutcome,
     ParseFailure,
+    Query,
+    RecheckRequired,
     SchedulerPhase,
     SplitRequired,
     StatusReport,
@@ -45,19 +47,56 @@ def test_submit_argv_is_sbatch_parsable() -> None:
     )
 
 
-def test_status_is_one_squeue_for_all_ids() -> None:
+def _by_ids(ids: list[str]) -> Query[StatusReport | SplitRequired | RecheckRequired]:
+    """The id-list query a status round falls back to (and rechecks with)."""
+    fallback = SLURM.status(ids).fallback
+    assert fallback is not None
+    return fallback
+
+
+def test_status_is_one_squeue_of_the_logins_jobs_with_an_id_list_fallback() -> None:
     query = SLURM.status(["12", "13", "12"])
-    assert query.argv == (
-        "env",
-        "LC_ALL=C",
-        "TZ=UTC",
-        "squeue",
-        "--noheader",
+    head = ("env", "LC_ALL=C", "TZ=UTC", "squeue", "--noheader")
+    assert query.argv == (*head, "--me", "--states=all", "-o", "%i|%T|%r|%N|%M|%l")
+    assert _by_ids(["12", "13", "12"]).argv == (
+        *head,
         "--states=all",
         "--jobs=12,13",
         "-o",
         "%i|%T|%r|%N|%M|%l",
     )
+
+
+def test_status_of_one_id_asks_for_that_id() -> None:
+    query = SLURM.status(["12"])
+    assert query.argv[5:] == ("--states=all", "--jobs=12", "-o", "%i|%T|%r|%N|%M|%l")
+    assert query.fallback is None
+
+
+def test_the_logins_other_jobs_are_skipped_unread() -> None:
+    """Rows nobody asked about (an unsplit array row included) are not ours."""
+    result = CommandResult(
+        0, "7_[1-9]|PENDING|None|(null)|0:00|1:00\n12|RUNNING|None|vm|0:01|2:00\n"
+    )
+    report = SLURM.status(["12", "13"]).parse(result)
+    assert isinstance(report, RecheckRequired)
+    assert set(report.report.observed) == {"12"} and report.report.warnings == ()
+    assert report.query.argv[5:7] == ("--states=all", "--jobs=13")
+
+
+def test_ids_the_login_query_missed_are_rechecked_by_id_and_merged() -> None:
+    login = CommandResult(0, "12|RUNNING|None|vm|0:01|2:00\n")
+    recheck = SLURM.status(["12", "99", "13"]).parse(login)
+    assert isinstance(recheck, RecheckRequired)
+    assert recheck.query.argv[6] == "--jobs=99,13"
+    by_id = recheck.query.parse(CommandResult(0, "13|PENDING|Priority|(null)|0:00|1:00\n"))
+    assert isinstance(by_id, StatusReport)
+    merged = recheck.merge(by_id)
+    assert set(merged.observed) == {"12", "13"} and merged.unlisted == ("99",)
+    assert merged.observed["13"].queued_reason == "Priority"
+    failed = recheck.merge(recheck.query.parse(transcript("slurm/live_squeue_controller_down")))
+    assert set(failed.observed) == {"12"} and failed.unanswered == ("99", "13")
+    assert failed.unlisted == ()  # a failed recheck is unknown, never "not listed"
 
 
 def test_accounting_argv_starts_before_the_oldest_submission_in_utc() -> None:
@@ -219,7 +258,7 @@ def test_status_phases_reasons_hosts_and_walltimes() -> None:
 
 
 def test_a_missing_id_in_a_batch_is_unlisted_never_absent() -> None:
-    report = SLURM.status(["12", "99"]).parse(transcript("slurm/squeue_one_unknown_of_many"))
+    report = _by_ids(["12", "99"]).parse(transcript("slurm/squeue_one_unknown_of_many"))
     assert isinstance(report, StatusReport)
     assert set(report.observed) == {"12"}
     assert report.unlisted == ("99",) and report.absent == ()
@@ -233,7 +272,7 @@ def test_invalid_job_id_for_one_id_is_absence() -> None:
 def test_invalid_job_id_for_a_batch_asks_for_a_split() -> None:
     """§8.2: the diagnostic does not say which id; each is asked alone, and only an id
     Slurm rejects on its own becomes absent while its live sibling keeps its phase."""
-    batch = SLURM.status(["12", "99"])
+    batch = _by_ids(["12", "99"])
     assert batch.parse(transcript("slurm/squeue_invalid_batch")) == SplitRequired(("12", "99"))
     alone_12 = SLURM.status(["12"]).parse(transcript("slurm/squeue_one_unknown_of_many"))
     alone_99 = SLURM.status(["99"]).parse(transcript("slurm/live_squeue_invalid_single"))
@@ -243,7 +282,7 @@ def test_invalid_job_id_for_a_batch_asks_for_a_split() -> None:
 
 
 def test_a_split_resolves_into_one_report() -> None:
-    split = SLURM.status(["12", "99", "13"]).parse(transcript("slurm/squeue_invalid_batch"))
+    split = _by_ids(["12", "99", "13"]).parse(transcript("slurm/squeue_invalid_batch"))
     assert isinstance(split, SplitRequired)
     answers = {
         "12": SLURM.status(["12"]).parse(transcript("slurm/squeue_one_unknown_of_many")),
@@ -293,8 +332,10 @@ def test_unreadable_squeue_answers_are_typed_failures(name: str, kind: str) -> N
 
 
 def test_empty_squeue_answer_lists_nobody() -> None:
-    report = SLURM.status(["12", "13"]).parse(transcript("slurm/squeue_empty"))
+    report = _by_ids(["12", "13"]).parse(transcript("slurm/squeue_empty"))
     assert report == StatusReport(observed={}, unlisted=("12", "13"))
+    recheck = SLURM.status(["12", "13"]).parse(transcript("slurm/squeue_empty"))
+    assert isinstance(recheck, RecheckRequired) and recheck.query.argv[6] == "--jobs=12,13"
 
 
 def test_lines_for_ids_not_asked_for_are_warned_about_and_skipped() -> None:
@@ -507,7 +548,7 @@ def test_live_squeue_of_ended_jobs() -> None:
 
 def test_live_batch_with_an_unknown_id_leaves_it_unlisted() -> None:
     ids = ["6", "10", "1", "3", "7", "2", "999999"]
-    report = SLURM.status(ids).parse(transcript("slurm/live_squeue_batch_with_unknown"))
+    report = _by_ids(ids).parse(transcript("slurm/live_squeue_batch_with_unknown"))
     assert isinstance(report, StatusReport)
     assert set(report.observed) == set(ids[:-1])
     assert report.unlisted == ("999999",) and report.absent == ()
@@ -654,3 +695,18 @@ def test_every_slurm_transcript_parses_without_raising() -> None:
         parse.parse_accounting(["20"], result)
         parse.parse_tag_squeue(J, result)
         parse.parse_control(result)
+
+
+def test_a_repeated_row_reads_the_same_each_round_warning_included() -> None:
+    """Rows are read once and remembered; a remembered row still carries its warning."""
+    rows = CommandResult(0, "12|PENDING|JobHeldUser|(null)|0:00|1:00\n13|WEIRD|None|vm|0:01|2:00\n")
+    first, second = (parse.parse_status(["12", "13"], rows) for _ in range(2))
+    assert isinstance(first, StatusReport) and first == second
+    assert first.observed["12"].phase is P.HELD and first.observed["13"].phase is P.UNKNOWN
+    assert len(second.warnings) == 1 and "WEIRD" in second.warnings[0]
+
+
+def test_a_malformed_row_of_another_job_still_fails_a_login_answer() -> None:
+    rows = CommandResult(0, "12|RUNNING|None|vm|0:01|2:00\n77|RUNNING\n")
+    answer = SLURM.status(["12", "13"]).parse(rows)
+    assert isinstance(answer, ParseFailure) and answer.kind == "partial"

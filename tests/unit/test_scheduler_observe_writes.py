@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from vq.dialects import JobObservation, SchedulerPhase
+from vq.dialects import JobObservation, SchedulerPhase, StatusReport
 from vq.executors.scheduler.jobs import LaneJob
 from vq.executors.scheduler.lane import SchedulerLane
 from vq.executors.scheduler.observe import HEARTBEAT_REFRESH
@@ -92,3 +92,22 @@ def test_a_write_outside_observation_makes_the_next_observation_written(
     built.forget_observation("j1")  # e.g. a hold whose outcome was lost
     built._observe(job, _held(), NOW)
     assert len(lifecycle.writes) == 2
+
+
+def test_a_round_asked_before_a_hold_is_not_applied_to_the_held_job(
+    lane: tuple[SchedulerLane, RecordingLifecycle, list[float]],
+) -> None:
+    """A round in flight when a hold lands saw the job still queued: applying it would
+    write "queued" over "held" until the next round."""
+    built, lifecycle, clock = lane
+    job = LaneJob("j1", "queued", "7")
+    built.track(job)
+    queued = JobObservation("7", SchedulerPhase.QUEUED, "PENDING", queued_reason="Priority")
+    stale = (StatusReport(observed={"7": queued}), {}, 5.0)
+    asked_at = clock[0]
+    clock[0] += 1
+    built.forget_observation("j1")  # the hold's own write follows this
+    built._polled({"7": job}, stale, asked_at)
+    assert lifecycle.writes == []
+    built._polled({"7": job}, (StatusReport(observed={"7": _held()}), {}, 5.0), clock[0] + 1)
+    assert [f["scheduler_state"] for _, f in lifecycle.writes] == ["held"]

@@ -32,6 +32,7 @@ __all__ = [
     "ParseFailureKind",
     "ProgramHooks",
     "Query",
+    "RecheckRequired",
     "SchedulerPhase",
     "ScriptRequest",
     "SplitRequired",
@@ -128,6 +129,9 @@ class Query(Generic[T]):
 
     argv: tuple[str, ...]
     parser: Callable[[CommandResult], T | ParseFailure]
+    #: Asked instead when ``argv``'s answer is larger than the runner accepts (a query
+    #: by owner whose owner has far more jobs than vq tracks); None: no alternative.
+    fallback: Query[T] | None = None
 
     def parse(self, result: CommandResult) -> T | ParseFailure:
         return self.parser(result)
@@ -222,7 +226,8 @@ class SplitRequired:
     ids: tuple[str, ...]
 
     def resolve(
-        self, answers: Mapping[str, StatusReport | SplitRequired | ParseFailure]
+        self,
+        answers: Mapping[str, StatusReport | SplitRequired | RecheckRequired | ParseFailure],
     ) -> StatusReport:
         """One report from the single-id answers (``answers[id]`` is the parsed answer
         of ``status([id])``). An id whose answer is missing or failed is ``unanswered``:
@@ -252,6 +257,36 @@ class SplitRequired:
             absent=tuple(absent),
             warnings=tuple(warnings),
             unanswered=tuple(unanswered),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RecheckRequired:
+    """A status query by owner (every job of the SSH login) did not list ``query``'s
+    ids: ask for them by id with ``query`` (an id list, so a job owned by someone else,
+    or one only an id query can call absent, is judged as before), then
+    :meth:`merge` that answer into ``report``, which holds every id the owner query
+    did list."""
+
+    report: StatusReport
+    query: Query[StatusReport | SplitRequired | RecheckRequired]
+
+    def merge(self, answer: StatusReport | ParseFailure) -> StatusReport:
+        """One report for every id; when ``answer`` failed its ids are ``unanswered``
+        (unknown: they keep their prior state) and the listed ids keep what they showed."""
+        mine = self.report
+        if isinstance(answer, ParseFailure):
+            return StatusReport(
+                observed=mine.observed,
+                warnings=mine.warnings,
+                unanswered=(*mine.unanswered, *mine.unlisted),
+            )
+        return StatusReport(
+            observed={**answer.observed, **mine.observed},
+            unlisted=answer.unlisted,
+            absent=answer.absent,
+            warnings=(*mine.warnings, *answer.warnings),
+            unanswered=(*mine.unanswered, *answer.unanswered),
         )
 
 

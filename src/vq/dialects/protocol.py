@@ -16,6 +16,7 @@ from vq.dialects.model import (
     AccountingReport,
     ControlOutcome,
     Query,
+    RecheckRequired,
     ScriptRequest,
     SplitRequired,
     StatusReport,
@@ -50,8 +51,10 @@ class SchedulerDialect(Protocol):
         """Submit the staged script at ``script_path`` (absolute, on the cluster)."""
         ...
 
-    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired]:
-        """ONE query for the state of all ``ids`` on this scheduler host."""
+    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired | RecheckRequired]:
+        """ONE query for the state of all ``ids`` on this scheduler host (a
+        :class:`RecheckRequired` answer names a second, by-id query for the ids it
+        did not list)."""
         ...
 
     def accounting(self, ids: Sequence[str], since: datetime) -> Query[AccountingReport] | None:

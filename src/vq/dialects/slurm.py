@@ -18,6 +18,7 @@ from vq.dialects.model import (
     AccountingReport,
     ControlOutcome,
     Query,
+    RecheckRequired,
     ScriptRequest,
     SplitRequired,
     StatusReport,
@@ -117,8 +118,32 @@ class SlurmDialect:
         path = values.check_abs_path("script_path", script_path)
         return Query(("sbatch", "--parsable", path), parse.parse_submit)
 
-    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired]:
+    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired | RecheckRequired]:
+        """One id: ``squeue --jobs=ID`` (slurmctld's single-job RPC, and the only shape
+        whose invalid-id diagnostic proves a job absent). Several: every job of the SSH
+        login (``--me``: slurmctld packs only that user's jobs, and squeue does not
+        match each row against an id list), keeping the asked ids; asked ids it did not
+        list are asked by id in a second query (:class:`RecheckRequired`). When the
+        login owns too many jobs for the output cap, the id list is asked instead."""
         wanted = _check_ids(ids)
+        by_ids = self._status_by_ids(wanted)
+        if len(wanted) == 1:
+            return by_ids
+        argv = (
+            *_QUERY_ENV,
+            "squeue",
+            "--noheader",
+            "--me",
+            "--states=all",
+            "-o",
+            parse.SQUEUE_FORMAT,
+        )
+        recheck = partial(parse.parse_login_status, wanted, self._status_by_ids)
+        return Query(argv, recheck, fallback=by_ids)
+
+    def _status_by_ids(
+        self, wanted: Sequence[str]
+    ) -> Query[StatusReport | SplitRequired | RecheckRequired]:
         argv = (
             *_QUERY_ENV,
             "squeue",

@@ -1,7 +1,8 @@
 """Parsers of Slurm's answers (22.05 formats), each total: output in, typed value out.
 
 * :func:`parse_submit` — ``sbatch --parsable``: ``12`` or ``12;cluster``.
-* :func:`parse_status` — ``squeue --noheader --states=all --jobs=… -o %i|%T|%r|%N|%M|%l``.
+* :func:`parse_status` — ``squeue --noheader --states=all --jobs=… -o %i|%T|%r|%N|%M|%l``;
+  :func:`parse_login_status` — the same format for ``--me`` (every job of the login).
 * :func:`parse_accounting` — ``sacct --parsable2 --noheader`` with :data:`SACCT_FIELDS`;
   step lines (``12.batch``, ``12.extern``, ``12.0``) are folded into their job.
 * :func:`parse_tag_squeue` / :func:`parse_tag_sacct` — jobs found by name.
@@ -14,7 +15,7 @@ table becomes ``unknown`` with a warning and is never terminal.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from vq.dialects._common import bounded, command_failed, failure, lines_of, ordered_unique
@@ -28,6 +29,8 @@ from vq.dialects.model import (
     JobObservation,
     ParseFailure,
     ParseFailureKind,
+    Query,
+    RecheckRequired,
     SchedulerPhase,
     SplitRequired,
     StatusReport,
@@ -44,6 +47,7 @@ __all__ = [
     "SQUEUE_FORMAT",
     "parse_accounting",
     "parse_control",
+    "parse_login_status",
     "parse_status",
     "parse_submit",
     "parse_tag_sacct",
@@ -187,45 +191,88 @@ def parse_status(
     :class:`ParseFailure`: unknown, never evidence. An empty answer lists nobody.
     """
     wanted = ordered_unique(ids)
-    asked = frozenset(wanted)
     if _is_invalid_job_id(result):
         if len(wanted) == 1:
             return StatusReport(observed={}, absent=wanted)
         return SplitRequired(ids=wanted)
     if result.returncode != 0:
         return command_failed("squeue", result)
+    return _status_rows(wanted, result.stdout, others_expected=False)
+
+
+def parse_login_status(
+    ids: Sequence[str],
+    by_ids: Callable[[Sequence[str]], Query[StatusReport | SplitRequired | RecheckRequired]],
+    result: CommandResult,
+) -> StatusReport | RecheckRequired | ParseFailure:
+    """``squeue --me --states=all`` (same format): every job of the SSH login. Rows of
+    jobs nobody asked about are the login's other jobs and are skipped unread (an array
+    row such as ``7_[1-9]`` included). Asked ids it did not list yield
+    :class:`RecheckRequired` with ``by_ids(those ids)``: only an id query may call a
+    job absent, or see a job the login does not own."""
+    if result.returncode != 0:
+        return command_failed("squeue", result)
+    report = _status_rows(ordered_unique(ids), result.stdout, others_expected=True)
+    if isinstance(report, StatusReport) and report.unlisted:
+        return RecheckRequired(report, by_ids(report.unlisted))
+    return report
+
+
+def _status_rows(
+    wanted: tuple[str, ...], stdout: str, *, others_expected: bool
+) -> StatusReport | ParseFailure:
+    asked = frozenset(wanted)
     observed: dict[str, JobObservation] = {}
     warnings: list[str] = []
-    for line in lines_of(result.stdout):
-        fields = line.split("|")
-        if len(fields) != 6:
-            kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
-            return failure("squeue", kind, f"expected 6 fields: {line}")
-        job_id, state, reason, nodes, used, limit = (field.strip() for field in fields)
-        if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
-            return failure("squeue", "garbage", f"unreadable line: {line}")
-        if job_id not in asked:
-            warnings.append(f"squeue listed job {job_id}, which was not asked for")
+    for line in lines_of(stdout):
+        if others_expected and line.split("|", 1)[0].strip() not in asked:
+            if line.count("|") == 5:
+                continue  # the login's own job, not vq's
+            row = _row(line)  # a short or long row fails the whole answer
+            return row if isinstance(row, ParseFailure) else failure("squeue", "garbage", line)
+        row = _row(line)
+        if isinstance(row, ParseFailure):
+            return row
+        seen, warning = row
+        if seen.scheduler_job_id not in asked:
+            warnings.append(f"squeue listed job {seen.scheduler_job_id}, which was not asked for")
             continue
-        phase = _phase(state, warnings, job_id)
-        if phase is P.QUEUED and reason in _HOLD_REASONS:
-            phase = P.HELD
-        waiting = phase in (P.QUEUED, P.HELD)
-        used_text, limit_text = _optional(used), _optional(limit)
-        observed[job_id] = JobObservation(
-            scheduler_job_id=job_id,
-            phase=phase,
-            raw_state=state,
-            queued_reason=_optional(reason) if waiting else None,
-            exec_host=_optional(nodes),
-            walltime_used=used_text,
-            walltime_used_seconds=_seconds(used_text),
-            walltime_limit=limit_text,
-            walltime_limit_seconds=_seconds(limit_text),
-            abnormal_end_state=ABNORMAL_END.get(state),
-        )
+        if warning:
+            warnings.append(warning)
+        observed[seen.scheduler_job_id] = seen
     unlisted = tuple(job_id for job_id in wanted if job_id not in observed)
     return StatusReport(observed=observed, unlisted=unlisted, warnings=tuple(warnings))
+
+
+@lru_cache(maxsize=8192)  # a waiting job's row repeats round after round
+def _row(line: str) -> tuple[JobObservation, str | None] | ParseFailure:
+    """One squeue row: the observation and the warning it carries (an unknown state)."""
+    fields = [field.strip() for field in line.split("|")]
+    if len(fields) != 6:
+        kind: ParseFailureKind = "partial" if 1 < len(fields) < 6 else "garbage"
+        return failure("squeue", kind, f"expected 6 fields: {line}")
+    job_id, state, reason, nodes, used, limit = fields
+    if not _JOB_ID.fullmatch(job_id) or not _STATE_CODE.fullmatch(state):
+        return failure("squeue", "garbage", f"unreadable line: {line}")
+    said: list[str] = []
+    phase = _phase(state, said, job_id)
+    if phase is P.QUEUED and reason in _HOLD_REASONS:
+        phase = P.HELD
+    waiting = phase in (P.QUEUED, P.HELD)
+    used_text, limit_text = _optional(used), _optional(limit)
+    seen = JobObservation(
+        scheduler_job_id=job_id,
+        phase=phase,
+        raw_state=state,
+        queued_reason=_optional(reason) if waiting else None,
+        exec_host=_optional(nodes),
+        walltime_used=used_text,
+        walltime_used_seconds=_seconds(used_text),
+        walltime_limit=limit_text,
+        walltime_limit_seconds=_seconds(limit_text),
+        abnormal_end_state=ABNORMAL_END.get(state),
+    )
+    return seen, (said[0] if said else None)
 
 
 # --------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from vq.dialects import torque_parse as parse
 from vq.dialects.model import (
     ControlOutcome,
     Query,
+    RecheckRequired,
     ScriptRequest,
     SplitRequired,
     StatusReport,
@@ -100,7 +101,7 @@ class TorqueDialect:
         path = values.check_abs_path("script_path", script_path)
         return Query(("qsub", path), parse.parse_submit)
 
-    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired]:
+    def status(self, ids: Sequence[str]) -> Query[StatusReport | SplitRequired | RecheckRequired]:
         if isinstance(ids, str) or not ids:
             raise UnsafeSchedulerValue("scheduler_job_id", "give at least one Torque job id")
         wanted = tuple(dict.fromkeys(_check_id(job_id) for job_id in ids))

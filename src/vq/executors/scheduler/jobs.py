@@ -50,6 +50,9 @@ class LaneJob:
     #: nothing for a job whose observation did not change (see ``HEARTBEAT_REFRESH``).
     observed: tuple[object, ...] | None = None
     observed_at: float = 0.0
+    #: When (monotonic) the spec's scheduler fields were last written outside an
+    #: observation (a hold or release): a round asked before then is stale for this job.
+    written_outside_at: float = float("-inf")
 
 
 def ambiguous(detail: str) -> bool:

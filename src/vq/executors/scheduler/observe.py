@@ -105,9 +105,10 @@ class ObservingLane:
                         records = dict(accounting.records)
             return report, records, elapsed_ms
 
-        self._worker.submit(work, lambda result: self._polled(ids, result))
+        asked_at = self._monotonic()
+        self._worker.submit(work, lambda result: self._polled(ids, result, asked_at))
 
-    def _polled(self, ids: Mapping[str, LaneJob], result: object) -> None:
+    def _polled(self, ids: Mapping[str, LaneJob], result: object, asked_at: float) -> None:
         self._polling = False
         if isinstance(result, TransportError):
             self._host_failed(result)
@@ -124,8 +125,8 @@ class ObservingLane:
         record_ok(self.ctx.paths.root, self.name, elapsed_ms)
         now = self.ctx.now()
         for scheduler_id, job in ids.items():
-            if self._jobs.get(job.job_id) is not job:
-                continue
+            if self._jobs.get(job.job_id) is not job or job.written_outside_at >= asked_at:
+                continue  # gone, or held/released after this round asked: the next one sees it
             seen = report.observed.get(scheduler_id)
             record = records.get(scheduler_id)
             if seen is not None and seen.phase in ACTIVE_PHASES:
@@ -161,10 +162,12 @@ class ObservingLane:
 
     def forget_observation(self, job_id: str) -> None:
         """The spec's scheduler fields were written outside an observation (any thread):
-        the next observation of ``job_id`` is written whatever it says."""
+        the next observation of ``job_id`` is written whatever it says, and a round asked
+        before now is not applied to it (it could undo a hold it did not see)."""
         job = self._jobs.get(job_id)
         if job is not None:
             job.observed = None
+            job.written_outside_at = self._monotonic()
 
     # --- complete --------------------------------------------------------------------------
     def _ended(

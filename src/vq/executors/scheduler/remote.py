@@ -33,6 +33,7 @@ from vq.dialects import (
     ControlOutcome,
     ParseFailure,
     Query,
+    RecheckRequired,
     SchedulerDialect,
     SplitRequired,
     StatusReport,
@@ -40,7 +41,7 @@ from vq.dialects import (
     TagMatch,
 )
 from vq.domain.archive_rules import check_members
-from vq.errors import UnsafeArchive
+from vq.errors import OutputTooLarge, UnsafeArchive
 from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
 
@@ -182,12 +183,31 @@ class LaneRemote:
         return query.parse(CommandResult(result.rc, answer, result.stderr.decode(errors="replace")))
 
     def status(self, ids: Sequence[str]) -> StatusReport | ParseFailure:
-        """One status round; a Slurm split (an id the scheduler rejected by name) asks
-        each id alone, as §8.2 requires."""
-        answer = self.ask(self.dialect.status(ids))
+        """One status round: the dialect's one query (its fallback when the answer is
+        over the output cap); a recheck asks the ids an owner query did not list by id;
+        a Slurm split (an id the scheduler rejected by name) asks each id alone, as
+        §8.2 requires."""
+        query = self.dialect.status(ids)
+        try:
+            answer = self.ask(query)
+        except OutputTooLarge:
+            if query.fallback is None:
+                raise
+            instead = self.ask(query.fallback)
+            answer = instead
+        if isinstance(answer, RecheckRequired):
+            by_id = self.ask(answer.query)
+            return answer.merge(self._resolved(by_id))
+        return self._resolved(answer)
+
+    def _resolved(
+        self, answer: StatusReport | SplitRequired | RecheckRequired | ParseFailure
+    ) -> StatusReport | ParseFailure:
+        if isinstance(answer, RecheckRequired):  # a by-id query never asks again
+            return answer.report
         if not isinstance(answer, SplitRequired):
             return answer
-        singles: dict[str, StatusReport | SplitRequired | ParseFailure] = {}
+        singles: dict[str, StatusReport | SplitRequired | RecheckRequired | ParseFailure] = {}
         for one in answer.ids:
             single = self.ask(self.dialect.status([one]))
             singles[one] = single
