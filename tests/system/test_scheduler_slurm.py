@@ -211,7 +211,7 @@ def test_resolve_not_submitted_after_a_crash_before_sbatch(
 ) -> None:
     # A long recheck: after the first lookup finds nothing, the job waits for a decision.
     _configure(vq, slurm_testbed, scratch, scheduler_absent_recheck_seconds=600)
-    usage = vq.run("scheduler", "resolve", "abc", check=False)
+    usage = vq.run("scheduler", "resolve", "abcdef012345", check=False)
     assert usage.returncode == 2 and "exactly one of" in usage.stderr
     faulty = Vq(vq.root, {**vq.env, "VQ_TEST_FAULT": "after_intent"})
     faulty.start_daemon()
