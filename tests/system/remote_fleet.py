@@ -247,6 +247,20 @@ def ensure_three_hosts(testbed: SshTestbed) -> None:
     assert done.returncode == 0, f"scripts/testbed/up.sh failed:\n{done.stderr[-2000:]}"
 
 
+def kill_leftovers(host: str, state: Path) -> None:
+    """SIGKILL what still runs in ``host``'s namespace for the state root ``state`` (a
+    daemon whose ``vq daemon stop`` was lost, e.g. to a partition): nothing of a test may
+    outlive it, and nothing of another run's state root is touched."""
+    listed = subprocess.run(
+        ["ip", "netns", "pids", netns(host)], capture_output=True, text=True, check=False
+    )
+    wanted = f"VQ_STATE_DIR={state}".encode()
+    for pid in listed.stdout.split():
+        with contextlib.suppress(OSError):
+            if wanted in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                os.kill(int(pid), 9)
+
+
 @contextlib.contextmanager
 def remote_fleet_of(testbed: SshTestbed) -> Iterator[RemoteFleet]:
     ensure_three_hosts(testbed)
@@ -273,6 +287,7 @@ def remote_fleet_of(testbed: SshTestbed) -> Iterator[RemoteFleet]:
             # testbed is shared, and another run may be partitioning this host on purpose
             with contextlib.suppress(subprocess.SubprocessError):
                 fleet.remote_vq(host, "daemon", "stop")
+            kill_leftovers(host, fleet.remote_state(host))  # a stop that could not get there
             for path in (fleet.remote_state(host), Path(f"{fleet.remote_state(host)}-config")):
                 shutil.rmtree(path, ignore_errors=True)
         with contextlib.suppress(subprocess.SubprocessError):
