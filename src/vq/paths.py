@@ -112,6 +112,12 @@ class StateLayout:
         """The daemon's cache of finished jobs' summaries (``vq.store.summaries``)."""
         return self.owner_root / "terminal-index.jsonl"
 
+    @property
+    def fetches_dir(self) -> Path:
+        """``fetches/``: one record per ``vq fetch`` in progress, naming its DEST, so a
+        fetch killed while staging next to DEST is found (``vq doctor``) and swept."""
+        return self.owner_root / "fetches"
+
     @cached_property
     def workdirs_dir(self) -> Path:
         return self.owner_root / "workdirs"

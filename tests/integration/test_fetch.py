@@ -254,3 +254,38 @@ def test_a_killed_fetch_leaves_staging_that_the_next_fetch_sweeps_once_stale(
     os.utime(staging[0], (old, old))
     vq.run("fetch", job, str(dest))
     assert not staging[0].exists()
+
+
+def test_doctor_finds_a_killed_fetchs_staging_wherever_dest_is_and_cleanup_removes_it(
+    vq: Vq, tmp_path: Path
+) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "sh", "-c", "echo hi > out.txt")
+    vq.wait_state(job, "COMPLETED")
+    elsewhere = tmp_path / "far" / "away"
+    dest = elsewhere / "snap"
+    killed = subprocess.run(
+        [VQ_BIN, "fetch", job, str(dest)],
+        env={**vq.env, "VQ_TEST_FAULT": "fetch_after_copy"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    staging = [p for p in elsewhere.iterdir() if p.name.startswith(".snap.vq-fetch-")]
+    assert len(staging) == 1
+    # A fetch that finished leaves no record behind; the killed one's record remains.
+    vq.run("fetch", job, str(tmp_path / "done"))
+    assert len(list((vq.root / "fetches").glob("*.json"))) == 1
+
+    doctor = json.loads(vq.run("doctor", "--json", check=False).stdout)
+    leftovers = next(c for c in doctor["checks"] if c["name"] == "leftovers")
+    assert leftovers["status"] == "warn" and "fetch-staging" in leftovers["message"]
+
+    dry = vq.run("cleanup", check=False)
+    assert staging[0].exists()  # a dry run changes nothing
+    vq.run("cleanup", "--execute")
+    assert not staging[0].exists()  # fresh, but its fetch is provably gone
+    assert list((vq.root / "fetches").glob("*.json")) == []
+    doctor = json.loads(vq.run("doctor", "--json", check=False).stdout)
+    leftovers = next(c for c in doctor["checks"] if c["name"] == "leftovers")
+    assert leftovers["status"] == "ok", (leftovers, dry.stdout)

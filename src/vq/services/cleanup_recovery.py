@@ -13,9 +13,11 @@ and workdir removed. A crash between steps leaves one of two traces, both repair
   never touched.
 
 ``vq fetch`` stages into ``.DEST.vq-fetch-*`` next to DEST; :func:`sweep_fetch_staging`
-removes stale ones (same age rule) before the next fetch to that DEST.
+removes stale ones (same age rule) before the next fetch to that DEST, and
+:func:`sweep_interrupted_fetches` removes those of a fetch whose process is gone, found
+through the record it held (``fetches/``), wherever DEST is.
 
-:func:`recover` runs both state-root repairs; ``vq cleanup --execute`` calls it first and
+:func:`recover` runs these repairs; ``vq cleanup --execute`` calls it first and
 the daemon may call it at start. :func:`find_leftovers` only reads (``vq doctor``).
 """
 
@@ -33,6 +35,7 @@ from typing import Any
 
 from vq.errors import VqError
 from vq.services.context import ServiceContext
+from vq.services.fetch_records import interrupted_fetches
 
 __all__ = [
     "STALE_SECONDS",
@@ -41,6 +44,7 @@ __all__ = [
     "finish_archives",
     "recover",
     "sweep_fetch_staging",
+    "sweep_interrupted_fetches",
     "sweep_stale_temps",
 ]
 
@@ -200,8 +204,10 @@ def recover(
     """Finish interrupted archives and sweep stale temp files of this state root.
     ``archived``: the ids of the specs that record an archive, when the caller knows
     them (see :func:`finish_archives`)."""
-    return finish_archives(ctx, job_ids=archived) + sweep_stale_temps(
-        ctx, min_age_seconds=min_age_seconds
+    return (
+        finish_archives(ctx, job_ids=archived)
+        + sweep_stale_temps(ctx, min_age_seconds=min_age_seconds)
+        + sweep_interrupted_fetches(ctx)
     )
 
 
@@ -209,6 +215,17 @@ def find_leftovers(
     ctx: ServiceContext, *, min_age_seconds: float = STALE_SECONDS
 ) -> list[Leftover]:
     """What :func:`recover` would do, changing nothing."""
-    return finish_archives(ctx, execute=False) + sweep_stale_temps(
-        ctx, min_age_seconds=min_age_seconds, execute=False
+    return (
+        finish_archives(ctx, execute=False)
+        + sweep_stale_temps(ctx, min_age_seconds=min_age_seconds, execute=False)
+        + sweep_interrupted_fetches(ctx, execute=False)
     )
+
+
+def sweep_interrupted_fetches(ctx: ServiceContext, *, execute: bool = True) -> list[Leftover]:
+    """The staging entries of fetches killed mid-way, found through their records
+    (:mod:`vq.services.fetch_records`), removed when ``execute``."""
+    return [
+        Leftover("fetch-staging", str(item.path), action)
+        for item, action in interrupted_fetches(ctx.paths.fetches_dir, execute=execute)
+    ]

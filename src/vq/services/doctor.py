@@ -255,14 +255,15 @@ def check_leftovers(paths: StatePaths) -> Check:
 
     found = find_leftovers(ServiceContext(paths, Caps()))
     if not found:
-        return Check("leftovers", "ok", "no interrupted archive or stale temp file")
+        return Check("leftovers", "ok", "no interrupted archive or fetch, no stale temp file")
     kinds = sorted({item.kind for item in found})
     first = found[0]
     return Check(
         "leftovers",
         "warn",
         f"{len(found)} trace(s) of interrupted work ({', '.join(kinds)}), e.g. {first.path}",
-        "`vq cleanup --execute` finishes interrupted archives and removes stale temp files"
+        "`vq cleanup --execute` finishes interrupted archives and removes stale temp files "
+        "and what killed fetches staged"
         if any(item.action == "would remove" for item in found)
         else "an archived job's archive file is missing: its workspace is kept; inspect it",
     )

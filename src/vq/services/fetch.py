@@ -50,6 +50,7 @@ from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, NotFound, VqError
 from vq.services.cleanup_recovery import sweep_fetch_staging
 from vq.services.context import ServiceContext
+from vq.services.fetch_records import recorded_fetch
 from vq.services.fetch_snapshot import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
@@ -211,42 +212,43 @@ def fetch_tree(
     previous = previous_fetch(target, job_id, kind)
     result = FetchResult(job_id, kind, str(source), str(target), replaced=previous is not None)
     started = ctx.now()
-    tmp: Path | None = None
-    try:
-        root_fd = _open_source(ctx, spec, kind)
+    with recorded_fetch(ctx.paths.fetches_dir, target):  # found by doctor if killed
+        tmp: Path | None = None
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            sweep_fetch_staging(target)  # what a killed fetch to this DEST left behind
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
-            _copy_tree(root_fd, tmp, result)
-            crash_point("fetch_after_copy")
-        finally:
-            os.close(root_fd)
-    except BaseException as exc:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if not isinstance(exc, VqError | OSError):
-            raise
-        error = exc if isinstance(exc, VqError) else VqError(f"copying {source} failed: {exc}")
-        if previous is not None:
-            previous.update(stale=True, refresh_error=error.message)
-            previous["refresh_attempted_at"] = started.isoformat()
-            with contextlib.suppress(OSError):
-                atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)
-            kept = f"{target} keeps the previous snapshot, marked stale"
-            error.hint = f"{kept}; {error.hint}" if error.hint else kept
-        raise error from None
-    try:
-        with _reported(f"publishing the snapshot at {target}"):
-            result.manifest = write_sidecars(
-                tmp, spec, kind, result.source_path, result.skipped, started
-            )
+            root_fd = _open_source(ctx, spec, kind)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                sweep_fetch_staging(target)  # what a killed fetch to this DEST left behind
+                tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
+                _copy_tree(root_fd, tmp, result)
+                crash_point("fetch_after_copy")
+            finally:
+                os.close(root_fd)
+        except BaseException as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if not isinstance(exc, VqError | OSError):
+                raise
+            error = exc if isinstance(exc, VqError) else VqError(f"copying {source} failed: {exc}")
             if previous is not None:
-                previous_fetch(target, job_id, kind)  # still ours, right before the swap
-            publish(tmp, target, replace=previous is not None)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+                previous.update(stale=True, refresh_error=error.message)
+                previous["refresh_attempted_at"] = started.isoformat()
+                with contextlib.suppress(OSError):
+                    atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)
+                kept = f"{target} keeps the previous snapshot, marked stale"
+                error.hint = f"{kept}; {error.hint}" if error.hint else kept
+            raise error from None
+        try:
+            with _reported(f"publishing the snapshot at {target}"):
+                result.manifest = write_sidecars(
+                    tmp, spec, kind, result.source_path, result.skipped, started
+                )
+                if previous is not None:
+                    previous_fetch(target, job_id, kind)  # still ours, right before the swap
+                publish(tmp, target, replace=previous is not None)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     if stamp and kind == "workspace" and spec.is_terminal:
         result.last_fetched_at = _iso(stamp_fetched(ctx, spec))
     return result
@@ -294,12 +296,13 @@ def fetch_artifact(
         target.parent.mkdir(parents=True, exist_ok=True)
         sweep_fetch_staging(target)
         tmp = target.with_name(f".{target.name}.vq-fetch-{secrets.token_hex(4)}")
-        try:
-            size = _copy_file(reader, tmp, os.fstat(reader.fileno()))
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
+        with recorded_fetch(ctx.paths.fetches_dir, target):
+            try:
+                size = _copy_file(reader, tmp, os.fstat(reader.fileno()))
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                raise
     source = _source(ctx, job_id, kind) / "/".join(parts)
     return FetchResult(job_id, kind, str(source), str(target), name, files=1, bytes=size)

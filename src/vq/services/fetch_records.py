@@ -1,0 +1,153 @@
+"""Records of ``vq fetch`` runs in progress, so a fetch killed while staging is found.
+
+``vq fetch`` stages into ``.DEST.vq-fetch-*`` next to DEST, which may be anywhere: without a
+record nothing in the state root knows where to look. :func:`recorded_fetch` writes
+``<state-root>/fetches/<token>.json`` (DEST, the fetching process's pid and start ticks)
+before staging begins and removes it when the fetch ends, however it ends, short of
+being killed. A record that outlives its process therefore names a DEST whose staging
+siblings belong to nobody: :func:`interrupted_fetches` reports them (``vq doctor``) and,
+executing (``vq cleanup --execute``), removes them and then the record.
+
+Contracts: a record is advisory — failing to write it never fails the fetch; a record
+whose process still runs (same pid *and* start ticks), or that another user wrote, is
+never acted on; only entries
+named ``.<DEST name>.vq-fetch-*`` in DEST's own directory are removed, never followed
+through a link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from vq._fs import atomic_write_json
+from vq._proc_stat import read_stat
+
+__all__ = ["FetchLeftover", "interrupted_fetches", "recorded_fetch"]
+
+#: A record is small; anything larger is not one of ours and is left alone.
+_RECORD_MAX_BYTES = 64 * 1024
+
+
+@contextlib.contextmanager
+def recorded_fetch(fetches_dir: Path, target: Path) -> Iterator[None]:
+    """Hold a record naming ``target`` while the body stages next to it (see module)."""
+    path = fetches_dir / f"{secrets.token_hex(8)}.json"
+    record: Path | None = path
+    own = read_stat(os.getpid())
+    try:
+        fetches_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomic_write_json(
+            path,
+            {
+                "dest": str(target),
+                "pid": os.getpid(),
+                "start_ticks": own.start_ticks if own is not None else None,
+            },
+        )
+    except OSError:
+        record = None  # advisory: the fetch goes on unrecorded
+    try:
+        yield
+    finally:
+        if record is not None:
+            with contextlib.suppress(OSError):
+                record.unlink()
+
+
+class FetchLeftover:
+    """A staging entry of an interrupted fetch (``path``) and the record naming it."""
+
+    __slots__ = ("path", "record")
+
+    def __init__(self, path: Path, record: Path) -> None:
+        self.path = path
+        self.record = record
+
+
+def _read_record(path: Path) -> dict[str, object] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            return None  # only our own records: root never acts on a path a user named
+        raw = os.read(fd, _RECORD_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > _RECORD_MAX_BYTES:
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("dest"), str) else None
+
+
+def _still_running(record: dict[str, object]) -> bool:
+    pid, ticks = record.get("pid"), record.get("start_ticks")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    now = read_stat(pid)
+    return now is not None and now.alive and (ticks is None or now.start_ticks == ticks)
+
+
+def _staging_of(dest: Path) -> list[Path]:
+    prefix = f".{dest.name}.vq-fetch-"
+    try:
+        names = os.listdir(dest.parent)
+    except OSError:
+        return []
+    return [dest.parent / name for name in sorted(names) if name.startswith(prefix)]
+
+
+def _remove(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a link is removed itself, never followed
+    else:
+        return False
+    return not os.path.lexists(path)
+
+
+def interrupted_fetches(fetches_dir: Path, *, execute: bool) -> list[tuple[FetchLeftover, str]]:
+    """Staging entries of fetches whose process is gone, each with ``"removed"``,
+    ``"kept"`` or ``"would remove"``; executing also drops records with nothing left."""
+    found: list[tuple[FetchLeftover, str]] = []
+    try:
+        records = sorted(fetches_dir.glob("*.json"))
+    except OSError:
+        return found
+    for record_path in records:
+        record = _read_record(record_path)
+        if record is None or _still_running(record):
+            continue
+        dest = Path(str(record["dest"]))
+        kept = False
+        for staging in _staging_of(dest):
+            if not execute:
+                found.append((FetchLeftover(staging, record_path), "would remove"))
+                continue
+            removed = _remove(staging)
+            kept = kept or not removed
+            found.append((FetchLeftover(staging, record_path), "removed" if removed else "kept"))
+        if execute and not kept:
+            with contextlib.suppress(OSError):
+                record_path.unlink()
+    return found
