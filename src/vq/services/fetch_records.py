@@ -26,7 +26,6 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from vq._fs import atomic_write_json
 from vq._proc_stat import read_stat
 
 __all__ = ["FetchLeftover", "interrupted_fetches", "recorded_fetch"]
@@ -37,28 +36,67 @@ _RECORD_MAX_BYTES = 64 * 1024
 
 @contextlib.contextmanager
 def recorded_fetch(fetches_dir: Path, target: Path) -> Iterator[None]:
-    """Hold a record naming ``target`` while the body stages next to it (see module)."""
-    path = fetches_dir / f"{secrets.token_hex(8)}.json"
-    record: Path | None = path
+    """Hold a record naming ``target`` while the body stages next to it (see module).
+
+    The record is written through a descriptor of ``fetches_dir`` opened without following
+    a link and owned by this user, so a fetch never writes where someone else's link
+    points (root fetching from an owner's tree records nothing there)."""
+    name = f"{secrets.token_hex(8)}.json"
     own = read_stat(os.getpid())
-    try:
-        fetches_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        atomic_write_json(
-            path,
-            {
-                "dest": str(target),
-                "pid": os.getpid(),
-                "start_ticks": own.start_ticks if own is not None else None,
-            },
-        )
-    except OSError:
-        record = None  # advisory: the fetch goes on unrecorded
+    body = json.dumps(
+        {
+            "dest": str(target),
+            "pid": os.getpid(),
+            "start_ticks": own.start_ticks if own is not None else None,
+        }
+    ).encode()
+    dir_fd = _own_directory(fetches_dir)
+    recorded = False
+    if dir_fd is not None:
+        try:
+            fd = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd
+            )
+            try:
+                os.write(fd, body)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            recorded = True
+        except OSError:
+            pass  # advisory: the fetch goes on unrecorded
     try:
         yield
     finally:
-        if record is not None:
-            with contextlib.suppress(OSError):
-                record.unlink()
+        if dir_fd is not None:
+            if recorded:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_fd)
+            os.close(dir_fd)
+
+
+def _own_directory(path: Path) -> int | None:
+    """A descriptor of directory ``path`` (made if missing), or None unless both it and
+    its parent are this user's directories, reached without following a link there."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        parent = os.open(path.parent, flags)
+    except OSError:
+        return None
+    try:
+        if os.fstat(parent).st_uid != os.geteuid():
+            return None
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path.name, 0o700, dir_fd=parent)
+        fd = os.open(path.name, flags, dir_fd=parent)
+    except OSError:
+        return None
+    finally:
+        os.close(parent)
+    if os.fstat(fd).st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    return fd
 
 
 class FetchLeftover:
