@@ -222,9 +222,18 @@ def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> Queue
 
 
 def squeue_named_argv(allocation_id: str) -> list[str]:
-    """Every active job named ``vqp-<alloc>`` (``squeue --name``)."""
+    """Every job slurmctld still holds named ``vqp-<alloc>`` (``squeue --name``), ended
+    ones too (``--states=all``): an allocation that finished before a restarted daemon
+    looks it up is still proven by its name and comment, whether or not accounting has
+    recorded it yet."""
     return bounded(
-        ["squeue", "--noheader", f"--name={job_name(allocation_id)}", f"--format={_SQUEUE_FORMAT}"]
+        [
+            "squeue",
+            "--noheader",
+            "--states=all",
+            f"--name={job_name(allocation_id)}",
+            f"--format={_SQUEUE_FORMAT}",
+        ]
     )
 
 

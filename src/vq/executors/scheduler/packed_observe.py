@@ -171,10 +171,13 @@ class ObservingPacks:
             copied: dict[str, tuple[bytes | None, bytes | None] | BaseException] = {}
             for element, slot in slots.items():
                 try:
-                    copied[element] = (
-                        remote.tail(alloc.slot_log(slot, "out"), MAX_SLOT_LOG_BYTES),
-                        remote.tail(alloc.slot_log(slot, "err"), MAX_SLOT_LOG_BYTES),
-                    )
+                    out = remote.tail(alloc.slot_log(slot, "out"), MAX_SLOT_LOG_BYTES)
+                    if out is None and endings[element].state is None:
+                        # The slot ran (its marker decided) so its step made the log: not
+                        # visible yet is a copy to retry, never an element without output.
+                        raise ObservationError(f"slot {slot}'s log is not there yet")
+                    err = remote.tail(alloc.slot_log(slot, "err"), MAX_SLOT_LOG_BYTES)
+                    copied[element] = (out, err)
                 except (VqError, OSError, ObservationError) as exc:
                     copied[element] = exc
             return copied
