@@ -1,21 +1,15 @@
 """GPU shapes of packed allocations on a private Slurm 22.05 with 4 fake GPUs.
 
-The test starts its own slurmctld and slurmd (other ports, its own state, no accounting)
-with the testbed's GPU GRES configuration (``scripts/testbed/lib.sh``: ``gres_conf`` and
-``fake_gpu_devices``, as ``VQ_TESTBED_SLURM_GPUS`` writes them), so the shared testbed
-Slurm is never reconfigured. A batch rendered by :mod:`vq.packing.lane_batch` goes through
+The private cluster (:mod:`tests.private_slurm`: its own slurmctld and slurmd, the
+testbed's GPU GRES configuration) is started beside the shared testbed, whose Slurm is
+never reconfigured. A batch rendered by :mod:`vq.packing.lane_batch` goes through
 ``sbatch --test-only`` and a real run: every slot's step gets one whole GPU of its own.
-Needs root and the Slurm daemons; skipped without them and FAILS under ``CI=true``.
+Needs root and the testbed's Slurm; skipped without them and FAILS under ``CI=true``.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.testbed import unavailable
+from tests.private_slurm import ClusterUnavailable, PrivateCluster, private_cluster
+from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
+from tests.testbed import SshTestbed, unavailable
 from vq.packing.lane_batch import Batch, Element, next_batch
 from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_text import (
@@ -36,21 +32,24 @@ from vq.packing.slurm_text import (
 
 pytestmark = pytest.mark.timeout(180)
 
-LIB = Path(__file__).resolve().parents[2] / "scripts" / "testbed" / "lib.sh"
-NODE = "vqgpunode"
 GPUS = 4
 
 
 @dataclass(frozen=True)
-class PrivateSlurm:
-    root: Path
-    env: dict[str, str]
+class GpuSlurm:
+    """The private cluster, driven as root, with its work and log roots."""
+
+    cluster: PrivateCluster
+
+    @property
+    def root(self) -> Path:
+        return self.cluster.root
 
     def run(self, argv: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             argv,
             input=None if stdin is None else stdin.decode(),
-            env=self.env,
+            env=self.cluster.env,
             capture_output=True,
             text=True,
             timeout=60,
@@ -58,135 +57,30 @@ class PrivateSlurm:
         )
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _conf(root: Path, ctld_port: int, slurmd_port: int) -> str:
-    return "\n".join(
-        [
-            f"ClusterName=vqgpu{os.getpid()}",
-            f"SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)",
-            "SlurmUser=root",
-            f"SlurmctldPort={ctld_port}",
-            f"SlurmdPort={slurmd_port}",
-            "AuthType=auth/munge",
-            "CredType=cred/munge",
-            f"StateSaveLocation={root}/state",
-            f"SlurmdSpoolDir={root}/spool",
-            f"SlurmctldPidFile={root}/slurmctld.pid",
-            f"SlurmdPidFile={root}/slurmd.pid",
-            f"SlurmctldLogFile={root}/slurmctld.log",
-            f"SlurmdLogFile={root}/slurmd.log",
-            "MpiDefault=none",
-            "SwitchType=switch/none",
-            "SchedulerType=sched/backfill",
-            "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_Core_Memory",
-            "DefMemPerCPU=256",
-            "ReturnToService=2",
-            "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/none",
-            "AccountingStorageType=accounting_storage/none",
-            "JobCompType=jobcomp/none",
-            "MailProg=/bin/true",
-            "SlurmdParameters=config_overrides",
-            "GresTypes=gpu",
-            f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=8 Boards=1 SocketsPerBoard=1 "
-            f"CoresPerSocket=8 ThreadsPerCore=1 RealMemory=2048 Gres=gpu:{GPUS} State=UNKNOWN",
-            "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
-            "",
-        ]
-    )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
-def gpu_slurm() -> Iterator[PrivateSlurm]:
-    if os.geteuid() != 0:
-        unavailable("a private slurmd needs root")
-    if not (Path("/usr/sbin/slurmctld").exists() and Path("/usr/sbin/slurmd").exists()):
-        unavailable("the Slurm daemons are not installed")
-    root = Path(tempfile.mkdtemp(prefix="vq-gpu-slurm-", dir="/tmp"))
-    for name in ("state", "spool", "work", "logs"):
-        (root / name).mkdir()
-    conf = root / "slurm.conf"
-    conf.write_text(_conf(root, *_free_ports(2)))
-    gres = subprocess.run(
-        [
-            "bash",
-            "-c",
-            '. "$1" && fake_gpu_devices "$2/dev" "$3" && gres_conf "$4" "$2/dev" "$3"',
-            "bash",
-            str(LIB),
-            str(root),
-            str(GPUS),
-            NODE,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    (root / "gres.conf").write_text(gres.stdout)
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    daemons: list[subprocess.Popen[bytes]] = []
+def gpu_slurm(slurm_testbed: SshTestbed) -> Iterator[GpuSlurm]:  # noqa: F811
     try:
-        for argv in (
-            ["/usr/sbin/slurmctld", "-D", "-f", str(conf)],
-            ["/usr/sbin/slurmd", "-D", "-N", NODE, "-f", str(conf)],
-        ):
-            daemons.append(
-                subprocess.Popen(
-                    argv,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
-        slurm = PrivateSlurm(root, env)
-
-        def node_state() -> str | None:
-            done = slurm.run(["sinfo", "--noheader", f"--nodes={NODE}", "--format=%T %G"])
-            state = done.stdout.strip()
-            return state if done.returncode == 0 and state.startswith("idle") else None
-
-        assert wait_until(node_state, 60, interval=0.5) == f"idle gpu:{GPUS}"
-        yield slurm
-    finally:
-        for proc in reversed(daemons):
-            _stop(proc)
-        shutil.rmtree(root, ignore_errors=True)
+        with private_cluster(cpus=8, gpus=GPUS) as started:
+            for name in ("work", "logs"):
+                (started.root / name).mkdir()
+            slurm = GpuSlurm(started)
+            done = slurm.run(["sinfo", "--noheader", f"--nodes={started.node}", "--format=%G"])
+            assert done.stdout.strip() == f"gpu:{GPUS}", done.stdout + done.stderr
+            yield slurm
+    except ClusterUnavailable as exc:
+        unavailable(str(exc))
 
 
-def _profile(root: Path, max_gpus: int = GPUS) -> PackingProfile:
+def _profile(slurm: GpuSlurm, max_gpus: int = GPUS) -> PackingProfile:
     return PackingProfile.model_validate(
         {
             "name": "gpu",
             "target": {
                 "host": "cluster",
-                "partitions": ["gpu"],
+                "partitions": [slurm.cluster.partition],
                 "gpu_gres": "gpu",
-                "work_root": f"{root}/work",
-                "log_root": f"{root}/logs",
+                "work_root": f"{slurm.root}/work",
+                "log_root": f"{slurm.root}/logs",
                 "max_tasks_per_allocation": 8,
                 "max_cpus_per_allocation": 8,
                 "max_memory_mib_per_allocation": 2048,
@@ -213,23 +107,23 @@ def _batch(profile: PackingProfile, count: int, command: tuple[str, ...]) -> Bat
 
 
 def test_a_gpu_shape_passes_test_only_and_more_gpus_than_the_node_is_refused(
-    gpu_slurm: PrivateSlurm,
+    gpu_slurm: GpuSlurm,
 ) -> None:
-    batch = _batch(_profile(gpu_slurm.root), 4, ("true",))
+    batch = _batch(_profile(gpu_slurm), 4, ("true",))
     assert "--gres=gpu:4" in batch.directives
     done = gpu_slurm.run(sbatch_test_only_argv(), batch.script)
     answer = parse_sbatch_test_only(done.returncode, done.stderr)
-    assert answer.nodes == NODE and answer.processors == 4
+    assert answer.nodes == gpu_slurm.cluster.node and answer.processors == 4
 
-    too_many = _batch(_profile(gpu_slurm.root, max_gpus=8), 5, ("true",))
+    too_many = _batch(_profile(gpu_slurm, max_gpus=8), 5, ("true",))
     assert "--gres=gpu:5" in too_many.directives
     done = gpu_slurm.run(sbatch_test_only_argv(), too_many.script)
     with pytest.raises(SbatchRefused, match="not available"):
         parse_sbatch_test_only(done.returncode, done.stderr)
 
 
-def test_each_slot_runs_with_one_whole_gpu_of_its_own(gpu_slurm: PrivateSlurm) -> None:
-    profile = _profile(gpu_slurm.root)
+def test_each_slot_runs_with_one_whole_gpu_of_its_own(gpu_slurm: GpuSlurm) -> None:
+    profile = _profile(gpu_slurm)
     batch = _batch(profile, 4, ("sh", "-c", 'echo "gpu=$CUDA_VISIBLE_DEVICES"; sleep 1'))
     done = gpu_slurm.run(submit_argv(), batch.script)
     assert done.returncode == 0, done.stderr
