@@ -21,6 +21,7 @@ from typing import Any
 
 from tests.conftest import Vq, wait_until
 from tests.integration.test_webhooks import Receiver, receiver  # noqa: F401 (fixture)
+from vq._proc_stat import is_alive
 from vq.domain.admission import Caps
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL_NAMES, JobState
@@ -38,19 +39,11 @@ def _config(vq: Vq, text: str) -> None:
     (config_dir / "config.toml").write_text(text)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
-
-
 def _kill_daemon(vq: Vq) -> None:
     pid = vq.daemon_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not _alive(pid), timeout=15)
+    wait_until(lambda: not is_alive(pid), timeout=15)
 
 
 def _events(vq: Vq, job_id: str) -> list[dict[str, Any]]:

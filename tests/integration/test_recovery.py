@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Vq, processes_with_env, wait_until
+from vq._proc_stat import is_alive
 from vq.domain.summary import JobSummary
 from vq.paths import StatePaths
 from vq.store.specs import SpecStore
@@ -87,15 +88,7 @@ def _kill_daemon(vq: Vq) -> None:
     pid = vq.daemon_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not _alive(pid), timeout=15)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
+    wait_until(lambda: not is_alive(pid), timeout=15)
 
 
 def test_kill_9_daemon_reattaches_finishes_and_aborts(vq: Vq, tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.slurm_lane import ssh_local as _ssh
 from tests.system.test_pack_lane_slurm import (  # the lane's profile and helpers
-    _alive,
     _all_terminal,
     _configure,
     _jobs_named,
@@ -26,6 +25,7 @@ from tests.system.test_pack_lane_slurm import (  # the lane's profile and helper
     remote_root,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
+from vq._proc_stat import is_alive
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,7 +39,7 @@ def _killed_at(vq: Vq, fault: str, state: str) -> list[dict[str, Any]]:
     pid = faulty.daemon_pid()
     assert pid is not None
     jobs = _submit_array(vq, "0-1", "--", "sh", "-c", SHOW)
-    wait_until(lambda: not _alive(pid), 60)
+    wait_until(lambda: not is_alive(pid), 60)
     specs = [vq.spec(job) for job in jobs]
     assert [s["scheduler_state"] for s in specs] == [state, state]
     assert specs[0]["scheduler_pack_id"] == specs[1]["scheduler_pack_id"] is not None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from tests.system.slurm_lane import (
     write_config,
 )
 from tests.testbed import SshTestbed
+from vq._proc_stat import is_alive
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -159,14 +159,6 @@ def test_pack_refusals_change_nothing(vq: Vq, slurm_testbed: SshTestbed, remote_
     assert not list((vq.root / "queue").glob("*.json"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.parametrize(
     "fault", ["packed_after_claim", "packed_after_intent", "packed_after_sbatch"]
 )
@@ -182,7 +174,7 @@ def test_a_daemon_killed_around_sbatch_loses_no_element_and_runs_none_twice(
     pid = faulty.daemon_pid()
     assert pid is not None
     jobs = _submit(vq, "--", "sh", "-c", SHOW)
-    wait_until(lambda: not _alive(pid), 60)  # SIGKILLed at the point
+    wait_until(lambda: not is_alive(pid), 60)  # SIGKILLed at the point
     before = [vq.spec(job) for job in jobs]
     assert all(s["scheduler_job_id"] is None for s in before)  # no receipt was recorded
     claimed = [s for s in before if s["state"] == "RUNNING"]

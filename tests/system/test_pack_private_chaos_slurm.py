@@ -29,19 +29,12 @@ from tests.system.test_pack_private_slurm import (  # the private cluster and it
     cluster,  # noqa: F401 - the fixture
     remote_root,  # noqa: F401 - the fixture
 )
+from vq._proc_stat import is_alive
 
 pytestmark = pytest.mark.timeout(600)
 
 ELEMENTS = 24
 KILLS = 6
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_random_daemon_kills_lose_no_element_and_never_double_an_allocation(
@@ -68,7 +61,7 @@ def test_random_daemon_kills_lose_no_element_and_never_double_an_allocation(
         pid = vq.daemon_pid()
         assert pid is not None, f"seed {seed}"
         os.kill(pid, signal.SIGKILL)
-        wait_until(lambda pid=pid: not _alive(pid), 30)
+        wait_until(lambda pid=pid: not is_alive(pid), 30)
         vq.start_daemon()
 
     wait_until(lambda: all(vq.state(job) in TERMINAL for job in jobs), 400, interval=1.0)

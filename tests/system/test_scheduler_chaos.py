@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -26,23 +25,16 @@ from tests.system.test_scheduler_slurm import (
     scratch,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
+from vq._proc_stat import is_alive
 
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _kill_and_restart(vq: Vq) -> None:
     pid = vq.daemon_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not _alive(pid), 20)
+    wait_until(lambda: not is_alive(pid), 20)
     vq.start_daemon()
 
 

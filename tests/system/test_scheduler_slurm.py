@@ -10,7 +10,6 @@ testbed); skipped on a developer machine without it and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from tests.system.slurm_lane import (
 )
 from tests.system.slurm_lane import ssh_local as _ssh
 from tests.testbed import SshTestbed
+from vq._proc_stat import is_alive
 from vq.hosts_config import HostSettings
 from vq.remote.fleet import Fleet
 from vq.web.fleet.source import FleetSource
@@ -158,7 +158,7 @@ def test_crash_around_sbatch_submits_exactly_once(
     pid = faulty.daemon_pid()
     assert pid is not None
     job = vq.submit("cluster", "--", "sh", "-c", "echo once")
-    wait_until(lambda: not _alive(pid), 60)  # the daemon SIGKILLed itself at the point
+    wait_until(lambda: not is_alive(pid), 60)  # the daemon SIGKILLed itself at the point
     spec = vq.spec(job)
     assert spec["state"] == "RUNNING" and spec["scheduler_state"] == "submitting"
     assert spec["scheduler_job_id"] is None
@@ -168,14 +168,6 @@ def test_crash_around_sbatch_submits_exactly_once(
     # Accounting lags a little behind squeue: wait for the record, then count.
     named = wait_until(lambda: _slurm_jobs_named(slurm_testbed, job), 30)
     assert named == [done["scheduler_job_id"]]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_lane_name_is_refused_for_other_verbs(lane: Vq) -> None:
@@ -218,7 +210,7 @@ def test_resolve_not_submitted_after_a_crash_before_sbatch(
     pid = faulty.daemon_pid()
     assert pid is not None
     job = vq.submit("cluster", "--", "true")
-    wait_until(lambda: not _alive(pid), 60)
+    wait_until(lambda: not is_alive(pid), 60)
     vq.start_daemon()
 
     def resolved() -> bool:

@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
 from tests.conftest import wait_until
 from tests.web.conftest import Web
 from tests.web.test_agent_api import queue_ids, submit
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
+from vq._proc_stat import is_alive
 
 
 def test_an_api_job_asking_for_auto_resume_gets_a_sibling_after_a_lost_restart(
@@ -44,7 +36,7 @@ def test_an_api_job_asking_for_auto_resume_gets_a_sibling_after_a_lost_restart(
     daemon = vq.daemon_pid()
     assert daemon is not None
     os.kill(daemon, signal.SIGKILL)  # a crash: the jobs' groups are lost with it
-    wait_until(lambda: not _alive(daemon), timeout=15)
+    wait_until(lambda: not is_alive(daemon), timeout=15)
     for pgid in groups.values():
         os.killpg(pgid, signal.SIGKILL)
     vq.start_daemon()

@@ -12,6 +12,7 @@ import httpx
 
 from tests.conftest import Vq, wait_until
 from tests.web.conftest import free_port
+from vq._proc_stat import is_alive
 
 STARTED = re.compile(r"web console started \(pid (\d+)\)")
 
@@ -19,15 +20,6 @@ STARTED = re.compile(r"web console started \(pid (\d+)\)")
 def _children(vq: Vq) -> list[int]:
     log = (vq.root / "daemon.log").read_text(errors="replace")
     return [int(pid) for pid in STARTED.findall(log)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rsplit(b")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in (b"Z", b"X")
 
 
 def _ready(url: str) -> bool:
@@ -43,7 +35,7 @@ def test_the_daemon_restarts_and_stops_its_web_child(vq: Vq) -> None:
     vq.start_daemon("--web", "--web-port", str(port))
     wait_until(lambda: _ready(url), timeout=30)
     [first] = _children(vq)
-    assert _alive(first)
+    assert is_alive(first)
     assert httpx.get(url + "/api/v1/queue").json()["daemon"]["running"] is True
 
     os.kill(first, signal.SIGKILL)
@@ -55,7 +47,7 @@ def test_the_daemon_restarts_and_stops_its_web_child(vq: Vq) -> None:
     assert f"web console (pid {first}) exited with signal SIGKILL" in log
 
     vq.stop_daemon()
-    assert not _alive(first) and not _alive(second)
+    assert not is_alive(first) and not is_alive(second)
     assert not _ready(url)
 
 
@@ -68,7 +60,7 @@ def test_a_killed_daemon_leaves_no_console(vq: Vq) -> None:
     daemon = vq.daemon_pid()
     assert daemon is not None
     os.kill(daemon, signal.SIGKILL)
-    wait_until(lambda: not _alive(child), timeout=15)  # the child watches its parent
+    wait_until(lambda: not is_alive(child), timeout=15)  # the child watches its parent
 
 
 def test_web_options_are_checked_before_starting(vq: Vq) -> None:
