@@ -230,13 +230,8 @@ def test_snapshot_of_a_pending_job_without_daemon(vq: Vq, tmp_path: Path) -> Non
     assert stat.S_ISDIR(os.lstat(dest / "_vq").st_mode)
 
 
-def test_a_killed_fetch_leaves_staging_that_the_next_fetch_sweeps_once_stale(
-    vq: Vq, tmp_path: Path
-) -> None:
-    vq.start_daemon()
-    job = vq.submit("--", "sh", "-c", "echo hi > out.txt")
-    vq.wait_state(job, "COMPLETED")
-    dest = tmp_path / "snap"
+def _fetch_killed_after_copy(vq: Vq, job: str, dest: Path) -> None:
+    """`vq fetch JOB DEST` SIGKILLed once its staging copy is complete."""
     killed = subprocess.run(
         [VQ_BIN, "fetch", job, str(dest)],
         env={**vq.env, "VQ_TEST_FAULT": "fetch_after_copy"},
@@ -244,6 +239,16 @@ def test_a_killed_fetch_leaves_staging_that_the_next_fetch_sweeps_once_stale(
         timeout=120,
     )
     assert killed.returncode == -9
+
+
+def test_a_killed_fetch_leaves_staging_that_the_next_fetch_sweeps_once_stale(
+    vq: Vq, tmp_path: Path
+) -> None:
+    vq.start_daemon()
+    job = vq.submit("--", "sh", "-c", "echo hi > out.txt")
+    vq.wait_state(job, "COMPLETED")
+    dest = tmp_path / "snap"
+    _fetch_killed_after_copy(vq, job, dest)
     staging = [p for p in tmp_path.iterdir() if p.name.startswith(".snap.vq-fetch-")]
     assert len(staging) == 1 and not dest.exists()
     vq.run("fetch", job, str(tmp_path / "other"))  # another DEST: not its business
@@ -264,13 +269,7 @@ def test_doctor_finds_a_killed_fetchs_staging_wherever_dest_is_and_cleanup_remov
     vq.wait_state(job, "COMPLETED")
     elsewhere = tmp_path / "far" / "away"
     dest = elsewhere / "snap"
-    killed = subprocess.run(
-        [VQ_BIN, "fetch", job, str(dest)],
-        env={**vq.env, "VQ_TEST_FAULT": "fetch_after_copy"},
-        capture_output=True,
-        timeout=120,
-    )
-    assert killed.returncode == -9
+    _fetch_killed_after_copy(vq, job, dest)
     staging = [p for p in elsewhere.iterdir() if p.name.startswith(".snap.vq-fetch-")]
     assert len(staging) == 1
     # A fetch that finished leaves no record behind; the killed one's record remains.

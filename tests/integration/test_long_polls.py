@@ -93,6 +93,25 @@ def test_a_stalled_daemon_socket_peer_is_dropped(tmp_path: Path) -> None:
         server.server_close()
 
 
+async def _waits_over_the_cap(
+    url: str, headers: dict[str, str], count: int, over: int
+) -> tuple[list[httpx.Response], int]:
+    """Open ``count`` waits at once; once ``over`` of them are answered (or 30 s passed),
+    the answered ones and how many were still held. Every wait is closed afterwards."""
+    limits = httpx.Limits(max_connections=count + 10)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        tasks = [asyncio.ensure_future(client.get(url, headers=headers)) for _ in range(count)]
+        deadline = time.monotonic() + 30
+        while sum(t.done() for t in tasks) < over and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        answered = [t.result() for t in tasks if t.done()]
+        pending = sum(not t.done() for t in tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return answered, pending
+
+
 @pytest.fixture
 def console(vq: Vq, tmp_path: Path) -> Iterator[Web]:
     served = start_web(vq, tmp_path / "web.log")
@@ -118,24 +137,7 @@ def test_console_waits_over_the_per_credential_cap_get_503_with_retry_after(
     admin = console.admin()
     url = f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=30"
 
-    async def scenario() -> tuple[list[httpx.Response], int]:
-        limits = httpx.Limits(max_connections=waits.PER_TOKEN + 10)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            tasks = [
-                asyncio.ensure_future(client.get(url, headers=admin))
-                for _ in range(waits.PER_TOKEN + 2)
-            ]
-            deadline = time.monotonic() + 30
-            while sum(t.done() for t in tasks) < 2 and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            answered = [t.result() for t in tasks if t.done()]
-            pending = sum(not t.done() for t in tasks)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            return answered, pending
-
-    answered, pending = asyncio.run(scenario())
+    answered, pending = asyncio.run(_waits_over_the_cap(url, admin, waits.PER_TOKEN + 2, 2))
     assert len(answered) == 2 and pending == waits.PER_TOKEN  # the cap, not an answer
     for extra in answered:
         assert extra.status_code == 503, extra.text
@@ -157,20 +159,7 @@ def test_the_console_wait_caps_come_from_the_configuration(vq: Vq, tmp_path: Pat
         admin = served.admin()
         url = f"{served.base_url}/api/v1/jobs/{job}/wait?timeout=30"
 
-        async def scenario() -> tuple[list[httpx.Response], int]:
-            async with httpx.AsyncClient(timeout=60) as client:
-                tasks = [asyncio.ensure_future(client.get(url, headers=admin)) for _ in range(5)]
-                deadline = time.monotonic() + 30
-                while sum(t.done() for t in tasks) < 2 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-                answered = [t.result() for t in tasks if t.done()]
-                pending = sum(not t.done() for t in tasks)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                return answered, pending
-
-        answered, pending = asyncio.run(scenario())
+        answered, pending = asyncio.run(_waits_over_the_cap(url, admin, 5, 2))
     finally:
         stop_web(served)
     assert pending == 3  # the configured cap, far below the per-credential default
