@@ -35,7 +35,7 @@ from typing import Any
 
 from vq.errors import VqError
 from vq.services.context import ServiceContext
-from vq.services.fetch_records import interrupted_fetches
+from vq.services.fetch_records import interrupted_fetches, staging_entries
 
 __all__ = [
     "STALE_SECONDS",
@@ -173,16 +173,10 @@ def sweep_fetch_staging(target: Path, *, min_age_seconds: float = STALE_SECONDS)
     """Remove stale ``.<target.name>.vq-fetch-*`` siblings of ``target`` (a fetch killed
     while staging); entries modified within ``min_age_seconds`` are left alone."""
     removed: list[str] = []
-    prefix = f".{target.name}.vq-fetch-"
     now = time.time()
-    try:
-        names = os.listdir(target.parent)
-    except OSError:
-        return removed
-    for name in names:
-        path = target.parent / name
+    for path in staging_entries(target):
         age = _age(path, now)
-        if not name.startswith(prefix) or age is None or age < min_age_seconds:
+        if age is None or age < min_age_seconds:
             continue
         info = os.lstat(path)
         if stat.S_ISDIR(info.st_mode):

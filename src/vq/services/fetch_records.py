@@ -28,7 +28,7 @@ from pathlib import Path
 
 from vq._proc_stat import read_stat
 
-__all__ = ["FetchLeftover", "interrupted_fetches", "recorded_fetch"]
+__all__ = ["FetchLeftover", "interrupted_fetches", "recorded_fetch", "staging_entries"]
 
 #: A record is small; anything larger is not one of ours and is left alone.
 _RECORD_MAX_BYTES = 64 * 1024
@@ -138,7 +138,8 @@ def _still_running(record: dict[str, object]) -> bool:
     return now is not None and now.alive and (ticks is None or now.start_ticks == ticks)
 
 
-def _staging_of(dest: Path) -> list[Path]:
+def staging_entries(dest: Path) -> list[Path]:
+    """The ``.<dest name>.vq-fetch-*`` entries beside ``dest`` (the one naming rule)."""
     prefix = f".{dest.name}.vq-fetch-"
     try:
         names = os.listdir(dest.parent)
@@ -178,7 +179,7 @@ def interrupted_fetches(fetches_dir: Path, *, execute: bool) -> list[tuple[Fetch
             continue
         dest = Path(str(record["dest"]))
         kept = False
-        for staging in _staging_of(dest):
+        for staging in staging_entries(dest):
             if not execute:
                 found.append((FetchLeftover(staging, record_path), "would remove"))
                 continue
