@@ -207,6 +207,10 @@ lap "sshd vq-local" "$t"
 ensure_netns() { # NAME
   local name=$1 i=${1#vq-h}
   local host_if=vqh$i-host ns_if=vqh$i-ns
+  if ip netns list | awk '{print $1}' | grep -qx "$name" && ! ip netns exec "$name" true 2>/dev/null; then
+    # A name left without its namespace (a /run/netns file whose mount is gone): make it again.
+    ip netns del "$name" 2>/dev/null || rm -f "/run/netns/$name"
+  fi
   ip netns list | awk '{print $1}' | grep -qx "$name" || ip netns add "$name"
   if ip link show "$host_if" >/dev/null 2>&1 && ! ip -n "$name" link show "$ns_if" >/dev/null 2>&1; then
     # A host side whose peer lives on in an earlier namespace of this name (deleted while

@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -240,8 +241,23 @@ def wait_until(predicate, timeout: float, interval: float = 0.1) -> None:  # typ
     raise AssertionError(f"condition not met within {timeout}s")
 
 
+def _sshd_answers(host: str) -> bool:
+    """Whether the namespace host ``host`` (``h1``…) accepts TCP on its sshd's port."""
+    try:
+        with socket.create_connection((f"10.200.{host.removeprefix('h')}.2", 22), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
 def ensure_three_hosts(testbed: SshTestbed) -> None:
-    if all(f"vq-{h}" in testbed.hosts for h in HOSTS) or Path("/run/netns/vq-h3").exists():
+    """h1..h3 each with a listening sshd: up.sh (idempotent) brings up what is missing.
+
+    A namespace that merely exists is not enough: one left behind by an interrupted
+    teardown has no sshd in it."""
+    if all(
+        f"vq-{h}" in testbed.hosts or Path(f"/run/netns/vq-{h}").exists() for h in HOSTS
+    ) and all(_sshd_answers(h) for h in HOSTS):
         return
     done = run_up(VQ_TESTBED_SLURM="0", VQ_TESTBED_NETNS_HOSTS="3")
     assert done.returncode == 0, f"scripts/testbed/up.sh failed:\n{done.stderr[-2000:]}"
