@@ -14,8 +14,12 @@ Contracts:
   append failure is logged and swallowed.
 * :func:`read_tail_lines` is the one bounded tail read (logs, samples, audit files).
 * :func:`read_regular` is the one read of a state or config file: it opens without
-  blocking (a FIFO where a file should be never hangs the reader), refuses anything that
-  is not a regular file (:class:`NotRegularFile`) and never reads more than its limit.
+  blocking (a FIFO where a file should be never hangs the reader), refuses a final
+  symlink unless told to follow one, anything that is not a regular file
+  (:class:`NotRegularFile`), a file larger than its limit (:class:`FileTooLarge`, told by
+  its size before anything is read) and, given an ``owner``, another user's file
+  (:class:`ForeignFile`). A refusal changes nothing: the file is never followed, moved or
+  deleted.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "FileTooLarge",
+    "ForeignFile",
     "NotRegularFile",
     "append_line",
     "atomic_write_bytes",
@@ -216,6 +221,10 @@ class FileTooLarge(OSError):
     """A file is larger than its reader's limit."""
 
 
+class ForeignFile(OSError):
+    """A file vq acts on only when it is its own belongs to another user."""
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
@@ -228,21 +237,27 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular_path(path: str | os.PathLike[str], *, follow: bool = False) -> int:
+def open_regular_path(
+    path: str | os.PathLike[str], *, follow: bool = False, owner: int | None = None
+) -> int:
     """An fd of ``path`` opened for reading, which is certainly a regular file.
 
     The open is non-blocking (opening a FIFO with no writer would otherwise wait forever)
     and, unless ``follow``, refuses a final symlink (ELOOP), for files that are vq's own.
+    With ``owner`` (a uid) a file another user owns is refused (:class:`ForeignFile`).
     After ``fstat`` says the file is regular the descriptor is switched back to blocking.
     Raises :class:`NotRegularFile` (``strerror`` names the kind) or the OSError of the open.
     """
     flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = _kind(mode)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _kind(info.st_mode)
             raise NotRegularFile(errno.EINVAL, f"is {kind}, not a regular file", str(path))
+        if owner is not None and info.st_uid != owner:
+            why = f"is owned by uid {info.st_uid}, not {owner}"
+            raise ForeignFile(errno.EPERM, why, str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -264,19 +279,24 @@ def read_fd_capped(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> bytes:
+def read_regular(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = False, owner: int | None = None
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
-    Raises :class:`NotRegularFile` for anything but a regular file (see
-    :func:`open_regular_path`), :class:`FileTooLarge` when the file holds more than ``limit``
-    bytes, or the OSError of the open/read (FileNotFoundError for a missing file).
+    Raises :class:`NotRegularFile` for anything but a regular file and :class:`ForeignFile`
+    for another owner's (see :func:`open_regular_path`), :class:`FileTooLarge` when the file
+    holds more than ``limit`` bytes (a file whose size says so is refused before a byte is
+    read, one that grows while read once ``limit + 1`` were), or the OSError of the
+    open/read (FileNotFoundError for a missing file).
     """
-    fd = open_regular_path(path, follow=follow)
+    fd = open_regular_path(path, follow=follow, owner=owner)
     try:
-        data = read_fd_capped(fd, limit)
+        too_large = os.fstat(fd).st_size > limit
+        data = b"" if too_large else read_fd_capped(fd, limit)
     finally:
         os.close(fd)
-    if len(data) > limit:
+    if too_large or len(data) > limit:
         raise FileTooLarge(errno.EFBIG, f"is larger than {limit} bytes", str(path))
     return data
 
@@ -295,10 +315,13 @@ def parse_json(data: bytes | str) -> Any:
         raise ValueError("JSON nested too deeply") from None
 
 
-def read_json_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = False) -> Any:
+def read_json_regular(
+    path: str | os.PathLike[str], limit: int, *, follow: bool = False, owner: int | None = None
+) -> Any:
     """:func:`parse_json` of :func:`read_regular`: OSError (:class:`NotRegularFile`,
-    :class:`FileTooLarge`, missing…) or ValueError (malformed, not UTF-8, too deep)."""
-    return parse_json(read_regular(path, limit, follow=follow))
+    :class:`FileTooLarge`, :class:`ForeignFile`, missing…) or ValueError (malformed, not
+    UTF-8, too deep)."""
+    return parse_json(read_regular(path, limit, follow=follow, owner=owner))
 
 
 def read_bytes_limited(path: Path, limit: int) -> bytes:

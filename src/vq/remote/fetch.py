@@ -9,6 +9,10 @@ Contract:
   was read and the remote command ended with status 0
   (:func:`vq.remote.snapshot_stream.receive_snapshot`). A refused, truncated or failed
   stream leaves nothing visible: the temp directory is removed.
+- The streamed sidecars (``_vq/fetch-manifest.json``, ``_vq/terminal-diagnosis.json``)
+  are read only through :func:`vq.services.fetch_snapshot.read_sidecar`: a link is never
+  followed, an oversized file is not read, and one that cannot be read counts as absent;
+  a ``_vq`` that is a link or not a directory refuses the snapshot.
 - ``_vq/fetch-manifest.json`` is rewritten by this receiving side: ``transport: "ssh"``,
   ``source_host`` = the configured host name, the remote ``source_path`` and ``skipped``.
 - DEST is published as a local fetch publishes it (one rename, or an exchange with a
@@ -26,6 +30,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,23 +38,32 @@ from typing import Any, TextIO
 
 from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
-from vq.errors import UsageError, VqError
+from vq.errors import UnsafeArchive, UsageError, VqError
 from vq.remote.host import RemoteHost
 from vq.remote.snapshot_stream import receive_snapshot
 from vq.services.fetch import default_dest_name
-from vq.services.fetch_snapshot import MANIFEST_NAME, fetch_manifest, previous_fetch, publish
+from vq.services.fetch_snapshot import (
+    DIAGNOSIS_NAME,
+    MANIFEST_NAME,
+    fetch_manifest,
+    previous_fetch,
+    publish,
+    read_sidecar,
+)
 
 __all__ = ["fetch_remote", "fetch_workspace_copy"]
 
-_DIAGNOSIS_NAME = "terminal-diagnosis.json"
-
 
 def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, Any]:
+    """Rewrite the streamed snapshot's fetch manifest as this receiving side's.
+
+    The remote's ``source_path`` and ``skipped`` are taken from its manifest when that is a
+    readable regular file (:func:`read_sidecar`); a ``_vq`` that is a link or not a
+    directory is refused (UnsafeArchive): the manifest is never written through a link."""
     meta = tmp / META_DIR
-    try:
-        remote = json.loads((meta / MANIFEST_NAME).read_text())
-    except (OSError, ValueError):
-        remote = {}
+    if os.path.lexists(meta) and not stat.S_ISDIR(os.lstat(meta).st_mode):
+        raise UnsafeArchive(f"the snapshot's {META_DIR} is a link or not a directory")
+    remote = read_sidecar(tmp, MANIFEST_NAME) or {}
     manifest = fetch_manifest(
         job_id,
         "workdir" if kind == "workdir" else "workspace",
@@ -130,15 +144,12 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.vq-fetch-", dir=dest.parent))
     try:
         receive_snapshot(host, ["fetch", job_id, "--tar-stream"], tmp)
-        try:
-            remote = json.loads((tmp / META_DIR / MANIFEST_NAME).read_text())
-        except (OSError, ValueError):
-            remote = {}
+        remote = read_sidecar(tmp, MANIFEST_NAME) or {}
         os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    skipped = remote.get("skipped") if isinstance(remote, dict) else None
+    skipped = remote.get("skipped")
     return [
         {"path": str(item.get("path", "")), "reason": str(item.get("reason", ""))}
         for item in (skipped if isinstance(skipped, list) else [])
@@ -148,11 +159,10 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
 
 def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str, Any]) -> int:
     """Stamp ``last_fetched_at`` remotely for the identity in the streamed diagnosis."""
-    try:
-        diagnosis = json.loads((target / META_DIR / _DIAGNOSIS_NAME).read_text())
-        submitted, state = diagnosis["submitted_at"], diagnosis["state"]
-    except (OSError, ValueError, KeyError, TypeError):
+    diagnosis = read_sidecar(target, DIAGNOSIS_NAME) or {}
+    if "submitted_at" not in diagnosis or "state" not in diagnosis:
         return _ack_failed("the snapshot has no readable terminal diagnosis")
+    submitted, state = diagnosis["submitted_at"], diagnosis["state"]
     if state in ("PENDING", "RUNNING", "SUSPENDED"):
         return 0  # not terminal: nothing to acknowledge
     if not submitted:

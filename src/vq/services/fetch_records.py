@@ -26,6 +26,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from vq._fs import read_json_regular
 from vq._proc_stat import read_stat
 
 __all__ = ["FetchLeftover", "interrupted_fetches", "recorded_fetch", "staging_entries"]
@@ -110,22 +111,12 @@ class FetchLeftover:
 
 
 def _read_record(path: Path) -> dict[str, object] | None:
+    """The record at ``path``, or None unless it is a small regular file of this user's
+    holding a record (a link, FIFO, oversized or foreign file is left where it is)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-            return None  # only our own records: root never acts on a path a user named
-        raw = os.read(fd, _RECORD_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > _RECORD_MAX_BYTES:
-        return None
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
+        # only our own records: root never acts on a path a user named
+        data = read_json_regular(path, _RECORD_MAX_BYTES, owner=os.geteuid())
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("dest"), str) else None
 

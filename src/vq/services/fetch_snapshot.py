@@ -5,6 +5,8 @@ The tree copy itself is :mod:`vq.services.fetch`; this module holds what surroun
 * :func:`fetch_manifest` — the ``vq.fetch-manifest.v1`` document (also written into
   ``outputs.tar.gz`` by :mod:`vq.services.outputs`); :func:`write_sidecars` writes it and
   ``_vq/terminal-diagnosis.json`` into a finished snapshot, replacing same-named files.
+* :func:`read_sidecar` — the one read of a snapshot's ``_vq`` sidecars (no link followed,
+  no FIFO opened blocking, at most :data:`SIDECAR_MAX_BYTES`).
 * :func:`previous_fetch` — recognises DEST as an earlier fetch of the same job and source
   kind (its manifest), None when DEST is absent, :class:`~vq.errors.Conflict` otherwise.
 * :func:`publish` — moves a snapshot to DEST by one rename (first fetch) or an atomic
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import secrets
 import shutil
@@ -26,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from vq._fs import atomic_write_json, fsync_dir, read_bytes_limited
+from vq._fs import atomic_write_json, fsync_dir, read_json_regular
 from vq.domain.archive_rules import META_DIR
 from vq.domain.diagnosis import terminal_diagnosis
 from vq.domain.spec import JobSpec
@@ -41,6 +42,7 @@ __all__ = [
     "fetch_manifest",
     "previous_fetch",
     "publish",
+    "read_sidecar",
     "write_sidecars",
 ]
 
@@ -48,6 +50,8 @@ SourceKind = Literal["workspace", "workdir"]
 MANIFEST_SCHEMA = "vq.fetch-manifest.v1"
 MANIFEST_NAME = "fetch-manifest.json"
 DIAGNOSIS_NAME = "terminal-diagnosis.json"
+#: The largest sidecar read back; a larger file is not one of ours.
+SIDECAR_MAX_BYTES = 1 << 22
 
 
 def clear(path: Path) -> None:
@@ -58,14 +62,25 @@ def clear(path: Path) -> None:
         path.unlink()
 
 
-def read_manifest(dest: Path) -> dict[str, Any] | None:
+def read_sidecar(snapshot: Path, name: str) -> dict[str, Any] | None:
+    """The JSON object in ``snapshot/_vq/name``, or None when ``_vq`` is not a real
+    directory or the sidecar is not a regular file of at most :data:`SIDECAR_MAX_BYTES`
+    holding an object. Read through :func:`vq._fs.read_json_regular`: a link is never
+    followed, a FIFO never blocks, and nothing found is changed."""
     try:
-        if not stat.S_ISDIR(os.lstat(dest / META_DIR).st_mode):
+        if not stat.S_ISDIR(os.lstat(snapshot / META_DIR).st_mode):
             return None
-        raw = json.loads(read_bytes_limited(dest / META_DIR / MANIFEST_NAME, 1 << 22))
+        raw = read_json_regular(snapshot / META_DIR / name, SIDECAR_MAX_BYTES)
     except (OSError, ValueError):
         return None
-    return raw if isinstance(raw, dict) and raw.get("schema") == MANIFEST_SCHEMA else None
+    return raw if isinstance(raw, dict) else None
+
+
+def read_manifest(dest: Path) -> dict[str, Any] | None:
+    """The fetch manifest of the snapshot at ``dest`` (see :func:`read_sidecar`), or None
+    when there is none of schema :data:`MANIFEST_SCHEMA`."""
+    raw = read_sidecar(dest, MANIFEST_NAME)
+    return raw if raw is not None and raw.get("schema") == MANIFEST_SCHEMA else None
 
 
 def previous_fetch(dest: Path, job_id: str, kind: SourceKind) -> dict[str, Any] | None:

@@ -4,7 +4,9 @@
 The old tree's daemon lock is held for the whole move, so a daemon that still runs (or
 starts meanwhile) refuses it. Every destination is checked before anything moves: an id
 that already exists in the user's tree refuses the whole import (:class:`Conflict`), and
-nothing is merged. Entries are renamed (same filesystem only), then owned by the user
+nothing is merged; so does a spec in the old ``queue/`` that is not a readable regular
+file (a link, FIFO, directory, oversized or malformed file is named and left where it
+is, never followed). Entries are renamed (same filesystem only), then owned by the user
 without following symlinks. Each moved spec gets ``submitter`` = the uid (the owner
 directory is the authority in multi-user mode) and its absolute paths below the old root
 (``workdir``, ``cwd``, ``archive_path``) are rewritten to the new tree; anything else in
@@ -14,12 +16,11 @@ the spec is kept as it was.
 from __future__ import annotations
 
 import errno
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from vq._fs import atomic_write_json, try_lock_file
+from vq._fs import atomic_write_json, read_json_regular, try_lock_file
 from vq.config_multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput
 from vq.paths import StateLayout
@@ -55,6 +56,8 @@ def _plan(old: Path, tree: Path) -> list[tuple[Path, Path]]:
                     hint="an id in both trees: move one of them aside first",
                     reference="import-collision",
                 )
+            if _is_spec(target):
+                _read_spec(source / name)  # an unreadable spec refuses the import, unmoved
             moves.append((source / name, target))
     return moves
 
@@ -67,13 +70,28 @@ def _own(path: Path, who: Account) -> None:
                 os.lchown(os.path.join(parent, name), who.uid, who.gid)
 
 
-def _rewrite_spec(path: Path, old: Path, tree: Path, who: Account) -> None:
+def _read_spec(path: Path) -> dict[str, object]:
+    """The spec object at ``path``, read through :func:`vq._fs.read_json_regular` (a link,
+    FIFO, directory or file over 4 MiB is refused, never followed or opened blocking);
+    CorruptSpec naming the file otherwise."""
     try:
-        data = json.loads(path.read_bytes()[:_MAX_SPEC_BYTES])
+        data = read_json_regular(path, _MAX_SPEC_BYTES)
     except (OSError, ValueError) as exc:
-        raise CorruptSpec(f"{path}: not a readable spec: {exc}") from None
+        raise CorruptSpec(
+            f"{path}: not a readable spec: {exc}",
+            hint="move that file out of the old queue/ (vq leaves it as it is) and import again",
+        ) from None
     if not isinstance(data, dict):
         raise CorruptSpec(f"{path}: not a spec object")
+    return data
+
+
+def _is_spec(target: Path) -> bool:
+    return target.parent.name == "queue" and target.suffix == ".json"
+
+
+def _rewrite_spec(path: Path, old: Path, tree: Path, who: Account) -> None:
+    data = _read_spec(path)
     data["submitter"] = str(who.uid)
     prefix = str(old) + "/"
     for field in _PATH_FIELDS:
@@ -116,7 +134,7 @@ def import_tree(old: Path, root: Path, policy: MultiUserSettings, who: Account) 
                 raise
             _own(target, who)
             moved[target.parent.name] = moved.get(target.parent.name, 0) + 1
-            if target.parent.name == "queue" and target.suffix == ".json":
+            if _is_spec(target):
                 _rewrite_spec(target, old, tree, who)
                 specs += 1
         return ImportResult(tree, moved, specs)

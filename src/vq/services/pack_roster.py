@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from vq._fs import atomic_write_bytes, fsync_dir, spec_lock
+from vq._fs import FileTooLarge, atomic_write_bytes, fsync_dir, read_regular, spec_lock
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
 from vq.packing.roster import (
     MAX_STDIN_BYTES,
@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 MAX_TASK_FILE_BYTES = 64 << 20
+#: Far above any roster the limits allow in practice; a larger pack.json is not read.
+MAX_PACK_FILE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,20 @@ def _name(name: str) -> str:
 
 
 def read_tasks_file(path: Path) -> list[Task]:
-    """Tasks from a TASKS.jsonl file; every ``stdin_file`` is read relative to it."""
+    """Tasks from a TASKS.jsonl file; every ``stdin_file`` is read relative to it.
+
+    The file the user named may be reached through a link; a FIFO, device or directory is
+    refused without blocking, like every file vq reads (:func:`vq._fs.read_regular`)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TASK_FILE_BYTES + 1)
+        data = read_regular(path, MAX_TASK_FILE_BYTES, follow=True)
     except FileNotFoundError:
         raise NotFound(f"{path} does not exist", hint="give the path of a TASKS.jsonl") from None
+    except FileTooLarge:
+        raise InvalidInput(f"{path} is larger than {MAX_TASK_FILE_BYTES} bytes") from None
     except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
-    if len(data) > MAX_TASK_FILE_BYTES:
-        raise InvalidInput(f"{path} is larger than {MAX_TASK_FILE_BYTES} bytes")
+        raise InvalidInput(
+            f"cannot read {path}: {exc.strerror}", hint="give the path of a regular TASKS.jsonl"
+        ) from None
     try:
         lines = parse_task_lines(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -112,36 +118,38 @@ def read_tasks_file(path: Path) -> list[Task]:
 
 
 def _read_stdin(stdin_path: Path, tasks_path: Path, line: int) -> bytes:
+    where = f"{tasks_path}: line {line}"
     try:
-        fd = os.open(stdin_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return read_regular(stdin_path, MAX_STDIN_BYTES)
     except FileNotFoundError:
-        raise NotFound(f"{tasks_path}: line {line}: {stdin_path} does not exist") from None
+        raise NotFound(f"{where}: {stdin_path} does not exist") from None
+    except FileTooLarge:
+        raise InvalidInput(f"{where}: stdin over {MAX_STDIN_BYTES} bytes") from None
     except OSError as exc:
         raise InvalidInput(
-            f"{tasks_path}: line {line}: cannot read {stdin_path}: {exc.strerror}",
+            f"{where}: cannot read {stdin_path}: {exc.strerror}",
             hint="stdin_file must be a regular file (links are not followed)",
         ) from None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_STDIN_BYTES + 1)
-    except IsADirectoryError:
-        raise InvalidInput(f"{tasks_path}: line {line}: {stdin_path} is a directory") from None
-    if len(data) > MAX_STDIN_BYTES:
-        raise InvalidInput(f"{tasks_path}: line {line}: stdin over {MAX_STDIN_BYTES} bytes")
-    return data
 
 
 def load_pack(paths: StatePaths, name: str) -> PackDocument:
-    """Read and validate ``pack.json`` completely."""
+    """Read and validate ``pack.json`` completely.
+
+    Read through :func:`vq._fs.read_regular`: a link, FIFO, directory or file over
+    :data:`MAX_PACK_FILE_BYTES` is refused as CorruptSpec, never followed, never opened
+    blocking and left where it is."""
     path = paths.pack_file(_name(name))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        data = read_regular(path, MAX_PACK_FILE_BYTES)
     except FileNotFoundError:
         raise NotFound(
             f"no pack named {name!r}", hint=f"create it with `vq pack open {name} TASKS.jsonl`"
         ) from None
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read()
+    except OSError as exc:
+        raise CorruptSpec(
+            f"{path} cannot be read: {exc.strerror}",
+            hint="vq writes a regular file there and never follows a link; move it aside",
+        ) from None
     try:
         document = PackDocument.from_bytes(data)
     except ValueError as exc:
@@ -173,7 +181,7 @@ def open_pack(paths: StatePaths, name: str, tasks: list[Task]) -> OpenResult:
     _name(name)
     _pack_dir(paths, name)
     with spec_lock(paths.pack_file(name)):
-        if not paths.pack_file(name).exists():
+        if not os.path.lexists(paths.pack_file(name)):  # a link there is refused, not replaced
             now = _now()
             document = PackDocument(
                 schema=PACK_SCHEMA,

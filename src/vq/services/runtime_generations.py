@@ -18,8 +18,11 @@ with group and world write bits cleared; a second deploy of the same bytes is a 
 ``vq submit --runtime-root ROOT --runtime-artifact DIGEST`` and again right before
 dispatch: ROOT absolute; the generation directory, its record and its payload real (no
 links anywhere, no special files); nothing in it group or world writable; the record's
-digest the name; the payload's digest the name. Any failure is a reason string: the job
-is refused (at submit) or fails (at dispatch) naming it.
+digest the name; the payload's digest the name. The record is read through
+:func:`vq._fs.read_json_regular` (no link followed, no FIFO opened blocking, at most
+:data:`RECORD_MAX_BYTES`), the payload descriptor-relative without following a link. Any
+failure is a reason string: the job is refused (at submit) or fails (at dispatch) naming
+it, and nothing found is changed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vq._fs import read_json_regular
 from vq.campaign.artifact import ArtifactEntry, entries_sha256
 from vq.campaign.canonical import canonical_bytes
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
@@ -47,6 +51,8 @@ __all__ = [
 ]
 
 GENERATION_SCHEMA = "vq.runtime-generation/1"
+#: ``generation.json`` is a few hundred bytes; a larger one is not a record.
+RECORD_MAX_BYTES = 64 * 1024
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 
 
@@ -135,7 +141,7 @@ def generation_problem(root: str | Path, digest: str) -> str | None:
         problem = _writable_or_linked(generation.directory)
         if problem is not None:
             return f"generation {digest[:12]}: {problem}"
-        record = json.loads(generation.record.read_text())
+        record = read_json_regular(generation.record, RECORD_MAX_BYTES)
         if not isinstance(record, dict) or record.get("schema_name") != GENERATION_SCHEMA:
             return f"generation {digest[:12]}: generation.json is not a {GENERATION_SCHEMA} record"
         if record.get("digest") != digest:
