@@ -102,7 +102,7 @@ REFUSALS = [
         "max_tasks_per_allocation = 8",
         "max_tasks_per_allocation = true",
         "packing.cpu.target.max_tasks_per_allocation",
-        "not a boolean",
+        "must be a whole number, not true or false",
     ),
     (
         "max_tasks_per_allocation = 8",
@@ -204,7 +204,7 @@ REFUSALS = [
         "packing.cpu.target",
         "apptainer and image",
     ),
-    ("gpus_per_task = 0\n", "", "packing.cpu.resources.gpus_per_task", "missing"),
+    ("gpus_per_task = 0\n", "", "packing.cpu.resources.gpus_per_task", "is required"),
     (
         'default_packing = "research"',
         'default_packing = "nope"',
@@ -255,7 +255,7 @@ def _merged_refusal(tmp_path: Path, text: str) -> str:
 def test_an_incomplete_profile_is_refused_even_unselected(tmp_path: Path) -> None:
     text = GOOD + '\n[packing.spare.target]\nhost = "x"\n'
     message = _refusal(tmp_path, text)
-    assert "packing.spare" in message and "missing" in message
+    assert "packing.spare" in message and "is required (a profile is complete" in message
 
 
 def test_a_profile_lives_whole_in_one_layer(tmp_path: Path) -> None:

@@ -230,34 +230,17 @@ class _Conflict(ValueError):
         self.where = where
 
 
-_TYPE_MESSAGES = {
-    "missing": "missing (a profile is complete: give every required key)",
-    "extra_forbidden": "unknown key",
-    "int_type": "must be an integer",
-    "string_type": "must be a string",
-    "list_type": "must be an array",
-    "model_type": "must be a table",
-    "dict_type": "must be a table",
-    "too_short": "must not be empty",
-    "too_long": "has too many entries",
-}
-
-
 def _message(error: Mapping[str, Any]) -> str:
-    kind = error["type"]
-    if kind == "int_type" and isinstance(error.get("input"), bool):
-        return "must be an integer, not a boolean"
-    if kind in ("greater_than_equal", "less_than_equal"):
-        limit = error.get("ctx", {}).get("ge", error.get("ctx", {}).get("le"))
-        if kind == "greater_than_equal":
-            if limit == 1:
-                return "must be at least 1 (zero and unlimited values are not allowed)"
-            return f"must be at least {limit}"
-        return f"must be at most {limit}"
-    if kind == "value_error":
-        cause = error.get("ctx", {}).get("error")
-        return str(cause) if cause is not None else str(error["msg"])
-    return _TYPE_MESSAGES.get(kind) or describe(error, CONFIG_WORDS)
+    """The problem in vq's shared words (:func:`vq.domain.validation_words.describe`), with
+    what a packing profile adds: it is complete in one layer, and it has no zero or
+    unlimited counts."""
+    said = describe(error, CONFIG_WORDS)
+    ctx = error.get("ctx") or {}
+    if error["type"] == "missing":
+        return f"{said} (a profile is complete: give every required key)"
+    if error["type"] == "greater_than_equal" and ctx.get("ge") == 1:
+        return f"{said} (zero and unlimited values are not allowed)"
+    return said
 
 
 def _profile(name: str, raw: Any) -> PackingProfile:
