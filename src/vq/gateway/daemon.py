@@ -1,0 +1,82 @@
+"""The gateway's daemon half: asking the daemon of one state root over its socket.
+
+Contract: every method answers without raising for "no daemon" except
+:meth:`DaemonLink.daemon_only`. :meth:`DaemonLink.call` is None when no daemon answers
+(the caller falls back to the disk); :meth:`DaemonLink.ask` is None also when a daemon
+dies mid-call (read-only snapshots only); :meth:`DaemonLink.daemon_only` raises
+:class:`~vq.errors.DaemonNotRunning` (or PermissionDenied for a socket open to its admin
+group only). Imports only the stdlib client, errors and paths: no pydantic.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from vq._fs import read_regular
+from vq.client import Client
+from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError
+from vq.paths import StatePaths
+
+__all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "DaemonLink"]
+
+#: How long a read-only snapshot waits for the daemon before reading the disk instead.
+SNAPSHOT_TIMEOUT_SECONDS = 10.0
+
+
+class DaemonLink:
+    """The RPC side of a gateway: ``paths`` names the socket, ``timeout`` bounds a call."""
+
+    paths: StatePaths
+    timeout: float
+
+    def client(self, timeout: float | None = None) -> Client:
+        return Client(str(self.paths.daemon_sock), timeout=timeout or self.timeout)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any | None:
+        """The daemon's answer, or None when no daemon is answering (use the fallback)."""
+        if not self.paths.daemon_sock.exists():
+            return None
+        try:
+            return self.client().call(method, params)
+        except DaemonNotRunning:
+            return None
+
+    def ask(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        timeout: float = SNAPSHOT_TIMEOUT_SECONDS,
+    ) -> Any | None:
+        """Like :meth:`call`, but a daemon that fails mid-call also yields None (reads only)."""
+        if not self.paths.daemon_sock.exists():
+            return None
+        try:
+            return self.client(timeout).call(method, params)
+        except (DaemonNotRunning, ProtocolError, OSError):
+            return None
+
+    def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """The daemon's answer to a verb that needs it; DaemonNotRunning when none answers."""
+        sock = self.paths.daemon_sock
+        if sock.exists() and not os.access(sock, os.R_OK | os.W_OK):
+            raise PermissionDenied(
+                f"the daemon's socket {sock} is open to its admin group only",
+                hint="your own jobs are read and written in your own tree without it",
+            )
+        answer = self.call(method, params)
+        if answer is None:
+            raise DaemonNotRunning(
+                f"no vq daemon is running for {self.paths.root}",
+                hint="start one with `vq daemon start`",
+            )
+        return answer
+
+    def daemon_pid(self) -> int | None:
+        """The pid in ``daemon.pid`` when that process is alive (no RPC)."""
+        try:
+            pid = int(read_regular(self.paths.daemon_pid, 64).decode().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid if pid > 0 else None

@@ -1,0 +1,233 @@
+"""The gateway's disk half: what each daemon verb answers when no daemon does.
+
+Every method here runs the matching :mod:`vq.services` function over a
+:class:`~vq.services.context.ServiceContext` built from the configured caps
+(:meth:`DiskVerbs.local_context`) and answers the shape the daemon's RPC method answers
+(``tests/integration/test_gateway_parity.py``). None of them talks to the daemon; the
+choice between the two halves is :class:`vq.gateway.Gateway`'s.
+
+Import cost: services, pydantic and the configuration are imported inside the methods,
+so importing the gateway stays cheap for the paths that never fall back.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from vq.client import ring_doorbell
+from vq.errors import PermissionDenied, VqError
+from vq.paths import MultiUserLayout
+
+from .disk import DiskVerbs
+
+if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
+    from vq.domain.quotas import QuotaPolicy
+    from vq.domain.spec import JobSpec
+    from vq.hosts_config import LaneSettings
+    from vq.services.context import ServiceContext
+
+__all__ = ["DiskFallbacks"]
+
+
+class DiskFallbacks(DiskVerbs):
+    """The no-daemon answers of the daemon verbs, for one state root."""
+
+    # --- reads --------------------------------------------------------------------------
+    def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``vq list --json``'s payload from the spec files, whether or not a daemon runs."""
+        from vq.services.listing import list_on_disk
+
+        return list_on_disk(self.local_context(), params)
+
+    def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
+        """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
+        multi-user root only), with the owner's quota as the pending reason when it holds
+        the job back."""
+        from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
+
+        ctx = self.local_context()
+        if uid is not None and isinstance(self.paths, MultiUserLayout):
+            spec = ctx.store.read_copy(job_id, uid)  # root: one owner's copy of an id
+        else:
+            spec = ctx.read_owned(job_id)
+        view = job_status(
+            ctx,
+            spec,
+            effective=None,
+            usage=None,
+            dependency_state=disk_dependency_state(ctx),
+            basis=lambda: disk_eta_basis(ctx),
+            lane=_configured_lane(spec.scheduler_target),
+        )
+        quota = self._owner_quota_reason(ctx, spec) if spec.state.value == "PENDING" else None
+        if quota is not None:
+            view["pending_reason"] = quota
+        return view
+
+    def _owner_quota_reason(self, ctx: ServiceContext, spec: JobSpec) -> str | None:
+        """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``
+        waiting (``quota: max_concurrent_cpus (2/2)``), from the owner's active jobs in
+        that tree, which holds every job of theirs; None when nothing holds it back."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or isinstance(self.paths, MultiUserLayout):
+            return None
+        policy = self._quota_policy()
+        if policy is None or policy.unlimited:
+            return None
+        from vq.domain.quotas import Holder, load_of
+        from vq.domain.states import ACTIVE
+
+        owner = int(owner_dir.name)
+        active = [s for s in ctx.store.scan().specs.values() if s.state in ACTIVE]
+        load = load_of(Holder(owner, s.id, s.cpus) for s in active)
+        return policy.blocker(owner, spec.cpus, load)
+
+    def disk_top_rows(self) -> list[dict[str, Any]]:
+        """Every job's list row from the spec files (``vq top`` without a daemon)."""
+        from vq.services.query import ListFilter, list_row, select
+
+        ctx = self.local_context()
+        now = ctx.now()
+        specs = select(ctx.store.scan().specs.values(), ListFilter())
+        return [list_row(spec, ctx.base_caps, now) for spec in specs]
+
+    def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> dict[str, Any]:
+        """``vq overview --json`` from the spec files and the last advertised caps (unknown
+        when none is readable)."""
+        from vq.services.control import read_capacity
+        from vq.services.reports import build_overview
+
+        rows, quarantined = self.disk_report_rows(now)
+        snapshot = read_capacity(self.paths)  # the last advertised caps, or None
+        return build_overview(rows, snapshot, now, None, quarantined=quarantined, quotas=quotas)
+
+    def _quota_policy(self) -> QuotaPolicy | None:
+        """Multi-user mode: the system config's ``[quotas]`` (validated; ConfigError when it
+        is not); None in single-user mode."""
+        if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
+            return None
+        from vq.config import load_settings
+
+        return load_settings(self.env).quotas.policy()
+
+    def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
+        """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""
+        from vq.services.reports import build_usage
+
+        now = datetime.now(UTC)
+        rows, _ = self.disk_report_rows(now)
+        return build_usage(rows, by, since, now)
+
+    def disk_report_rows(self, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        """Report rows of every readable spec, and the number of unreadable ones."""
+        from vq.services.reports import report_row
+        from vq.store.owned import store_for
+
+        scan = store_for(self.paths).scan()
+        return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
+
+    # --- submission ---------------------------------------------------------------------
+    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``vq submit`` without a daemon: validate, then write the spec(s) ourselves."""
+        from vq.protocol.messages import SubmitParams, parse_params
+        from vq.services.submit import result_payload, submit
+
+        self._require_own_tree()
+        if self.paths.owner_dir is None:
+            return result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        # Multi-user: the owner is the numeric euid; then the daemon is told to look now.
+        params = {**params, "submitter": str(os.geteuid())}
+        payload = result_payload(submit(self.local_context(), parse_params(SubmitParams, params)))
+        ring_doorbell(self.paths.doorbell)
+        return payload
+
+    def _require_own_tree(self) -> None:
+        """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
+        naming the admin command that provisions it."""
+        if isinstance(self.paths, MultiUserLayout):
+            raise PermissionDenied(
+                "multi-user mode runs no job as root, so root does not submit",
+                hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
+            )
+        owner = self.paths.owner_dir
+        if owner is None or owner.is_dir():
+            return
+        import pwd
+
+        uid = os.geteuid()
+        try:
+            who = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            who = str(uid)
+        raise PermissionDenied(
+            f"multi-user mode: user {who} has no tree under {self.paths.users_dir}",
+            hint=f"ask an administrator to run `vq admin user add {who}`",
+        )
+
+    # --- job control --------------------------------------------------------------------
+    def disk_kill(self, job_id: str) -> dict[str, Any]:
+        """``vq kill --json``'s item, waiting out the grace here."""
+        from vq.services.kill import kill_and_wait
+
+        outcome = kill_and_wait(self.local_context(), job_id)
+        # A multi-user daemon finishes a stop this user may not signal (root's processes).
+        ring_doorbell(self.paths.doorbell)
+        return outcome.as_dict()
+
+    def disk_pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
+        from vq.services import pause as pausing
+
+        fn = pausing.pause_job if verb == "pause" else pausing.resume_job
+        return fn(self.local_context(), job_id).as_dict()
+
+    def disk_resubmit(self, job_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+        from vq.services.resubmit import resubmit
+
+        return resubmit(self.local_context(), job_id, overrides).model_dump(mode="json")
+
+    # --- queue control ------------------------------------------------------------------
+    def disk_drain(self, mode: str, reject_submits: bool, reason: str | None) -> dict[str, Any]:
+        """Write ``drain.json`` with no daemon to tell."""
+        from dataclasses import asdict
+
+        from vq.domain.spec import utcnow
+        from vq.services.control import DrainState, write_drain
+
+        state = DrainState(mode, reject_submits, reason, utcnow().isoformat())
+        write_drain(self.paths, state)
+        return asdict(state)
+
+    def disk_undrain(self) -> dict[str, Any]:
+        from vq.services.control import undrain_on_disk
+
+        return undrain_on_disk(self.local_context())
+
+    def disk_throttle(
+        self, *, clear: bool, max_jobs: int | None, max_cpus: int | None, seconds: int | None
+    ) -> dict[str, Any]:
+        from vq.domain.spec import utcnow
+        from vq.services.control import throttle_on_disk
+
+        return throttle_on_disk(
+            self.local_context(),
+            clear=clear,
+            max_jobs=max_jobs,
+            max_cpus=max_cpus,
+            seconds=seconds,
+            now=utcnow(),
+        )
+
+
+def _configured_lane(target: str | None) -> LaneSettings | None:
+    """The configured settings of scheduler lane ``target`` (None: none, or no config)."""
+    if target is None:
+        return None
+    from vq.config import load_settings
+    from vq.hosts_config import lanes_of
+
+    try:
+        return lanes_of(load_settings().hosts).get(target)
+    except VqError:
+        return None
