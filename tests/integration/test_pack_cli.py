@@ -108,6 +108,35 @@ def test_a_damaged_pack_file_is_refused_on_read(vq: Vq, tmp_path: Path) -> None:
     assert proc.returncode == 7 and "not a valid pack file" in proc.stderr
 
 
+@pytest.mark.parametrize("shape", ["symlink", "fifo"])
+def test_a_planted_pack_file_is_refused_in_one_line_and_left_in_place(
+    vq: Vq, tmp_path: Path, shape: str
+) -> None:
+    """A link or FIFO where pack.json belongs: every verb answers exit 7 in vq's words
+    within its deadline (a FIFO is never waited on); nothing follows, replaces or removes it."""
+    vq.run("pack", "open", "sweep", str(_tasks(tmp_path, ["t0"])))
+    pack_file = vq.root / "packs" / "sweep" / "pack.json"
+    kept = tmp_path / "kept.json"
+    os.rename(pack_file, kept)
+    if shape == "symlink":
+        pack_file.symlink_to(kept)
+    else:
+        os.mkfifo(pack_file, 0o600)
+    planted = pack_file.lstat()
+    for args in (
+        ("pack", "show", "sweep"),
+        ("pack", "seal", "sweep"),
+        ("pack", "open", "sweep", str(tmp_path / "tasks.jsonl")),
+    ):
+        proc = vq.run(*args, check=False, timeout=30)
+        assert proc.returncode == 7, (args, proc.stderr)
+        assert proc.stderr.startswith("vq: error: ") and "hint: " in proc.stderr, proc.stderr
+        assert "cannot be read" in proc.stderr and "Traceback" not in proc.stderr
+    now = pack_file.lstat()
+    assert (now.st_ino, stat.S_IFMT(now.st_mode)) == (planted.st_ino, stat.S_IFMT(planted.st_mode))
+    assert json.loads(kept.read_bytes())["name"] == "sweep"
+
+
 PROFILE = """\
 default_packing = "cpu"
 

@@ -161,6 +161,31 @@ def test_import_tree_moves_a_stopped_single_user_tree(system: tuple[Vq, Path]) -
     assert (vq.root / "queue" / f"{again}.json").exists()
 
 
+def test_import_tree_refuses_a_planted_spec_before_anything_moves(
+    system: tuple[Vq, Path], tmp_path: Path
+) -> None:
+    """A FIFO and a link among the old queue's specs: exit 7 naming the file, within the
+    deadline (never waited on); nothing moved, the planted entries left as they were."""
+    vq, root = system
+    old = Vq(vq.root, single_user_env(vq))
+    job = old.submit("--", "true")
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text((vq.root / "queue" / f"{job}.json").read_text())
+    os.mkfifo(vq.root / "queue" / "0123456789ab.json", 0o600)
+    uid = str(pwd.getpwnam("vqa").pw_uid)
+    refused = vq.run("admin", "import-tree", str(vq.root), "--uid", uid, check=False, timeout=30)
+    assert refused.returncode == 7 and "0123456789ab.json" in refused.stderr, refused.stderr
+    assert refused.stderr.startswith("vq: error: ") and "hint: " in refused.stderr
+    assert stat.S_ISFIFO((vq.root / "queue" / "0123456789ab.json").lstat().st_mode)
+    (vq.root / "queue" / "0123456789ab.json").unlink()
+    (vq.root / "queue" / "fedcba987654.json").symlink_to(elsewhere)
+    refused = vq.run("admin", "import-tree", str(vq.root), "--uid", uid, check=False, timeout=30)
+    assert refused.returncode == 7 and "fedcba987654.json" in refused.stderr, refused.stderr
+    assert (vq.root / "queue" / "fedcba987654.json").is_symlink()
+    assert (vq.root / "queue" / f"{job}.json").is_file()
+    assert not any((root / "users" / uid / "queue").iterdir())
+
+
 def test_import_tree_refuses_while_the_old_daemon_runs(system: tuple[Vq, Path]) -> None:
     vq, _ = system
     old_env = single_user_env(vq)
