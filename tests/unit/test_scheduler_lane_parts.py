@@ -1,14 +1,17 @@
 """The pure and file-level parts of a scheduler lane: outcomes, the token bucket, the
-staging archive and the copy-back extraction."""
+staging archive and the copy-back extraction (with tar's ``data`` filter, and as on a
+Python without it, Debian 12's 3.11.2)."""
 
 from __future__ import annotations
 
 import io
+import stat
 import tarfile
 from pathlib import Path
 
 import pytest
 
+import vq._tar
 from vq.domain.states import JobState
 from vq.errors import UnsafeArchive
 from vq.executors.scheduler.outcome import TokenBucket, ending
@@ -84,8 +87,17 @@ def _tar(*entries: tuple[str, bytes | None, str]) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.fixture(params=[True, False], ids=["data-filter", "no-data-filter"])
+def tar_filter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Each copy-back test runs with tar's ``data`` filter and as without it."""
+    if request.param and not hasattr(tarfile, "data_filter"):
+        pytest.skip("this Python has no tar data filter")
+    monkeypatch.setattr(vq._tar, "HAS_DATA_FILTER", request.param)
+    return bool(request.param)
+
+
 def test_copy_back_extracts_payload_and_markers_but_keeps_driver_records(
-    tmp_path: Path,
+    tmp_path: Path, tar_filter: bool
 ) -> None:
     (tmp_path / "_vq").mkdir()
     (tmp_path / "_vq" / "events.jsonl").write_text("mine\n")
@@ -113,8 +125,21 @@ def test_copy_back_extracts_payload_and_markers_but_keeps_driver_records(
     ],
 )
 def test_copy_back_refuses_hostile_entries(
-    tmp_path: Path, entry: tuple[str, bytes | None, str]
+    tmp_path: Path, entry: tuple[str, bytes | None, str], tar_filter: bool
 ) -> None:
     with pytest.raises(UnsafeArchive):
         extract(_tar(entry), tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_back_drops_special_mode_bits(tmp_path: Path, tar_filter: bool) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("tool")
+        info.size, info.mode, info.uid, info.gid = 2, 0o6777, 4242, 4242
+        tar.addfile(info, io.BytesIO(b"hi"))
+    extract(buffer.getvalue(), tmp_path)
+    extracted = (tmp_path / "tool").stat()
+    assert stat.S_IMODE(extracted.st_mode) == 0o755
+    assert (tmp_path / "tool").read_bytes() == b"hi"
+    assert extracted.st_uid != 4242
