@@ -10,6 +10,7 @@ testbed); skipped on a developer machine without it and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,6 +132,31 @@ def test_max_scheduler_jobs_holds_the_second_job(
         assert vq.state(second) == "PENDING"
     assert _terminal(vq, first)["state"] == "COMPLETED"
     assert _terminal(vq, second)["state"] == "COMPLETED"
+
+
+def test_node_scratch_dir_runs_on_node_local_disk_and_copies_back(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    nodes = f"{scratch}/nodes"  # the node's local disk (the testbed's one node is this VM)
+    _ssh(slurm_testbed, "mkdir", "-p", nodes)
+    _configure(vq, slurm_testbed, scratch, node_scratch_dir=nodes)
+    vq.start_daemon()
+    source = tmp_path / "inputs"
+    source.mkdir()
+    (source / "in.txt").write_text("input\n")
+    payload = "pwd; cat in.txt; echo result > out.txt"
+    job = vq.submit("cluster", str(source), "--", "sh", "-c", payload)
+    done = _terminal(vq, job)
+    assert (done["state"], done["exit_code"]) == ("COMPLETED", 0)
+    workspace = vq.root / "jobs" / job
+    lines = (workspace / "stdout.log").read_text().splitlines()
+    assert lines[0].startswith(f"{nodes}/vq-{job}."), lines  # it ran in the node's scratch
+    assert lines[1:] == ["input"]  # seeded from the staged workspace
+    assert (workspace / "out.txt").read_text() == "result\n"  # copied back, then home
+    assert _ssh(slurm_testbed, "ls", "-A", nodes).strip() == ""  # and removed
 
 
 def test_restart_mid_run_reattaches(lane: Vq) -> None:
