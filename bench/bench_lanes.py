@@ -10,15 +10,21 @@
 * lanes (b) round wall time: ``LaneRemote.status`` (the round's one ``squeue``: the
   login's jobs with ``--me`` for several ids, ``--jobs=ID`` for one) over a multiplexed
   SshRunner for every tracked id vs for one.
-* lanes (c) submit cost: PENDING lane jobs written by the CLI with no daemon; from the
-  daemon's first answer until every spec has its ``scheduler_job_id`` (claim, tar stage,
-  intent, ``sbatch``, per job), vs ``sbatch --parsable --hold --wrap true`` run one at a
-  time over the same kind of multiplexed connection.
-* lanes (d) ``true`` end to end: ``vq submit cluster -- true`` until the spec is
-  COMPLETED (poll_interval 1 s), minus one round, vs ``sbatch --wrap true`` then
-  ``squeue`` every second over a multiplexed connection until the job is gone or ended.
+* lanes (c) submit cost, paired rounds (the order alternates): PENDING lane jobs written
+  by the CLI with no daemon; from the daemon's first answer until every spec has its
+  ``scheduler_job_id`` (claim, tar stage, intent, ``sbatch``, per job), vs ``sbatch
+  --parsable --hold --wrap true`` run one at a time over the same kind of multiplexed
+  connection. Each side's sample is one round's mean per job.
+* lanes (d) ``true`` end to end, paired runs (the order alternates): ``vq submit cluster
+  -- true`` until the spec is COMPLETED (poll_interval 1 s), minus one round, vs
+  ``sbatch --wrap true`` then ``squeue`` every second over a multiplexed connection
+  until the job is gone or ended.
 
-Needs root (the testbed). Slurm jobs are named ``vqbench-*`` and cancelled at the end.
+Each row records the 1-minute load average before and after. Needs root (the testbed).
+Slurm jobs are named ``vqbench-*``; at the end they are cancelled and the benchmark waits
+(up to the controller's ``MinJobAge`` plus its purge interval) until the controller has
+dropped their records, so the login's later ``squeue --me`` rounds (every lane test's) do
+not carry a thousand cancelled jobs. Accounting keeps them; nothing is purged from it.
 """
 
 from __future__ import annotations
@@ -80,8 +86,63 @@ def _scratch(runner: Any) -> Iterator[str]:
     try:
         yield root
     finally:
-        runner.run(["scancel", "--name=vqbench-held"])
+        _cancel_named(runner)
         runner.run(["rm", "-rf", root])
+
+
+#: The Slurm job names the benchmark's own (non-vq) jobs carry.
+BENCH_NAMES = ("vqbench-held", "vqbench-raw")
+
+
+def _cancel_named(runner: Any) -> None:
+    """Cancel the login's jobs named in :data:`BENCH_NAMES` (``scancel --name`` takes
+    one name: a comma list matches nothing)."""
+    for name in BENCH_NAMES:
+        runner.run(["scancel", f"--name={name}"])
+
+
+def _min_job_age() -> float:
+    """The controller's ``MinJobAge`` in seconds (300 when unreadable)."""
+    shown = subprocess.run(
+        ["scontrol", "show", "config"], capture_output=True, text=True, check=False
+    ).stdout
+    match = re.search(r"^MinJobAge\s*=\s*(\d+)", shown, re.MULTILINE)
+    return float(match.group(1)) if match else 300.0
+
+
+def _left_in_controller(runner: Any) -> int:
+    """How many of the benchmark's named jobs the controller still holds a record of."""
+    shown = runner.run(
+        ["squeue", "--me", "--noheader", "--states=all", f"--name={','.join(BENCH_NAMES)}"],
+        deadline_s=60,
+    )
+    shown.check("squeue")
+    return len([line for line in shown.stdout.decode().splitlines() if line.strip()])
+
+
+def purge_wait() -> dict[str, float]:
+    """Cancel every job the benchmark named and wait until the controller has dropped
+    them: a cancelled job stays in ``squeue --states=all`` for ``MinJobAge`` and is then
+    purged by the controller's periodic sweep (about a minute apart). Accounting is not
+    touched. Returns how long it took and how many records were left at the end."""
+    start = time.monotonic()
+    deadline = start + _min_job_age() + 180
+    with _runner() as runner:
+        _cancel_named(runner)
+        left = _left_in_controller(runner)
+        while left and time.monotonic() < deadline:
+            time.sleep(5)
+            left = _left_in_controller(runner)
+    return {"cleanup_seconds": time.monotonic() - start, "records_left": float(left)}
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _ratios(vq: list[float], raw: list[float]) -> list[float]:
+    """Each paired round's vq / raw, in round order (how steady the median ratio is)."""
+    return [round(a / b, 3) for a, b in zip(vq, raw, strict=True) if b]
 
 
 def _counter(text: str, name: str) -> int:
@@ -254,11 +315,10 @@ def _wait_specs(state: StateRoot, ids: list[str], done: Callable[[dict[str, Any]
             time.sleep(0.02)
 
 
-def submit_cost() -> list[Result]:
-    """lanes (c)."""
-    k = scaled(40, minimum=10)
-    key, name = "lanes_submit_cost", f"lanes (c) per-job submit cost, {k} jobs"
-    with _runner() as runner, _scratch(runner) as scratch, StateRoot("lanes-submit") as state:
+def _vq_submit_round(runner: Any, scratch: str, k: int) -> tuple[float, float]:
+    """One vq round of lanes (c): ``k`` PENDING specs, then a daemon; per-job ms from its
+    first answer until every spec has a Slurm id, and the daemon's start in ms."""
+    with StateRoot("lanes-submit") as state:
         _lane_config(state, scratch)
         ids = [
             run_checked([VQ, "submit", "cluster", "--", "true"], state.env).stdout.strip()
@@ -271,21 +331,54 @@ def submit_cost() -> list[Result]:
         per_job = (time.perf_counter() - answered) * 1000 / k
         _wait_specs(state, ids, lambda d: d.get("state") == "COMPLETED")
         state.stop_daemon()
-        raw: list[float] = []
-        for _ in range(k):
-            t0 = time.perf_counter()
-            runner.run(
-                ["sbatch", "--parsable", "--hold", "-J", "vqbench-held", "--wrap", "true"]
-            ).check("sbatch")
-            raw.append((time.perf_counter() - t0) * 1000)
+    return per_job, (answered - start) * 1000
+
+
+def _raw_submit_round(runner: Any, k: int) -> float:
+    """One raw round of lanes (c): ``k`` held ``sbatch`` calls one at a time over the
+    muxed connection; per-job ms. The held jobs are cancelled after the timing."""
+    total = 0.0
+    for _ in range(k):
+        t0 = time.perf_counter()
+        runner.run(
+            ["sbatch", "--parsable", "--hold", "-J", "vqbench-held", "--wrap", "true"]
+        ).check("sbatch")
+        total += time.perf_counter() - t0
+    runner.run(["scancel", "--name=vqbench-held"])
+    return total * 1000 / k
+
+
+def submit_cost() -> list[Result]:
+    """lanes (c), in paired rounds whose order alternates."""
+    k = scaled(20, minimum=10)
+    rounds = scaled(4, minimum=2)
+    key, name = "lanes_submit_cost", f"lanes (c) per-job submit cost, {rounds}×{k} jobs"
+    vq_ms: list[float] = []
+    raw_ms: list[float] = []
+    starts: list[float] = []
+    load_before = _load()
+    with _runner() as runner, _scratch(runner) as scratch:
+        for number in range(rounds):
+            for side in ("vq", "raw") if number % 2 == 0 else ("raw", "vq"):
+                if side == "vq":
+                    per_job, started = _vq_submit_round(runner, scratch, k)
+                    vq_ms.append(per_job)
+                    starts.append(started)
+                else:
+                    raw_ms.append(_raw_submit_round(runner, k))
     return [
         Result(
             key,
             name,
-            Figure("claim → stage → intent → sbatch, per job (daemon, mean)", "ms", [per_job]),
-            Figure("ssh vq-local sbatch --hold --wrap true, muxed", "ms", raw),
+            Figure("claim → stage → intent → sbatch, per job (daemon, round mean)", "ms", vq_ms),
+            Figure("ssh vq-local sbatch --hold --wrap true, muxed (round mean)", "ms", raw_ms),
             Target("≤ 1.5× muxed sbatch", "ratio", 1.5),
-            extra={"daemon_start_ms": (answered - start) * 1000},
+            extra={
+                "daemon_start_ms": starts,
+                "paired_rounds": rounds,
+                "round_ratios": _ratios(vq_ms, raw_ms),
+                "loadavg_1min": [load_before, _load()],
+            },
         )
     ]
 
@@ -309,15 +402,20 @@ def true_end_to_end() -> list[Result]:
     key, name = "lanes_true_e2e", f"lanes (d) `true` end to end, {runs} runs"
     vq_times: list[float] = []
     raw_times: list[float] = []
+    load_before = _load()
     with _runner() as runner, _scratch(runner) as scratch, StateRoot("lanes-e2e") as state:
         _lane_config(state, scratch)
         state.start_daemon()
-        for _ in range(runs):
-            start = time.perf_counter()
-            job = run_checked([VQ, "submit", "cluster", "--", "true"], state.env).stdout.strip()
-            _wait_specs(state, [job], lambda d: d.get("state") == "COMPLETED")
-            vq_times.append(time.perf_counter() - start - POLL)
-            raw_times.append(_raw_true(runner))
+        for number in range(runs):
+            for side in ("vq", "raw") if number % 2 == 0 else ("raw", "vq"):
+                if side == "raw":
+                    raw_times.append(_raw_true(runner))
+                    continue
+                start = time.perf_counter()
+                argv = [VQ, "submit", "cluster", "--", "true"]
+                job = run_checked(argv, state.env).stdout.strip()
+                _wait_specs(state, [job], lambda d: d.get("state") == "COMPLETED")
+                vq_times.append(time.perf_counter() - start - POLL)
         state.stop_daemon()
     return [
         Result(
@@ -326,15 +424,22 @@ def true_end_to_end() -> list[Result]:
             Figure("vq submit cluster -- true → COMPLETED, minus one round (1 s)", "s", vq_times),
             Figure("sbatch --wrap true, then squeue every 1 s until ended", "s", raw_times),
             Target("≤ 1.2× raw + one round", "ratio", 1.2),
+            extra={
+                "paired_runs": runs,
+                "run_ratios": _ratios(vq_times, raw_times),
+                "loadavg_1min": [load_before, _load()],
+            },
         )
     ]
 
 
 def run() -> list[Result]:
+    # (a)–(b) last: the thousand held jobs they cancel are then the only records the
+    # controller has to purge before the benchmark returns.
     groups: list[tuple[str, str, Callable[[], list[Result]]]] = [
-        ("lanes_rpcs_per_round", "lanes (a)–(b)", held_rounds),
         ("lanes_submit_cost", "lanes (c)", submit_cost),
         ("lanes_true_e2e", "lanes (d)", true_end_to_end),
+        ("lanes_rpcs_per_round", "lanes (a)–(b)", held_rounds),
     ]
     if os.geteuid() != 0:
         return [
@@ -345,10 +450,18 @@ def run() -> list[Result]:
     )
     if up.returncode != 0 or "VQ_TESTBED_SLURM=1" not in (TB / "env.sh").read_text():
         return [Result(k, n, None, error="the testbed's Slurm is not up") for k, n, _ in groups]
+    only = os.environ.get("VQ_BENCH_LANES", "")  # e.g. "c,d": measure only those rows
     results: list[Result] = []
-    for key, name, measure in groups:
-        try:
-            results += measure()
-        except Exception as exc:  # one failed measurement must not hide the others
-            results.append(Result(key, name, None, error=f"{type(exc).__name__}: {exc}"))
+    try:
+        for key, name, measure in groups:
+            if only and not any(f"({part.strip()})" in name for part in only.split(",")):
+                continue
+            try:
+                results += measure()
+            except Exception as exc:  # one failed measurement must not hide the others
+                results.append(Result(key, name, None, error=f"{type(exc).__name__}: {exc}"))
+    finally:
+        cleanup = purge_wait()
+    for result in results:
+        result.extra.update(cleanup)
     return results
