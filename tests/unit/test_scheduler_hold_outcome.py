@@ -1,8 +1,13 @@
-"""Pause and resume of a lane job against the scheduler's answer (§7.3): an accepted hold
-records ``held``; a refused one restores the spec with the exact inverse write and
-raises Conflict; a lost answer keeps the intended state and records
-``hold_outcome_unknown`` (``release_outcome_unknown``). The cluster is a scripted
-runner port: each call returns the scheduler's recorded answer or loses it."""
+"""Controls of a lane job against the scheduler's answer.
+
+* Pause and resume (§7.3): an accepted hold records ``held``; a refused one restores the
+  spec with the exact inverse write and raises Conflict; a lost answer keeps the intended
+  state and records ``hold_outcome_unknown`` (``release_outcome_unknown``).
+* Kill: a cancel whose answer is lost leaves the job ``cancel_pending``, still holding
+  its lane capacity, and the cancel is sent again when its retry is due.
+
+The cluster is a scripted runner port: each call returns the scheduler's recorded answer
+or loses it."""
 
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import wait_until
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, TransportError
 from vq.executors.scheduler.control import hold_or_release
+from vq.executors.scheduler.jobs import LaneJob
 from vq.executors.scheduler.lane import SchedulerLane
 from vq.executors.scheduler.ports import LaneContext
 from vq.paths import StatePaths
@@ -148,3 +155,19 @@ def test_a_refused_hold_or_release_is_undone_and_reported(
         hold_or_release(lane, JOB, action)  # type: ignore[arg-type]
     assert lifecycle.inverse == [(inverse, JOB)]
     assert lifecycle.writes == []
+
+
+def test_a_lost_cancel_is_pending_keeps_the_capacity_and_is_sent_again(build: Any) -> None:
+    lost = TransportError("ssh: connection reset", transient=True)
+    runner = ScriptedRunner(lost, RunResult(0, b"", b""))
+    lane, lifecycle = build(runner)
+    job = LaneJob(JOB, "queued", "7")
+    lane.track(job)
+    lane.request_cancel(JOB)
+    wait_until(lambda: lifecycle.writes, 10)
+    assert lifecycle.writes == [(JOB, {"scheduler_state": "cancel_pending"})]
+    assert (job.phase, job.cancel_wanted, lane.held) == ("cancel_pending", True, 1)
+    lane._advance(job)  # its retry is due: the cancel goes out again
+    wait_until(lambda: not job.cancel_wanted, 10)
+    assert runner.calls == [["scancel", "7"], ["scancel", "7"]]
+    assert lane.held == 1  # capacity is released only once a poll shows the job gone
