@@ -57,6 +57,7 @@ from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
 from .notify import Notifier
+from .owner_submit import OwnerSubmitSockets
 from .pressure import PressureGuard
 from .recovery import recover
 from .rpc import Route, RpcServer, SocketAccess
@@ -132,6 +133,8 @@ class DaemonParts:
     rescan_seconds: float = 5.0
     #: multi-user mode: users ring it after writing a spec (the loop then lists at once)
     doorbell: Path | None = None
+    #: multi-user mode: each owner's ``users/<uid>/submit.sock``
+    owner_sockets: OwnerSubmitSockets | None = None
 
 
 class Daemon:
@@ -244,6 +247,8 @@ class Daemon:
             threading.Thread(target=self._server.serve_forever, name="vq-rpc", daemon=True).start()
             if self._doorbell is not None:
                 self._doorbell.start()
+            if self.parts.owner_sockets is not None:
+                self.parts.owner_sockets.start(self._on_ring)
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
                 self.parts.web.start()
@@ -293,6 +298,8 @@ class Daemon:
         if self._rung.is_set() or time.monotonic() - self._last_rescan >= parts.rescan_seconds:
             self._rung.clear()
             parts.index.refresh_names(if_changed=True)
+            if parts.owner_sockets is not None:
+                parts.owner_sockets.sync()  # a tree provisioned since gets its socket
             # a user's own kill, in their tree, that could not signal the group
             stop_ended_elsewhere(parts.supervisor, parts.ctx.store.read, parts.executor)
             self._last_rescan = time.monotonic()
@@ -319,6 +326,8 @@ class Daemon:
         parts = self.parts
         if self._doorbell is not None:
             self._doorbell.stop()
+        if parts.owner_sockets is not None:
+            parts.owner_sockets.stop()
         if parts.web is not None:
             parts.web.stop()
         if self._server is not None:

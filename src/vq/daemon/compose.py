@@ -25,6 +25,7 @@ from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.pack_remote import PackRemote
 from vq.services.submit_pack import pack_configuration
+from vq.store.owned import MultiOwnerSpecStore
 from vq.transport.local import LocalRunner
 
 from .app import RESCAN_SECONDS, Daemon, DaemonParts
@@ -40,6 +41,7 @@ from .inbox import LoopInbox
 from .index import JobIndex
 from .multi_user import MultiUser, OwnerQuotas
 from .notify import Notifier
+from .owner_submit import OwnerSubmitSockets
 from .pressure import PressureGuard
 from .routes import build_routes
 from .rpc import peer_closed
@@ -260,5 +262,24 @@ def compose_daemon(
             socket_access=multi_user.socket_access() if multi_user is not None else None,
             rescan_seconds=MULTI_USER_RESCAN_SECONDS if multi_user is not None else RESCAN_SECONDS,
             doorbell=paths.doorbell if multi_user is not None else None,
+            owner_sockets=_owner_sockets(paths, ctx, auto_resume) if multi_user else None,
         )
     )
+
+
+def _owner_sockets(paths: StatePaths, ctx: ServiceContext, auto_resume: bool) -> OwnerSubmitSockets:
+    """Each owner's submit socket; a job written through it is the owner's own submit
+    (their tree, their ``submitter``) with this daemon's caps and defaults."""
+    if not isinstance(paths, MultiUserLayout) or not isinstance(ctx.store, MultiOwnerSpecStore):
+        raise ConfigError("a multi-user daemon needs the system root's layout")
+
+    def context_for(uid: int) -> ServiceContext:
+        return ServiceContext(
+            paths.for_owner(uid),
+            ctx.caps,
+            base_caps=ctx.base_caps,
+            default_recover_on_reboot=auto_resume,
+            min_uid=ctx.min_uid,
+        )
+
+    return OwnerSubmitSockets(paths, ctx.store, context_for)

@@ -112,10 +112,14 @@ class Route:
 
 @dataclass(frozen=True)
 class SocketAccess:
-    """Multi-user access: the socket's group (0660) and a check run before every method."""
+    """Multi-user access: the socket's group (0660) and a check run before every method.
+
+    ``owner`` (a user's submit socket, :mod:`vq.daemon.owner_submit`): the socket is
+    ``<owner>:<gid>`` 0600 instead."""
 
     gid: int
     guard: Callable[[str, dict[str, Any]], None]
+    owner: int | None = None
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -200,6 +204,9 @@ class RpcServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         finally:
             os.umask(old_umask)
         if access is None:
+            os.chmod(path, 0o600)
+        elif access.owner is not None:
+            os.chown(path, access.owner, access.gid)
             os.chmod(path, 0o600)
         else:
             os.chown(path, 0, access.gid)
