@@ -25,7 +25,7 @@ from tests.multi_user_support import TERMINAL, System, make_system, needs_multi_
 pytestmark = needs_multi_user
 
 USERS = ("vqa", "vqb", "vqteam1")
-JOB = "id -u >> ledger; sleep 3"
+JOB = "id -u >> ledger; sleep 8"  # outlives a restart on a loaded machine
 
 
 @pytest.fixture

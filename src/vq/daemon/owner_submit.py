@@ -152,6 +152,9 @@ class OwnerSubmitSockets:
                 f"user {uid}'s job could not be written as that user: {exc}",
                 hint="`vq submit` writes the job into your tree itself when the socket fails",
             ) from None
+        log.info(
+            "submit socket of user %d: wrote %s", uid, ", ".join(spec.id for spec in result.specs)
+        )
         self._on_submitted()
         return SubmitResult.model_validate(result_payload(result))
 
