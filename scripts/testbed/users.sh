@@ -7,6 +7,8 @@
 #   vqa, vqb          two ordinary users (own primary groups)
 #   vqadm             member of the group vq-admins
 #   vqteam1, vqteam2  two users sharing the primary group vq-team
+#   vqmu01 … vqmu50   fifty plain accounts (own primary groups, no home, no login shell)
+#                     for the multi-user start-up benchmark's 50 users × 200 specs
 #
 # Every account gets `usermod -p '*'`: sshd runs with UsePAM no and then refuses a locked
 # ('!') account even for key authentication.
@@ -48,6 +50,11 @@ ensure_user vqadm
 id -nG vqadm | tr ' ' '\n' | grep -qx vq-admins || usermod -a -G vq-admins vqadm
 ensure_user vqteam1 -g vq-team
 ensure_user vqteam2 -g vq-team
+
+# The multi-user benchmark's accounts: a passwd entry and a primary group is all they need.
+for i in $(seq -w 1 50); do
+  id -u "vqmu$i" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "vqmu$i"
+done
 
 # The noisy user's shell start-up and logout files write to both streams, one line without
 # a trailing newline, so output framing cannot rely on line starts.
