@@ -29,6 +29,7 @@ from vq._fs import read_fd_capped
 __all__ = [
     "UnsafePath",
     "append_line_beneath",
+    "atomic_write_beneath",
     "open_beneath",
     "open_dir_beneath",
     "read_regular_beneath",
@@ -157,3 +158,60 @@ def read_regular_beneath(root: Path, path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"is larger than {limit} bytes", str(path))
     return data
+
+
+def atomic_write_beneath(
+    root: Path,
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+    parents: bool = False,
+) -> None:
+    """Replace ``path`` (below the trusted ``root``) with ``data`` atomically, every step
+    relative to the descriptor of its directory, walked from ``root`` without following a
+    symlink: a temp file is created there (``O_EXCL | O_NOFOLLOW``), written, given
+    ``mode``, fsynced when ``durable``, and renamed over the name (a symlink at the name is
+    replaced, never followed). ``parents``: missing directories between ``root`` and the
+    file are made (0755) on the way. Raises :class:`UnsafePath` for a symlink or
+    non-directory on the way; nothing outside the walked directory is touched."""
+    parent = path.parent
+    if parents:
+        missing: list[Path] = []
+        probe = parent
+        while probe != root and root in probe.parents and not probe.is_dir():
+            missing.append(probe)
+            probe = probe.parent
+        for directory in reversed(missing):
+            os.close(open_dir_beneath(root, directory, create=0o755))
+    dir_fd = open_dir_beneath(root, parent)
+    try:
+        tmp = f".{path.name}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dir_fd,
+        )
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode)
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+        if durable:
+            os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -11,6 +11,7 @@ import pytest
 from vq._safe_open import (
     UnsafePath,
     append_line_beneath,
+    atomic_write_beneath,
     open_beneath,
     read_regular_beneath,
 )
@@ -82,3 +83,30 @@ def test_a_missing_file_is_file_not_found(tree: tuple[Path, Path]) -> None:
     root, _ = tree
     with pytest.raises(FileNotFoundError):
         read_regular_beneath(root, root / "jobs" / "J" / "_vq" / "exit-code", 64)
+
+
+def test_an_atomic_write_makes_its_parents_and_replaces_a_planted_link(
+    tree: tuple[Path, Path],
+) -> None:
+    root, canary = tree
+    intent = root / "jobs" / "K" / "_vq" / "intent.json"
+    atomic_write_beneath(root, intent, b"first", mode=0o600, parents=True)
+    assert intent.read_bytes() == b"first" and (intent.stat().st_mode & 0o777) == 0o600
+    # A link planted at the name is replaced, never written through.
+    intent.unlink()
+    intent.symlink_to(canary / "events.jsonl")
+    atomic_write_beneath(root, intent, b"second")
+    assert not intent.is_symlink() and intent.read_bytes() == b"second"
+    assert (canary / "events.jsonl").read_text() == "secret\n"
+    assert sorted(p.name for p in intent.parent.iterdir()) == ["intent.json"]  # no temp left
+
+
+def test_an_atomic_write_through_a_symlinked_directory_is_refused(tree: tuple[Path, Path]) -> None:
+    root, canary = tree
+    meta = root / "jobs" / "J" / "_vq"
+    meta.rmdir()
+    meta.symlink_to(canary)
+    with pytest.raises(UnsafePath, match="'_vq' is a symlink"):
+        atomic_write_beneath(root, meta / "intent.json", b"planted", parents=True)
+    assert sorted(p.name for p in canary.iterdir()) == ["events.jsonl"]
+    assert meta.is_symlink()  # refused, never deleted

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from vq._fs import read_regular
+from vq._safe_open import read_regular_beneath
 from vq.domain.environment import BASE_DAEMON, MAX_BYTES, BadEnvironment, CapturedEnvironment
 from vq.paths import StatePaths
 
@@ -30,7 +30,7 @@ class UnreadableEnvironment(Exception):
 def forwarded_variables(paths: StatePaths, job_id: str) -> dict[str, str]:
     """The variables ``job_id``'s submit named ({} when it named none)."""
     try:
-        data = read_regular(paths.environment(job_id), _READ_LIMIT)
+        data = read_regular_beneath(paths.tree_of(job_id), paths.environment(job_id), _READ_LIMIT)
     except FileNotFoundError:
         return {}
     except OSError as exc:

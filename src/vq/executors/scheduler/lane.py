@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vq._fs import read_regular
+from vq._safe_open import read_regular_beneath
 from vq.dialects import dialect_for
 from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
@@ -235,7 +235,9 @@ class SchedulerLane(SubmittingLane):
     def exit_code(self, job_id: str) -> int | None:
         """The copied-back exit marker (after completion)."""
         try:
-            text = read_regular(self.ctx.paths.exit_code(job_id), 64).decode().strip()
+            paths = self.ctx.paths
+            raw = read_regular_beneath(paths.tree_of(job_id), paths.exit_code(job_id), 64)
+            text = raw.decode().strip()
         except (OSError, UnicodeDecodeError):
             return None
         return int(text) if text.isdigit() else None

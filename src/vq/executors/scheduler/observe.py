@@ -21,8 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from vq import _fault_points
-from vq._fs import read_regular
-from vq._safe_open import append_line_beneath
+from vq._safe_open import append_line_beneath, read_regular_beneath
 from vq.dialects import (
     AccountingRecord,
     ControlOutcome,
@@ -244,8 +243,9 @@ class ObservingLane:
         if scheduler_id is None or self.settings.accounting != "sacct":
             return
         try:
-            receipt: bytes | None = read_regular(
-                self.ctx.paths.resource_usage(job.job_id), RECEIPT_LIMIT
+            paths = self.ctx.paths
+            receipt: bytes | None = read_regular_beneath(
+                paths.tree_of(job.job_id), paths.resource_usage(job.job_id), RECEIPT_LIMIT
             )
         except (OSError, VqError):
             receipt = None

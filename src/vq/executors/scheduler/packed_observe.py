@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vq._fs import atomic_write_bytes
+from vq._safe_open import atomic_write_beneath
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
@@ -212,9 +212,10 @@ class ObservingPacks:
             for name, data in ((spec.stdout_path, stdout), (spec.stderr_path, stderr)):
                 if data is None:
                     continue
-                path = workspace / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(path, data, mode=0o600, durable=False)
+                tree = self.lane.ctx.paths.tree_of(element)
+                atomic_write_beneath(
+                    tree, workspace / name, data, mode=0o600, durable=False, parents=True
+                )
         except (VqError, OSError) as exc:
             log.warning("lane %s: logs of %s not written: %s", self.lane.name, element, exc)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vq import _fault_points
-from vq._fs import atomic_write_bytes, read_regular
+from vq._safe_open import atomic_write_beneath, read_regular_beneath
 from vq.dialects import ParseFailure, SubmitAccepted, UnsafeSchedulerValue
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError
@@ -87,8 +87,9 @@ class SubmittingLane(ObservingLane):
             "written_at": job.submitted_at.isoformat(),
         }
         path = self.intent_path(job.job_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, json.dumps(intent).encode(), durable=True)
+        # Below the job's tree, whose owner may plant links (multi-user): never followed.
+        tree = self.ctx.paths.tree_of(job.job_id)
+        atomic_write_beneath(tree, path, json.dumps(intent).encode(), parents=True)
         job.phase = "submitting"
         # The fsynced intent is the durable record recovery reads (either it or this
         # state sends a job to the lookup by tag), so this write needs no second fsync.
@@ -130,7 +131,8 @@ class SubmittingLane(ObservingLane):
 
     def read_intent(self, job_id: str) -> dict[str, Any] | None:
         try:
-            data = json.loads(read_regular(self.intent_path(job_id), 4096))
+            tree = self.ctx.paths.tree_of(job_id)
+            data = json.loads(read_regular_beneath(tree, self.intent_path(job_id), 4096))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
