@@ -9,7 +9,9 @@ never followed) and the daemon log names the refusal.
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,3 +72,43 @@ def test_a_meta_directory_swapped_for_a_link_is_never_written_through(
     wait_until(lambda: "refused: '_vq' is a symlink" in log.read_text(), timeout=30)
     assert _snapshot(canary) == before
     assert meta.is_symlink() and os.readlink(meta) == str(canary)
+
+
+def _quarantined(system: System) -> dict[str, str]:
+    listing = json.loads(system.admin("list", "--json").stdout)
+    return {item["name"]: item["reason"] for item in listing.get("quarantined", [])}
+
+
+def test_specs_planted_while_the_daemon_runs_are_quarantined_and_left_in_place(
+    system: System, canary: Path
+) -> None:
+    vqa, vqb = pwd.getpwnam("vqa"), pwd.getpwnam("vqb")
+    before = _snapshot(canary)
+    waiting = system.submit("vqa", "--not-before", "1h", "--", "touch", "ran")
+    queue = system.tree("vqa") / "queue"
+    # A spec that is a link to a root-only file, planted by the owner.
+    linked = queue / "a1b2c3d4e5f6.json"
+    linked.symlink_to(canary / "secret")
+    os.lchown(linked, vqa.pw_uid, vqa.pw_gid)
+    # A spec whose content passes every rule, but whose file another user owns.
+    foreign = queue / "0123456789ab.json"
+    spec = {**system.spec("vqa", waiting), "id": "0123456789ab", "not_before": None}
+    foreign.write_text(json.dumps(spec))
+    os.chown(foreign, vqb.pw_uid, vqb.pw_gid)
+    planted = foreign.read_bytes()
+
+    reasons = wait_until(
+        lambda: (
+            (found := _quarantined(system)).keys() >= {"a1b2c3d4e5f6", "0123456789ab"} and found
+        ),
+        timeout=20,
+    )
+    assert "cannot be read" in reasons["a1b2c3d4e5f6"]
+    assert f"owned by uid {vqb.pw_uid}" in reasons["0123456789ab"]
+    # Never followed, never deleted, never run; the owner's other job is untouched.
+    assert _snapshot(canary) == before
+    assert linked.is_symlink() and os.readlink(linked) == str(canary / "secret")
+    assert foreign.read_bytes() == planted and foreign.stat().st_uid == vqb.pw_uid
+    assert not (system.tree("vqa") / "jobs" / "0123456789ab").exists()
+    assert SECRET not in system.admin("list", "--json").stdout
+    assert system.state("vqa", waiting) == "PENDING"

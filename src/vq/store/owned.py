@@ -180,6 +180,8 @@ class MultiOwnerSpecStore(SpecStore):
         foreign = [dep for dep in candidate.depends_on if owners.get(dep) not in (None, uid)]
         if problem is None and foreign:
             problem = f"depends on another owner's job ({foreign[0]})"
+        if problem is None:
+            problem = self._file_problem(job_id, uid)
         if problem is not None:
             raise CorruptSpec(
                 f"spec {self.path(job_id)} is not trusted: {problem}",
@@ -199,6 +201,21 @@ class MultiOwnerSpecStore(SpecStore):
         if problem_of(candidate, self.min_uid) is not None:
             return False
         return all(owners.get(dep) in (None, uid) for dep in depends_on)
+
+    def _file_problem(self, job_id: str, uid: int) -> str | None:
+        """Why the spec file itself is not its owner's (planted while the daemon runs): it
+        must be a single-link file owned by the tree's uid (or root, which writes specs as
+        the owner's files). Read after the content was, so a file swapped in between is
+        judged by the next read; the content rules above hold for whatever was read."""
+        try:
+            info = os.lstat(self.path(job_id))
+        except OSError:
+            return None  # gone since the read: the next discovery sees it
+        if info.st_uid not in (uid, 0):
+            return f"the file is owned by uid {info.st_uid}, not by its owner directory's uid"
+        if info.st_nlink != 1:
+            return f"the file has {info.st_nlink} links"
+        return None
 
     def read_copy(self, job_id: str, uid: int) -> JobSpec:
         """The copy of ``job_id`` in ``users/<uid>`` (how a quarantined id is still read:
