@@ -51,7 +51,9 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     if multi_user:
         # Multi-user mode: the job goes to the submitter's own tree, where the daemon finds
         # it: handed to the daemon's socket for this user when it answers, else written here.
-        answered = _owner_socket_submit(system_root, params)
+        from vq import _owner_socket
+
+        answered = _owner_socket.submit(system_root, params, os.environ)
         if answered is not None:
             return answered
         from vq.cli.common import gateway
@@ -70,27 +72,6 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     payload = Gateway(StatePaths.from_env()).submit_on_disk(params)
     count = len(payload.get("jobs", ())) or 1
     note(f"{'the job is' if count == 1 else f'the {count} jobs are'} PENDING; {NO_DAEMON}")
-    return payload
-
-
-def _owner_socket_submit(system_root: str | None, params: dict[str, Any]) -> dict[str, Any] | None:
-    """The daemon's answer on ``users/<euid>/submit.sock`` (:mod:`vq._owner_socket`), or
-    None when the submit is not one it serves or no daemon answers there (nothing was
-    written then: the caller writes the spec itself)."""
-    from vq import _owner_socket
-
-    euid = os.geteuid()
-    if system_root is None or euid == 0 or not _owner_socket.served(params, os.environ):
-        return None
-    sock = _owner_socket.submit_socket(system_root, euid)
-    if not os.path.exists(sock):
-        return None
-    from vq.client import Client
-
-    try:
-        payload: dict[str, Any] = Client(sock).call("submit", params)
-    except DaemonNotRunning:
-        return None
     return payload
 
 

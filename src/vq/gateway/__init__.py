@@ -158,8 +158,17 @@ class Gateway(DaemonLink, DiskFallbacks):
     def submit(self, params: dict[str, Any]) -> dict[str, Any]:
         """The ``vq submit --json`` payload of one submission (job, array or chain).
 
-        In multi-user mode the job is always written to the submitter's own tree (the
-        daemon finds it there), never submitted through the root daemon's socket."""
+        In multi-user mode the job always lands in the submitter's own tree, never through
+        the root daemon's ``daemon.sock``: a plain one is handed to the user's own submit
+        socket (:mod:`vq._owner_socket`), which writes it there as the user; any other
+        is written here."""
+        if self.paths.owner_dir is not None:
+            from vq import _owner_socket
+
+            env = os.environ if self.env is None else self.env
+            answered = _owner_socket.submit(str(self.paths.root), params, env)
+            if answered is not None:
+                return answered
         if self.paths.owner_dir is not None or isinstance(self.paths, MultiUserLayout):
             return self.submit_on_disk(params)
         payload = self.call("submit", params)
