@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["NOT_SERVED", "SOCKET_NAME", "personal_config", "served", "submit", "submit_socket"]
+__all__ = ["NOT_SERVED", "SOCKET_NAME", "personal_config", "served", "submit_socket"]
 
 SOCKET_NAME = "submit.sock"
 
@@ -67,26 +67,3 @@ def served(params: Mapping[str, Any], env: Mapping[str, str]) -> bool:
         return False
     personal = personal_config(env)
     return personal is None or not os.path.lexists(personal)
-
-
-def submit(
-    system_root: str | None, params: Mapping[str, Any], env: Mapping[str, str]
-) -> dict[str, Any] | None:
-    """The daemon's answer on this user's ``users/<euid>/submit.sock``, or None when the
-    submit is not one it serves, the caller is root, or no daemon answers there (nothing
-    was written then: the caller writes the spec itself). The daemon's refusal of a
-    served submit (bad input) is raised as the typed error it sent."""
-    from vq.client import Client
-    from vq.errors import DaemonNotRunning
-
-    euid = os.geteuid()
-    if system_root is None or euid == 0 or not served(params, env):
-        return None
-    sock = submit_socket(system_root, euid)
-    if not os.path.exists(sock):
-        return None
-    try:
-        payload: dict[str, Any] = Client(sock).call("submit", dict(params))
-    except DaemonNotRunning:
-        return None
-    return payload

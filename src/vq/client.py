@@ -11,6 +11,7 @@ import itertools
 import os
 import socket
 
+from vq import _owner_socket
 from vq.errors import DaemonNotRunning, ProtocolError
 from vq.protocol.framing import encode_message, result_of
 
@@ -18,10 +19,11 @@ from vq.protocol.framing import encode_message, result_of
 # `vq submit` fast path, where importing typing costs milliseconds.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
-__all__ = ["Client", "ring_doorbell"]
+__all__ = ["Client", "ring_doorbell", "submit_to_owner_socket"]
 
 #: Responses (e.g. a listing of 100,000 jobs) may be larger than requests.
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
@@ -97,3 +99,24 @@ def ring_doorbell(path: str | os.PathLike[str]) -> bool:
         return True
     except OSError:
         return False
+
+
+def submit_to_owner_socket(
+    system_root: str | None, params: Mapping[str, Any], env: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """Multi-user mode: the daemon's answer on this user's ``users/<euid>/submit.sock``
+    (:mod:`vq._owner_socket`), or None when the submit is not one it serves, the caller
+    is root, or no daemon answers there (nothing was written then: the caller writes the
+    spec itself). The daemon's refusal of a served submit is raised as the typed error
+    it sent."""
+    euid = os.geteuid()
+    if system_root is None or euid == 0 or not _owner_socket.served(params, env):
+        return None
+    sock = _owner_socket.submit_socket(system_root, euid)
+    if not os.path.exists(sock):
+        return None
+    try:
+        payload: dict[str, Any] = Client(sock).call("submit", dict(params))
+    except DaemonNotRunning:
+        return None
+    return payload

@@ -51,9 +51,9 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     if multi_user:
         # Multi-user mode: the job goes to the submitter's own tree, where the daemon finds
         # it: handed to the daemon's socket for this user when it answers, else written here.
-        from vq import _owner_socket
+        from vq.client import submit_to_owner_socket
 
-        answered = _owner_socket.submit(system_root, params, os.environ)
+        answered = submit_to_owner_socket(system_root, params, os.environ)
         if answered is not None:
             return answered
         from vq.cli.common import gateway

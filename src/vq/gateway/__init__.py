@@ -33,10 +33,12 @@ and the configuration are imported on the fallback paths. ``vq submit``'s fast p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from vq.client import submit_to_owner_socket
 from vq.domain.durations import parse_moment
 from vq.paths import MultiUserLayout, StatePaths
 
@@ -163,10 +165,8 @@ class Gateway(DaemonLink, DiskFallbacks):
         socket (:mod:`vq._owner_socket`), which writes it there as the user; any other
         is written here."""
         if self.paths.owner_dir is not None:
-            from vq import _owner_socket
-
             env = os.environ if self.env is None else self.env
-            answered = _owner_socket.submit(str(self.paths.root), params, env)
+            answered = submit_to_owner_socket(str(self.paths.root), params, env)
             if answered is not None:
                 return answered
         if self.paths.owner_dir is not None or isinstance(self.paths, MultiUserLayout):
