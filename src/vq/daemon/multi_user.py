@@ -23,7 +23,8 @@ from .rpc import SocketAccess
 __all__ = ["MultiUser", "OwnerQuotas"]
 
 #: Methods that would create a job as root: refused, since every job must be written to
-#: its owner's tree by its owner (``vq submit`` as that user writes it there).
+#: its owner's tree by its owner (``vq submit`` as that user writes it there, or hands it
+#: to the user's own submit socket, :mod:`vq.daemon.owner_submit`).
 _OWNER_TREE_METHODS = frozenset({"submit", "resubmit"})
 
 
