@@ -24,8 +24,9 @@ side can run at once and the comparison is of sbatch calls, SSH round trips and
 scheduling decisions, not of a full node. (On an 8-CPU node each 8-slot allocation fills
 it, the allocations run one after another as the one-CPU jobs run 8 at a time, and the
 two sides take about as long.) ``extra`` splits each side's time: until the last
-``vq pack submit`` / ``vq submit`` returned, and what ``sacct`` saw in the last round
-(first submit to last end, submit spread, queue wait).
+``vq pack submit`` / ``vq submit`` returned (the packed side also per CLI call: open, plan,
+submit), and what ``sacct`` saw in the last round (first submit to last end, submit
+spread, queue wait).
 
 (w) one allocation of 8 one-CPU slots, each writing its start time; the skew is the
 latest start minus the earliest, over 3 runs.
@@ -177,6 +178,8 @@ class _Bench:
         )
         self.env["VQ_ALLOW_ROOT"] = "1"
         _config(self.base / "cfg", self.root, per, cluster)
+        #: each pack's CLI phases (s): open, plan, submit (every sbatch answered)
+        self.phases: dict[str, dict[str, float]] = {}
 
     def pack(self, name: str, commands: list[list[str]]) -> list[dict[str, Any]]:
         """Open, plan and submit a pack; its accepted allocations."""
@@ -187,9 +190,17 @@ class _Bench:
                 for n, argv in enumerate(commands)
             )
         )
+        started = time.perf_counter()
         _vq(self.env, "pack", "open", name, str(tasks))
+        opened = time.perf_counter()
         _vq(self.env, "pack", "plan", name, "--output", str(self.base / f"{name}.plan.json"))
+        planned = time.perf_counter()
         out = _vq(self.env, "pack", "submit", name, str(self.base / f"{name}.plan.json"), "--json")
+        self.phases[name] = {
+            "open": opened - started,
+            "plan": planned - opened,
+            "submit": time.perf_counter() - planned,
+        }
         allocations: list[dict[str, Any]] = json.loads(out)["allocations"]
         return allocations
 
@@ -335,6 +346,7 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
             "node_cpus": cluster.cpus,
             "sbatch_by_round_sacct": sbatch,
             "packed_submit_s": packed_submit,
+            "packed_phases_s": [bench.phases[f"swarm{run}"] for run in range(rounds)],
             "lane_submit_s": lane_submit,
             "packed_last_round": _span(side.get(f"packed{last}", [])),
             "lane_last_round": _span(side.get(f"lane{last}", [])),

@@ -197,6 +197,39 @@ def _script(vq: Vq, name: str, tmp_path: Path) -> bytes:
     return body.split("plan ", 1)[0].encode()
 
 
+def test_many_allocations_are_sent_in_windows_each_exactly_once(
+    vq: Vq,
+    tmp_path: Path,
+    slurm_testbed: SshTestbed,  # noqa: F811 - the fixture
+    remote_root: str,
+    private_runtime: str,
+) -> None:
+    """Eight one-task allocations (the profile's most per submit): the first alone, then
+    windows of concurrent sbatch calls over one fresh SSH connection; every allocation
+    gets one job and its receipt."""
+    vq.env["XDG_RUNTIME_DIR"] = private_runtime  # its own master, made by the first call
+    _configure(vq, slurm_testbed, remote_root)
+    keys = [f"k{n}" for n in range(8)]
+    vq.run("pack", "open", "wide", str(_tasks(tmp_path / "t.jsonl", [(k, ["true"]) for k in keys])))
+    plan_path = str(tmp_path / "plan.json")
+    vq.run("pack", "plan", "wide", "--output", plan_path, "--tasks-per-allocation", "1")
+    sent = vq.json("pack", "submit", "wide", plan_path)["allocations"]
+    plan = json.loads(Path(plan_path).read_text())
+    assert [item["allocation_id"] for item in sent] == [
+        a["allocation_id"] for a in plan["allocations"]
+    ]
+    assert {item["action"] for item in sent} == {"submitted"}
+    assert len({item["job_id"] for item in sent}) == 8
+    recorded = [
+        (a["allocation_id"], a["outcome"], a["job_id"]) for a in _pack(vq, "wide")["attempts"]
+    ]
+    assert recorded == [(i["allocation_id"], "accepted", i["job_id"]) for i in sent]
+    view = _inspect_until_quiescent(vq, "wide")
+    assert [t["state"] for t in view["tasks"]] == ["SUCCEEDED"] * 8
+    for item in sent:  # Slurm has exactly the one job of each allocation
+        assert _jobs_named(slurm_testbed, item["allocation_id"]) == [item["job_id"]]
+
+
 def test_kill_between_intent_and_receipt(
     vq: Vq,
     tmp_path: Path,

@@ -8,6 +8,7 @@ end-to-end runs are in tests/system/test_pack_cli_slurm.py.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from vq.services.pack_inspect import inspect_pack
 from vq.services.pack_plan import make_plan, write_plan
 from vq.services.pack_resolve import resolve_attempt
 from vq.services.pack_roster import open_pack
-from vq.services.pack_submit import submit_plan
+from vq.services.pack_submit import MAX_IN_FLIGHT, submit_plan
 from vq.transport.runner import Argv, RunResult
 
 Answer = Callable[[list[str], bytes | None], RunResult]
@@ -256,3 +257,81 @@ def test_a_slot_without_marker_is_judged_by_its_own_step_row(
         ("FAILED", 0),  # the step ended but never wrote the marker: not a success
         ("CANCELLED", 0),
     ]
+
+
+def _wide_plan(paths: StatePaths, tmp_path: Path, count: int) -> tuple[Path, list[str]]:
+    """A plan of ``count`` one-task allocations; their ids in plan order."""
+    open_pack(paths, "p", [Task(f"t{n}", ("true",)) for n in range(count)])
+    made = make_plan(paths, "p", profile(), tasks_per_allocation=1)
+    ids = [str(a["allocation_id"]) for a in made.document["allocations"]]
+    return write_plan(tmp_path / "wide.json", made), ids
+
+
+def _alloc_of(stdin: bytes | None) -> str:
+    assert stdin is not None
+    return stdin.split(b"--comment=vq-pack:", 1)[1].split(b"\n", 1)[0].decode()
+
+
+def test_allocations_go_in_windows_each_intent_on_disk_before_its_sbatch(
+    paths: StatePaths, tmp_path: Path
+) -> None:
+    plan, ids = _wide_plan(paths, tmp_path, 10)
+    recorded_when_sent: list[int] = []
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def sbatch(argv: list[str], stdin: bytes | None) -> RunResult:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        attempts = {a["allocation_id"]: a for a in _attempts(paths)}
+        alloc = _alloc_of(stdin)
+        assert attempts[alloc]["outcome"] == "intent"
+        with lock:
+            recorded_when_sent.append(len(attempts))
+            in_flight[0] -= 1
+        return RunResult(0, f"{200 + ids.index(alloc)}\n".encode(), b"", "login")
+
+    host = ScriptedHost({"sbatch": sbatch})
+    reports: list[dict[str, object]] = []
+    submit_plan(paths, "p", plan, lambda name: host, reports.append)
+    # the first alone, then windows of MAX_IN_FLIGHT: a window's intents are written
+    # together, and the next window's only once its receipts are in
+    assert MAX_IN_FLIGHT == 4 and sorted(recorded_when_sent) == [1, 5, 5, 5, 5, 9, 9, 9, 9, 10]
+    assert most[0] <= MAX_IN_FLIGHT
+    assert [(a["allocation_id"], a["outcome"], a["job_id"]) for a in _attempts(paths)] == [
+        (alloc, "accepted", str(200 + n)) for n, alloc in enumerate(ids)
+    ]
+    assert [r["allocation_id"] for r in reports] == ids
+
+
+def test_a_lost_answer_in_a_window_keeps_the_others_receipts_and_stops(
+    paths: StatePaths, tmp_path: Path
+) -> None:
+    plan, ids = _wide_plan(paths, tmp_path, 10)
+    lost = {ids[2], ids[4]}  # both in the second window
+
+    def sbatch(argv: list[str], stdin: bytes | None) -> RunResult:
+        alloc = _alloc_of(stdin)
+        if alloc in lost:
+            raise CommandTimeout("on login: the command timed out after 30s")
+        return RunResult(0, f"{300 + ids.index(alloc)}\n".encode(), b"", "login")
+
+    host = ScriptedHost({"sbatch": sbatch})
+    reports: list[dict[str, object]] = []
+    with pytest.raises(OutcomeUnknown, match=f"allocation {ids[2]}.*1 more.*{ids[4]}"):
+        submit_plan(paths, "p", plan, lambda name: host, reports.append)
+    assert [(a["outcome"], a["job_id"]) for a in _attempts(paths)] == [
+        ("accepted", "300"),
+        ("accepted", "301"),
+        ("intent", None),
+        ("accepted", "303"),
+        ("intent", None),
+    ]
+    assert len(host.calls) == 5  # the third window was never sent
+    assert [r["allocation_id"] for r in reports] == [ids[0], ids[1], ids[3]]
+    # again: the accepted ones are reported, the first unknown one stops it; nothing is sent
+    again: list[dict[str, object]] = []
+    with pytest.raises(OutcomeUnknown, match=f"allocation {ids[2]}: an earlier submission"):
+        submit_plan(paths, "p", plan, lambda name: host, again.append)
+    assert [r["action"] for r in again] == ["already", "already"] and len(host.calls) == 5

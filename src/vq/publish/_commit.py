@@ -155,13 +155,12 @@ class SpecialFile(Exception):
 def _entries(directory: str, out: list[tuple[str, bool]]) -> None:
     out.append((directory, True))
     with os.scandir(directory) as scan:
-        for entry in scan:
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
+        for entry in scan:  # the entry's type from the directory itself: no lstat each
+            if entry.is_dir(follow_symlinks=False):
                 _entries(entry.path, out)
-            elif stat.S_ISREG(mode):
+            elif entry.is_file(follow_symlinks=False):
                 out.append((entry.path, False))
-            elif not stat.S_ISLNK(mode):
+            elif not entry.is_symlink():
                 raise SpecialFile(entry.path)
 
 

@@ -3,35 +3,49 @@
 Validate makes one ``sbatch --test-only`` per distinct allocation shape
 (``shape_sha256``) and changes nothing.
 
-Submit, per allocation of the plan, in order:
+Submit sends the plan's allocations in order, in windows: the first allocation alone (it
+opens the login host's multiplexed SSH connection and proves the command), then up to
+:data:`MAX_IN_FLIGHT` at a time. Per window:
 
-1. under the pack lock, reread ``pack.json``: the plan must still be current (same
-   revision), the allocation must not be recorded already, and no attempt recorded since
-   the plan may hold one of its tasks (eligibility changed: stop, exit 6). An allocation
-   already accepted is reported and skipped, so a plan submitted twice never makes a
-   second allocation; one still awaiting its receipt stops the run (exit 12);
-2. for a retried task, its earlier accepted attempts are observed again: an active one,
+1. for a retried task, its earlier accepted attempts are observed again: an active one,
    or an unknown one without ``--allow-duplicate-risk``, stops the run (exit 6);
-3. record the intent (route, resources, totals, the exact ``sbatch`` command, digests),
-   synced, before ``sbatch`` is run;
-4. ``sbatch --parsable`` with the script on stdin;
-5. record the receipt (job id, cluster). No receipt — a transport failure, a timeout, a
-   non-zero status, an unparsable answer — leaves the intent unresolved and stops the run
-   (:class:`~vq.errors.OutcomeUnknown`, exit 12): it is never retried blindly.
-   ``vq pack reconcile`` adopts the job from accounting, or ``vq pack resolve`` records an
-   operator's word.
+2. under the pack lock, reread ``pack.json``: the plan must still be current (same
+   revision; exit 6). Each allocation, in order, must not be recorded already, and no
+   attempt recorded since the plan may hold one of its tasks (eligibility changed: exit
+   6). An allocation already accepted is reported and skipped, so a plan submitted twice
+   never makes a second allocation; one still awaiting its receipt (exit 12) or a
+   refused one ends the window there, and the run stops after the allocations before it;
+3. record the intents of the window's new allocations (route, resources, totals, the
+   exact ``sbatch`` command, digests) in one synced write, before any of their
+   ``sbatch`` runs;
+4. ``sbatch --parsable`` of each, the script on stdin, concurrently (one session each
+   over the one connection);
+5. record every receipt (job id, cluster) the window got, in one synced write. No
+   receipt — a transport failure, a timeout, a non-zero status, an unparsable answer, or
+   vq killed in between — leaves that intent unresolved and stops the run after the
+   window (:class:`~vq.errors.OutcomeUnknown`, exit 12): it is never retried blindly.
+   ``vq pack reconcile`` adopts the job from accounting, or ``vq pack resolve`` records
+   an operator's word. At most one window's allocations are ever unresolved at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vq.errors import Conflict, InvalidInput, OutcomeUnknown, TransportError
+from vq.errors import Conflict, InvalidInput, OutcomeUnknown, TransportError, VqError
 from vq.packing.evidence import ACTIVE, TERMINAL
 from vq.packing.roster import Attempt, AttemptIntent, PackDocument
-from vq.packing.slurm_text import ObservationError, SbatchRefused, parse_parsable, submit_argv
+from vq.packing.slurm_text import (
+    ObservationError,
+    Receipt,
+    SbatchRefused,
+    parse_parsable,
+    submit_argv,
+)
 from vq.paths import StatePaths
 from vq.services.pack_inspect import observation_refused, observe_attempt
 from vq.services.pack_plan import LoadedPlan, load_plan
@@ -41,6 +55,10 @@ from vq.services.pack_roster import load_pack, now_utc, update_pack
 __all__ = ["submit_plan", "validate_plan"]
 
 Report = Callable[[dict[str, Any]], None]
+#: At most this many ``sbatch`` calls in flight, each one session of the login host's
+#: multiplexed SSH connection (OpenSSH's sshd allows 10 sessions per connection by
+#: default; the rest are left to the lane and to other commands of the same user).
+MAX_IN_FLIGHT = 4
 
 
 def _plan_for(paths: StatePaths, name: str, plan_path: Path) -> LoadedPlan:
@@ -141,13 +159,24 @@ def _refresh_retries(
             )
 
 
-def _record_intent(
-    paths: StatePaths, name: str, plan: LoadedPlan, allocation: dict[str, Any]
-) -> Attempt | None:
-    """Record the intent and return None; or the attempt, when it was accepted before."""
-    alloc = allocation["allocation_id"]
+@dataclass
+class _Window:
+    """What recording one window's intents decided, allocation by allocation in order."""
+
+    sent: list[dict[str, Any]] = field(default_factory=list)  # intents recorded: to send
+    already: dict[str, Attempt] = field(default_factory=dict)  # accepted before: reported
+    stop: VqError | None = None  # the refusal met at the end of the window's prefix
+
+
+def _record_intents(
+    paths: StatePaths, name: str, plan: LoadedPlan, window: list[dict[str, Any]]
+) -> _Window:
+    """Record, in one synced write, the intent of every allocation of ``window`` up to
+    the first that must stop the run (accepted before: reported instead; an intent
+    without a receipt, a resolved one or changed eligibility: ``stop``). A stale plan
+    raises before anything is written."""
     base = int(plan.document["attempts"])
-    found: list[Attempt] = []
+    decided = _Window()
 
     def change(pack: PackDocument) -> PackDocument | None:
         if pack.revision != plan.document["revision"]:
@@ -157,41 +186,69 @@ def _record_intent(
                 hint="inspect the pack and make a new plan for the tasks not yet submitted",
                 reference="pack-plan-stale",
             )
-        for attempt in pack.attempts:
-            if attempt.allocation_id == alloc:
-                found.append(attempt)
-                return None
-        keys = set(allocation["task_keys"])
-        for attempt in pack.attempts[base:]:
-            if keys & set(attempt.task_keys):
-                raise Conflict(
-                    f"allocation {attempt.allocation_id}, recorded after this plan was made, "
-                    f"holds task {sorted(keys & set(attempt.task_keys))[0]}",
-                    hint="inspect the pack and make a new plan",
-                    reference="pack-eligibility-changed",
+        decided.sent.clear()
+        decided.already.clear()
+        decided.stop = None
+        recorded = {attempt.allocation_id: attempt for attempt in pack.attempts}
+        later = pack.attempts[base:]
+        added: list[Attempt] = []
+        for allocation in window:
+            decided.stop = _refusal(name, allocation, recorded, later)
+            if decided.stop is not None:
+                break
+            existing = recorded.get(allocation["allocation_id"])
+            if existing is not None:
+                decided.already[existing.allocation_id] = existing
+                continue
+            added.append(
+                Attempt(
+                    allocation_id=allocation["allocation_id"],
+                    task_keys=list(allocation["task_keys"]),
+                    outcome="intent",
+                    revision=pack.revision,
+                    intent=_intent(plan, allocation),
                 )
-        attempt = Attempt(
-            allocation_id=alloc,
-            task_keys=list(allocation["task_keys"]),
-            outcome="intent",
-            revision=pack.revision,
-            intent=_intent(plan, allocation),
-        )
-        return pack.model_copy(update={"attempts": [*pack.attempts, attempt]})
+            )
+            decided.sent.append(allocation)
+        if not added:
+            return None
+        return pack.model_copy(update={"attempts": [*pack.attempts, *added]})
 
     update_pack(paths, name, change)
-    if not found:
+    return decided
+
+
+def _refusal(
+    name: str,
+    allocation: dict[str, Any],
+    recorded: dict[str, Attempt],
+    later: list[Attempt],
+) -> VqError | None:
+    """Why ``allocation`` must not be sent now, or None (new, or accepted before)."""
+    alloc = allocation["allocation_id"]
+    existing = recorded.get(alloc)
+    if existing is not None:
+        if existing.outcome == "intent":
+            return _ambiguous(
+                name, alloc, "an earlier submission recorded its intent but no receipt"
+            )
+        if existing.outcome == "not_submitted":
+            return Conflict(
+                f"allocation {alloc} was resolved as not submitted",
+                hint=f"make a new plan: `vq pack plan {name} --output NEW.json`",
+                reference="pack-plan-stale",
+            )
         return None
-    existing = found[0]
-    if existing.outcome == "intent":
-        raise _ambiguous(name, alloc, "an earlier submission recorded its intent but no receipt")
-    if existing.outcome == "not_submitted":
-        raise Conflict(
-            f"allocation {alloc} was resolved as not submitted",
-            hint=f"make a new plan: `vq pack plan {name} --output NEW.json`",
-            reference="pack-plan-stale",
-        )
-    return existing
+    keys = set(allocation["task_keys"])
+    for attempt in later:
+        if keys & set(attempt.task_keys):
+            return Conflict(
+                f"allocation {attempt.allocation_id}, recorded after this plan was made, "
+                f"holds task {sorted(keys & set(attempt.task_keys))[0]}",
+                hint="inspect the pack and make a new plan",
+                reference="pack-eligibility-changed",
+            )
+    return None
 
 
 def _ambiguous(name: str, alloc: str, why: str) -> OutcomeUnknown:
@@ -203,33 +260,88 @@ def _ambiguous(name: str, alloc: str, why: str) -> OutcomeUnknown:
     )
 
 
-def _record_receipt(
-    paths: StatePaths, name: str, alloc: str, job_id: str, cluster: str | None
-) -> Attempt:
+def _first_unknown(name: str, unknown: dict[str, OutcomeUnknown]) -> OutcomeUnknown:
+    """The error of the first allocation whose acceptance is unknown, naming the others."""
+    (first, error), *others = unknown.items()
+    if not others:
+        return error
+    rest = " ".join(alloc for alloc, _ in others)
+    return OutcomeUnknown(
+        f"{error.message}; the acceptance of {len(others)} more allocation(s) sent with it "
+        f"is unknown too ({rest})",
+        hint=f"settle each one: `vq pack reconcile {name} ALLOC` adopts it from accounting; "
+        f"if it is not there, `vq pack resolve {name} ALLOC --not-submitted` "
+        f"(first {first})",
+        reference="pack-acceptance-unknown",
+    )
+
+
+def _record_receipts(paths: StatePaths, name: str, receipts: dict[str, Receipt]) -> None:
+    """Record every receipt of ``receipts`` (allocation id → receipt) in one synced write."""
+    if not receipts:
+        return
+    decided = now_utc()
+
     def change(pack: PackDocument) -> PackDocument:
-        attempts = list(pack.attempts)
-        index = next(i for i, a in enumerate(attempts) if a.allocation_id == alloc)
-        attempts[index] = attempts[index].model_copy(
-            update={
-                "outcome": "accepted",
-                "job_id": job_id,
-                "cluster": cluster,
-                "revision": pack.revision,
-                "how": "sbatch",
-                "decided_at": now_utc(),
-            }
-        )
+        attempts = [
+            attempt
+            if attempt.allocation_id not in receipts
+            else attempt.model_copy(
+                update={
+                    "outcome": "accepted",
+                    "job_id": receipts[attempt.allocation_id].job_id,
+                    "cluster": receipts[attempt.allocation_id].cluster,
+                    "revision": pack.revision,
+                    "how": "sbatch",
+                    "decided_at": decided,
+                }
+            )
+            for attempt in pack.attempts
+        ]
         return pack.model_copy(update={"attempts": attempts})
 
-    pack = update_pack(paths, name, change)
-    return next(a for a in pack.attempts if a.allocation_id == alloc)
+    update_pack(paths, name, change)
+
+
+def _sbatch(
+    name: str, alloc: str, remote: PackRemote, command: list[str], script: bytes
+) -> Receipt | OutcomeUnknown:
+    """One allocation's ``sbatch``: its receipt, or why its acceptance is unknown."""
+    try:
+        result = remote.submit(command, script)
+    except TransportError as exc:
+        return _ambiguous(name, alloc, f"sbatch did not answer ({exc.message})")
+    if result.rc != 0:
+        last = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return _ambiguous(
+            name, alloc, f"sbatch exited {result.rc} without a receipt ({last[0][:200]})"
+        )
+    try:
+        return parse_parsable(result.stdout.decode("utf-8", "replace"))
+    except ObservationError as exc:
+        return _ambiguous(name, alloc, str(exc))
+
+
+def _send(
+    name: str, remote: PackRemote, command: list[str], plan: LoadedPlan, sent: list[dict[str, Any]]
+) -> dict[str, Receipt | OutcomeUnknown]:
+    """``sbatch`` of every allocation of ``sent`` (their intents are on disk), at most
+    :data:`MAX_IN_FLIGHT` at once over the login host's one multiplexed connection."""
+    ids = [allocation["allocation_id"] for allocation in sent]
+    if len(ids) <= 1:
+        return {alloc: _sbatch(name, alloc, remote, command, plan.scripts[alloc]) for alloc in ids}
+    with ThreadPoolExecutor(max_workers=min(MAX_IN_FLIGHT, len(ids))) as pool:
+        answers = pool.map(
+            lambda alloc: _sbatch(name, alloc, remote, command, plan.scripts[alloc]), ids
+        )
+        return dict(zip(ids, answers, strict=True))
 
 
 def submit_plan(
     paths: StatePaths, name: str, plan_path: Path, runner_for: RunnerFor, report: Report
 ) -> None:
     """Submit every allocation of the plan (see the module contract); ``report`` gets one
-    dict per allocation as it is accepted or found accepted."""
+    dict per allocation as it is accepted or found accepted, in plan order."""
     plan = _plan_for(paths, name, plan_path)
     remote = _remote(plan, runner_for)
     target = plan.document["profile"]["target"]
@@ -237,25 +349,30 @@ def submit_plan(
         command = remote.submit_command(str(target["log_root"]), str(target["work_root"]))
     except ObservationError as exc:
         raise observation_refused(exc) from None
-    for allocation in plan.document["allocations"]:
-        alloc = allocation["allocation_id"]
-        _refresh_retries(load_pack(paths, name), plan, allocation, remote)
-        existing = _record_intent(paths, name, plan, allocation)
-        if existing is not None:
-            report({"allocation_id": alloc, "job_id": existing.job_id, "action": "already"})
-            continue
-        try:
-            result = remote.submit(command, plan.scripts[alloc])
-        except TransportError as exc:
-            raise _ambiguous(name, alloc, f"sbatch did not answer ({exc.message})") from None
-        if result.rc != 0:
-            last = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise _ambiguous(
-                name, alloc, f"sbatch exited {result.rc} without a receipt ({last[0][:200]})"
-            )
-        try:
-            receipt = parse_parsable(result.stdout.decode("utf-8", "replace"))
-        except ObservationError as exc:
-            raise _ambiguous(name, alloc, str(exc)) from None
-        accepted = _record_receipt(paths, name, alloc, receipt.job_id, receipt.cluster)
-        report({"allocation_id": alloc, "job_id": accepted.job_id, "action": "submitted"})
+    allocations: list[dict[str, Any]] = plan.document["allocations"]
+    done, width = 0, 1  # the first allocation alone: it opens the connection and proves it
+    while done < len(allocations):
+        window = allocations[done : done + width]
+        done, width = done + len(window), MAX_IN_FLIGHT
+        if plan.document["selection"]["retry"]:
+            pack = load_pack(paths, name)
+            for allocation in window:
+                _refresh_retries(pack, plan, allocation, remote)
+        decided = _record_intents(paths, name, plan, window)
+        answers = _send(name, remote, command, plan, decided.sent)
+        receipts = {alloc: a for alloc, a in answers.items() if isinstance(a, Receipt)}
+        _record_receipts(paths, name, receipts)
+        for allocation in window:
+            alloc = allocation["allocation_id"]
+            if alloc in decided.already:
+                job, action = decided.already[alloc].job_id, "already"
+            elif alloc in receipts:
+                job, action = receipts[alloc].job_id, "submitted"
+            else:
+                continue
+            report({"allocation_id": alloc, "job_id": job, "action": action})
+        unknown = {a: e for a, e in answers.items() if isinstance(e, OutcomeUnknown)}
+        if unknown:
+            raise _first_unknown(name, unknown)
+        if decided.stop is not None:
+            raise decided.stop
