@@ -265,4 +265,4 @@ def test_a_bad_profile_in_config_is_refused_with_its_line(vq: Vq, tmp_path: Path
     proc = vq.run("pack", "plan", "sweep", "--output", str(tmp_path / "p.json"), check=False)
     assert proc.returncode == 9
     assert "config.toml:8: packing.cpu.target.max_tasks_per_allocation" in proc.stderr
-    assert "boolean" in proc.stderr
+    assert "must be a whole number, not true or false" in proc.stderr
