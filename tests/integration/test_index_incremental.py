@@ -7,14 +7,15 @@ trusted over a spec file that changed since."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
-from vq.daemon.index import JobIndex
+from vq.daemon.index import JobIndex, QueueListing
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.domain.summary import JobSummary
 from vq.paths import StatePaths
-from vq.store.specs import SpecStore
+from vq.store.specs import Signature, SpecStore
 from vq.store.summaries import load_summaries
 
 
@@ -125,6 +126,55 @@ def test_the_terminal_index_round_trips_and_is_never_trusted_over_a_changed_spec
     fresh.load(dict(saved))
     assert fresh.counts() == {"COMPLETED": 2, "FAILED": 1}
     assert fresh.entry("0000000000d0") is saved["0000000000d0"][1]  # taken, not parsed
+
+
+def _listed(store: SpecStore) -> tuple[QueueListing, dict[str, tuple[Signature, JobSpec]]]:
+    """The queue listed as the recovery pass lists it (stamp 5 s old: settled), with
+    each spec read after its signature."""
+    queue = store.paths.queue_dir
+    old = os.stat(queue).st_mtime_ns - 5_000_000_000
+    os.utime(queue, ns=(old, old))
+    listing = QueueListing(sorted(store.list_ids()), store.queue_stamp(), time.time_ns())
+    signatures = store.signatures(listing.ids)
+    known = {}
+    for job_id in listing.ids:
+        signature = signatures[job_id]
+        assert signature is not None
+        known[job_id] = (signature, store.read(job_id))
+    return listing, known
+
+
+def test_a_load_after_recovery_takes_its_listing_while_the_queue_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000e1", "COMPLETED"))
+    store.create(_spec("0000000000e2", "PENDING"))
+    listing, known = _listed(store)
+    assert listing.still_exact(store.queue_stamp())  # no rename since the listing
+    index = JobIndex(store)
+    index.load(known, listing)
+    assert index.entry("0000000000e2") is known["0000000000e2"][1]  # taken, not parsed
+    assert index.counts() == {"COMPLETED": 1, "PENDING": 1}
+    assert index.revalidate() == 0  # the load's signatures stand: nothing re-read
+    other = SpecStore(store.paths)  # another writer after the load is still seen
+    other.update("0000000000e2", lambda spec: _spec(spec.id, "KILLED"))
+    assert index.revalidate() == 1
+    assert index.counts() == {"COMPLETED": 1, "KILLED": 1}
+
+
+def test_a_load_after_recovery_lists_again_once_the_queue_changed(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.create(_spec("0000000000f1", "PENDING"))
+    listing, known = _listed(store)
+    # Between the pass and the load: one spec rewritten, one created (renames).
+    store.update("0000000000f1", lambda spec: _spec(spec.id, "KILLED"))
+    store.create(_spec("0000000000f2", "PENDING"))
+    assert not listing.still_exact(store.queue_stamp())
+    index = JobIndex(store)
+    index.load(known, listing)
+    assert index.counts() == {"KILLED": 1, "PENDING": 1}
+    assert index.revalidate() == 0
 
 
 def test_an_unreadable_terminal_index_is_ignored(tmp_path: Path) -> None:

@@ -206,7 +206,7 @@ class Daemon:
             log.info("stopped during recovery; the socket was never published")
             return False
         self._finish_leftovers(report.archived())
-        parts.index.load(report.untouched)
+        parts.index.load(report.untouched, report.listing)
         log.info(
             "index loaded: %d finished jobs from the terminal index, %d specs parsed",
             report.summarized,

@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -31,7 +32,7 @@ from vq.errors import VqError
 from vq.store.specs import Quarantined, Signature, SpecStore
 from vq.store.summaries import save_summaries
 
-__all__ = ["Entry", "JobIndex"]
+__all__ = ["Entry", "JobIndex", "QueueListing"]
 
 #: What the index holds of a job: the whole spec until it ends, its summary after.
 Entry = JobSpec | JobSummary
@@ -39,6 +40,23 @@ Entry = JobSpec | JobSummary
 #: How long after a directory change a listing of it is trusted while its mtime stays
 #: the same (well above any file system's timestamp granularity).
 SETTLE_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class QueueListing:
+    """One listing of the queue: ``ids``, with ``stamp`` (:meth:`SpecStore.queue_stamp`)
+    read at ``checked_at_ns`` (``time.time_ns()``), both taken before the listing."""
+
+    ids: list[str]
+    stamp: int | None
+    checked_at_ns: int
+
+    def still_exact(self, stamp: int | None) -> bool:
+        """Whether the listing, and every signature taken after it, still holds when
+        the queue's stamp is now ``stamp``: unchanged, and taken well after the last
+        change (:data:`SETTLE_NS`), so no spec was created, replaced or removed since
+        (every spec write is a rename into the queue directory, which stamps it)."""
+        return stamp is not None and stamp == self.stamp and stamp < self.checked_at_ns - SETTLE_NS
 
 
 def _signature(store: SpecStore, job_id: str) -> Signature | None:
@@ -85,15 +103,34 @@ class JobIndex:
         self.changed = threading.Condition(self._lock)
 
     # --- loading -----------------------------------------------------------------------
-    def load(self, known: Mapping[str, tuple[Signature, Entry]] | None = None) -> None:
+    def load(
+        self,
+        known: Mapping[str, tuple[Signature, Entry]] | None = None,
+        listing: QueueListing | None = None,
+    ) -> None:
         """Index every spec in the queue, replacing what was held.
 
         ``known``: entries read moments ago (the recovery pass) or kept from the last run
         (the terminal index), each with the file signature it was taken from; one whose
         file still has that signature is taken as it is, every other spec is parsed.
+
+        ``listing``: the queue as the recovery pass listed it (its signatures are those
+        of ``known``). While :meth:`QueueListing.still_exact` holds, nothing in the queue
+        was renamed since, so neither the listing nor those signatures are taken again
+        (a restart then stats each spec once, not twice); otherwise the queue is listed
+        and every spec stat'ed here.
         """
-        ids = self._store.list_ids()
-        now = _signatures(self._store, ids)
+        stamp = self._store.queue_stamp()
+        exact = listing is not None and listing.still_exact(stamp)
+        if listing is not None and exact:
+            ids = listing.ids
+            now: dict[str, Signature | None] = {
+                job_id: held[0] if (held := (known or {}).get(job_id)) is not None else None
+                for job_id in ids
+            }
+        else:
+            ids = self._store.list_ids()
+            now = _signatures(self._store, ids)
         taken: dict[str, Entry] = {}
         stale: list[str] = []
         for job_id in ids:
@@ -116,6 +153,11 @@ class JobIndex:
             # One directory fd for all the signatures, no path objects.
             self._signatures.update(_signatures(self._store, list(scan.specs)))
             self.quarantined = dict(scan.quarantined)
+            if listing is not None and exact:
+                # Every held signature is the file's now: the first listing and the
+                # first revalidation may rely on the stamp instead of the files.
+                self._listed_mtime = self._validated_mtime = stamp
+                self._listed_settled = self._validated_settled = True
             self.changed.notify_all()
 
     def _fill(self, entries: Mapping[str, Entry]) -> None:

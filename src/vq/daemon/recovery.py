@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
@@ -53,7 +54,7 @@ from vq.services.siblings import create_sibling
 from vq.store.specs import Signature
 from vq.store.summaries import load_summaries
 
-from .index import Entry
+from .index import Entry, QueueListing
 from .supervisor import Supervisor
 
 __all__ = ["RecoveryReport", "recover"]
@@ -86,6 +87,10 @@ class RecoveryReport:
     untouched: dict[str, tuple[Signature, Entry]] = field(default_factory=dict)
     #: Terminal specs taken from the terminal index without being parsed.
     summarized: int = 0
+    #: The queue as the pass listed it (every id, the queue's stamp taken just before
+    #: the listing, and the clock then): the index load reuses the listing and the
+    #: signatures when the stamp shows nothing was renamed into the queue since.
+    listing: QueueListing | None = None
 
     def archived(self) -> list[str]:
         """The untouched specs that record an archive of their workspace (the only
@@ -172,9 +177,15 @@ def recover(
     # Finished jobs whose spec file is unchanged since the terminal index took them are
     # not parsed: their summary says they are terminal and names their recorded group.
     summaries = load_summaries(ctx.paths.terminal_index)
+    checked_at_ns = time.time_ns()
+    stamp = ctx.store.queue_stamp()
+    ids = sorted(ctx.store.list_ids())
+    report.listing = QueueListing(ids, stamp, checked_at_ns)
+    # Every signature before any read (one directory fd): a later write shows.
+    signatures = ctx.store.signatures(ids)
     executor.begin_recovery()  # one /proc census for the whole pass
     try:
-        for job_id in sorted(ctx.store.list_ids()):
+        for job_id in ids:
             if stop.is_set():
                 report.interrupted = True
                 log.info(
@@ -182,7 +193,7 @@ def recover(
                 )
                 break
             report.examined += 1
-            signature = ctx.store.signature(job_id)  # before the read: a later write shows
+            signature = signatures[job_id]
             held = summaries.pop(job_id, None)
             if signature is not None and held is not None and held[0] == signature:
                 summary = held[1]
