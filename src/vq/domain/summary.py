@@ -153,6 +153,7 @@ _TIMES = frozenset(
 )
 _TIME_AT = tuple(i for i, name in enumerate(RECORD_FIELDS) if name in _TIMES)
 _STATE_AT = RECORD_FIELDS.index("state")
+_STATES = {state.value: state for state in JobState}  # a dict look-up, not Enum.__call__
 
 
 def summary_record(summary: JobSummary) -> list[Any]:
@@ -171,7 +172,7 @@ def summary_from_record(record: Sequence[Any]) -> JobSummary:
     if len(record) != len(RECORD_FIELDS):
         raise ValueError("a summary record of another length")
     values = list(record)
-    values[_STATE_AT] = JobState(values[_STATE_AT])
+    values[_STATE_AT] = _STATES[values[_STATE_AT]]
     for i in _TIME_AT:
         if values[i] is not None:
             values[i] = datetime.fromisoformat(values[i])
