@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vq.cli.render import group_rows, usage_rows
+from vq.cli.render_text import group_rows, usage_rows
 from vq.services.query import usage_summary
 
 

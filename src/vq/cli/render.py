@@ -5,15 +5,16 @@ rich is imported here only, and this module only by commands that print for huma
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vq.cli.render_text import escaped as _escaped
+from vq.cli.render_text import field_rows, later_rows
+from vq.cli.render_text import short_time as _short_time
 from vq.domain.durations import format_duration
-from vq.domain.text import escape_controls
 
 __all__ = ["print_events", "print_jobs", "print_status", "state_text"]
 
@@ -41,14 +42,6 @@ def state_text(state: str, over_capacity: bool | None = None) -> Text:
     if over_capacity:
         text.append(" ⚠ over cap", style="bold yellow")
     return text
-
-
-def _short_time(iso: str | None) -> str:
-    if not iso:
-        return "-"
-    moment = datetime.fromisoformat(iso).astimezone()
-    today = datetime.now().astimezone().date()
-    return moment.strftime("%H:%M:%S" if moment.date() == today else "%Y-%m-%d %H:%M")
 
 
 def _index(row: dict[str, Any]) -> str:
@@ -99,20 +92,6 @@ def _cut(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + "…"
-
-
-def _escaped(value: Any, keep: str = "") -> Any:
-    """``value`` with every string (nested too) passed through ``escape_controls``."""
-    if isinstance(value, str):
-        return escape_controls(value, keep)
-    if isinstance(value, list):
-        return [_escaped(item, keep) for item in value]
-    if isinstance(value, dict):
-        return {
-            key: _escaped(item, "\n\t" if key == "failure_tail" else keep)
-            for key, item in value.items()
-        }
-    return value
 
 
 def print_jobs(
@@ -180,89 +159,6 @@ def print_jobs(
         console.print(Text(f"unreadable spec {item['path']}: {item['reason']}", style="bold red"))
 
 
-_STATUS_FIELDS = (
-    ("state", "state"),
-    ("job_name", "name"),
-    ("command", "command"),
-    ("tags", "tags"),
-    ("workspace", "workspace"),
-    ("cpus", "cpus"),
-    ("cpu_affinity", "cpu affinity"),
-    ("mem_mb", "memory (MB)"),
-    ("wall_time_seconds", "wall time"),
-    ("priority", "priority"),
-    ("submitted_at", "submitted"),
-    ("not_before", "not before"),
-    ("started_at", "started"),
-    ("finished_at", "finished"),
-    ("elapsed_seconds", "elapsed"),
-    ("pid", "pid"),
-    ("exit_code", "exit code"),
-    ("retry_count", "retries"),
-    ("failure_reason", "failure reason"),
-    ("pending_reason", "pending"),
-    ("parent_jobid", "parent job"),
-    ("last_fetched_at", "last fetched"),
-    ("workdir_swept_at", "workdir removed"),
-    ("archived_at", "archived"),
-    ("archive_path", "archive"),
-)
-
-
-def _value(key: str, value: Any) -> str | Text:
-    if key == "state":
-        return state_text(str(value))
-    if key in ("wall_time_seconds", "elapsed_seconds"):
-        return format_duration(value)
-    if key == "command":
-        return " ".join(value)
-    if key == "tags":
-        return ", ".join(value)
-    if key == "cpu_affinity":
-        from vq.domain.affinity import format_cores
-
-        return f"cores {format_cores(value)}"
-    return str(value)
-
-
-def group_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``array``/``chain`` lines of ``vq status``: index, total, value and group."""
-    rows: list[tuple[str, str]] = []
-    if view.get("array_index") is not None:
-        text = f"[{view['array_index']}] of {view.get('array_total')}"
-        rows.append(("array", f"{text} in group {view.get('array_group_id')}"))
-        if view.get("array_value") is not None:
-            rows.append(("array value", str(view["array_value"])))
-    if view.get("chain_index") is not None:
-        text = f"segment {view['chain_index']} of {view.get('chain_total')}"
-        rows.append(("chain", f"{text} in group {view.get('chain_group_id')}"))
-    return rows
-
-
-def usage_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
-    """``paused by`` (who and since when) and an ended job's receipt figures."""
-    rows: list[tuple[str, str]] = []
-    if view.get("paused_by"):
-        who = {"operator": "an operator (vq pause)", "memory-pressure": "memory pressure"}
-        text = who.get(view["paused_by"], str(view["paused_by"]))
-        if view.get("paused_at"):
-            text += f", since {_short_time(view['paused_at'])}"
-        rows.append(("paused by", text))
-    usage = view.get("resource_usage")
-    if usage:
-        if usage.get("peak_rss_mb") is not None:
-            rows.append(("peak RSS", f"{usage['peak_rss_mb']:.1f} MB (receipt: largest process)"))
-        if usage.get("cpu_seconds") is not None:
-            rows.append(
-                (
-                    "CPU time",
-                    f"{usage['cpu_seconds']:.2f} s (user {usage['user_cpu_seconds']:.2f} s"
-                    f" + system {usage['system_cpu_seconds']:.2f} s)",
-                )
-            )
-    return rows
-
-
 def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     """One job's fields; user text escaped as in :func:`print_jobs` unless ``raw``."""
     if not raw:
@@ -271,12 +167,8 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value")
-    table.add_row("id", view["id"])
-    for key, label in _STATUS_FIELDS:
-        value = view.get(key)
-        if value is None or value == [] or (key == "retry_count" and not value):
-            continue
-        table.add_row(label, _value(key, value))
+    for label, text in field_rows(view):
+        table.add_row(label, state_text(text) if label == "state" else text)
     if view.get("pending_over_capacity"):
         table.add_row(
             "over capacity",
@@ -288,19 +180,8 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
                 style="bold yellow",
             ),
         )
-    for label, text in [*group_rows(view), *usage_rows(view)]:
+    for label, text in later_rows(view):
         table.add_row(label, text)
-    eta = view.get("queue_eta")
-    if eta is not None:
-        seconds = eta.get("eta_seconds")
-        basis = str(eta.get("basis") or "")
-        if seconds is not None:
-            text = f"about {format_duration(seconds)} ({basis})"
-        elif basis.startswith("unknown: "):
-            text = f"unknown ({basis.removeprefix('unknown: ')})"
-        else:
-            text = f"unavailable ({basis})"
-        table.add_row("queue ETA", text)
     console.print(table)
     warning = view.get("scheduler_warning")
     if warning:

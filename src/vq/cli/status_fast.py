@@ -4,7 +4,8 @@ The read a user (or a script polling a job) repeats most. Click and the gateway 
 more to import than the daemon takes to answer, so a plainly well-formed
 ``vq status ID [--json] [--raw]`` with a full 12-character id is answered here with the
 stdlib client and printed exactly as the Click command prints it
-(:func:`vq.cli.output.echo_json`, :func:`vq.cli.render.print_status`).
+(:func:`vq.cli.output.echo_json`, :func:`vq.cli.render.print_status`); piped output of
+a plain table is built without rich (:func:`vq.cli.render_text.plain_status`).
 
 Returns None (so Click takes over, and says whatever there is to say) for anything
 else: multi-user mode (or a policy file it cannot read: the layout decides which daemon
@@ -17,6 +18,7 @@ again on the Click path is harmless.
 from __future__ import annotations
 
 import os
+import sys
 
 from vq import _multi_root, _roots
 from vq.domain.ids import is_job_id
@@ -56,6 +58,12 @@ def run_status_fast(rest: list[str]) -> int | None:
         from vq.cli.output import echo_json
 
         echo_json(view)
+        return 0
+    from vq.cli.render_text import plain_status
+
+    text = plain_status(view, raw="--raw" in rest)
+    if text is not None:  # piped and plain: the same text, without importing rich
+        sys.stdout.write(text)
         return 0
     from vq.cli.render import print_status
 
