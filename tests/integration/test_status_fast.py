@@ -10,9 +10,9 @@ import subprocess
 from tests.conftest import VQ_BIN, Vq
 
 
-def _imports(vq: Vq, *args: str) -> set[str]:
+def _imports(vq: Vq, *args: str, columns: str = "80") -> set[str]:
     """The modules ``vq ARGS`` imports (Python's own import-time report)."""
-    env = {**vq.env, "PYTHONPROFILEIMPORTTIME": "1"}
+    env = {**vq.env, "PYTHONPROFILEIMPORTTIME": "1", "COLUMNS": columns}
     proc = subprocess.run([VQ_BIN, *args], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if "|" in line}
@@ -32,6 +32,10 @@ def test_the_fast_answer_is_the_click_answer(vq: Vq) -> None:
     assert vq.run("status", job, "--raw").stdout == vq.run("status", prefix, "--raw").stdout
     assert "click" not in _imports(vq, "status", job, "--json")  # the fast path answered
     assert "click" in _imports(vq, "status", prefix, "--json")
+    # Piped, a table that fits (the temp root's paths need more than 80 columns) is
+    # written without rich; one that would wrap is rich's.
+    assert "rich.console" not in _imports(vq, "status", job, columns="200")
+    assert "rich.console" in _imports(vq, "status", job, columns="20")
 
 
 def test_an_unknown_id_keeps_the_error_contract(vq: Vq) -> None:

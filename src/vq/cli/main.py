@@ -2,7 +2,8 @@
 
 A well-formed ``vq submit`` is handled by :mod:`vq.cli.submit_fast` without importing
 Click (the hot path of scripted submission), and a plain ``vq status ID`` that the local
-daemon answers by :mod:`vq.cli.status_fast`; everything else — and any submit the fast
+daemon answers by :mod:`vq.cli.status_fast`, and ``vq list --json`` (with ``--state``
+filters at most) by :mod:`vq.cli.list_fast`; everything else — and any submit the fast
 parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. Every
 call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
 which records the mutating ones.
@@ -28,6 +29,12 @@ def main(argv: list[str] | None = None) -> None:
             from vq.cli.status_fast import run_status_fast
 
             code = run_status_fast(args[1:])
+            if code is not None:
+                sys.exit(code)
+        elif args[:1] in (["list"], ["queue"]) and "--json" in args:
+            from vq.cli.list_fast import run_list_fast
+
+            code = run_list_fast(args[1:])
             if code is not None:
                 sys.exit(code)
         from vq.cli.app import run

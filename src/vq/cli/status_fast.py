@@ -17,10 +17,9 @@ again on the Click path is harmless.
 
 from __future__ import annotations
 
-import os
 import sys
 
-from vq import _multi_root, _roots
+from vq.cli.fast_daemon import local_daemon_socket
 from vq.domain.ids import is_job_id
 
 __all__ = ["run_status_fast"]
@@ -33,20 +32,12 @@ def run_status_fast(rest: list[str]) -> int | None:
     words = [word for word in rest if word not in _FLAGS]
     if len(words) != 1 or not is_job_id(words[0]) or len(set(rest)) != len(rest):
         return None
-    try:
-        if _multi_root.multi_user_root(os.environ) is not None:
-            return None
-    except _multi_root.UnreadablePolicy:
+    socket_path = local_daemon_socket()
+    if socket_path is None:
         return None
-    socket_path = _roots.daemon_socket(os.environ)
-    if not os.path.exists(socket_path):
-        return None
-    from vq._hostnames import configured_names
     from vq.errors import VqError
 
     try:
-        if configured_names():
-            return None
         from vq.client import Client
 
         view = Client(socket_path).call("status", {"id": words[0]})
