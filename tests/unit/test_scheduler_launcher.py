@@ -1,6 +1,7 @@
 """A named Python payload needs a launcher on the cluster (§4.3): the lane's trusted
 ``command_wrapper`` for the program, or an interpreter in the command itself;
-:func:`launcher_refusal` says why a job has none (the lane then fails its dispatch)."""
+:func:`launcher_refusal` says why a job has none (the lane then fails its dispatch).
+:func:`pin_refusal`: a runtime pin resolved for another scheduler target is refused."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from vq.domain.spec import JobSpec
-from vq.executors.scheduler.outcome import launcher_refusal
+from vq.domain.spec import JobSpec, ProgramRuntimePin
+from vq.executors.scheduler.outcome import launcher_refusal, pin_refusal
 from vq.hosts_config import HostSettings, LaneSettings
 
 
@@ -74,3 +75,17 @@ def test_a_command_that_names_its_interpreter_or_is_not_python_passes(
 
 def test_a_job_without_a_program_is_not_a_named_payload() -> None:
     assert launcher_refusal(_spec(["run.py"], program=None), _lane()) is None
+
+
+def _pinned(host: str | None) -> JobSpec:
+    spec = _spec(["true"])
+    spec.program_runtime_pin = ProgramRuntimePin(program="fit", scheduler_host=host)
+    return spec
+
+
+def test_a_pin_for_another_target_is_refused_and_one_for_this_lane_passes() -> None:
+    reason = pin_refusal(_pinned("other-cluster"), _lane())
+    assert reason is not None and "'other-cluster'" in reason and "lane cluster" in reason
+    assert pin_refusal(_pinned("cluster"), _lane()) is None
+    assert pin_refusal(_pinned(None), _lane()) is None  # not a target pin: not checked here
+    assert pin_refusal(_spec(["true"]), _lane()) is None

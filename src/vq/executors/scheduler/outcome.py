@@ -1,6 +1,7 @@
 """Pure rules of a scheduler lane: how a scheduler job's end becomes a vq outcome, the
 per-host token bucket, the batch-script request built from a spec and its lane, and the
-dispatch refusal of a named Python payload with no launcher.
+dispatch refusals of a named Python payload with no launcher and of a runtime pin made
+for another target.
 
 No I/O here: the lane (``lane.py``) feeds these with what the worker observed.
 """
@@ -16,7 +17,7 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.hosts_config import LaneSettings
 
-__all__ = ["Ending", "TokenBucket", "ending", "launcher_refusal", "script_request"]
+__all__ = ["Ending", "TokenBucket", "ending", "launcher_refusal", "pin_refusal", "script_request"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,19 @@ class TokenBucket:
         """How long until ``count`` tokens are there."""
         self._refill()
         return max(0.0, (count - self._tokens) / self._rate)
+
+
+def pin_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
+    """Why ``spec``'s runtime pin forbids dispatch to ``lane`` (a pin resolved for another
+    scheduler target), or None. The pin is deliberately not checked against the driver's
+    own checkout: the target's runtime is the authority (§3.4)."""
+    pin = spec.program_runtime_pin
+    if pin is None or pin.scheduler_host is None or pin.scheduler_host == lane.name:
+        return None
+    return (
+        f"program {spec.program!r} was pinned to the runtime of scheduler target "
+        f"{pin.scheduler_host!r}, not lane {lane.name}"
+    )
 
 
 def launcher_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:

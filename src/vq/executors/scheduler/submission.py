@@ -1,8 +1,8 @@
 """Single-job submission on a scheduler lane (a mixin of :class:`~.lane.SchedulerLane`;
 every method runs on the daemon loop, every cluster call on the lane's worker).
 
-* **intent**: a named Python payload with no launcher fails the job
-  (:func:`.outcome.launcher_refusal`); the batch script is rendered (a render error fails
+* **intent**: a runtime pin made for another target or a named Python payload with no
+  launcher fails the job (:mod:`.outcome`); the batch script is rendered (a render error fails
   the job: FAILED, ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag,
   script sha256) is written and fsynced and ``scheduler_state = "submitting"`` recorded,
   before anything reaches the cluster;
@@ -35,7 +35,7 @@ from vq.errors import Conflict, InvalidInput, TransportError
 from .forwarded import UnreadableEnvironment, forwarded_variables
 from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
-from .outcome import launcher_refusal, script_request
+from .outcome import launcher_refusal, pin_refusal, script_request
 from .remote import StageFailed, stage_archive
 
 __all__ = ["INTENT_NAME", "SubmittingLane"]
@@ -66,7 +66,7 @@ class SubmittingLane(ObservingLane):
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
         """The batch script for ``job.nonce``; a named Python payload with no launcher or a
         render error fails the job (None)."""
-        refusal = launcher_refusal(spec, self.settings)
+        refusal = pin_refusal(spec, self.settings) or launcher_refusal(spec, self.settings)
         if refusal is not None:
             self._fail(job, refusal)
             return None
