@@ -7,8 +7,11 @@ TB_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TB_SSH_PORT=${VQ_TESTBED_SSH_PORT:-2222}
 TB_USER=${VQ_TESTBED_USER:-vqtest}
 TB_NOISY_USER=vqnoisy
+# The lanes benchmark's login: nobody else uses it, so the controller's per-user RPC
+# counters (sdiag, sacctmgr show stats) hold only the benchmark's own traffic.
+TB_BENCH_USER=vqbench
 # Every account the testbed creates; all of them accept the testbed's client key.
-TB_SSH_USERS=("$TB_USER" "$TB_NOISY_USER" vqa vqb vqadm vqteam1 vqteam2)
+TB_SSH_USERS=("$TB_USER" "$TB_NOISY_USER" "$TB_BENCH_USER" vqa vqb vqadm vqteam1 vqteam2)
 
 log() { printf '[testbed] %s\n' "$*" >&2; }
 die() {

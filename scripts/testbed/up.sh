@@ -154,6 +154,7 @@ done
 {
   echo "# Written by scripts/testbed/up.sh. Use: ssh -F $TB/ssh/config vq-local true"
   printf 'Host vq-noisy\n  HostName 127.0.0.1\n  Port %s\n  User %s\n\n' "$TB_SSH_PORT" "$TB_NOISY_USER"
+  printf 'Host vq-bench\n  HostName 127.0.0.1\n  Port %s\n  User %s\n\n' "$TB_SSH_PORT" "$TB_BENCH_USER"
   for name in "${ssh_hosts[@]}"; do
     read -r addr port < <(host_addr "$name")
     printf 'Host %s\n  HostName %s\n  Port %s\n\n' "$name" "$addr" "$port"
@@ -497,6 +498,7 @@ export VQ_TESTBED_SSH_KEY=$TB/ssh/client_ed25519
 export VQ_TESTBED_KNOWN_HOSTS=$TB/ssh/known_hosts
 export VQ_TESTBED_USER=$TB_USER
 export VQ_TESTBED_NOISY_USER=$TB_NOISY_USER
+export VQ_TESTBED_BENCH_USER=$TB_BENCH_USER
 export VQ_TESTBED_HOSTS="${ssh_hosts[*]}"
 export VQ_TESTBED_VENV=$VENV
 export VQ_TESTBED_SLURM=$slurm_up

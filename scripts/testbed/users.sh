@@ -4,6 +4,8 @@
 #   vqtest            the SSH user of the tests and the Slurm user
 #   vqnoisy           like vqtest, but its .bashrc, .profile and .bash_logout print to both
 #                     stdout and stderr (the SSH runner must still return byte-exact output)
+#   vqbench           like vqtest, used only by the lanes benchmark (bench/bench_lanes.py), so
+#                     per-user Slurm RPC counters isolate its traffic
 #   vqa, vqb          two ordinary users (own primary groups)
 #   vqadm             member of the group vq-admins
 #   vqteam1, vqteam2  two users sharing the primary group vq-team
@@ -44,6 +46,7 @@ ensure_group vq-admins
 ensure_group vq-team
 ensure_user "$TB_USER"
 ensure_user "$TB_NOISY_USER"
+ensure_user "$TB_BENCH_USER"
 ensure_user vqa
 ensure_user vqb
 ensure_user vqadm

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from vq.domain.archive_rules import Member, MemberKind
@@ -35,18 +35,23 @@ def tar_member(info: tarfile.TarInfo) -> Member:
 
 
 def extract_checked(
-    tar: tarfile.TarFile, destination: Path, members: Sequence[tarfile.TarInfo]
+    tar: tarfile.TarFile, destination: Path, members: Iterable[tarfile.TarInfo]
 ) -> None:
     """Extract ``members`` of ``tar`` into ``destination``. The caller has already passed
-    every entry through the archive rules (names, link targets, kinds). With the ``data``
-    filter (Python 3.11.4+) tar applies it as well; without it (Debian 12's 3.11.2) each
-    entry gets what that filter would give it: no special mode bits, no group/other
-    write, owner read/write on files, and the extracting user as owner (no chown to the
-    archive's ids, even as root)."""
+    every entry through the archive rules (names, link targets, kinds), or passes them
+    through as ``members`` is iterated (a stream read once: ``members`` is consumed
+    exactly once, lazily). With the ``data`` filter (Python 3.11.4+) tar applies it as
+    well; without it (Debian 12's 3.11.2) each entry gets what that filter would give it:
+    no special mode bits, no group/other write, owner read/write on files, and the
+    extracting user as owner (no chown to the archive's ids, even as root)."""
     if HAS_DATA_FILTER:
         tar.extractall(destination, members, filter="data")
         return
-    for info in members:
-        info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
-        info.uid, info.gid, info.uname, info.gname = os.getuid(), os.getgid(), "", ""
-    tar.extractall(destination, members)  # noqa: S202 - entries checked by the caller
+    tar.extractall(destination, map(_as_data_filter_would, members))  # noqa: S202 - checked
+
+
+def _as_data_filter_would(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """``info`` with the mode and ownership the ``data`` filter would give it."""
+    info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
+    info.uid, info.gid, info.uname, info.gname = os.getuid(), os.getgid(), "", ""
+    return info

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from vq._tar import extract_checked
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.domain.states import TERMINAL_NAMES
 from vq.errors import UnsafeArchive
@@ -239,8 +240,9 @@ def extract_outputs(data: bytes | Path, dest: Path) -> Path:
     """Extract an ``outputs.tar.gz`` into ``dest`` (its single top directory stripped).
 
     Every member is checked with vq's archive rules first (no absolute paths, ``..``,
-    links out or special files), then extracted with tar's ``data`` filter. ``dest``
-    must not exist or be empty.
+    links out or special files), then extracted with tar's ``data`` filter (before
+    Python 3.11.4, with the modes and ownership that filter would give). ``dest`` must
+    not exist or be empty.
     """
     source = io.BytesIO(data) if isinstance(data, bytes) else open(data, "rb")  # noqa: SIM115
     with source, tarfile.open(fileobj=source, mode="r:gz") as tar:
@@ -256,5 +258,5 @@ def extract_outputs(data: bytes | Path, dest: Path) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
         if any(dest.iterdir()):
             raise FileExistsError(f"{dest} is not empty")
-        tar.extractall(dest, members=inner, filter="data")
+        extract_checked(tar, dest, inner)
     return dest

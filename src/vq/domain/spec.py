@@ -72,6 +72,8 @@ class ProgramRuntimePin(BaseModel):
     resolved_git_sha: str | None = None
     scheduler_host: str | None = None
     version: str | None = None
+    #: a lane job's target identity: the digest of the runtime generation it is bound to
+    artifact_identity: str | None = None
 
 
 class JobSpec(BaseModel):

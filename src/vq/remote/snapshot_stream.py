@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from vq import _fault_points
-from vq._tar import tar_member
+from vq._tar import extract_checked, tar_member
 from vq.domain.archive_rules import META_DIR, Member, MemberLedger
 from vq.errors import TransportError, UnsafeArchive
 from vq.remote.host import RemoteHost, remote_error
@@ -74,8 +74,6 @@ def _checked(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
         if head == META_DIR:  # reserved in a source; in a snapshot it holds the sidecars
             member = Member(f"{_SNAPSHOT_META}{sep}{tail}", member.kind, member.link_target)
         ledger.add(member)
-        if not hasattr(tarfile, "data_filter"):  # Python < 3.11.4: no data filter
-            info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
         if not began:  # bytes are flowing: a test may cut the link mid-stream here
             began = True
             _fault_points.hold_point("snapshot_stream_began")
@@ -91,11 +89,7 @@ def extract_stream(stream: Stream, into: Path) -> None:
         with tarfile.open(  # type: ignore[call-overload]
             fileobj=_Reader(stream), mode="r|", bufsize=_CHUNK, copybufsize=_CHUNK
         ) as tar:
-            entries = _checked(tar)
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(into, entries, filter="data")
-            else:
-                tar.extractall(into, entries)  # noqa: S202 - every entry checked above
+            extract_checked(tar, into, _checked(tar))
     except (tarfile.TarError, EOFError) as exc:
         raise UnsafeArchive(f"the snapshot stream is not a valid tar: {exc}") from exc
 

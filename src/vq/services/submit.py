@@ -77,9 +77,20 @@ def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
 
 
 def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
-    """``program`` and its runtime snapshot (§3.4); refuses an unknown name or a bad pin."""
+    """``program`` and its runtime snapshot (§3.4); refuses an unknown name or a bad pin.
+    A lane job naming a managed runtime is pinned to its target (:mod:`.lane_runtime`)."""
     if params.program is None:
         return {}
+    from vq.services.lane_runtime import is_managed, lane_pin
+
+    if params.scheduler_target is not None and is_managed(ctx.programs, params.program):
+        pin = lane_pin(
+            params.program,
+            params.scheduler_target,
+            params.runtime_artifact,
+            params.expected_sha,
+        )
+        return {"program": params.program, "program_runtime_pin": pin.model_dump()}
     from vq.services.programs import submit_pin  # runs git/python: only when asked
 
     pin = submit_pin(ctx.programs, params.program, expected_sha=params.expected_sha)

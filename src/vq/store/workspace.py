@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from vq._fs import fsync_dir
-from vq._tar import tar_member
+from vq._tar import extract_checked, tar_member
 from vq.domain.archive_rules import META_DIR, Member, MemberKind, check_member, check_members
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
 
@@ -236,8 +236,6 @@ def _fill_dir(source: Path, staging: Path) -> None:
 # --- tar ----------------------------------------------------------------------------------
 
 
-#: tar extraction filters (PEP 706) exist from Python 3.11.4; Debian 12 ships 3.11.2.
-_TAR_FILTERS = hasattr(tarfile, "data_filter")
 _FILTER_ERRORS: tuple[type[Exception], ...] = (
     (tarfile.FilterError,) if hasattr(tarfile, "FilterError") else ()
 )
@@ -251,12 +249,7 @@ def _fill_tar(source: Path, staging: Path) -> None:
             members = tar.getmembers()  # reads the whole archive: truncation shows here
         check_members(tar_member(info) for info in members)
         try:
-            if _TAR_FILTERS:
-                tar.extractall(staging, filter="data")
-            else:  # Python < 3.11.4 (Debian 12's 3.11.2): check_members did the vetting
-                for info in members:
-                    info.mode = (info.mode & 0o755) | (0o700 if info.isdir() else 0o600)
-                tar.extractall(staging, members)  # noqa: S202 - members checked above
+            extract_checked(tar, staging, members)
         except _FILTER_ERRORS as exc:
             raise UnsafeArchive(f"tar's safety filter refused an entry: {exc}") from exc
         except _CORRUPT as exc:

@@ -1,5 +1,7 @@
 """Pure rules of a scheduler lane: how a scheduler job's end becomes a vq outcome, the
-per-host token bucket, and the batch-script request built from a spec and its lane.
+per-host token bucket, the batch-script request built from a spec and its lane, and the
+dispatch refusals of a named Python payload with no launcher and of a runtime pin made
+for another target.
 
 No I/O here: the lane (``lane.py``) feeds these with what the worker observed.
 """
@@ -15,7 +17,7 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.hosts_config import LaneSettings
 
-__all__ = ["Ending", "TokenBucket", "ending", "script_request"]
+__all__ = ["Ending", "TokenBucket", "ending", "launcher_refusal", "pin_refusal", "script_request"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,45 @@ class TokenBucket:
         """How long until ``count`` tokens are there."""
         self._refill()
         return max(0.0, (count - self._tokens) / self._rate)
+
+
+def pin_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
+    """Why ``spec``'s runtime pin forbids dispatch to ``lane`` (a pin resolved for another
+    scheduler target), or None. The pin is deliberately not checked against the driver's
+    own checkout: the target's runtime is the authority (§3.4)."""
+    pin = spec.program_runtime_pin
+    if pin is None or pin.scheduler_host is None or pin.scheduler_host == lane.name:
+        return None
+    return (
+        f"program {spec.program!r} was pinned to the runtime of scheduler target "
+        f"{pin.scheduler_host!r}, not lane {lane.name}"
+    )
+
+
+def launcher_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
+    """Why ``spec`` cannot be dispatched to ``lane`` for want of a launcher, or None.
+
+    A job that names a program (``--program``) and whose command starts with a Python
+    file (``run.py``, ``./tools/fit.py``) needs something on the cluster to choose that
+    program's interpreter: the lane's trusted
+    ``[hosts.LANE.scheduler_program_hooks.PROGRAM] command_wrapper``, or an interpreter
+    the command itself names (``python3 run.py``). Without either the file would run under
+    whatever its ``#!`` line finds on the compute node, not the program's runtime, so the
+    job fails at dispatch instead (§4.3). A command that starts with anything else, or a
+    job with no program, is not a Python payload here."""
+    if spec.program is None or not spec.command:
+        return None
+    if not spec.command[0].endswith(".py"):
+        return None
+    hooks = lane.program_hooks.get(spec.program)
+    if hooks is not None and hooks.command_wrapper:
+        return None
+    return (
+        f"the command starts with the Python file {spec.command[0]!r} of program "
+        f"{spec.program!r}, and lane {lane.name} has no launcher for it: set "
+        f"[hosts.{lane.name}.scheduler_program_hooks.{spec.program}] command_wrapper to "
+        "the program's interpreter on the cluster, or name the interpreter in the command"
+    )
 
 
 def script_request(

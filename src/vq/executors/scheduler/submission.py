@@ -1,10 +1,11 @@
 """Single-job submission on a scheduler lane (a mixin of :class:`~.lane.SchedulerLane`;
 every method runs on the daemon loop, every cluster call on the lane's worker).
 
-* **intent**: the batch script is rendered (a render error fails the job: FAILED,
-  ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag, script sha256) is
-  written and fsynced and ``scheduler_state = "submitting"`` recorded, before anything
-  reaches the cluster;
+* **intent**: a runtime pin made for another target or a named Python payload with no
+  launcher fails the job (:mod:`.outcome`); the batch script is rendered (a render error fails
+  the job: FAILED, ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag,
+  script sha256) is written and fsynced and ``scheduler_state = "submitting"`` recorded,
+  before anything reaches the cluster;
 * **stage and submit** in one SSH call: the workspace plus the script unpacked (tar,
   idempotent), then ``sbatch --parsable`` / ``qsub``; the id is persisted with
   ``queued`` (:meth:`SubmittingLane.adopt`);
@@ -34,7 +35,7 @@ from vq.errors import Conflict, InvalidInput, TransportError
 from .forwarded import UnreadableEnvironment, forwarded_variables
 from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
-from .outcome import script_request
+from .outcome import launcher_refusal, pin_refusal, script_request
 from .remote import StageFailed, stage_archive
 
 __all__ = ["INTENT_NAME", "SubmittingLane"]
@@ -63,7 +64,12 @@ class SubmittingLane(ObservingLane):
         self._send(job, script)
 
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
-        """The batch script for ``job.nonce``; a render error fails the job (None)."""
+        """The batch script for ``job.nonce``; a named Python payload with no launcher or a
+        render error fails the job (None)."""
+        refusal = pin_refusal(spec, self.settings) or launcher_refusal(spec, self.settings)
+        if refusal is not None:
+            self._fail(job, refusal)
+            return None
         try:
             forwarded = forwarded_variables(self.ctx.paths, job.job_id)
         except UnreadableEnvironment as exc:
