@@ -1,25 +1,53 @@
 #!/usr/bin/env bash
-# Run pytest on VQ_TEST_WORKERS pytest-xdist workers and refuse to call an empty run green
-# (pytest exits 5 when no test ran).
-#
-# --dist loadgroup: the tests on the shared SSH/Slurm testbed form one group
-# (tests/suite_phases.py), so one worker runs them one at a time while the other workers
-# run the hermetic tests (private state roots, free ports) side by side. The default is
-# one worker per CPU plus the testbed's; VQ_TEST_WORKERS=0 runs everything in-process,
-# one test at a time.
+# Run the suite's two phases (tests/suite_phases.py) at the same time:
+#   - hermetic: the tests on private state roots and free ports, side by side on
+#     VQ_TEST_WORKERS pytest-xdist workers (default: one per CPU; 0 runs them in-process),
+#     its report on stdout as it goes;
+#   - testbed: the tests on the shared SSH/Slurm testbed, one at a time in one process,
+#     its report in build/testbed-phase.log, printed when both are done.
+# They touch disjoint state, so they overlap; VQ_TEST_SEQUENTIAL=1 runs the testbed phase
+# after the hermetic one instead. Both always run to the end, and the result is non-zero
+# if either fails. pytest exits 5 when a phase had nothing to run: fine for one phase
+# (e.g. PYTEST_ARGS=tests/unit), but a run where neither phase ran a test is a failure.
 set -uo pipefail
 py=$1; shift
 mkdir -p build
-cpus=$(nproc 2>/dev/null || echo 1)
-workers=${VQ_TEST_WORKERS:-$((cpus + 1))}
-if [ "$workers" -eq 0 ]; then
-  "$py" -m pytest "$@"
+workers=${VQ_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}
+parallel=(-n "$workers")
+[ "$workers" -eq 0 ] && parallel=()
+log=build/testbed-phase.log
+
+run_testbed() { "$py" -m pytest --suite-phase=testbed "$@" >"$log" 2>&1; }
+show_testbed() {
+  echo "== tests on the shared testbed (one at a time; $log)"
+  cat "$log"
+}
+
+if [ "${VQ_TEST_SEQUENTIAL:-0}" = 1 ]; then
+  "$py" -m pytest "${parallel[@]}" --suite-phase=hermetic "$@"
+  hermetic=$?
+  run_testbed "$@"
+  shared=$?
 else
-  "$py" -m pytest -n "$workers" --dist loadgroup "$@"
+  run_testbed "$@" &
+  testbed_pid=$!
+  # A background job ignores SIGINT, so an interrupted run stops it with SIGTERM.
+  trap 'kill -TERM "$testbed_pid" 2>/dev/null; exit 130' INT TERM
+  "$py" -m pytest "${parallel[@]}" --suite-phase=hermetic "$@"
+  hermetic=$?
+  wait "$testbed_pid"
+  shared=$?
 fi
-rc=$?
-if [ "$rc" -eq 5 ]; then
+show_testbed
+
+echo "== hermetic tests: exit $hermetic; tests on the shared testbed: exit $shared"
+if [ "$hermetic" -eq 5 ] && [ "$shared" -eq 5 ]; then
   echo "error: no tests were collected or run; that is a failure, not a pass" >&2
   exit 1
 fi
-exit "$rc"
+for rc in "$hermetic" "$shared"; do
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
+    exit "$rc"
+  fi
+done
+exit 0
