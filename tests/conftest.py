@@ -19,6 +19,10 @@ from typing import Any
 
 import pytest
 
+from tests.suite_phases import pytest_addoption, pytest_collection_modifyitems
+
+__all__ = ["pytest_addoption", "pytest_collection_modifyitems"]
+
 VQ_BIN = str(Path(sys.executable).with_name("vq"))
 
 #: The suite may run as root (containers, CI). A root daemon refuses to start unless it is

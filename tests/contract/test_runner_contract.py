@@ -30,6 +30,9 @@ from vq.transport.local import LocalRunner
 from vq.transport.runner import Runner
 from vq.transport.ssh import SshRunner
 
+#: The ssh runners reach the shared testbed's sshd (its fixture is requested per parameter).
+pytestmark = pytest.mark.testbed
+
 TRICKY: list[str | bytes] = [
     "plain",
     "with space",

@@ -219,3 +219,19 @@ def test_cli_publish_copies_and_refuses_an_existing_destination(tmp_path: Path) 
     )
     assert missing.returncode == 3
     assert not (tmp_path / "out2").exists()
+
+
+def test_cli_publish_refuses_a_source_name_too_long_to_look_up(tmp_path: Path) -> None:
+    """A --from name over the file system's limit is bad input (exit 4), not an internal error."""
+    env = {**os.environ, "VQ_STATE_DIR": str(tmp_path / "state")}
+    refused = subprocess.run(
+        [VQ_BIN, "publish", str(tmp_path / "out"), "--from", str(tmp_path / ("a" * 300))],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert refused.returncode == 4, refused.stderr
+    assert refused.stderr.startswith("vq: error: --from cannot be looked up")
+    assert "hint: " in refused.stderr and "internal error" not in refused.stderr
+    assert not (tmp_path / "out").exists()

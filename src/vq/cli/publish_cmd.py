@@ -32,7 +32,13 @@ def publish(dest: Path, source: Path, as_json: bool) -> None:
     from vq.publish import Draft, copy_tree
     from vq.publish import publish as publish_tree
 
-    if not source.exists():
+    try:
+        present = source.exists()
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise InvalidInput(
+            f"--from cannot be looked up: {exc.strerror}", hint="--from takes a directory"
+        ) from exc
+    if not present:
         raise NotFound(f"{source} does not exist", hint="give an existing directory to --from")
     if source.is_symlink() or not source.is_dir():
         raise InvalidInput(f"{source} is not a directory", hint="--from takes a directory")
