@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from vq._proc_stat import ProcStat, read_stat
 
 __all__ = [
     "POLL_SECONDS",
@@ -23,26 +24,9 @@ __all__ = [
 POLL_SECONDS = 0.02
 
 
-@dataclass(frozen=True)
-class ProcStat:
-    state: str
-    ppid: int
-    pgid: int
-    start_ticks: int
-
-    @property
-    def alive(self) -> bool:
-        return self.state not in ("Z", "X", "x")
-
-
 def proc_stat(pid: int) -> ProcStat | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-        fields = raw[raw.rindex(b")") + 1 :].split()
-        return ProcStat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
-    except (OSError, ValueError, IndexError):
-        return None
+    """``/proc/<pid>/stat`` through vq's own reader (a zombie is returned, see ``alive``)."""
+    return read_stat(pid)
 
 
 def alive(pid: int, start_ticks: int | None = None) -> bool:
