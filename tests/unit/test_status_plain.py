@@ -61,13 +61,13 @@ PLAIN = [
     _view(chain_index=2, chain_total=5, chain_group_id="aaaaaaaaaaaa"),
     _view(queue_eta={"eta_seconds": 90, "basis": "3 jobs ahead"}),
     _view(command=["sh", "-c", "echo 12:30:45 && date"]),
+    _view(job_name="a [bold]x"),  # what markup would read: printed as it is
+    _view(command=["echo", ":smile:"]),  # an emoji code: printed as it is
+    _view(array_index=3, array_total=10, array_group_id="bbbbbbbbbbbb"),  # "[3]"
 ]
 RICH_ONLY = [
-    _view(job_name="a [bold]x"),  # markup
-    _view(command=["echo", ":smile:"]),  # an emoji code
     _view(job_name="naïve"),  # not ASCII (cell widths)
     _view(command=["python", "x" * 200]),  # wraps
-    _view(array_index=3, array_total=10, array_group_id="bbbbbbbbbbbb"),  # "[3]"
     _view(failure_tail="Traceback\n  boom"),
     _view(pending_over_capacity=True, configured_capacity_overages=[]),
 ]

@@ -15,9 +15,16 @@ __all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from vq.cli.rich_console import human_console
 
-    return Console(highlight=False, soft_wrap=True)
+    return human_console(soft_wrap=True)
+
+
+def _styled(*parts: str | tuple[str, str]) -> Any:
+    """Plain strings and (text, style) pairs as one rich Text: user text is never markup."""
+    from rich.text import Text
+
+    return Text.assemble(*parts)
 
 
 def print_validation(
@@ -36,16 +43,17 @@ def print_validation(
         console.print("sources")
     for check in sources:
         if check.ok:
-            verdict = "[green]matches its pin[/]"
+            verdict: tuple[Any, ...] = (("matches its pin", "green"),)
         elif check.actual is None:
-            verdict = "[red]unreadable[/]"
+            verdict = (("unreadable", "red"),)
         else:
-            verdict = f"[red]does NOT match its pin[/]; actual sha256 {check.actual}"
-        console.print(f"  {check.node}  {check.path}/  {check.entries} entries  {verdict}")
+            verdict = (("does NOT match its pin", "red"), f"; actual sha256 {check.actual}")
+        line = f"  {check.node}  {check.path}/  {check.entries} entries  "
+        console.print(_styled(line, *verdict))
         for problem in check.problems:
-            console.print(f"    [red]{problem.field}: {problem.message}[/]")
+            console.print(_styled("    ", (f"{problem.field}: {problem.message}", "red")))
     if all(check.ok for check in sources):
-        console.print("[green]valid[/]")
+        console.print("valid", style="green")
 
 
 _STYLE = {
@@ -80,8 +88,10 @@ def print_status(
 
     console = _console()
     console.print(
-        f"campaign {loaded.campaign.campaign_id} ({loaded.digest[:12]}): "
-        f"[{_STYLE.get(current.status, 'bold')}]{current.status}[/]"
+        _styled(
+            f"campaign {loaded.campaign.campaign_id} ({loaded.digest[:12]}): ",
+            (current.status, _STYLE.get(current.status, "bold")),
+        )
     )
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("NODE", "STATUS", "ATTEMPT", "JOB", "NEXT", "REASONS"):
@@ -92,7 +102,7 @@ def print_status(
         action = node.action["action"] if node.action else "-"
         table.add_row(
             node.node,
-            f"[{_STYLE[node.status]}]{node.status}[/]",
+            _styled((node.status, _STYLE[node.status])),
             "-" if latest is None else f"{latest.attempt} ({latest.state})",
             job,
             action,
@@ -125,10 +135,13 @@ def print_cleanup(report: CleanupReport) -> None:
         console.print("nothing to clean up")
         return
     for item in report.items:
-        mark = ""
-        if report.applied:
-            mark = "removed  " if item.removed else f"[red]failed ({item.error})[/]  "
-        console.print(f"{mark}{item.path}  {_bytes(item.size)}  {item.reason}")
+        rest = f"{item.path}  {_bytes(item.size)}  {item.reason}"
+        if not report.applied:
+            console.print(rest)
+        elif item.removed:
+            console.print("removed  " + rest)
+        else:
+            console.print(_styled((f"failed ({item.error})", "red"), "  " + rest))
     if report.applied:
         console.print(f"freed {_bytes(report.bytes_freed)} of {_bytes(report.bytes_listed)}")
     else:

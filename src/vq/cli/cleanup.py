@@ -51,13 +51,13 @@ def cleanup(
 
 
 def _print(report: CleanupReport) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from vq.cli.render import state_text
+    from vq.cli.rich_console import human_console
 
-    console = Console(highlight=False, soft_wrap=False)
+    console = human_console()
     dry, jobs = report.dry_run, report.jobs
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "FINISHED", "ACTION", "RESULT"):

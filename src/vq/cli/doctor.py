@@ -24,10 +24,11 @@ def doctor(as_json: bool) -> None:
     if as_json:
         echo_json({"ok": not failed, "checks": [check.as_dict() for check in checks]})
     else:
-        from rich.console import Console
         from rich.text import Text
 
-        console = Console(highlight=False)
+        from vq.cli.rich_console import human_console
+
+        console = human_console()
         for check in checks:
             mark, style = _MARKS[check.status]
             line = Text(f"{mark} ", style=style)

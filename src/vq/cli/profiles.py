@@ -25,12 +25,13 @@ def profiles(as_json: bool) -> None:
     if not presets:
         click.echo("no profiles configured (add [profile.NAME] sections to config.toml)")
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from vq.cli.rich_console import human_console
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("PROFILE", "SETTINGS"):
         table.add_column(column)
     for name, values in presets.items():
         table.add_row(name, "  ".join(f"{k}={v}" for k, v in values.items()) or "-")
-    Console(highlight=False).print(table)
+    human_console().print(table)

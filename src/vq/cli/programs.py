@@ -31,9 +31,10 @@ def programs(as_json: bool) -> None:
     if not statuses:
         click.echo("no programs registered (add [programs.NAME] sections to config.toml)")
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from vq.cli.rich_console import human_console
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("PROGRAM", "KIND", "STATUS", "VERSION/SHA", "PATH / WHY"):
@@ -57,4 +58,4 @@ def programs(as_json: bool) -> None:
             identity or "-",
             where if status.available else f"{status.reason}",
         )
-    Console(highlight=False).print(table)
+    human_console().print(table)

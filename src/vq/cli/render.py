@@ -14,6 +14,7 @@ from rich.text import Text
 from vq.cli.render_text import escaped as _escaped
 from vq.cli.render_text import field_rows, later_rows
 from vq.cli.render_text import short_time as _short_time
+from vq.cli.rich_console import human_console
 from vq.domain.durations import format_duration
 
 __all__ = ["print_events", "print_jobs", "print_status", "state_text"]
@@ -34,7 +35,7 @@ STATE_STYLES = {
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return human_console()
 
 
 def state_text(state: str, over_capacity: bool | None = None) -> Text:

@@ -176,19 +176,14 @@ def status_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # --- the table rich would print, without rich ----------------------------------------
-#: ``:name:`` (rich's emoji code syntax); a text holding one that may name an emoji is
-#: left to rich. Every emoji name rich knows holds a letter, +, -, _ or is 100 or 1234.
-_EMOJI_CODE = re.compile(r":(\S*?)(?:-(?:emoji|text))?:")
-_EMOJI_LIKE = re.compile(r"[A-Za-z+\-_]|^(100|1234)$")
-_PLAIN = re.compile(r"[ -Z\\^-~]*")  # printable ASCII without "[" (markup) or "]"
+_PLAIN = re.compile(r"[ -~]*")  # printable ASCII
 
 
 def _is_plain(text: str) -> bool:
-    """Whether rich prints ``text`` in a table cell exactly as it is: printable ASCII,
-    no markup bracket, no emoji code, no leading or trailing blank."""
-    if not _PLAIN.fullmatch(text) or text != text.strip():
-        return False
-    return not any(_EMOJI_LIKE.search(m.group(1)) for m in _EMOJI_CODE.finditer(text))
+    """Whether rich prints ``text`` in a table cell exactly as it is: printable ASCII with
+    no leading or trailing blank (vq's consoles read no markup and no emoji codes:
+    :mod:`vq.cli.rich_console`)."""
+    return _PLAIN.fullmatch(text) is not None and text == text.strip()
 
 
 def _piped_width(environ: Mapping[str, str]) -> int | None:

@@ -31,9 +31,9 @@ __all__ = ["overview", "overview_snapshot", "usage", "usage_report"]
 
 
 def _console() -> Console:
-    from rich.console import Console
+    from vq.cli.rich_console import human_console
 
-    return Console(highlight=False, soft_wrap=False)
+    return human_console()
 
 
 # --- vq overview ------------------------------------------------------------------------

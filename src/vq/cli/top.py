@@ -89,9 +89,9 @@ def _watch(interval: float) -> None:
 
 
 def _console() -> Console:
-    from rich.console import Console
+    from vq.cli.rich_console import human_console
 
-    return Console(highlight=False, soft_wrap=False)
+    return human_console()
 
 
 def _level_style(percent: float | None) -> str:
