@@ -51,7 +51,7 @@ from vq.services.fetch_snapshot import (
     read_sidecar,
 )
 
-__all__ = ["fetch_remote", "fetch_workspace_copy"]
+__all__ = ["fetch_remote", "fetch_workspace_copy", "skipped_entries"]
 
 
 def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, Any]:
@@ -67,8 +67,8 @@ def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, 
     manifest = fetch_manifest(
         job_id,
         "workdir" if kind == "workdir" else "workspace",
-        str(remote.get("source_path", "")),
-        list(remote.get("skipped", [])),
+        _text(remote.get("source_path")),
+        skipped_entries(remote),
         datetime.now(UTC),
         transport="ssh",
     )
@@ -149,12 +149,27 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return skipped_entries(remote)
+
+
+def skipped_entries(remote: dict[str, Any]) -> list[dict[str, str]]:
+    """The ``skipped`` list of a remote fetch manifest as ``{"path", "reason"}`` strings.
+
+    The manifest comes from the remote host and is not trusted to be well formed: an
+    entry that is not an object is dropped, and a ``skipped`` that is not a list (a
+    string would otherwise become a list of its characters) reads as none."""
     skipped = remote.get("skipped")
     return [
-        {"path": str(item.get("path", "")), "reason": str(item.get("reason", ""))}
+        {"path": _text(item.get("path")), "reason": _text(item.get("reason"))}
         for item in (skipped if isinstance(skipped, list) else [])
         if isinstance(item, dict)
     ]
+
+
+def _text(value: object) -> str:
+    """A manifest field as text: a string as it is, anything else (absent, a number, a
+    list) as empty, so a malformed remote manifest never reads as a made-up value."""
+    return value if isinstance(value, str) else ""
 
 
 def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str, Any]) -> int:
