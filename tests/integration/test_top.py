@@ -83,7 +83,8 @@ def test_top_json_text_and_no_daemon(vq: Vq) -> None:
     assert snap["capacity"]["cpus"] == {"reserved": 2, "cap": 4}
     assert snap["capacity"]["jobs"]["reserved"] == 2
     assert snap["capacity"]["mem_mb"]["reserved"] >= 200
-    assert set(snap) == {"generated_at", "daemon", "counts", "capacity", "jobs"}
+    assert set(snap) == {"generated_at", "daemon", "capacity_source", "counts", "capacity", "jobs"}
+    assert snap["capacity_source"] == "daemon"
 
     text = vq.run("top").stdout
     assert worker in text and sleeper in text
@@ -96,14 +97,22 @@ def test_top_json_text_and_no_daemon(vq: Vq) -> None:
     wait_until(lambda: vq.daemon_pid() is None or not (vq.root / "daemon.sock").exists())
     offline = _top(vq)
     assert offline["daemon"] == {"running": False, "pid": None}
-    assert offline["capacity"]["cpus"]["cap"] is None
+    # the caps the daemon last advertised, said to be that (not "unknown")
+    assert offline["capacity_source"] == "last_advertised"
+    assert offline["capacity"]["cpus"]["cap"] == 4
     running = {job["id"] for job in offline["jobs"]}
     on_disk = {job for job in (worker, sleeper) if vq.state(job) in ("RUNNING", "SUSPENDED")}
     assert running == on_disk
-    for job in offline["jobs"]:  # declared limits still show; the default is unknown
-        assert job["mem_limit_mb"] == (200 if job["id"] == worker else None)
+    for job in offline["jobs"]:  # declared limits show, the default as last advertised
+        if job["id"] == worker:
+            assert job["mem_limit_mb"] == 200
     offline_text = vq.run("top").stdout
     assert "daemon: not running" in offline_text
+    assert "caps as last advertised" in offline_text and "cap unknown" not in offline_text
+    (vq.root / "daemon_capacity.json").unlink()
+    unknown = _top(vq)
+    assert unknown["capacity_source"] is None and unknown["capacity"]["cpus"]["cap"] is None
+    assert "caps unknown" in vq.run("top").stdout
 
 
 def test_top_watch_refreshes_until_interrupted(vq: Vq) -> None:
@@ -151,5 +160,6 @@ def test_top_watch_refreshes_until_interrupted(vq: Vq) -> None:
 def test_top_json_without_any_daemon_or_jobs(vq: Vq) -> None:
     snap = _top(vq)
     assert snap["daemon"] == {"running": False, "pid": None}
+    assert snap["capacity_source"] is None
     assert snap["jobs"] == [] and set(snap["counts"].values()) == {0}
     json.dumps(snap)

@@ -6,6 +6,7 @@ Forms: one-shot text (default), ``--watch`` (a rich Live view refreshed every
 The JSON schema is :mod:`vq.services.top`'s (stable)::
 
     {"generated_at": ISO, "daemon": {"running": bool, "pid": int|null},
+     "capacity_source": "daemon"|"last_advertised"|null,
      "counts": {STATE: n, ...},
      "capacity": {"cpus": {"reserved": n, "cap": n|null},
                   "mem_mb": {"reserved": n, "cap": n|null},
@@ -113,7 +114,9 @@ def _header(snap: dict[str, Any]) -> Text:
         text.append(f"daemon: running (pid {daemon['pid']})", style="green")
     else:
         text.append("daemon: not running", style="bold yellow")
-        text.append(" (read from disk; caps unknown)", style="dim")
+        known = snap.get("capacity_source") == "last_advertised"
+        caps = "caps as last advertised" if known else "caps unknown"
+        text.append(f" (read from disk; {caps})", style="dim")
     counts = [f"{n} {state.lower()}" for state, n in snap["counts"].items() if n]
     text.append("\njobs: " + (", ".join(counts) if counts else "none"))
     return text
@@ -128,7 +131,7 @@ def _capacity(snap: dict[str, Any]) -> RenderableType:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True)
-    running = snap["daemon"]["running"]
+    known = snap.get("capacity_source") is not None
     for key, label, unit in (("cpus", "cpus", ""), ("mem_mb", "mem", " MB"), ("jobs", "jobs", "")):
         reserved, cap = snap["capacity"][key]["reserved"], snap["capacity"][key]["cap"]
         if cap:
@@ -142,8 +145,8 @@ def _capacity(snap: dict[str, Any]) -> RenderableType:
             numbers = Text(f"{reserved}/{cap}{unit} reserved ({percent:.0f}%)")
         else:
             bar = Text("")
-            why = "no cap" if running else "cap unknown"
-            numbers = Text(f"{reserved}{unit} reserved ({why})", style="dim" if running else "")
+            why = "no cap" if known else "cap unknown"
+            numbers = Text(f"{reserved}{unit} reserved ({why})", style="dim" if known else "")
         grid.add_row(label, bar, numbers)
     return grid
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq.client import submit_to_owner_socket
 from vq.domain.durations import parse_moment
@@ -44,6 +44,9 @@ from vq.paths import MultiUserLayout, StatePaths
 
 from .daemon import SNAPSHOT_TIMEOUT_SECONDS, DaemonLink
 from .fallback import DiskFallbacks
+
+if TYPE_CHECKING:
+    from vq.domain.admission import Caps
 
 __all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "Gateway", "since_moment"]
 
@@ -122,19 +125,25 @@ class Gateway(DaemonLink, DiskFallbacks):
         live = {"states": sorted(live_states)}
         listing = self.ask("list", live, timeout=timeout) if isinstance(ping, dict) else None
         counts: dict[str, int] | None = None
+        caps: Caps | None
+        answered = isinstance(ping, dict) and isinstance(listing, dict)
         if isinstance(ping, dict) and isinstance(listing, dict):
             rows: list[dict[str, Any]] = listing["jobs"]
             counts = listing.get("counts")  # every job's state, counted by the daemon
             caps = caps_from_ping(ping)
             pid = ping.get("pid")
-        else:  # no daemon (or it stopped between the calls): read the disk, caps unknown
-            rows, caps, pid = self.disk_top_rows(), None, None
+        else:  # no daemon (or it stopped between the calls): the disk, the last caps
+            from vq.services.control import read_capacity
+
+            rows, caps, pid = self.disk_top_rows(), read_capacity(self.paths), None
         samples = {
             row["id"]: read_latest_sample(self.paths.samples(row["id"]))
             for row in rows
             if row["state"] in live_states
         }
-        return build_top(rows, samples, caps, datetime.now(UTC), pid, counts=counts)
+        return build_top(
+            rows, samples, caps, datetime.now(UTC), pid, counts=counts, daemon_running=answered
+        )
 
     def overview(self) -> dict[str, Any]:
         """The ``vq overview --json`` snapshot (without a daemon: the last advertised caps,

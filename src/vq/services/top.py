@@ -12,6 +12,7 @@ Stable JSON schema (``vq top --json``)::
       "generated_at": "<ISO 8601, UTC>",
       "daemon": {"running": bool, "pid": int | null},
       "counts": {"PENDING": n, "RUNNING": n, ...},   # every JobState, zeros included
+      "capacity_source": "daemon" | "last_advertised" | null,
       "capacity": {
         "cpus":   {"reserved": n, "cap": n | null},
         "mem_mb": {"reserved": n, "cap": n | null},
@@ -41,7 +42,10 @@ Semantics:
 * ``capacity.*.reserved`` sums declared reservations (cpus, effective memory, one job slot)
   over RUNNING and SUSPENDED jobs; these are reservations, not measured use.
   ``cap`` is the daemon's budget; null means unlimited (``jobs`` without ``max_jobs``) or
-  unknown (no daemon answered: ``daemon.running`` is false).
+  unknown (``capacity_source`` null: no daemon answered and no last advertised snapshot
+  is readable).
+* ``capacity_source`` says where the caps come from: the answering daemon, the caps it
+  last advertised (``daemon_capacity.json``, when no daemon answers), or null: unknown.
 * ``stale`` is true when a RUNNING job's latest sample is older than
   :data:`STALE_SECONDS`, or when it has no sample yet and started more than
   :data:`STALE_SECONDS` ago. SUSPENDED jobs are never stale: the watchdog does not
@@ -174,13 +178,17 @@ def build_top(
     now: datetime,
     daemon_pid: int | None = None,
     counts: Mapping[str, int] | None = None,
+    *,
+    daemon_running: bool | None = None,
 ) -> dict[str, Any]:
     """The ``vq top`` snapshot (the module's JSON schema). Pure.
 
     ``rows`` are list rows of every job (they feed ``counts``); ``samples`` maps a job id
     to its latest sample (absent or None: no reading); ``caps`` is None when no daemon
     answered, in which case memory limits fall back to the declared ``mem_mb`` and every
-    ``cap`` is null; ``daemon_pid`` is the answering daemon's pid, if any. ``counts``,
+    ``cap`` is null; ``daemon_running`` says whether a daemon answered (default: whether
+    ``caps`` were given; False with ``caps`` means they are the last advertised ones);
+    ``daemon_pid`` is the answering daemon's pid, if any. ``counts``,
     when given (the daemon counts its whole index), replaces counting ``rows``, which
     may then hold only the live jobs.
     """
@@ -200,9 +208,12 @@ def build_top(
         jobs.append(item)
         reserved_cpus += int(row.get("cpus") or 0)
         reserved_mem += memory
+    running = caps is not None if daemon_running is None else daemon_running
+    source = None if caps is None else ("daemon" if running else "last_advertised")
     return {
         "generated_at": now.isoformat(),
-        "daemon": {"running": caps is not None, "pid": daemon_pid},
+        "daemon": {"running": running, "pid": daemon_pid},
+        "capacity_source": source,
         "counts": counts,
         "capacity": {
             "cpus": {"reserved": reserved_cpus, "cap": caps.max_cpus if caps else None},
