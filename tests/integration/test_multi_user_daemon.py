@@ -74,6 +74,10 @@ def test_a_job_over_its_memory_limit_is_oom_killed_through_its_group(system: Sys
         "vqa", "--mem-mb", "100", "--", "/usr/bin/python3", "-c", "b = bytearray(300 << 20)"
     )
     assert system.wait_state("vqa", job, *TERMINAL) == "OOM_KILLED"
+    # the daemon says how: each job's own cgroup, not a failed systemd-run probe
+    status = json.loads(system.admin("daemon", "status", "--json").stdout)
+    assert status["cgroup_mode"] == "job-cgroup", status
+    assert "systemd-run" not in status["cgroup_reason"]
 
 
 def test_other_users_learn_nothing_and_admins_read_everything(system: System) -> None:

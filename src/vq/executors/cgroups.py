@@ -18,6 +18,8 @@ from vq.errors import TransportError
 from vq.transport.runner import Runner
 
 __all__ = [
+    "CGROUP_ENFORCED_MODES",
+    "JOB_CGROUP_MODE",
     "PROBE_TIMEOUT_SECONDS",
     "CgroupMode",
     "ScopeInfo",
@@ -43,14 +45,34 @@ PROBE_ARGV = (
 
 @dataclass(frozen=True)
 class CgroupMode:
-    """``scope`` when jobs run in systemd user scopes, else ``direct``; and why."""
+    """How jobs' memory and CPUs are held, and why: ``scope`` (systemd user scopes),
+    ``job-cgroup`` (the multi-user daemon's collector drop puts each job in its own
+    cgroup before dropping to the owner) or ``direct`` (no cgroup: the watchdog samples)."""
 
     mode: str
     reason: str
 
     @property
     def scoped(self) -> bool:
+        """Whether jobs run in systemd user scopes."""
         return self.mode == "scope"
+
+    @property
+    def cgroup_enforced(self) -> bool:
+        """Whether each job's memory and CPUs are held by a cgroup of its own."""
+        return self.mode in CGROUP_ENFORCED_MODES
+
+
+#: The modes in which a job's own cgroup holds its memory and CPUs.
+CGROUP_ENFORCED_MODES = ("scope", "job-cgroup")
+
+#: The multi-user daemon's mode: it never asks systemd-run (root has no user manager
+#: there); the collector places each job in its own group (:mod:`vq.executors._privdrop`).
+JOB_CGROUP_MODE = CgroupMode(
+    "job-cgroup",
+    "multi-user collector drop: each job runs in its own cgroup (memory, cpu, pids) "
+    "made by the daemon before the collector drops to the job's owner",
+)
 
 
 def probe(runner: Runner) -> CgroupMode:

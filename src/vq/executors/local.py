@@ -29,7 +29,7 @@ from vq.transport.local import LocalRunner
 
 from . import procs
 from .base import JobHandle, LaunchResult, Recovered, RecoveryKind
-from .cgroups import CgroupMode, scope_argv, scope_name, stop_scope
+from .cgroups import JOB_CGROUP_MODE, CgroupMode, scope_argv, scope_name, stop_scope
 from .cgroups import probe as probe_cgroups
 from .forkserver_client import ForkServer
 from .identity import find_job_processes, group_is_job, job_processes
@@ -119,8 +119,9 @@ class LocalExecutor:
 
     # --- cgroup scopes (§5.2) ---------------------------------------------------------
     def probe_scopes(self) -> CgroupMode:
-        """Run the bounded scope probe once; later launches follow its answer."""
-        self.cgroup = probe_cgroups(self.runner)
+        """Run the bounded scope probe once; later launches follow its answer. With the
+        collector drop there is nothing to probe: each job gets its own cgroup."""
+        self.cgroup = JOB_CGROUP_MODE if self.privilege_drop else probe_cgroups(self.runner)
         return self.cgroup
 
     def _prefix(self, spec: JobSpec, mem_mb: int | None) -> list[str]:

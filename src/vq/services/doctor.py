@@ -19,6 +19,7 @@ from typing import Any
 
 from vq._fs import read_regular, try_lock_file
 from vq.errors import VqError
+from vq.executors.cgroups import CgroupMode
 from vq.paths import StatePaths
 
 __all__ = ["Check", "run_checks"]
@@ -155,7 +156,7 @@ def check_cgroups(ping: dict[str, Any] | None) -> Check:
 
         found = probe(LocalRunner())
         mode, reason = found.mode, found.reason
-    if mode == "scope":
+    if CgroupMode(mode, reason).cgroup_enforced:
         return Check("cgroups", "ok", reason)
     return Check(
         "cgroups",
@@ -178,18 +179,20 @@ def _affinity_configured(ping: dict[str, Any] | None, load: Callable[[], object]
 def check_enforcement(ping: dict[str, Any] | None, load: Callable[[], object]) -> Check:
     """What this host enforces of a job's declared memory and CPUs, in plain words."""
     if ping is not None and "cgroup_mode" in ping:
-        scoped = ping["cgroup_mode"] == "scope"
+        found = CgroupMode(ping["cgroup_mode"], "")
     else:
         from vq.executors.cgroups import probe
         from vq.transport.local import LocalRunner
 
-        scoped = probe(LocalRunner()).scoped
+        found = probe(LocalRunner())
+    scoped = found.cgroup_enforced
     try:
         pinned = _affinity_configured(ping, load)
     except VqError:
         pinned = False
     memory = (
-        "memory: enforced by the job's cgroup scope (MemoryMax)"
+        "memory: enforced by the job's own cgroup"
+        + (" scope (MemoryMax)" if found.scoped else " (memory limit)")
         if scoped
         else "memory: enforced by sampling (the watchdog kills a job whose RSS passes its "
         "limit between samples)"
