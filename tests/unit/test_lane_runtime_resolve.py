@@ -20,6 +20,7 @@ DIGEST = "ab" * 32
 OTHER = "cd" * 32
 SHA = "1f" * 20
 ENTRY = LaneProgramSettings(python="/opt/fit/bin/python", git_dir="/opt/fit/src")
+PROBED = ProbedRuntime(SHA, "python 3.11.2")
 RECORD = DeploymentRecord(
     lane="cluster",
     program="fit",
@@ -37,8 +38,8 @@ class Calls:
 
     def __init__(
         self,
-        record: DeploymentRecord | None | Exception = None,
-        probed: ProbedRuntime | Exception = ProbedRuntime(SHA, "python 3.11.2"),
+        record: DeploymentRecord | Exception | None = None,
+        probed: ProbedRuntime | Exception = PROBED,
     ) -> None:
         self.records = 0
         self.probes: list[LaneProgramSettings] = []
@@ -170,7 +171,7 @@ def test_an_unusable_record_or_none_at_all_refuses() -> None:
 
 def test_expected_sha_is_checked_against_the_target_commit() -> None:
     assert _resolve(Calls(), registered=ENTRY, expected_sha="1F1F").pin.enforce_git_sha
-    with pytest.raises(InvalidInput, match="is at commit 1f1f.*not the expected beef"):
+    with pytest.raises(InvalidInput, match=r"is at commit 1f1f.*not the expected beef"):
         _resolve(Calls(), registered=ENTRY, expected_sha="beef")
     unlabelled = DeploymentRecord(**{**RECORD.__dict__, "git_sha": None})
     with pytest.raises(InvalidInput, match="cannot be checked for scheduler lane 'cluster'"):
