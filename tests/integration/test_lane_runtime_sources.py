@@ -83,12 +83,12 @@ def test_the_lane_registry_is_resolved_at_submit_to_its_commit_and_version(
 def test_an_unresolvable_registry_entry_refuses_and_writes_nothing(tmp_path: Path) -> None:
     entry = {"python": PYTHON, "git_dir": str(tmp_path / "no-checkout")}
     ctx = _ctx(tmp_path, _lane(tmp_path, fit=entry))
-    with pytest.raises(InvalidInput, match="its checkout .*no-checkout is not a directory"):
+    with pytest.raises(InvalidInput, match=r"its checkout .*no-checkout is not a directory"):
         submit(ctx, _params())
     assert ctx.store.list_ids() == []
     (tmp_path / "plain").mkdir()  # a directory, but no checkout
     entry = {"python": PYTHON, "git_dir": str(tmp_path / "plain")}
-    with pytest.raises(InvalidInput, match="the commit of .*plain cannot be read there"):
+    with pytest.raises(InvalidInput, match=r"the commit of .*plain cannot be read there"):
         submit(_ctx(tmp_path, _lane(tmp_path, fit=entry)), _params())
     assert ctx.store.list_ids() == []
 
