@@ -405,3 +405,21 @@ def test_term_to_the_shell_alone_is_passed_on_and_written_at_once(root: Path) ->
         with contextlib.suppress(ProcessLookupError):  # the payload's sleep, if still there
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_hup_and_int_write_128_plus_the_signal(root: Path, sent: int, code: int) -> None:
+    payload = 'touch "$FLAG_PATH"; exec sleep 60'
+    flag = root / "started"
+    run = Run(root, SLURM, command=("/bin/sh", "-c", payload))
+    run.env["FLAG_PATH"] = str(flag)
+    process = run.start()
+    try:
+        _wait_for(flag)
+        os.kill(process.pid, sent)  # to the batch shell, as Slurm's proctrack/cgroup does
+        assert process.wait(timeout=20) == code
+        assert run.marker("exit-code") == f"{code}\n"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
