@@ -175,3 +175,14 @@ def _local_digest(source: Path) -> str:
     from vq.services.runtime_generations import tree_digest
 
     return tree_digest(source, "runtime")[0]
+
+
+def test_a_deployment_records_the_commit_of_its_own_checkout_only(tmp_path: Path) -> None:
+    from vq.services.runtime_deployments import source_git_sha
+
+    sha = _checkout(tmp_path / "repo")
+    assert source_git_sha(tmp_path / "repo", LocalRunner()) == sha
+    (tmp_path / "repo" / "runtime").mkdir()  # inside the repository, not its top
+    assert source_git_sha(tmp_path / "repo" / "runtime", LocalRunner()) is None
+    (tmp_path / "plain").mkdir()
+    assert source_git_sha(tmp_path / "plain", LocalRunner()) is None

@@ -14,7 +14,7 @@ points ``ROOT/current`` at it and writes the deployment record on the driver:
 ``{lane, program, root, digest, version, git_sha, deployed_at, verified_at}``: the
 target's last verified deployment, what a lane submit naming PROG falls back to
 (:mod:`.lane_runtime`). ``version`` is what ``--version`` said; ``git_sha`` is the commit
-of DIR when DIR is a git checkout (read with a bounded ``git rev-parse``), else None.
+of DIR when DIR is the top of a git checkout (a bounded ``git rev-parse``), else None.
 A failed shipment or verification writes no record and leaves an earlier one in force.
 """
 
@@ -137,17 +137,28 @@ def read_record(state_root: Path, lane: str, program: str) -> DeploymentRecord |
 
 
 def source_git_sha(source: Path, runner: Runner) -> str | None:
-    """The commit DIR is at when it is a git checkout (bounded), else None."""
+    """The commit DIR is at when DIR is the top of a git checkout (not merely inside a
+    repository enclosing it), read with one bounded ``git rev-parse``; else None."""
     try:
         done = runner.run(
-            ["git", "-C", str(source), "rev-parse", "--verify", "HEAD^{commit}"],
+            [
+                *("git", "-c", f"safe.directory={source}", "-C", str(source)),
+                *("rev-parse", "--show-toplevel", "HEAD"),
+            ],
             deadline_s=10.0,
-            max_output_bytes=4096,
+            max_output_bytes=8192,
         )
     except VqError:
         return None
-    sha = done.stdout.decode(errors="replace").strip()
-    return sha if done.ok and _SHA.fullmatch(sha) else None
+    lines = done.stdout.decode(errors="replace").splitlines()
+    if not done.ok or len(lines) != 2 or not _SHA.fullmatch(lines[1].strip()):
+        return None
+    try:
+        if Path(lines[0]).resolve() != source.resolve():
+            return None
+    except OSError:
+        return None
+    return lines[1].strip()
 
 
 def _generation_archive(generation: Generation) -> bytes:
