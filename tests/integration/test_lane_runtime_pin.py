@@ -147,3 +147,26 @@ def test_a_local_submit_of_the_same_program_still_probes_the_checkout(vq: Vq) ->
     proc = vq.run("submit", "--program", "fit", "--", "true", check=False)
     assert proc.returncode != 0
     assert "unavailable" in proc.stderr and _queue(vq) == []
+
+
+def test_deploying_to_a_lane_refuses_what_it_cannot_do_and_records_nothing(
+    vq: Vq, tmp_path: Path
+) -> None:
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(CONFIG.replace("login.example", "vq-no-such-host.invalid"))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    (runtime / "VERSION").write_text("1\n")
+    deploy = ["runtime", "deploy", str(runtime), "--root", "/shared/fit-rt"]
+    cases = [
+        ([*deploy, "--lane", "cluster"], 2, "--lane and --program go together"),
+        ([*deploy, "--lane", "elsewhere", "--program", "fit"], 3, "not a scheduler lane"),
+        ([*deploy, "--lane", "cluster", "--program", "fit"], 4, "could not be reached"),
+    ]
+    for argv, code, words in cases:
+        proc = vq.run(*argv, check=False)
+        assert proc.returncode == code, proc
+        assert proc.stderr.startswith("vq: error: ") and words in proc.stderr, proc.stderr
+        assert "\nhint: " in proc.stderr and "Traceback" not in proc.stderr
+    assert not (vq.root / "runtime-deployments" / "cluster").exists()
