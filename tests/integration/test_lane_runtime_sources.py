@@ -18,7 +18,7 @@ from vq.hosts_config import HostSettings, LaneSettings
 from vq.paths import StatePaths
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
-from vq.services.runtime_deployments import read_record, record_path
+from vq.services.runtime_deployments import read_record
 from vq.services.runtime_generations import generation_problem
 from vq.services.submit import submit
 from vq.transport.local import LocalRunner
@@ -103,7 +103,7 @@ def _deploy(tmp_path: Path, source: Path, root: Path, lane: LaneSettings) -> dic
         "fit",
         runner=LocalRunner(),
         local=LocalRunner(),
-        state_root=tmp_path / "state",
+        paths=StatePaths(tmp_path / "state"),
         now="2026-12-04T01:00:00+00:00",
         version="2.4.1",
     )
@@ -120,7 +120,7 @@ def test_a_deployment_to_the_lane_is_shipped_verified_recorded_and_then_used(
     assert generation_problem(root, digest) is None  # it verifies where it landed
     assert (root / "current").resolve() == (root / "generations" / digest).resolve()
     assert not list((root / "generations").glob(".incoming.*"))
-    record = read_record(tmp_path / "state", "cluster", "fit")
+    record = read_record(StatePaths(tmp_path / "state"), "cluster", "fit")
     assert record is not None and (record.digest, record.root) == (digest, str(root))
     assert (record.version, record.git_sha) == ("2.4.1", sha)
     # a venv program on the driver whose checkout does not exist: never probed for the lane
@@ -138,7 +138,7 @@ def test_a_deployment_that_does_not_verify_there_records_nothing(tmp_path: Path)
     lane = _lane(tmp_path)
     root = tmp_path / "cluster-rt"
     first = _deploy(tmp_path, tmp_path / "runtime", root, lane)
-    recorded = record_path(tmp_path / "state", "cluster", "fit").read_bytes()
+    recorded = StatePaths(tmp_path / "state").runtime_deployment("cluster", "fit").read_bytes()
     (tmp_path / "runtime" / "VERSION").write_text("2.4.2\n")
     second = tmp_path / "runtime-2"
     subprocess.run(["cp", "-a", str(tmp_path / "runtime"), str(second)], check=True)
@@ -150,7 +150,9 @@ def test_a_deployment_that_does_not_verify_there_records_nothing(tmp_path: Path)
         _deploy(tmp_path, second, root, lane)
     assert "does not verify there" in caught.value.message
     assert "earlier deployment stays in force" in (caught.value.hint or "")
-    assert record_path(tmp_path / "state", "cluster", "fit").read_bytes() == recorded
+    assert (
+        StatePaths(tmp_path / "state").runtime_deployment("cluster", "fit").read_bytes() == recorded
+    )
     assert (root / "current").resolve().name == first["digest"]
 
 
@@ -162,7 +164,7 @@ def test_a_root_that_cannot_be_written_is_refused_before_anything_is_recorded(
     blocked.write_text("a file where the root's directory should be")
     with pytest.raises(InvalidInput, match="could not be put in place on lane cluster"):
         _deploy(tmp_path, tmp_path / "runtime", blocked, _lane(tmp_path))
-    assert read_record(tmp_path / "state", "cluster", "fit") is None
+    assert read_record(StatePaths(tmp_path / "state"), "cluster", "fit") is None
 
 
 def _venv() -> object:

@@ -110,7 +110,7 @@ def _deploy_to_lane(
         program,
         runner=ssh_runner_for(lane),
         local=LocalRunner(),
-        state_root=paths().root,
+        paths=paths(),
         now=datetime.now(UTC).isoformat(timespec="seconds"),
         version=version,
     )

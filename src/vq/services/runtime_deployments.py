@@ -34,6 +34,7 @@ from vq._fs import atomic_write_json, read_json_regular
 from vq.dialects.runtime_check import VERIFIED_LINE, generation_verify_script
 from vq.errors import InvalidInput, TransportError, VqError
 from vq.hosts_config import LaneSettings
+from vq.paths import StateLayout
 from vq.transport.runner import Runner
 
 from .runtime_generations import Generation, deploy, root_problem
@@ -44,7 +45,6 @@ __all__ = [
     "UnreadableRecord",
     "deploy_to_lane",
     "read_record",
-    "record_path",
     "source_git_sha",
 ]
 
@@ -99,18 +99,13 @@ class DeploymentRecord:
     verified_at: str
 
 
-def record_path(state_root: Path, lane: str, program: str) -> Path:
-    """Where the record of ``program`` on ``lane`` lives (both names already checked)."""
-    return state_root / "runtime-deployments" / lane / f"{program}.json"
-
-
-def read_record(state_root: Path, lane: str, program: str) -> DeploymentRecord | None:
+def read_record(paths: StateLayout, lane: str, program: str) -> DeploymentRecord | None:
     """The record of ``program`` on ``lane``; None when there is none. A record that is
     not a regular file, is oversized, malformed, or names another lane, program or a
     bad root or digest raises :class:`UnreadableRecord`."""
     if not _NAME.fullmatch(program):
         return None
-    path = record_path(state_root, lane, program)
+    path = paths.runtime_deployment(lane, program)
     try:
         data = read_json_regular(path, RECORD_MAX_BYTES)
     except FileNotFoundError:
@@ -204,7 +199,7 @@ def deploy_to_lane(
     *,
     runner: Runner,
     local: Runner,
-    state_root: Path,
+    paths: StateLayout,
     now: str,
     version: str | None = None,
 ) -> dict[str, Any]:
@@ -226,7 +221,7 @@ def deploy_to_lane(
             hint="e.g. --version 2.4.1",
         )
     git_sha = source_git_sha(source, local)
-    staging_parent = state_root / "runtime-deployments"
+    staging_parent = paths.runtime_deployments_dir
     staging_parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=staging_parent))
     try:
@@ -266,7 +261,7 @@ def deploy_to_lane(
         deployed_at=now,
         verified_at=now,
     )
-    path = record_path(state_root, lane.name, program)
+    path = paths.runtime_deployment(lane.name, program)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     atomic_write_json(path, {"schema_name": DEPLOYMENT_SCHEMA, **asdict(record)})
     payload = f"{root.rstrip('/')}/generations/{digest}/payload"

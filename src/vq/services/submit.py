@@ -113,7 +113,7 @@ def _lane_program_fields(
         list(params.command),
         bound=bound,
         registered=lane.programs.get(name) if lane is not None else None,
-        record=lambda: read_record(ctx.paths.root, target, name),
+        record=lambda: read_record(ctx.paths, target, name),
         probe=lambda entry: probe_lane_program(runner_for(lane), lane, entry),
         expected_sha=params.expected_sha,
     )
