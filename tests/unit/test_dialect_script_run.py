@@ -423,3 +423,17 @@ def test_hup_and_int_write_128_plus_the_signal(root: Path, sent: int, code: int)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def test_a_failing_copy_back_is_suppressed_and_the_marker_keeps_the_commands_code(
+    root: Path,
+) -> None:
+    # the workspace's file `sub` becomes a directory in scratch: cp cannot put it back
+    payload = "rm sub && mkdir sub && echo x > sub/y && echo done > out.txt; exit 3"
+    run = Run(root, SLURM, node_scratch_dir="$TMPDIR/nodes", command=("/bin/sh", "-c", payload))
+    (run.ws / "sub").write_text("a file\n")
+    assert run.run().returncode == 3
+    assert (run.ws / "sub").read_text() == "a file\n"  # that copy failed...
+    assert (run.ws / "out.txt").read_text() == "done\n"  # ...the others still came back
+    assert run.marker("exit-code") == "3\n"
+    assert os.listdir(run.tmp / "nodes") == []  # and scratch was removed after the marker
