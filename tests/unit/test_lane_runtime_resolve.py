@@ -129,7 +129,9 @@ def test_the_registry_is_resolved_over_the_probe_and_records_the_target_identity
         "/opt/fit/bin/python",
         "/opt/fit/src",
     )
-    assert (pin.git_sha, pin.resolved_git_sha, pin.version) == (SHA, SHA, "python 3.11.2")
+    assert (pin.git_sha, pin.version) == (SHA, "python 3.11.2")
+    # provenance only: a later commit may run, so it is not claimed as what ran
+    assert pin.resolved_git_sha is None and not pin.enforce_git_sha
 
 
 def test_an_unresolvable_registry_entry_refuses_and_never_falls_back_to_the_record() -> None:
@@ -146,7 +148,7 @@ def test_the_configured_expected_commit_is_enforced() -> None:
     with pytest.raises(InvalidInput, match="not the configured expected_git_sha dead"):
         _resolve(Calls(), registered=entry)
     pinned = _resolve(Calls(), registered=ENTRY.model_copy(update={"expected_git_sha": "1f1f"}))
-    assert pinned.pin.enforce_git_sha
+    assert pinned.pin.enforce_git_sha and pinned.pin.resolved_git_sha == SHA
 
 
 def test_the_last_verified_deployment_record_is_the_last_source() -> None:
@@ -170,7 +172,8 @@ def test_an_unusable_record_or_none_at_all_refuses() -> None:
 
 
 def test_expected_sha_is_checked_against_the_target_commit() -> None:
-    assert _resolve(Calls(), registered=ENTRY, expected_sha="1F1F").pin.enforce_git_sha
+    enforced = _resolve(Calls(), registered=ENTRY, expected_sha="1F1F").pin
+    assert enforced.enforce_git_sha and enforced.resolved_git_sha == SHA
     with pytest.raises(InvalidInput, match=r"is at commit 1f1f.*not the expected beef"):
         _resolve(Calls(), registered=ENTRY, expected_sha="beef")
     unlabelled = DeploymentRecord(**{**RECORD.__dict__, "git_sha": None})

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import shlex
 
-__all__ = ["VERIFIED_LINE", "generation_check_lines", "generation_verify_script"]
+__all__ = [
+    "VERIFIED_LINE",
+    "commit_check_lines",
+    "generation_check_lines",
+    "generation_verify_script",
+]
 
 #: What :func:`generation_verify_script` prints last when the generation verifies.
 VERIFIED_LINE = "vq-generation-verified"
@@ -58,6 +63,26 @@ def generation_check_lines(root: str, digest: str) -> list[str]:
         '( cd "$vq_gen/payload" && printf \'%s\\n\' "$vq_gen_files" | sha256sum -c --status ) '
         '|| vq_gen_fail "its payload was altered"',
         'export VQ_RUNTIME_PAYLOAD="$vq_gen/payload"',
+    ]
+
+
+def commit_check_lines(git_dir: str, commit: str) -> list[str]:
+    """Check on the node that the checkout ``git_dir`` is still at ``commit`` (a 7-64
+    hex prefix), the enforced pin of a lane registry program: otherwise exit 126 with
+    ``vq: runtime pin no longer holds: …`` on stderr and in the receipt, the command
+    never started. Both values must already be checked (an absolute path; hex)."""
+    return [
+        "",
+        "# the enforced runtime pin: the checkout must still be at the pinned commit",
+        f"vq_pin_dir={_q(git_dir)}",
+        'vq_pin_head=$(git -c safe.directory="$vq_pin_dir" -C "$vq_pin_dir" rev-parse '
+        "--verify 'HEAD^{commit}' 2>/dev/null </dev/null) || vq_pin_head=unreadable",
+        f'case "$vq_pin_head" in {commit.lower()}*) ;; *)',
+        "\tprintf 'vq: runtime pin no longer holds: %s is at %s, not %s; command not started\\n' "
+        f'"$vq_pin_dir" "$vq_pin_head" {commit.lower()} >&2',
+        '\tvq_error_receipt 126 not_run "runtime pin no longer holds: the checkout moved"',
+        "\tvq_finish 126",
+        "esac",
     ]
 
 

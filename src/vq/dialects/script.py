@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from vq.dialects import _values as values
 from vq.dialects.model import ScriptRequest, UnsafeSchedulerValue
-from vq.dialects.runtime_check import generation_check_lines
+from vq.dialects.runtime_check import commit_check_lines, generation_check_lines
 from vq.domain.programs import PROGRAM_VARIABLES
 
 __all__ = ["RECEIPT_FORMAT", "check_request", "render_body"]
@@ -162,6 +162,11 @@ def check_request(request: ScriptRequest) -> None:
         digest = request.runtime_generation[1]
         if len(digest) != 64 or not set(digest) <= set("0123456789abcdef"):
             raise UnsafeSchedulerValue("runtime_artifact", f"{digest!r} is not a SHA-256 digest")
+    if request.runtime_commit is not None:
+        values.check_abs_path("runtime_git_dir", request.runtime_commit[0])
+        commit = request.runtime_commit[1]
+        if not 7 <= len(commit) <= 64 or not set(commit.lower()) <= set("0123456789abcdef"):
+            raise UnsafeSchedulerValue("runtime_git_sha", f"{commit!r} is not a git commit")
     if request.node_scratch_dir is not None:
         values.check_scratch_template("node_scratch_dir", request.node_scratch_dir)
     if request.program is not None:
@@ -284,6 +289,8 @@ def render_body(request: ScriptRequest, *, scheduler_id_variables: tuple[str, ..
             out.append(f"export {name}={_q(request.user_environment[name])}")
     if request.runtime_generation is not None:
         out += generation_check_lines(*request.runtime_generation)
+    if request.runtime_commit is not None:
+        out += commit_check_lines(*request.runtime_commit)
     if scratch is not None:
         out += [
             "",

@@ -16,7 +16,10 @@ but cannot be resolved refuses the submit (it never falls through to an older on
    command starts (the job script's generation check);
 2. **target_registry**: the lane's own registry entry: its interpreter and checkout on
    the cluster, resolved at submit over the lane's SSH runner to a commit and a version
-   (:mod:`.lane_runtime_probe`; ``expected_git_sha`` is enforced);
+   (:mod:`.lane_runtime_probe`). The commit is provenance; with ``expected_git_sha`` or
+   ``--expected-sha`` it is enforced: refused at submit when it differs, and checked
+   again by the job script on the node (exit 126, command not started, when the
+   checkout moved), so only then is it also ``resolved_git_sha``;
 3. **deployment_record**: the lane's last verified deployment of the program
    (:mod:`.runtime_deployments`); the job is bound to that generation.
 
@@ -123,9 +126,10 @@ def _check_expected(runtime: LaneRuntime, target: str, expected_sha: str | None)
             f"{sha}, not the expected {expected_sha}",
             hint="update the lane's runtime, or submit without --expected-sha",
         )
-    return runtime.__class__(
-        runtime.pin.model_copy(update={"enforce_git_sha": True}), runtime.generation
-    )
+    update: dict[str, object] = {"enforce_git_sha": True}
+    if runtime.pin.target_source == "target_registry":
+        update["resolved_git_sha"] = sha  # the node refuses any other commit
+    return LaneRuntime(runtime.pin.model_copy(update=update), runtime.generation)
 
 
 def resolve(
@@ -191,7 +195,8 @@ def _resolve(
             python=registered.python,
             git_dir=registered.git_dir,
             git_sha=found.git_sha,
-            resolved_git_sha=found.git_sha,
+            # what runs only when the node enforces it (else a later commit may run)
+            resolved_git_sha=found.git_sha if expected is not None else None,
             version=found.version,
             import_version=found.version if registered.import_check else None,
             enforce_git_sha=expected is not None,

@@ -23,6 +23,7 @@ __all__ = [
     "Ending",
     "TokenBucket",
     "ending",
+    "enforced_commit",
     "launcher_refusal",
     "pin_refusal",
     "python_payload",
@@ -181,6 +182,22 @@ def launcher_refusal(spec: JobSpec, lane: LaneSettings, head: bytes | None = Non
     )
 
 
+def enforced_commit(spec: JobSpec) -> tuple[str, str] | None:
+    """``(git_dir, commit)`` of an enforced pin resolved from the lane's program registry
+    (``expected_git_sha`` configured or ``--expected-sha``): the node checks it before the
+    command. A pin that is only provenance is not checked."""
+    pin = spec.program_runtime_pin
+    if (
+        pin is None
+        or pin.target_source != "target_registry"
+        or not pin.enforce_git_sha
+        or pin.git_dir is None
+        or pin.git_sha is None
+    ):
+        return None
+    return pin.git_dir, pin.git_sha
+
+
 def script_request(
     spec: JobSpec, lane: LaneSettings, nonce: str, forwarded: Mapping[str, str] | None = None
 ) -> ScriptRequest:
@@ -205,6 +222,7 @@ def script_request(
     bound = spec.runtime_generation
     return ScriptRequest(
         runtime_generation=None if bound is None else (bound.root, bound.digest),
+        runtime_commit=enforced_commit(spec),
         job_id=spec.id,
         nonce=nonce,
         command=tuple(spec.command),
