@@ -20,6 +20,7 @@ from tests.system.slurm_lane import (
     slurm_lane_keys,
     slurm_testbed,  # noqa: F401 - the fixture
     ssh_local,
+    ssh_on,
     toml_table,
     write_config,
 )
@@ -110,3 +111,38 @@ def test_a_job_pinned_through_the_lanes_deployment_record_runs_in_that_generatio
         "3.0.0",
     )
     assert done["runtime_generation"] == {"root": root, "digest": digest}
+
+
+def test_an_enforced_registry_pin_fails_on_the_node_when_the_checkout_moved(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811 - the fixture
+    scratch: str,  # noqa: F811 - the fixture
+) -> None:
+    checkout = f"{scratch}/fit-src"
+    git = ["git", "-C", checkout, "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    ssh_local(slurm_testbed, "mkdir", "-p", checkout)
+    ssh_local(slurm_testbed, *git, "init", "-q")
+    ssh_local(slurm_testbed, *git, "commit", "-q", "--allow-empty", "-m", "one")
+    sha = ssh_local(slurm_testbed, *git, "rev-parse", "HEAD").strip()
+    registry = {"python": "/usr/bin/python3", "git_dir": checkout, "expected_git_sha": sha}
+    write_config(
+        vq,
+        toml_table("hosts.cluster", slurm_lane_keys(slurm_testbed, scratch)),
+        toml_table("hosts.cluster.scheduler_programs.fit", registry),
+    )
+    vq.start_daemon()
+    flag = f"{scratch}/go"
+    first = vq.submit("cluster", "--", "sh", "-c", f"while [ ! -e {flag} ]; do sleep 0.2; done")
+    ran = f"{scratch}/second-ran"
+    second = vq.submit("cluster", "--program", "fit", "--after", first, "--", "touch", ran)
+    pin = vq.spec(second)["program_runtime_pin"]
+    assert (pin["enforce_git_sha"], pin["resolved_git_sha"]) == (True, sha)
+    # the checkout moves while the second job waits for the first; then the first ends
+    ssh_local(slurm_testbed, *git, "commit", "-q", "--allow-empty", "-m", "two")
+    ssh_local(slurm_testbed, "touch", flag)
+    assert _terminal(vq, first, timeout=240)["state"] == "COMPLETED"
+    done = _terminal(vq, second, timeout=240)
+    assert (done["state"], done["exit_code"]) == ("FAILED", 126), done
+    stderr = (vq.root / "jobs" / second / "stderr.log").read_text()
+    assert "runtime pin no longer holds" in stderr and "command not started" in stderr
+    assert ssh_on(slurm_testbed, "vq-local", "test", "-e", ran).returncode == 1
