@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vq._hostnames import HOST_NAME, LOCAL_NAMES, is_local_name
+from vq.config_programs import check_program_names
 
 __all__ = [
     "HOST_NAME",
@@ -211,6 +212,14 @@ class HostSettings(BaseModel):
             raise ValueError(
                 "StrictHostKeyChecking=no is refused; use host_key_policy = 'accept-new'"
             )
+        return value
+
+    @field_validator("scheduler_programs")
+    @classmethod
+    def _program_names(
+        cls, value: dict[str, LaneProgramSettings]
+    ) -> dict[str, LaneProgramSettings]:
+        check_program_names(dict(value))
         return value
 
     @field_validator("partition", "account", "qos")
