@@ -29,11 +29,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vq._hostnames import HOST_NAME, LOCAL_NAMES, is_local_name
+from vq.config_programs import check_program_names
 
 __all__ = [
     "HOST_NAME",
     "LOCAL_NAMES",
     "HostSettings",
+    "LaneProgramSettings",
     "LaneSettings",
     "ProgramHookSettings",
     "check_default_host",
@@ -58,6 +60,7 @@ _LANE_KEYS = (
     "prologue",
     "epilogue",
     "scheduler_program_hooks",
+    "scheduler_programs",
     "scheduler_gnu_time_command",
     "max_scheduler_jobs",
     "poll_interval",
@@ -79,6 +82,32 @@ class ProgramHookSettings(BaseModel):
     prologue: list[str] = Field(default_factory=list)
     epilogue: list[str] = Field(default_factory=list)
     command_wrapper: list[str] = Field(default_factory=list)
+
+
+def _cluster_path(value: str) -> str:
+    if not value.startswith("/") or ".." in value.split("/"):
+        raise ValueError("must be an absolute path on the cluster without '..'")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+class LaneProgramSettings(BaseModel):
+    """``[hosts.NAME.scheduler_programs.PROG]``: managed program PROG as installed on the
+    lane's cluster, the target program registry (§3.4): its interpreter and git checkout
+    there, an optional module whose ``__version__`` is its version, and an optional
+    commit it must be at. A submit naming PROG on the lane resolves it over SSH."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    python: str = Field(min_length=2, max_length=1024)
+    git_dir: str = Field(min_length=2, max_length=1024)
+    import_check: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+    )
+    expected_git_sha: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{7,64}$")
+
+    _paths = field_validator("python", "git_dir")(_cluster_path)
 
 
 class LaneSettings(BaseModel):
@@ -112,6 +141,8 @@ class LaneSettings(BaseModel):
     absent_recheck_seconds: float = 30.0
     #: How long the scheduler keeps an ended job visible (Slurm's MinJobAge).
     min_job_age: float = 300.0
+    #: ``scheduler_programs``: the target program registry (name → its cluster install)
+    programs: dict[str, LaneProgramSettings] = Field(default_factory=dict)
 
     @property
     def jobs_root(self) -> str:
@@ -146,6 +177,7 @@ class HostSettings(BaseModel):
     prologue: list[str] = Field(default_factory=list)
     epilogue: list[str] = Field(default_factory=list)
     scheduler_program_hooks: dict[str, ProgramHookSettings] = Field(default_factory=dict)
+    scheduler_programs: dict[str, LaneProgramSettings] = Field(default_factory=dict)
     scheduler_gnu_time_command: str = Field(default="/usr/bin/time", min_length=2)
     max_scheduler_jobs: int = Field(default=100, ge=1, le=100000)
     poll_interval: float = Field(default=30.0, gt=0, le=3600)
@@ -180,6 +212,14 @@ class HostSettings(BaseModel):
             raise ValueError(
                 "StrictHostKeyChecking=no is refused; use host_key_policy = 'accept-new'"
             )
+        return value
+
+    @field_validator("scheduler_programs")
+    @classmethod
+    def _program_names(
+        cls, value: dict[str, LaneProgramSettings]
+    ) -> dict[str, LaneProgramSettings]:
+        check_program_names(dict(value))
         return value
 
     @field_validator("partition", "account", "qos")
@@ -250,6 +290,7 @@ class HostSettings(BaseModel):
             copy_back_delays=tuple(self.scheduler_copy_back_delays),
             absent_recheck_seconds=self.scheduler_absent_recheck_seconds,
             min_job_age=self.scheduler_min_job_age,
+            programs=dict(self.scheduler_programs),
         )
 
 

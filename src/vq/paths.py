@@ -23,6 +23,7 @@ Layout (single user)::
       idempotency/<hash>.json       idempotency-key claims (and their .lock files)
       uploads/                      the web API's staged uploads
       hosts/<name>.json             what is known about each configured remote host
+      runtime-deployments/<lane>/<program>.json  a lane's last verified runtime deployment
       outbox/                       messages waiting to be delivered (e.g. webhooks)
       outbox-fetch/                 scratch snapshots streamed to a remote vq fetch
       daemon.pid  daemon.log  daemon.sock  web.log
@@ -169,6 +170,15 @@ class StateLayout:
     def host(self, name: str) -> Path:
         """``hosts/<name>.json`` (``name`` must already be a validated host name)."""
         return self.hosts_dir / f"{name}.json"
+
+    @property
+    def runtime_deployments_dir(self) -> Path:
+        """The scheduler lanes' verified runtime deployments (and the staging of one)."""
+        return self.root / "runtime-deployments"
+
+    def runtime_deployment(self, lane: str, program: str) -> Path:
+        """``runtime-deployments/<lane>/<program>.json`` (both names already validated)."""
+        return self.runtime_deployments_dir / lane / f"{program}.json"
 
     @property
     def outbox_dir(self) -> Path:

@@ -71,3 +71,22 @@ def test_the_programs_command_wrapper_launches_it(
     done = _terminal(vq, job)
     assert (done["state"], done["exit_code"]) == ("COMPLETED", 0), done
     assert (vq.root / "jobs" / job / "stdout.log").read_text() == "ran under 3\n"
+
+
+def test_a_staged_script_whose_shebang_runs_python_needs_a_launcher_too(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811 - the fixture
+    scratch: str,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    _start(vq, slurm_testbed, scratch, None)
+    source = tmp_path / "inputs"
+    source.mkdir()
+    (source / "fit").write_text("#!/usr/bin/env python3\nprint('ran')\n")
+    (source / "fit").chmod(0o755)
+    job = vq.submit("cluster", "--program", "fit", str(source), "--", "./fit")
+    done = _terminal(vq, job)
+    assert done["state"] == "FAILED", done
+    assert "the Python script './fit' (its #! line runs python)" in done["failure_reason"]
+    assert done.get("scheduler_job_id") is None
+    assert sacct_ids(slurm_testbed, f"vq-{job}") == []

@@ -405,3 +405,35 @@ def test_term_to_the_shell_alone_is_passed_on_and_written_at_once(root: Path) ->
         with contextlib.suppress(ProcessLookupError):  # the payload's sleep, if still there
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_hup_and_int_write_128_plus_the_signal(root: Path, sent: int, code: int) -> None:
+    payload = 'touch "$FLAG_PATH"; exec sleep 60'
+    flag = root / "started"
+    run = Run(root, SLURM, command=("/bin/sh", "-c", payload))
+    run.env["FLAG_PATH"] = str(flag)
+    process = run.start()
+    try:
+        _wait_for(flag)
+        os.kill(process.pid, sent)  # to the batch shell, as Slurm's proctrack/cgroup does
+        assert process.wait(timeout=20) == code
+        assert run.marker("exit-code") == f"{code}\n"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_a_failing_copy_back_is_suppressed_and_the_marker_keeps_the_commands_code(
+    root: Path,
+) -> None:
+    # the workspace's file `sub` becomes a directory in scratch: cp cannot put it back
+    payload = "rm sub && mkdir sub && echo x > sub/y && echo done > out.txt; exit 3"
+    run = Run(root, SLURM, node_scratch_dir="$TMPDIR/nodes", command=("/bin/sh", "-c", payload))
+    (run.ws / "sub").write_text("a file\n")
+    assert run.run().returncode == 3
+    assert (run.ws / "sub").read_text() == "a file\n"  # that copy failed...
+    assert (run.ws / "out.txt").read_text() == "done\n"  # ...the others still came back
+    assert run.marker("exit-code") == "3\n"
+    assert os.listdir(run.tmp / "nodes") == []  # and scratch was removed after the marker

@@ -118,3 +118,24 @@ def test_lane_defaults(tmp_path: Path) -> None:
         "/usr/bin/time",
         "request",
     )
+
+
+def test_a_lane_program_registry_entry_is_checked() -> None:
+    from vq.hosts_config import HostSettings
+
+    lane = {"ssh": "login", "scheduler_dialect": "slurm", "scratch_root": "/scratch"}
+    entry = {"python": "/opt/fit/bin/python", "git_dir": "/opt/fit/src"}
+    settings = HostSettings.model_validate({**lane, "scheduler_programs": {"fit": entry}})
+    built = settings.lane("cluster")
+    assert built is not None and built.programs["fit"].git_dir == "/opt/fit/src"
+    for bad in (
+        {"fit/../x": entry},
+        {"fit": {**entry, "python": "bin/python"}},
+        {"fit": {**entry, "git_dir": "/opt/../src"}},
+        {"fit": {**entry, "expected_git_sha": "not-hex"}},
+        {"fit": {**entry, "colour": "red"}},
+    ):
+        with pytest.raises(ValueError):
+            HostSettings.model_validate({**lane, "scheduler_programs": bad})
+    with pytest.raises(ValueError, match="only apply to a scheduler lane"):
+        HostSettings.model_validate({"ssh": "login", "scheduler_programs": {"fit": entry}})

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from vq.domain.spec import JobSpec, ProgramRuntimePin
-from vq.executors.scheduler.outcome import launcher_refusal, pin_refusal
+from vq.executors.scheduler.outcome import (
+    launcher_refusal,
+    pin_refusal,
+    python_payload,
+    shebang_names_python,
+    staged_script_path,
+)
 from vq.hosts_config import HostSettings, LaneSettings
 
 
@@ -40,7 +46,9 @@ def _spec(command: list[str], program: str | None = "fit") -> JobSpec:
     )
 
 
-@pytest.mark.parametrize("entry", ["run.py", "./run.py", "tools/fit.py", "/opt/fit/run.py"])
+@pytest.mark.parametrize(
+    "entry", ["run.py", "./run.py", "tools/fit.py", "/opt/fit/run.py", "app.pyz"]
+)
 def test_a_named_python_file_with_no_launcher_is_refused(entry: str) -> None:
     reason = launcher_refusal(_spec([entry, "--steps", "3"]), _lane())
     assert reason is not None
@@ -89,3 +97,65 @@ def test_a_pin_for_another_target_is_refused_and_one_for_this_lane_passes() -> N
     assert pin_refusal(_pinned("cluster"), _lane()) is None
     assert pin_refusal(_pinned(None), _lane()) is None  # not a target pin: not checked here
     assert pin_refusal(_spec(["true"]), _lane()) is None
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"#!/usr/bin/python3\nprint(1)\n",
+        b"#!/opt/fit/bin/python3.11 -u\n",
+        b"#! /usr/bin/python\n",
+        b"#!/usr/bin/env python3\n",
+        b"#!/usr/bin/env -S python3 -u\n",
+        b"#!/usr/bin/env PYTHONHASHSEED=0 python\n",
+    ],
+)
+def test_a_staged_script_whose_shebang_runs_python_needs_a_launcher(head: bytes) -> None:
+    assert shebang_names_python(head)
+    reason = launcher_refusal(_spec(["./fit", "--steps", "3"]), _lane(), head)
+    assert reason is not None and "the Python script './fit'" in reason
+    assert "#! line runs python" in reason
+    wrapped = _lane(fit={"command_wrapper": ["/opt/fit/bin/python"]})
+    assert launcher_refusal(_spec(["./fit"]), wrapped, head) is None
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"#!/bin/sh\nexec python3 run.py\n",
+        b"#!/usr/bin/env bash\n",
+        b"#!/usr/bin/env\n",
+        b"#!/usr/bin/pythonista\n",
+        b"print('no shebang')\n",
+        b"#!/usr/bin/python3",  # no end of line: not a line the kernel runs
+        b"#!" + b" " * 300 + b"/usr/bin/python3\n",  # past the kernel's limit
+        b"",
+    ],
+)
+def test_other_scripts_are_not_python_payloads(head: bytes) -> None:
+    assert not shebang_names_python(head)
+    assert launcher_refusal(_spec(["./run"]), _lane(), head) is None
+
+
+def test_a_python_zip_application_needs_a_launcher() -> None:
+    reason = launcher_refusal(_spec(["tools/fit.pyz", "x"]), _lane())
+    assert reason is not None and "the Python zip application 'tools/fit.pyz'" in reason
+    assert python_payload(["python3", "fit.pyz"], None) is None
+
+
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        ("run", "run"),
+        ("./tools/fit", "tools/fit"),
+        ("tools//./fit", "tools/fit"),
+        ("/opt/fit/run", None),
+        ("../run", None),
+        ("tools/../../run", None),
+        ("tools/", None),
+        (".", None),
+    ],
+)
+def test_only_a_path_inside_the_workspace_is_read(first: str, expected: str | None) -> None:
+    assert staged_script_path([first, "arg"]) == expected
+    assert staged_script_path([]) is None

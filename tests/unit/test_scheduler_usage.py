@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from vq.dialects import AccountingRecord, SchedulerPhase
-from vq.executors.scheduler.usage import accounting_sample, receipt_usable
+from vq.executors.scheduler.usage import accounting_sample, never_started, receipt_usable
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 GOOD = {
@@ -105,3 +106,21 @@ def test_partial_and_unavailable() -> None:
     gone = accounting_sample("42", None, "not in accounting yet", NOW)
     assert (gone["status"], gone["diagnostic"]) == ("unavailable", "not in accounting yet")
     assert gone["cpu_time_seconds"] is None and gone["elapsed_seconds"] is None
+
+
+def test_only_proof_that_the_script_never_ran_skips_the_usage_query() -> None:
+    queued_only = dataclasses.replace(
+        _record(None, None), elapsed="00:00:00", elapsed_seconds=0, exec_host=None
+    )
+    # the copied-back workspace lacks the script's first write: it never ran
+    assert never_started(None, False, None)
+    assert never_started(None, False, _record(51200, 3.5))
+    # any marker (the script or its trap wrote it), or the first write: it ran
+    assert not never_started(0, False, None)
+    assert not never_started(143, None, queued_only)
+    assert not never_started(None, True, queued_only)
+    # copy-back failed (unknown): only accounting's zero elapsed time on no node proves it
+    assert never_started(None, None, queued_only)
+    assert not never_started(None, None, None)
+    assert not never_started(None, None, _record(51200, 3.5))
+    assert not never_started(None, None, dataclasses.replace(queued_only, exec_host="vm"))

@@ -20,6 +20,7 @@ from vq.executors.local import LocalExecutor
 from vq.executors.owner_drop import PrivilegeDrop
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
+from vq.hosts_config import lanes_of
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
@@ -84,6 +85,7 @@ def compose_daemon(
         min_uid=multi_user.policy.min_uid if multi_user is not None else 1000,
         packing=packing,
         pack_lanes=pack_lanes,
+        lanes=lanes_of(settings.hosts),
     )
     owner_of = paths.owners.get if isinstance(paths, MultiUserLayout) else None
     if multi_user is not None and owner_of is None:

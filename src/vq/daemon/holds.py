@@ -29,7 +29,7 @@ from vq.domain.admission import Caps
 from vq.domain.spec import utcnow
 from vq.errors import ConfigError, VqError
 from vq.executors.scheduler import LaneChanges
-from vq.hosts_config import HostSettings
+from vq.hosts_config import HostSettings, lanes_of
 from vq.paths import resolve_config_root
 from vq.services.context import ServiceContext
 from vq.services.control import (
@@ -222,6 +222,7 @@ class Holds:
         # packing profiles: what `vq submit --pack` is checked against and what the
         # lanes build new allocations on (one already built keeps its profile)
         self.ctx.packing, self.ctx.pack_lanes = pack_configuration(settings)
+        self.ctx.lanes = lanes_of(settings.hosts)  # what a lane submit resolves on
         self.configured = settings.daemon.caps()
         caps = self.apply_caps()
         report: dict[str, Any] = {

@@ -112,6 +112,10 @@ class ScriptRequest:
     #: (root, digest) of the runtime generation the job is bound to: verified on the node
     #: before the command (exit 126 with a reason), its payload as VQ_RUNTIME_PAYLOAD
     runtime_generation: tuple[str, str] | None = None
+    #: (git_dir, commit) of an enforced runtime pin resolved from the lane's registry:
+    #: the checkout must still be at that commit on the node, else exit 126, the command
+    #: not started
+    runtime_commit: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 from vq.dialects import _values as values
 from vq.dialects.model import ScriptRequest, UnsafeSchedulerValue
+from vq.dialects.runtime_check import commit_check_lines, generation_check_lines
 from vq.domain.programs import PROGRAM_VARIABLES
 
 __all__ = ["RECEIPT_FORMAT", "check_request", "render_body"]
@@ -161,6 +162,11 @@ def check_request(request: ScriptRequest) -> None:
         digest = request.runtime_generation[1]
         if len(digest) != 64 or not set(digest) <= set("0123456789abcdef"):
             raise UnsafeSchedulerValue("runtime_artifact", f"{digest!r} is not a SHA-256 digest")
+    if request.runtime_commit is not None:
+        values.check_abs_path("runtime_git_dir", request.runtime_commit[0])
+        commit = request.runtime_commit[1]
+        if not 7 <= len(commit) <= 64 or not set(commit.lower()) <= set("0123456789abcdef"):
+            raise UnsafeSchedulerValue("runtime_git_sha", f"{commit!r} is not a git commit")
     if request.node_scratch_dir is not None:
         values.check_scratch_template("node_scratch_dir", request.node_scratch_dir)
     if request.program is not None:
@@ -217,44 +223,6 @@ def _first_set(names: tuple[str, ...]) -> str:
     for name in reversed(names[:-1]):
         expansion = f"${{{name}:-{expansion}}}"
     return expansion
-
-
-def _generation_check(root: str, digest: str) -> list[str]:
-    """Verify the bound runtime generation on the node before anything runs: it exists,
-    holds no link or special file, nothing in it is group or world writable, its entry
-    list (``entries.json``, the canonical bytes its digest is the SHA-256 of) is intact,
-    and every listed file and nothing else is in the payload. Any failure: exit 126 with
-    the reason on stderr and in the receipt, the command never started."""
-    short = digest[:12]
-    return [
-        "",
-        f"# the bound runtime generation {short}: verified here, on the node",
-        f"vq_gen={_q(root.rstrip('/') + '/generations/' + digest)}",
-        "vq_gen_fail() {",
-        f"\tprintf 'vq: bound runtime generation {short} unavailable on this node: %s;"
-        ' command not started\\n\' "$1" >&2',
-        f'\tvq_error_receipt 126 not_run "bound runtime generation {short} unavailable: $1"',
-        "\tvq_finish 126",
-        "}",
-        '[ -d "$vq_gen/payload" ] && [ ! -L "$vq_gen" ] || vq_gen_fail "it is not deployed"',
-        '[ -z "$(find "$vq_gen" -type l -print 2>/dev/null | head -n 1)" ] '
-        '|| vq_gen_fail "it holds a symbolic link"',
-        '[ -z "$(find "$vq_gen" ! -type f ! -type d -print 2>/dev/null | head -n 1)" ] '
-        '|| vq_gen_fail "it holds a special file"',
-        '[ -z "$(find "$vq_gen" -perm /022 -print 2>/dev/null | head -n 1)" ] '
-        '|| vq_gen_fail "its payload is group or world writable"',
-        f'[ "$(sha256sum <"$vq_gen/entries.json" 2>/dev/null | cut -c1-64)" = {digest} ] '
-        '|| vq_gen_fail "its entry list was altered"',
-        "vq_gen_files=$(tr '{' '\\n' <\"$vq_gen/entries.json\" | sed -n "
-        '\'s/^"path":"\\([^"]*\\)","sha256":"\\([0-9a-f]*\\)","size":[0-9]*,'
-        '"type":"file"}.*/\\2  \\1/p\')',
-        "vq_gen_listed=$(tr '{' '\\n' <\"$vq_gen/entries.json\" | grep -c '^\"path\"')",
-        'vq_gen_found=$(cd "$vq_gen/payload" && find . -mindepth 1 | wc -l)',
-        '[ "$vq_gen_listed" -eq "$vq_gen_found" ] || vq_gen_fail "its payload was altered"',
-        '( cd "$vq_gen/payload" && printf \'%s\\n\' "$vq_gen_files" | sha256sum -c --status ) '
-        '|| vq_gen_fail "its payload was altered"',
-        'export VQ_RUNTIME_PAYLOAD="$vq_gen/payload"',
-    ]
 
 
 def render_body(request: ScriptRequest, *, scheduler_id_variables: tuple[str, ...]) -> str:
@@ -320,7 +288,9 @@ def render_body(request: ScriptRequest, *, scheduler_id_variables: tuple[str, ..
         for name in sorted(request.user_environment):
             out.append(f"export {name}={_q(request.user_environment[name])}")
     if request.runtime_generation is not None:
-        out += _generation_check(*request.runtime_generation)
+        out += generation_check_lines(*request.runtime_generation)
+    if request.runtime_commit is not None:
+        out += commit_check_lines(*request.runtime_commit)
     if scratch is not None:
         out += [
             "",

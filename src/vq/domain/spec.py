@@ -74,6 +74,9 @@ class ProgramRuntimePin(BaseModel):
     version: str | None = None
     #: a lane job's target identity: the digest of the runtime generation it is bound to
     artifact_identity: str | None = None
+    #: where a lane job's identity was resolved (§3.4): ``bound``, ``argv_wrapper``,
+    #: ``target_registry`` or ``deployment_record``
+    target_source: str | None = None
 
 
 class JobSpec(BaseModel):

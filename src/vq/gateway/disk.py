@@ -68,6 +68,7 @@ class DiskVerbs:
         budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
         caps the capacity classification uses; None, so null, when none is readable."""
         from vq.config import load_settings
+        from vq.hosts_config import lanes_of
         from vq.services.context import ServiceContext
         from vq.services.control import read_capacity
         from vq.services.submit_pack import pack_configuration
@@ -82,6 +83,7 @@ class DiskVerbs:
             base_caps=read_capacity(self.paths),
             packing=packing,
             pack_lanes=pack_lanes,
+            lanes=lanes_of(settings.hosts),
             owner_check=self.owner_check(settings),
         )
 

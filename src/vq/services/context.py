@@ -52,6 +52,11 @@ class ServiceContext:
     #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
     packing: Mapping[str, Any] = field(default_factory=dict)
     pack_lanes: Mapping[str, Any] = field(default_factory=dict)
+    #: the scheduler lanes (name → :class:`vq.hosts_config.LaneSettings`) a lane submit
+    #: resolves a managed runtime on, and how to reach one (lane → a
+    #: :class:`vq.transport.runner.Runner`; None: the lane's own SSH runner)
+    lanes: Mapping[str, Any] = field(default_factory=dict)
+    lane_runner: Callable[[Any], Any] | None = None
     #: multi-user mode: the per-verb ownership helper (§7.3) of the acting CLI; None in
     #: single-user mode and in the daemon (its socket admits root and the admin group only)
     owner_check: OwnerCheck | None = None

@@ -78,23 +78,57 @@ def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
 
 def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
     """``program`` and its runtime snapshot (§3.4); refuses an unknown name or a bad pin.
-    A lane job naming a managed runtime is pinned to its target (:mod:`.lane_runtime`)."""
+    A lane job naming a managed runtime is pinned to its target (:mod:`.lane_runtime`),
+    and bound to the generation that identity names, if any."""
     if params.program is None:
         return {}
-    from vq.services.lane_runtime import is_managed, lane_pin
+    from vq.services.lane_runtime import is_managed
 
-    if params.scheduler_target is not None and is_managed(ctx.programs, params.program):
-        pin = lane_pin(
-            params.program,
-            params.scheduler_target,
-            params.runtime_artifact,
-            params.expected_sha,
-        )
-        return {"program": params.program, "program_runtime_pin": pin.model_dump()}
+    target = params.scheduler_target
+    lane = ctx.lanes.get(target) if target is not None else None
+    if target is not None and is_managed(ctx.programs, params.program, lane):
+        return _lane_program_fields(ctx, params, target, lane)
     from vq.services.programs import submit_pin  # runs git/python: only when asked
 
     pin = submit_pin(ctx.programs, params.program, expected_sha=params.expected_sha)
     return {"program": params.program, "program_runtime_pin": pin.model_dump()}
+
+
+def _lane_program_fields(
+    ctx: ServiceContext, params: SubmitParams, target: str, lane: Any
+) -> dict[str, Any]:
+    """The fields of a lane job naming a managed runtime (:func:`.lane_runtime.resolve`)."""
+    from vq.services.lane_runtime import resolve
+    from vq.services.lane_runtime_probe import probe_lane_program, ssh_runner_for
+    from vq.services.runtime_deployments import read_record
+
+    name = params.program or ""
+    bound = None
+    if params.runtime_root is not None and params.runtime_artifact is not None:
+        bound = (params.runtime_root, params.runtime_artifact)
+    runner_for = ctx.lane_runner or ssh_runner_for
+    resolved = resolve(
+        name,
+        target,
+        list(params.command),
+        bound=bound,
+        registered=lane.programs.get(name) if lane is not None else None,
+        record=lambda: read_record(ctx.paths, target, name),
+        probe=lambda entry: probe_lane_program(runner_for(lane), lane, entry),
+        expected_sha=params.expected_sha,
+    )
+    fields: dict[str, Any] = {"program": name, "program_runtime_pin": resolved.pin.model_dump()}
+    if resolved.generation is not None:
+        if params.scheduler_pack is not None:
+            raise InvalidInput(
+                f"program {name!r} resolved to runtime generation "
+                f"{resolved.generation['digest'][:12]} on lane {target!r}, and a packed "
+                "array cannot be bound to a runtime generation yet",
+                hint=f"register the program on the lane ([hosts.{target}.scheduler_programs."
+                f"{name}]) or submit without --pack",
+            )
+        fields["runtime_generation"] = resolved.generation
+    return fields
 
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
@@ -254,7 +288,7 @@ def _write(
             materialize(own_source, workspace, sync_parent=len(plans) == 1)
             created.append(workspace)
             write_environment(ctx.paths, plan["id"], captured)
-            specs.append(JobSpec(**plan, **extra))
+            specs.append(JobSpec(**{**plan, **extra}))
         many = len(specs) > 1
         for spec in specs:
             ctx.store.create(spec, sync_dir=not many)

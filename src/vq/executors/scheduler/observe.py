@@ -39,7 +39,7 @@ from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
 from .outcome import TokenBucket, ending
 from .ports import LaneContext, LaneLifecycle
 from .remote import LaneRemote
-from .usage import accounting_sample, receipt_usable
+from .usage import accounting_sample, never_started, receipt_usable
 from .worker import Worker
 
 __all__ = ["ObservingLane"]
@@ -232,18 +232,25 @@ class ObservingLane:
                 job.job_id, verdict.state, verdict.reason or "", verdict.exit_code
             )
         self._drop(job)
-        self._sample_after_end(job)
+        self._sample_after_end(job, artifacts=artifacts)
 
-    def _sample_after_end(self, job: LaneJob) -> None:
+    def _sample_after_end(self, job: LaneJob, *, artifacts: bool) -> None:
         """After the terminal transition (never delaying it): when the job's GNU time
         receipt is unusable, one ``samples.jsonl`` record from ``sacct`` (:mod:`.usage`).
         A ``partial`` or ``unavailable`` answer (accounting lags the end) is asked again
-        after each of ``copy_back_delays``; only the last answer is written."""
+        after each of ``copy_back_delays``; only the last answer is written. A job that
+        never started (cancelled while queued) is not asked about at all."""
         scheduler_id = job.scheduler_job_id
         if scheduler_id is None or self.settings.accounting != "sacct":
             return
+        paths = self.ctx.paths
+        started = None
+        if artifacts:  # the copied-back workspace is the remote one: its first write
+            started = (paths.meta_dir(job.job_id) / "scheduler-job-id").exists()
+        if never_started(job.marker, started, job.accounting):
+            log.info("lane %s: %s never started; no usage to ask for", self.name, job.job_id)
+            return
         try:
-            paths = self.ctx.paths
             receipt: bytes | None = read_regular_beneath(
                 paths.tree_of(job.job_id), paths.resource_usage(job.job_id), RECEIPT_LIMIT
             )

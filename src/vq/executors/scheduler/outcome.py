@@ -8,6 +8,7 @@ No I/O here: the lane (``lane.py``) feeds these with what the worker observed.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,19 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.hosts_config import LaneSettings
 
-__all__ = ["Ending", "TokenBucket", "ending", "launcher_refusal", "pin_refusal", "script_request"]
+__all__ = [
+    "SHEBANG_LIMIT",
+    "Ending",
+    "TokenBucket",
+    "ending",
+    "enforced_commit",
+    "launcher_refusal",
+    "pin_refusal",
+    "python_payload",
+    "script_request",
+    "shebang_names_python",
+    "staged_script_path",
+]
 
 
 @dataclass(frozen=True)
@@ -88,12 +101,66 @@ def pin_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
     )
 
 
-def launcher_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
+#: The longest ``#!`` line read from a staged script (the kernel reads at most 256 bytes).
+SHEBANG_LIMIT = 256
+_PYTHON_NAME = re.compile(r"python[0-9.]*")
+
+
+def shebang_names_python(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) opens with a ``#!`` line that runs Python:
+    ``#!/usr/bin/python3``, ``#!/opt/env/bin/python3.11 -u``, ``#!/usr/bin/env python3``
+    or ``#!/usr/bin/env -S python3 -u``. A line not ended within :data:`SHEBANG_LIMIT`
+    bytes is no ``#!`` line the kernel would run."""
+    if not head.startswith(b"#!"):
+        return False
+    line, newline, _ = head[:SHEBANG_LIMIT].partition(b"\n")
+    if not newline:
+        return False
+    words = line[2:].decode("utf-8", "replace").split()
+    if not words:
+        return False
+    interpreter = words[0].rsplit("/", 1)[-1]
+    if interpreter == "env":
+        named = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        interpreter = named[0].rsplit("/", 1)[-1] if named else ""
+    return _PYTHON_NAME.fullmatch(interpreter) is not None
+
+
+def staged_script_path(command: list[str]) -> str | None:
+    """The workspace-relative path of the command's first word when it could be a file
+    staged with the workspace (relative, no ``..``, not a directory), else None: what
+    :func:`launcher_refusal` reads the ``#!`` line of."""
+    if not command:
+        return None
+    first = command[0]
+    parts = [part for part in first.split("/") if part not in ("", ".")]
+    if first.startswith("/") or not parts or ".." in parts or first.endswith("/"):
+        return None
+    return "/".join(parts)
+
+
+def python_payload(command: list[str], head: bytes | None) -> str | None:
+    """What makes ``command`` a Python payload, or None: its first word is a Python file
+    (``.py``) or zip application (``.pyz``), or ``head`` (the first bytes of the staged
+    file it names) opens with a ``#!`` line that runs Python."""
+    if not command:
+        return None
+    if command[0].endswith((".py", ".pyz")):
+        kind = "zip application" if command[0].endswith(".pyz") else "file"
+        return f"the Python {kind} {command[0]!r}"
+    if head is not None and shebang_names_python(head):
+        return f"the Python script {command[0]!r} (its #! line runs python)"
+    return None
+
+
+def launcher_refusal(spec: JobSpec, lane: LaneSettings, head: bytes | None = None) -> str | None:
     """Why ``spec`` cannot be dispatched to ``lane`` for want of a launcher, or None.
 
     A job that names a program (``--program``) and whose command starts with a Python
-    file (``run.py``, ``./tools/fit.py``) needs something on the cluster to choose that
-    program's interpreter: the lane's trusted
+    payload (:func:`python_payload`: ``run.py``, ``./tools/fit.py``, ``app.pyz``, or a
+    staged script whose ``#!`` line runs python; ``head`` is that file's first bytes,
+    None when it is not a staged regular file) needs something on the cluster to choose
+    that program's interpreter: the lane's trusted
     ``[hosts.LANE.scheduler_program_hooks.PROGRAM] command_wrapper``, or an interpreter
     the command itself names (``python3 run.py``). Without either the file would run under
     whatever its ``#!`` line finds on the compute node, not the program's runtime, so the
@@ -101,17 +168,34 @@ def launcher_refusal(spec: JobSpec, lane: LaneSettings) -> str | None:
     job with no program, is not a Python payload here."""
     if spec.program is None or not spec.command:
         return None
-    if not spec.command[0].endswith(".py"):
+    payload = python_payload(spec.command, head)
+    if payload is None:
         return None
     hooks = lane.program_hooks.get(spec.program)
     if hooks is not None and hooks.command_wrapper:
         return None
     return (
-        f"the command starts with the Python file {spec.command[0]!r} of program "
+        f"the command starts with {payload} of program "
         f"{spec.program!r}, and lane {lane.name} has no launcher for it: set "
         f"[hosts.{lane.name}.scheduler_program_hooks.{spec.program}] command_wrapper to "
         "the program's interpreter on the cluster, or name the interpreter in the command"
     )
+
+
+def enforced_commit(spec: JobSpec) -> tuple[str, str] | None:
+    """``(git_dir, commit)`` of an enforced pin resolved from the lane's program registry
+    (``expected_git_sha`` configured or ``--expected-sha``): the node checks it before the
+    command. A pin that is only provenance is not checked."""
+    pin = spec.program_runtime_pin
+    if (
+        pin is None
+        or pin.target_source != "target_registry"
+        or not pin.enforce_git_sha
+        or pin.git_dir is None
+        or pin.git_sha is None
+    ):
+        return None
+    return pin.git_dir, pin.git_sha
 
 
 def script_request(
@@ -138,6 +222,7 @@ def script_request(
     bound = spec.runtime_generation
     return ScriptRequest(
         runtime_generation=None if bound is None else (bound.root, bound.digest),
+        runtime_commit=enforced_commit(spec),
         job_id=spec.id,
         nonce=nonce,
         command=tuple(spec.command),

@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import secrets
 from pathlib import Path
 from typing import Any
 
 from vq import _fault_points
-from vq._safe_open import atomic_write_beneath, read_regular_beneath
+from vq._safe_open import atomic_write_beneath, open_beneath, read_regular_beneath
 from vq.dialects import ParseFailure, SubmitAccepted, UnsafeSchedulerValue
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError
@@ -35,7 +36,13 @@ from vq.errors import Conflict, InvalidInput, TransportError
 from .forwarded import UnreadableEnvironment, forwarded_variables
 from .jobs import LaneJob, ambiguous, not_started
 from .observe import ObservingLane
-from .outcome import launcher_refusal, pin_refusal, script_request
+from .outcome import (
+    SHEBANG_LIMIT,
+    launcher_refusal,
+    pin_refusal,
+    script_request,
+    staged_script_path,
+)
 from .remote import StageFailed, stage_archive
 
 __all__ = ["INTENT_NAME", "SubmittingLane"]
@@ -66,7 +73,9 @@ class SubmittingLane(ObservingLane):
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
         """The batch script for ``job.nonce``; a named Python payload with no launcher or a
         render error fails the job (None)."""
-        refusal = pin_refusal(spec, self.settings) or launcher_refusal(spec, self.settings)
+        refusal = pin_refusal(spec, self.settings) or launcher_refusal(
+            spec, self.settings, self._script_head(job.job_id, spec)
+        )
         if refusal is not None:
             self._fail(job, refusal)
             return None
@@ -82,6 +91,27 @@ class SubmittingLane(ObservingLane):
         except (UnsafeSchedulerValue, ValueError) as exc:
             self._fail(job, f"the batch script could not be rendered: {exc}")
             return None
+
+    def _script_head(self, job_id: str, spec: JobSpec) -> bytes | None:
+        """The first :data:`SHEBANG_LIMIT` bytes of the staged file the command starts
+        with, when it is a regular file in the job's workspace (opened below the job's
+        tree without following a link, never a FIFO or device); None otherwise."""
+        if spec.program is None:
+            return None
+        relative = staged_script_path(spec.command)
+        if relative is None:
+            return None
+        tree = self.ctx.paths.tree_of(job_id)
+        try:
+            fd = open_beneath(tree, self.ctx.paths.workspace(job_id) / relative, os.O_RDONLY)
+        except OSError:  # missing, a link, a FIFO, a directory: no staged script
+            return None
+        try:
+            return os.read(fd, SHEBANG_LIMIT)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def _write_intent(self, job: LaneJob, script: str) -> None:
         job.submitted_at = self.ctx.now()

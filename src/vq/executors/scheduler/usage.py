@@ -11,7 +11,9 @@ record to ``_vq/samples.jsonl`` in the watchdog's sample schema (§4.4), with
 * ``"unavailable"``: no accounting record (lag, an unreadable or failed query), with a
   one-line ``diagnostic``.
 
-Nothing here delays the job's terminal transition: the lane asks after it.
+Nothing here delays the job's terminal transition: the lane asks after it. A job that
+never started (:func:`never_started`: cancelled or failed while still queued) used no
+resources, so the lane asks nothing for it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from vq.dialects import AccountingRecord
 
-__all__ = ["MAX_RSS_KB", "accounting_sample", "receipt_usable"]
+__all__ = ["MAX_RSS_KB", "accounting_sample", "never_started", "receipt_usable"]
 
 #: Larger than any machine's memory (1 PiB in KiB): above it a figure is garbage.
 MAX_RSS_KB = 2**40
@@ -54,6 +56,23 @@ def receipt_usable(data: bytes | None) -> bool:
     if not _number(receipt.get("max_rss_kb"), MAX_RSS_KB):
         return False
     return all(_number(receipt.get(name), 1e12) for name in _CPU_FIELDS)
+
+
+def never_started(
+    marker: int | None, script_started: bool | None, record: AccountingRecord | None
+) -> bool:
+    """Whether an ended lane job provably never ran its batch script.
+
+    ``marker`` is its exit marker (the script, or its signal trap, writes one: any marker
+    means it ran). ``script_started`` says whether the copied-back workspace holds
+    ``_vq/scheduler-job-id``, the script's first write (None: unknown, the copy-back
+    failed). Without that evidence, an accounting record of zero elapsed time on no node
+    proves it; anything less is not proof, and the usage is asked for as before."""
+    if marker is not None or script_started:
+        return False
+    if script_started is False:
+        return True
+    return record is not None and record.elapsed_seconds == 0 and not record.exec_host
 
 
 def accounting_sample(
