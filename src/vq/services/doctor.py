@@ -317,6 +317,52 @@ def check_programs(load: Callable[[], object]) -> list[Check]:
     return bad or [Check("programs", "ok", f"{len(statuses)} program(s) available")]
 
 
+def check_lane_programs(load: Callable[[], object]) -> list[Check]:
+    """Every lane's ``scheduler_program_hooks`` and ``scheduler_programs`` key names a
+    registered program (§3.4): a hook or a target registry entry for a name ``--program``
+    cannot take never applies, and a target registry entry is for a managed (``venv``)
+    program only. No SSH: what is installed on the cluster is checked at submit."""
+    try:
+        settings = load()
+    except VqError:
+        return [Check("lane programs", "warn", "skipped: the configuration is invalid")]
+    registry = getattr(settings, "programs", None) or {}
+    hosts = getattr(settings, "hosts", None) or {}
+    found: list[Check] = []
+    checked = 0
+    for lane, host in sorted(hosts.items()):
+        for table in ("scheduler_program_hooks", "scheduler_programs"):
+            for name in sorted(getattr(host, table, None) or {}):
+                checked += 1
+                where = f"[hosts.{lane}.{table}.{name}]"
+                program = registry.get(name)
+                if program is None:
+                    found.append(
+                        Check(
+                            "lane programs",
+                            "warn",
+                            f"{where} names no registered program",
+                            f"add [programs.{name}] or remove {where}: "
+                            "`--program` takes registered names only",
+                        )
+                    )
+                elif table == "scheduler_programs" and getattr(program, "kind", None) != "venv":
+                    found.append(
+                        Check(
+                            "lane programs",
+                            "warn",
+                            f"{where}: program {name!r} is not a managed runtime "
+                            f"({getattr(program, 'kind', '?')}); the entry is never used",
+                            "a lane's scheduler_programs resolves managed (venv) programs",
+                        )
+                    )
+    if found:
+        return found
+    if not checked:
+        return [Check("lane programs", "ok", "no lane program hooks or registries")]
+    return [Check("lane programs", "ok", f"{checked} lane program entries name programs")]
+
+
 def check_multi_user(load: Callable[[], object]) -> Check:
     """Whether the system policy enables multi-user mode, its privilege drop, and why."""
     try:
@@ -356,6 +402,7 @@ def run_checks(
         ("enforcement", lambda: check_enforcement(ping, load_config)),
         ("multi-user", lambda: check_multi_user(load_config)),
         ("programs", lambda: check_programs(load_config)),
+        ("lane programs", lambda: check_lane_programs(load_config)),
         ("specs", lambda: check_specs(paths, now)),
         ("leftovers", lambda: check_leftovers(paths)),
         ("disk", lambda: check_disk(paths)),
