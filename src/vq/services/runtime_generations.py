@@ -116,6 +116,29 @@ def _writable_or_linked(top: Path) -> str | None:
     return None
 
 
+def _generations_dir_problem(root: Path) -> str | None:
+    """Why ``ROOT/generations`` cannot hold trusted generations (None: it can): it must
+    be a real directory, not a link to one elsewhere, and neither it nor ``ROOT`` may be
+    group or world writable (whoever could write there could swap a generation in). The
+    root itself may be reached through a link: that is the administrator's layout."""
+    if not root.exists():
+        return None  # nothing is deployed: the generation check says so
+    if root.stat().st_mode & 0o022:
+        return f"the runtime root {root} is group or world writable"
+    generations = root / "generations"
+    try:
+        info = os.lstat(generations)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return f"{generations} is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{generations} is not a directory"
+    if info.st_mode & 0o022:
+        return f"{generations} is group or world writable"
+    return None
+
+
 def root_problem(root: str) -> str | None:
     """Why ``root`` cannot name a deployment root anywhere (None: a plain absolute path
     without ``..`` or control characters)."""
@@ -136,6 +159,9 @@ def generation_problem(root: str | Path, digest: str) -> str | None:
         return f"the runtime artifact {digest!r} is not a SHA-256 digest (64 lower-case hex)"
     generation = Generation(root, digest)
     try:
+        problem = _generations_dir_problem(root)
+        if problem is not None:
+            return problem
         if not generation.directory.is_dir() or generation.directory.is_symlink():
             return f"generation {digest[:12]} is not deployed under {root}"
         problem = _writable_or_linked(generation.directory)
