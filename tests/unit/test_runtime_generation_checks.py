@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from vq.errors import InvalidInput
 from vq.services.runtime_generations import deploy, generation_problem
 
 
@@ -58,3 +59,16 @@ def test_a_root_reached_through_a_link_is_the_administrators_layout(
     alias = root.parent / "alias"
     alias.symlink_to(root)
     assert generation_problem(alias, digest) is None
+
+
+def test_deploy_refuses_a_root_others_may_write_before_building(
+    deployed: tuple[Path, str],
+) -> None:
+    root, _ = deployed
+    root.chmod(0o775)
+    before = sorted(p.name for p in (root / "generations").iterdir())
+    with pytest.raises(InvalidInput) as refused:
+        deploy(root.parent / "src", root, datetime.now(UTC).isoformat())
+    assert "is group or world writable" in refused.value.message
+    assert "chmod go-w" in (refused.value.hint or "")
+    assert sorted(p.name for p in (root / "generations").iterdir()) == before

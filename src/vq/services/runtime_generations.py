@@ -208,6 +208,13 @@ def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
     """
     if not root.is_absolute():
         raise InvalidInput(f"--root {root} must be an absolute path", hint="give /path/to/root")
+    unsafe = _generations_dir_problem(root)
+    if unsafe is not None:
+        raise InvalidInput(
+            f"cannot deploy under {root}: {unsafe}",
+            hint="generations are trusted only in a directory no one else may write: "
+            "`chmod go-w` it, or deploy to another --root",
+        )
     entries = tree_entries(source, "runtime directory")
     digest, count = entries_sha256(entries), len(entries)
     generation = Generation(root, digest)
