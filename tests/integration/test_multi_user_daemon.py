@@ -13,7 +13,6 @@ import json
 import os
 import pwd
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,41 +261,52 @@ def _quota_reason(system: System, job: str, who: str = "vqadm") -> str | None:
 
 def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
     """vqa may hold 2 CPUs: of four 1-CPU jobs never more than two run, across a restart,
-    while vqb's jobs run beside them; a waiting job says why."""
-    script = "sleep 6"
+    while vqb's jobs run beside them; a waiting job says why. Every job waits for a gate
+    file, so nothing ends while the quota is checked, however loaded the machine is."""
+    gate = system.base / "gate"
+    script = f"while [ ! -e {gate} ]; do sleep 0.1; done; sleep 0.5"
     mine = [system.submit("vqa", "--", "sh", "-c", script) for _ in range(4)]
     theirs = [system.submit("vqb", "--", "sh", "-c", script) for _ in range(2)]
-    peak, overlap, reason = 0, False, None
-    restarted = False
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    peak = 0
+
+    def vqa_states() -> list[str]:
+        nonlocal peak
         states = [system.state("vqa", j) for j in mine]
-        running = states.count("RUNNING")
-        peak = max(peak, running)
-        if running and any(system.state("vqb", j) == "RUNNING" for j in theirs):
-            overlap = True
-        if reason is None and running == 2 and "PENDING" in states:
-            waiting = mine[states.index("PENDING")]
-            reason = wait_until(lambda job=waiting: _quota_reason(system, job), timeout=20)
-            own = wait_until(lambda job=waiting: _quota_reason(system, job, "vqa"), timeout=20)
-            assert own.startswith("quota: max_concurrent_cpus (2/2)"), own
-            overview = json.loads(system.admin("overview", "--json").stdout)
-            vqa_use = next(o for o in overview["owners"] if o["uid"] == pwd.getpwnam("vqa").pw_uid)
-            assert (vqa_use["cpus"], vqa_use["max_concurrent_cpus"]) == (2, 2), overview
-            shown = system.admin("overview").stdout
-            assert f"owner vqa ({pwd.getpwnam('vqa').pw_uid}): " in shown and "/2 cpus" in shown
-        if not restarted and running == 2:
-            system.admin("daemon", "stop")
-            start(system)
-            restarted = True
-        if all(s in TERMINAL for s in states) and all(
-            system.state("vqb", j) in TERMINAL for j in theirs
-        ):
-            break
-        time.sleep(0.1)
-    assert restarted and peak == 2 and overlap
-    assert [system.state("vqa", j) for j in mine] == ["COMPLETED"] * 4
-    assert reason is not None and reason.startswith("quota: max_concurrent_cpus (2/2)"), reason
+        peak = max(peak, states.count("RUNNING"))
+        return states
+
+    def held() -> bool:  # two of vqa's run, two wait; both of vqb's run beside them
+        states = vqa_states()
+        return (states.count("RUNNING"), states.count("PENDING")) == (2, 2) and all(
+            system.state("vqb", j) == "RUNNING" for j in theirs
+        )
+
+    wait_until(held, timeout=60)
+    waiting = mine[vqa_states().index("PENDING")]
+    reason = wait_until(lambda: _quota_reason(system, waiting), timeout=20)
+    assert reason.startswith("quota: max_concurrent_cpus (2/2)"), reason
+    own = wait_until(lambda: _quota_reason(system, waiting, "vqa"), timeout=20)
+    assert own.startswith("quota: max_concurrent_cpus (2/2)"), own
+    overview = json.loads(system.admin("overview", "--json").stdout)
+    vqa_use = next(o for o in overview["owners"] if o["uid"] == pwd.getpwnam("vqa").pw_uid)
+    assert (vqa_use["cpus"], vqa_use["max_concurrent_cpus"]) == (2, 2), overview
+    shown = system.admin("overview").stdout
+    assert f"owner vqa ({pwd.getpwnam('vqa').pw_uid}): " in shown and "/2 cpus" in shown
+
+    system.admin("daemon", "stop")
+    start(system)
+    wait_until(held, timeout=60)  # the restarted daemon keeps the quota
+
+    gate.touch()
+    everyone = [("vqa", j) for j in mine] + [("vqb", j) for j in theirs]
+
+    def finished() -> bool:
+        vqa_states()
+        return all(system.state(user, j) in TERMINAL for user, j in everyone)
+
+    wait_until(finished, timeout=90, interval=0.1)
+    assert peak == 2
+    assert [system.state(user, j) for user, j in everyone] == ["COMPLETED"] * 6
 
 
 def test_a_user_deleted_after_submit_fails_closed(system: System) -> None:
