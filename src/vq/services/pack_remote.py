@@ -12,7 +12,7 @@ runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from vq.config import Settings
@@ -32,7 +32,7 @@ from vq.packing.slurm_text import (
 from vq.transport.runner import Runner, RunResult
 from vq.transport.ssh import SshRunner
 
-__all__ = ["MAX_LOG_BYTES", "PackRemote", "RunnerFor", "lane_runner"]
+__all__ = ["MAX_COLLECT_BYTES", "MAX_LOG_BYTES", "PackRemote", "RunnerFor", "lane_runner"]
 
 MAX_LOG_BYTES = 1 << 20
 #: How a service reaches a lane: the lane's name → its runner.
@@ -53,6 +53,21 @@ _STAGE_SUBMIT = (
     'shift 2; exec "$@"'
 )
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
+#: A packed array's ended slots, as one tar on stdout: ``logs/<slot>.out`` and
+#: ``logs/<slot>.err`` (the last ``$3`` bytes of each log that exists, from a private
+#: temporary directory removed on exit) and each slot's directory ``<slot>/`` under
+#: ``$1`` that exists. ``$2`` is the logs' common prefix ``<log_root>/<alloc>-<job>-``;
+#: the slot numbers follow. Exit 95: the temporary copy failed.
+_COLLECT = (
+    "w=$1 p=$2 n=$3; shift 3; t=$(mktemp -d) || exit 95; trap 'rm -rf -- \"$t\"' EXIT; "
+    'mkdir -- "$t/logs" || exit 95; d=; for s do for x in out err; do '
+    'if [ -f "$p$s.$x" ]; then tail -c "$n" -- "$p$s.$x" >"$t/logs/$s.$x" || exit 95; fi; '
+    'done; if [ -d "$w/$s" ]; then d="$d $s"; fi; done; '
+    'if [ -n "$d" ]; then tar -cf - -C "$t" logs -C "$w" $d; else tar -cf - -C "$t" logs; fi'
+)
+#: The most one copy-back of an allocation's ended slots may bring (their workspaces and
+#: logs together), as for a lane job's workspace.
+MAX_COLLECT_BYTES = 512 << 20
 
 
 def lane_runner(settings: Settings) -> RunnerFor:
@@ -188,6 +203,26 @@ class PackRemote:
         if step is None:
             return "not_running"
         return self.cancel(job_id, step)
+
+    def collect(
+        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+    ) -> bytes:
+        """One tar of the ended ``slots`` (see ``_COLLECT``): their directories under
+        ``allocation_work`` and the last ``log_bytes`` of each slot's ``<log_prefix><slot>
+        .out`` and ``.err``, in one remote command (bounded by :data:`MAX_COLLECT_BYTES`
+        and four command deadlines). A failed command raises
+        :class:`~vq.packing.slurm_text.ObservationError`."""
+        words = [str(int(slot)) for slot in slots]
+        result = self.runner.run(
+            ["sh", "-c", _COLLECT, "sh", allocation_work, log_prefix, str(log_bytes), *words],
+            deadline_s=COMMAND_DEADLINE_S * 4,
+            max_output_bytes=MAX_COLLECT_BYTES,
+        )
+        if result.rc != 0:
+            raise ObservationError(
+                f"copying slots {' '.join(words)} back failed (exit status {result.rc})"
+            )
+        return result.stdout
 
     def tail(self, path: str, count: int) -> bytes | None:
         """The last ``count`` bytes of ``path`` (None: no such file), one bounded read."""

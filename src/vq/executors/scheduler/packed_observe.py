@@ -8,10 +8,13 @@ the lane's worker).
   not shown the allocation yet) changes nothing; an untrustworthy answer neither.
 * Each element ends as soon as its own slot has
   (:func:`~vq.packing.lane_batch.element_ending`); in an ended allocation a slot without
-  evidence is ``ABORTED_BY_QUEUE``. Its slot's logs (``.out`` and ``.err``) are copied
-  back first as its ``stdout.log`` and ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES`
-  of each, retried after each of ``copy_back_delays``, then ``artifacts_unavailable``),
-  then ``scheduler_state`` is settled, then the outcome is written.
+  evidence is ``ABORTED_BY_QUEUE``. The slots that ended in one round are copied back
+  first, in one remote call (:mod:`.packed_copy`): each slot's directory into its
+  element's workspace and its logs (``.out`` and ``.err``) as its ``stdout.log`` and
+  ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES` of each). A failed copy is retried
+  after each of ``copy_back_delays``, then the element ends ``artifacts_unavailable``
+  with its exit code kept; then ``scheduler_state`` is settled, then the outcome is
+  written.
 * A kill (:func:`~vq.packing.lane_control.kill_action`) is re-evaluated every round until
   the element's slot has ended.
 """
@@ -33,6 +36,7 @@ from vq.packing.lane_intent import PackIntent
 from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_text import ObservationError
 
+from .packed_copy import SlotCopy, restore_slots
 from .ports import PackRemotePort
 
 if TYPE_CHECKING:
@@ -80,10 +84,12 @@ class PackedAllocation:
     def work(self) -> str:
         return f"{self.known[0].target.work_root}/{self.allocation_id}"
 
-    def slot_log(self, slot: int, suffix: str = "out") -> str:
-        """A slot's log: ``out`` (its stdout) or ``err`` (its stderr)."""
+    @property
+    def log_prefix(self) -> str:
+        """What every slot's log name starts with: ``<log_root>/<alloc>-<job>-`` (then
+        ``<slot>.out``, its stdout, and ``<slot>.err``, its stderr)."""
         log_root = self.known[0].target.log_root
-        return f"{log_root}/{self.allocation_id}-{self.job_id}-{slot}.{suffix}"
+        return f"{log_root}/{self.allocation_id}-{self.job_id}-"
 
 
 class ObservingPacks:
@@ -161,25 +167,34 @@ class ObservingPacks:
             self._collect(alloc, endings)
 
     def _collect(self, alloc: PackedAllocation, endings: dict[str, ElementEnding]) -> None:
-        """Copy every ended slot's log back, then write each element's outcome."""
+        """Copy every ended slot back in one remote call (its directory into the element's
+        workspace, its logs as ``stdout.log`` and ``stderr.log``), then write each
+        element's outcome."""
         remote = self.remote
         assert remote is not None
         alloc.busy = True
         slots = {element: alloc.members[element] for element in endings}
+        paths = self.lane.ctx.paths
+        destinations = {slot: paths.workspace(element) for element, slot in slots.items()}
+        where, log_prefix = alloc.work, alloc.log_prefix
 
-        def work() -> dict[str, tuple[bytes | None, bytes | None] | BaseException]:
-            copied: dict[str, tuple[bytes | None, bytes | None] | BaseException] = {}
+        def work() -> dict[str, SlotCopy | Exception]:
+            try:
+                archive = remote.collect(
+                    where, log_prefix, sorted(destinations), MAX_SLOT_LOG_BYTES
+                )
+            except (VqError, OSError, ObservationError) as exc:
+                return dict.fromkeys(slots, exc)
+            restored = restore_slots(archive, destinations)
+            copied: dict[str, SlotCopy | Exception] = {}
             for element, slot in slots.items():
-                try:
-                    out = remote.tail(alloc.slot_log(slot, "out"), MAX_SLOT_LOG_BYTES)
-                    if out is None and endings[element].state is None:
-                        # The slot ran (its marker decided) so its step made the log: not
-                        # visible yet is a copy to retry, never an element without output.
-                        raise ObservationError(f"slot {slot}'s log is not there yet")
-                    err = remote.tail(alloc.slot_log(slot, "err"), MAX_SLOT_LOG_BYTES)
-                    copied[element] = (out, err)
-                except (VqError, OSError, ObservationError) as exc:
-                    copied[element] = exc
+                copy = restored[slot]
+                ran = endings[element].state is None
+                if isinstance(copy, SlotCopy) and copy.stdout is None and ran:
+                    # The slot ran (its marker decided) so its step made the log: not
+                    # visible yet is a copy to retry, never an element without output.
+                    copy = ObservationError(f"slot {slot}'s log is not there yet")
+                copied[element] = copy
             return copied
 
         self.lane.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
@@ -198,10 +213,11 @@ class ObservingPacks:
                     alloc.copy_tries[element] = tries + 1
                     alloc.due = self.lane.monotonic() + delays[tries]
                     continue  # observed again, and copied again, after the delay
+                log.warning("lane %s: copy-back of %s failed: %s", self.lane.name, element, data)
                 self._finish(alloc, element, ending, artifacts=False)
                 continue
-            if isinstance(data, tuple):
-                self._write_logs(element, *data)
+            if isinstance(data, SlotCopy):
+                self._write_logs(element, data.stdout, data.stderr)
             self._finish(alloc, element, ending, artifacts=True)
 
     def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:

@@ -7,7 +7,7 @@ shapes, which the daemon fills in with the real objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -101,6 +101,10 @@ class PackRemotePort(Protocol):
     def cancel_slot(
         self, job_id: str, allocation_id: str, slot: int
     ) -> Literal["sent", "gone", "not_running"]: ...
+
+    def collect(
+        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+    ) -> bytes: ...
 
     def tail(self, path: str, count: int) -> bytes | None: ...
 
