@@ -16,9 +16,11 @@ One allocation's path:
    (:func:`~vq.packing.lane_intent.decide`);
 4. **observe** one ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot
    markers per ``poll_interval``; each element ends as soon as its own slot has
-   (:func:`~vq.packing.lane_batch.element_ending`): its slot's log is copied back as its
-   ``stdout.log`` (the last 1 MiB), then its outcome is written (retries apply: a retried
-   element joins a later allocation under a new identity);
+   (:func:`~vq.packing.lane_batch.element_ending`): the slots that ended in a round are
+   copied back in one call (:mod:`.packed_copy`: each slot's directory into its element's
+   workspace, its logs as ``stdout.log`` and ``stderr.log``), then each outcome is
+   written (retries apply: a retried element joins a later allocation under a new
+   identity);
 5. **kill** (:func:`~vq.packing.lane_control.kill_action`): ``scancel JOBID.STEP`` for the
    element's slot, ``scancel JOBID`` once nothing in the allocation is wanted;
 6. **restart** (:func:`~vq.packing.lane_control.recovery_step`): observe, look up by
