@@ -17,10 +17,11 @@ from typing import Literal
 
 from vq.config import Settings
 from vq.errors import ConfigError
-from vq.packing import slurm_steps, slurm_text
+from vq.packing import slurm_rounds, slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
 from vq.packing.lane_batch import STAGED_SCRIPT
 from vq.packing.script import comment
+from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.packing.slurm_text import (
     COMMAND_DEADLINE_S,
     MAX_STREAM_BYTES,
@@ -145,6 +146,40 @@ class PackRemote:
         if result.rc != 0:
             raise ObservationError(f"sacct failed (exit status {result.rc})")
         return slurm_text.parse_sacct(_text(result.stdout), allocation_id)
+
+    def observe_round(self, watched: Sequence[Watched], since: str) -> list[RoundAnswer]:
+        """One round over ``watched`` (at most one :func:`~vq.packing.slurm_rounds.rounds`
+        group): one ``squeue``, one ``sacct`` from ``since`` and one read of the slot
+        markers for them all; per allocation, in order, its (queue row, accounting
+        records, markers) or the error that makes its evidence untrustworthy. A failed
+        command or a malformed answer raises for the whole round."""
+        jobs = {item.job_id: item.allocation_id for item in watched}
+        ids = [item.allocation_id for item in watched]
+        queue = self._run(slurm_rounds.squeue_round_argv(list(jobs)))
+        rows = slurm_rounds.parse_squeue_round(
+            queue.rc, _text(queue.stdout), _text(queue.stderr), jobs
+        )
+        sacct = self._run(slurm_rounds.sacct_round_argv(ids, since))
+        if sacct.rc != 0:
+            raise ObservationError(f"sacct failed (exit status {sacct.rc})")
+        records = slurm_rounds.parse_sacct_round(_text(sacct.stdout), ids)
+        found = self._run(slurm_rounds.markers_round_argv([item.work for item in watched]))
+        if found.rc != 0:
+            raise ObservationError(f"reading slot markers failed (exit status {found.rc})")
+        markers = slurm_rounds.parse_markers_round(_text(found.stdout), len(watched))
+        answers: list[RoundAnswer] = []
+        for item, marks in zip(watched, markers, strict=True):
+            row, accounting = rows.get(item.job_id), records[item.allocation_id]
+            for failure in (row, accounting, marks):
+                if isinstance(failure, ObservationError):
+                    answers.append(failure)
+                    break
+            else:
+                assert not isinstance(accounting, ObservationError)
+                assert not isinstance(marks, ObservationError)
+                assert not isinstance(row, ObservationError)
+                answers.append((row, accounting, marks))
+        return answers
 
     def markers(self, allocation_work: str) -> dict[int, int | None]:
         """Each slot's exit marker under ``<work_root>/<alloc>`` (none yet: empty)."""

@@ -2,10 +2,14 @@
 :class:`~.packed.PackedLane`; every method runs on the daemon loop, every cluster call on
 the lane's worker).
 
-* One round per allocation per ``poll_interval`` within the host's token bucket: one
-  ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot markers, turned
-  into one :class:`~vq.packing.evidence.AttemptEvidence`. ``UNKNOWN`` (accounting has
-  not shown the allocation yet) changes nothing; an untrustworthy answer neither.
+* Every allocation due in a tick is observed in rounds of up to
+  :data:`~vq.packing.slurm_rounds.ROUND_SIZE`, one token of the host's bucket each: one
+  ``squeue --jobs=…``, one ``sacct --name=vqp-<a1>,vqp-<a2>,…`` and one read of the slot
+  markers for the whole round (:mod:`vq.packing.slurm_rounds`), turned into one
+  :class:`~vq.packing.evidence.AttemptEvidence` per allocation (an allocation whose
+  answer cannot be trusted fails alone). Each is due again ``poll_interval`` later.
+  ``UNKNOWN`` (accounting has not shown the allocation yet) changes nothing; an
+  untrustworthy answer neither.
 * Each element ends as soon as its own slot has
   (:func:`~vq.packing.lane_batch.element_ending`); in an ended allocation a slot without
   evidence is ``ABORTED_BY_QUEUE``. The slots that ended in one round are copied back
@@ -34,6 +38,7 @@ from vq.packing.lane_batch import ElementEnding, element_ending
 from vq.packing.lane_control import kill_action
 from vq.packing.lane_intent import PackIntent
 from vq.packing.profiles import PackingProfile
+from vq.packing.slurm_rounds import Watched, rounds
 from vq.packing.slurm_text import ObservationError
 
 from .packed_copy import SlotCopy, restore_slots
@@ -114,30 +119,57 @@ class ObservingPacks:
                 missing_ok=True
             )
 
-    def _poll(self, alloc: PackedAllocation) -> None:
-        remote, job = self.remote, alloc.job_id
-        assert remote is not None and job is not None
-        alloc.busy = True
-        since = alloc.known[1].window_start()
+    def _poll_due(self, due: list[PackedAllocation], now: float) -> None:
+        """Observe every due allocation, a round of up to ``ROUND_SIZE`` per token of the
+        host's scheduler budget; those left when the bucket is empty wait a second."""
+        watched = {Watched(a.allocation_id, a.job_id or "", a.work): a for a in due}
+        for group in rounds(list(watched)):
+            allocs = [watched[item] for item in group]
+            if not self.lane.take_token():
+                for alloc in allocs:
+                    alloc.due = now + 1.0
+                continue
+            self._poll(allocs, group)
 
-        def work() -> AttemptEvidence:
-            return attempt_evidence(
-                alloc.allocation_id,
-                job,
-                alloc.keys,
-                remote.queue_row(job, alloc.allocation_id),
-                remote.accounting(alloc.allocation_id, since),
-                remote.markers(alloc.work),
-            )
+    def _poll(self, allocs: list[PackedAllocation], group: list[Watched]) -> None:
+        """One round (``squeue``, ``sacct``, markers) over ``allocs``; each allocation's
+        evidence, or its own error, goes to :meth:`_polled`."""
+        remote = self.remote
+        assert remote is not None
+        for alloc in allocs:
+            alloc.busy = True
+        since = min(alloc.known[1].window_start() for alloc in allocs)
 
-        self.lane.run_on_worker(work, lambda result: self._polled(alloc, result))
+        def work() -> list[AttemptEvidence | ObservationError]:
+            evidence: list[AttemptEvidence | ObservationError] = []
+            answers = remote.observe_round(group, since)
+            for alloc, item, answer in zip(allocs, group, answers, strict=True):
+                if isinstance(answer, ObservationError):
+                    evidence.append(answer)
+                    continue
+                row, records, markers = answer
+                try:
+                    evidence.append(
+                        attempt_evidence(
+                            alloc.allocation_id, item.job_id, alloc.keys, row, records, markers
+                        )
+                    )
+                except ObservationError as exc:
+                    evidence.append(exc)
+            return evidence
+
+        def done(result: object) -> None:
+            if isinstance(result, TransportError):
+                self.lane.host_failed(result)  # once for the round
+            for index, alloc in enumerate(allocs):
+                self._polled(alloc, result[index] if isinstance(result, list) else result)
+
+        self.lane.run_on_worker(work, done)
 
     def _polled(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
         alloc.due = self.lane.monotonic() + self.lane.settings.poll_interval
         if not isinstance(result, AttemptEvidence):
-            if isinstance(result, TransportError):
-                self.lane.host_failed(result)
             log.warning("lane %s: observing %s failed: %s", self.lane.name, alloc, result)
             return
         if result.state == "UNKNOWN":
