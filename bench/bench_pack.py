@@ -298,34 +298,17 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
     packed_submit: list[float] = []  # until `vq pack submit` returned: every sbatch done
     lane_submit: list[float] = []  # until `vq submit --array` returned (sbatch still to come)
     names: dict[str, str] = {}  # Slurm job name → "packed<run>" / "lane<run>"
-    for run in range(rounds):  # paired: one packed sweep, then the same tasks as lane jobs
-        start = time.perf_counter()
-        bench.pack(f"swarm{run}", [["true"]] * count)
-        packed_submit.append(time.perf_counter() - start)
-        plan = json.loads((bench.base / f"swarm{run}.plan.json").read_text())
-        markers = [
-            marker
-            for allocation in plan["allocations"]
-            for marker in bench.markers(allocation["allocation_id"], allocation["tasks"])
-        ]
-        _wait(lambda markers=markers: all(m.exists() for m in markers), 900, interval=0.2)
-        packed.append(time.perf_counter() - start)
-        names |= {f"vqp-{a['allocation_id']}": f"packed{run}" for a in plan["allocations"]}
-
-        start = time.perf_counter()
-        # The lane side at its best: one `vq submit --array` (one CLI call), then one
-        # sbatch per element by the lane, as a user would submit 200 unpacked tasks.
-        array = f"0-{count - 1}"
-        ids = _vq(bench.env, "submit", "cluster", "--array", array, "--", "true").split()
-        lane_submit.append(time.perf_counter() - start)
-
-        def all_done(ids: list[str] = ids) -> bool:
-            states = [json.loads((queue / f"{i}.json").read_text())["state"] for i in ids]
-            return all(state in ("COMPLETED", "FAILED", "KILLED") for state in states)
-
-        _wait(all_done, 1800, interval=0.2)
-        lane.append(time.perf_counter() - start)
-        names |= {f"vq-{i}": f"lane{run}" for i in ids}
+    order: list[str] = []  # which side went first, per round
+    for run in range(rounds):
+        # paired and alternating: round 0 runs the packed sweep first, round 1 the lane
+        # jobs first, and so on, so neither side always meets the other's leftovers
+        sides = ("packed", "lane") if run % 2 == 0 else ("lane", "packed")
+        order.append(sides[0])
+        for which in sides:
+            if which == "packed":
+                packed.append(_packed_round(bench, run, count, packed_submit, names))
+            else:
+                lane.append(_lane_round(bench, run, count, queue, lane_submit, names))
     load_after = os.getloadavg()[0]
     rows = _settled_sacct(cluster, since, expected=len(names))
     side: dict[str, list[dict[str, str]]] = {}
@@ -351,8 +334,53 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
             "packed_last_round": _span(side.get(f"packed{last}", [])),
             "lane_last_round": _span(side.get(f"lane{last}", [])),
             "load_1min_before_after": [load_before, load_after],
+            "first_side_by_round": order,
         },
     )
+
+
+def _packed_round(
+    bench: _Bench, run: int, count: int, submits: list[float], names: dict[str, str]
+) -> float:
+    """One packed sweep: from ``vq pack open`` until every slot's exit marker exists."""
+    start = time.perf_counter()
+    bench.pack(f"swarm{run}", [["true"]] * count)
+    submits.append(time.perf_counter() - start)
+    plan = json.loads((bench.base / f"swarm{run}.plan.json").read_text())
+    markers = [
+        marker
+        for allocation in plan["allocations"]
+        for marker in bench.markers(allocation["allocation_id"], allocation["tasks"])
+    ]
+    _wait(lambda: all(m.exists() for m in markers), 900, interval=0.2)
+    took = time.perf_counter() - start
+    names |= {f"vqp-{a['allocation_id']}": f"packed{run}" for a in plan["allocations"]}
+    return took
+
+
+def _lane_round(
+    bench: _Bench,
+    run: int,
+    count: int,
+    queue: Path,
+    submits: list[float],
+    names: dict[str, str],
+) -> float:
+    """The same tasks as lane jobs: from ``vq submit --array`` until every spec is terminal."""
+    start = time.perf_counter()
+    # The lane side at its best: one `vq submit --array` (one CLI call), then one
+    # sbatch per element by the lane, as a user would submit unpacked tasks.
+    ids = _vq(bench.env, "submit", "cluster", "--array", f"0-{count - 1}", "--", "true").split()
+    submits.append(time.perf_counter() - start)
+
+    def all_done() -> bool:
+        states = [json.loads((queue / f"{i}.json").read_text())["state"] for i in ids]
+        return all(state in ("COMPLETED", "FAILED", "KILLED") for state in states)
+
+    _wait(all_done, 1800, interval=0.2)
+    took = time.perf_counter() - start
+    names |= {f"vq-{i}": f"lane{run}" for i in ids}
+    return took
 
 
 def _count() -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vq.packing.evidence import attempt_evidence
 from vq.packing.slurm_text import (
     MAX_FIELD_BYTES,
     MAX_LINES,
@@ -148,3 +149,34 @@ def test_active_jobs_of_an_identity_need_its_exact_name_and_comment() -> None:
         parse_squeue_named(0, "41|only|three\n", alloc)
     with pytest.raises(ObservationError, match="exit status 1"):
         parse_squeue_named(1, "", alloc)
+
+
+def test_a_requeued_allocation_is_judged_by_its_latest_incarnation() -> None:
+    """``sacct --duplicates`` repeats a requeued job id with a later submit time: the
+    receipt anchors both rows, and the latest one owns the state and the step rows."""
+    alloc = "ed392e7690a2c0c2"
+    first = (
+        f"27|vqp-{alloc}|vq-pack:{alloc}|REQUEUED|0:0|"
+        "2026-12-03T10:50:00|2026-12-03T10:50:01|2026-12-03T10:50:05\n"
+        f"27.0|vqp-{alloc}-0||FAILED|9:0|2026-12-03T10:50:01|2026-12-03T10:50:01|"
+        "2026-12-03T10:50:05\n"
+    )
+    later = (
+        f"27|vqp-{alloc}|vq-pack:{alloc}|COMPLETED|0:0|"
+        "2026-12-03T10:53:09|2026-12-03T10:53:10|2026-12-03T10:53:12\n"
+        f"27.0|vqp-{alloc}-0||COMPLETED|0:0|2026-12-03T10:53:10|2026-12-03T10:53:10|"
+        "2026-12-03T10:53:12\n"
+    )
+    # accounting may list the incarnations in any order: the submit time decides
+    for text in (first + later, later + first):
+        records = parse_sacct(text, alloc)
+        evidence = attempt_evidence(alloc, "27", ["k0"], None, records, {0: 0})
+        assert (evidence.state, evidence.incarnations) == ("SUCCEEDED", 2)
+        assert evidence.submit == "2026-12-03T10:53:09"
+        assert [(t.key, t.state, t.exit_code) for t in evidence.tasks] == [("k0", "SUCCEEDED", 0)]
+    # without its marker the slot is judged by the latest incarnation's step row, not
+    # the first incarnation's failure
+    records = parse_sacct(first + later, alloc)
+    (task,) = attempt_evidence(alloc, "27", ["k0"], None, records, {}).tasks
+    assert task.state == "FAILED"  # a step that ended without its marker
+    assert task.exit_code == 0

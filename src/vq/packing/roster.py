@@ -313,9 +313,11 @@ class PackDocument(BaseModel):
         return [stored.task() for stored in self.tasks]
 
     def to_bytes(self) -> bytes:
-        return (
-            json.dumps(self.model_dump(mode="json", by_alias=True), indent=1, sort_keys=True) + "\n"
-        ).encode()
+        """Canonical compact JSON (sorted keys): written once per window of a submit, so
+        it goes through the C encoder (an indented dump is pure Python, about 4× slower);
+        readers parse it and never compare layouts."""
+        document = self.model_dump(mode="json", by_alias=True)
+        return (json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n").encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PackDocument:

@@ -113,12 +113,12 @@ def bounded(argv: Sequence[str]) -> list[str]:
     return full
 
 
-def _lines(text: str, what: str) -> list[str]:
+def _lines(text: str, what: str, max_lines: int = MAX_LINES) -> list[str]:
     if len(text.encode()) > MAX_STREAM_BYTES:
         raise ObservationError(f"{what}: output over {MAX_STREAM_BYTES} bytes")
     lines = [line for line in text.split("\n") if line]
-    if len(lines) > MAX_LINES:
-        raise ObservationError(f"{what}: more than {MAX_LINES} lines")
+    if len(lines) > max_lines:
+        raise ObservationError(f"{what}: more than {max_lines} lines")
     for line in lines:
         if any(len(part.encode()) > MAX_FIELD_BYTES for part in line.split("|")):
             raise ObservationError(f"{what}: a field over {MAX_FIELD_BYTES} bytes")
@@ -289,8 +289,11 @@ class AccountingRecord:
     step_names: dict[str, str] = field(default_factory=dict)
 
 
-def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
-    """The records of this allocation in submission order; other jobs are ignored.
+def parse_sacct(
+    stdout: str, allocation_id: str, *, max_lines: int = MAX_LINES
+) -> list[AccountingRecord]:
+    """The records of this allocation in submission order; other jobs are ignored
+    (``max_lines``: the bound of an answer that covers several allocations).
 
     With ``--duplicates`` a requeued job appears once per incarnation (same id, later
     submit time); step rows belong to the job row printed before them. Choosing the
@@ -299,7 +302,7 @@ def parse_sacct(stdout: str, allocation_id: str) -> list[AccountingRecord]:
     records: list[AccountingRecord] = []
     current: dict[str, AccountingRecord] = {}
     foreign: set[str] = set()
-    for line in _lines(stdout, "sacct"):
+    for line in _lines(stdout, "sacct", max_lines):
         parts = line.split("|")
         if len(parts) != len(_SACCT_FIELDS):
             raise ObservationError("sacct: a malformed row")

@@ -12,15 +12,16 @@ runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from vq.config import Settings
 from vq.errors import ConfigError
-from vq.packing import slurm_steps, slurm_text
+from vq.packing import slurm_rounds, slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
 from vq.packing.lane_batch import STAGED_SCRIPT
 from vq.packing.script import comment
+from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.packing.slurm_text import (
     COMMAND_DEADLINE_S,
     MAX_STREAM_BYTES,
@@ -32,7 +33,7 @@ from vq.packing.slurm_text import (
 from vq.transport.runner import Runner, RunResult
 from vq.transport.ssh import SshRunner
 
-__all__ = ["MAX_LOG_BYTES", "PackRemote", "RunnerFor", "lane_runner"]
+__all__ = ["MAX_COLLECT_BYTES", "MAX_LOG_BYTES", "PackRemote", "RunnerFor", "lane_runner"]
 
 MAX_LOG_BYTES = 1 << 20
 #: How a service reaches a lane: the lane's name → its runner.
@@ -53,6 +54,21 @@ _STAGE_SUBMIT = (
     'shift 2; exec "$@"'
 )
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
+#: A packed array's ended slots, as one tar on stdout: ``logs/<slot>.out`` and
+#: ``logs/<slot>.err`` (the last ``$3`` bytes of each log that exists, from a private
+#: temporary directory removed on exit) and each slot's directory ``<slot>/`` under
+#: ``$1`` that exists. ``$2`` is the logs' common prefix ``<log_root>/<alloc>-<job>-``;
+#: the slot numbers follow. Exit 95: the temporary copy failed.
+_COLLECT = (
+    "w=$1 p=$2 n=$3; shift 3; t=$(mktemp -d) || exit 95; trap 'rm -rf -- \"$t\"' EXIT; "
+    'mkdir -- "$t/logs" || exit 95; d=; for s do for x in out err; do '
+    'if [ -f "$p$s.$x" ]; then tail -c "$n" -- "$p$s.$x" >"$t/logs/$s.$x" || exit 95; fi; '
+    'done; if [ -d "$w/$s" ]; then d="$d $s"; fi; done; '
+    'if [ -n "$d" ]; then tar -cf - -C "$t" logs -C "$w" $d; else tar -cf - -C "$t" logs; fi'
+)
+#: The most one copy-back of an allocation's ended slots may bring (their workspaces and
+#: logs together), as for a lane job's workspace.
+MAX_COLLECT_BYTES = 512 << 20
 
 
 def lane_runner(settings: Settings) -> RunnerFor:
@@ -131,6 +147,40 @@ class PackRemote:
             raise ObservationError(f"sacct failed (exit status {result.rc})")
         return slurm_text.parse_sacct(_text(result.stdout), allocation_id)
 
+    def observe_round(self, watched: Sequence[Watched], since: str) -> list[RoundAnswer]:
+        """One round over ``watched`` (at most one :func:`~vq.packing.slurm_rounds.rounds`
+        group): one ``squeue``, one ``sacct`` from ``since`` and one read of the slot
+        markers for them all; per allocation, in order, its (queue row, accounting
+        records, markers) or the error that makes its evidence untrustworthy. A failed
+        command or a malformed answer raises for the whole round."""
+        jobs = {item.job_id: item.allocation_id for item in watched}
+        ids = [item.allocation_id for item in watched]
+        queue = self._run(slurm_rounds.squeue_round_argv(list(jobs)))
+        rows = slurm_rounds.parse_squeue_round(
+            queue.rc, _text(queue.stdout), _text(queue.stderr), jobs
+        )
+        sacct = self._run(slurm_rounds.sacct_round_argv(ids, since))
+        if sacct.rc != 0:
+            raise ObservationError(f"sacct failed (exit status {sacct.rc})")
+        records = slurm_rounds.parse_sacct_round(_text(sacct.stdout), ids)
+        found = self._run(slurm_rounds.markers_round_argv([item.work for item in watched]))
+        if found.rc != 0:
+            raise ObservationError(f"reading slot markers failed (exit status {found.rc})")
+        markers = slurm_rounds.parse_markers_round(_text(found.stdout), len(watched))
+        answers: list[RoundAnswer] = []
+        for item, marks in zip(watched, markers, strict=True):
+            row, accounting = rows.get(item.job_id), records[item.allocation_id]
+            for failure in (row, accounting, marks):
+                if isinstance(failure, ObservationError):
+                    answers.append(failure)
+                    break
+            else:
+                assert not isinstance(accounting, ObservationError)
+                assert not isinstance(marks, ObservationError)
+                assert not isinstance(row, ObservationError)
+                answers.append((row, accounting, marks))
+        return answers
+
     def markers(self, allocation_work: str) -> dict[int, int | None]:
         """Each slot's exit marker under ``<work_root>/<alloc>`` (none yet: empty)."""
         result = self._run(slurm_text.bounded(["sh", "-c", _MARKERS, "sh", allocation_work]))
@@ -188,6 +238,26 @@ class PackRemote:
         if step is None:
             return "not_running"
         return self.cancel(job_id, step)
+
+    def collect(
+        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+    ) -> bytes:
+        """One tar of the ended ``slots`` (see ``_COLLECT``): their directories under
+        ``allocation_work`` and the last ``log_bytes`` of each slot's ``<log_prefix><slot>
+        .out`` and ``.err``, in one remote command (bounded by :data:`MAX_COLLECT_BYTES`
+        and four command deadlines). A failed command raises
+        :class:`~vq.packing.slurm_text.ObservationError`."""
+        words = [str(int(slot)) for slot in slots]
+        result = self.runner.run(
+            ["sh", "-c", _COLLECT, "sh", allocation_work, log_prefix, str(log_bytes), *words],
+            deadline_s=COMMAND_DEADLINE_S * 4,
+            max_output_bytes=MAX_COLLECT_BYTES,
+        )
+        if result.rc != 0:
+            raise ObservationError(
+                f"copying slots {' '.join(words)} back failed (exit status {result.rc})"
+            )
+        return result.stdout
 
     def tail(self, path: str, count: int) -> bytes | None:
         """The last ``count`` bytes of ``path`` (None: no such file), one bounded read."""

@@ -14,11 +14,14 @@ One allocation's path:
    (``queued``). A refusal fails the elements; an ambiguous answer is never resubmitted
    blindly: the allocation is looked up by its identity
    (:func:`~vq.packing.lane_intent.decide`);
-4. **observe** one ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot
-   markers per ``poll_interval``; each element ends as soon as its own slot has
-   (:func:`~vq.packing.lane_batch.element_ending`): its slot's log is copied back as its
-   ``stdout.log`` (the last 1 MiB), then its outcome is written (retries apply: a retried
-   element joins a later allocation under a new identity);
+4. **observe** per ``poll_interval``, in rounds over the lane's due allocations: one
+   ``squeue``, one ``sacct`` and one read of the slot markers per round
+   (:mod:`vq.packing.slurm_rounds`); each element ends as soon as its own slot has
+   (:func:`~vq.packing.lane_batch.element_ending`): the slots that ended in a round are
+   copied back in one call (:mod:`.packed_copy`: each slot's directory into its element's
+   workspace, its logs as ``stdout.log`` and ``stderr.log``), then each outcome is
+   written (retries apply: a retried element joins a later allocation under a new
+   identity);
 5. **kill** (:func:`~vq.packing.lane_control.kill_action`): ``scancel JOBID.STEP`` for the
    element's slot, ``scancel JOBID`` once nothing in the allocation is wanted;
 6. **restart** (:func:`~vq.packing.lane_control.recovery_step`): observe, look up by
@@ -116,7 +119,8 @@ class PackedLane(ObservingPacks):
         ]
 
     def advance(self, now: float) -> None:
-        """Run every allocation's due step."""
+        """Run every allocation's due step; the due observations go in shared rounds."""
+        due: list[PackedAllocation] = []
         for alloc in list(self.allocations.values()):
             if alloc.busy or alloc.due > now:
                 continue
@@ -124,11 +128,10 @@ class PackedLane(ObservingPacks):
                 self._submit(alloc)
             elif alloc.phase == "looking_up":
                 self._look_up(alloc)
-            elif alloc.phase in ("queued", "running"):
-                if self.lane.take_token():
-                    self._poll(alloc)
-                else:
-                    alloc.due = now + 1.0  # the host's token bucket is empty
+            elif alloc.phase in ("queued", "running") and alloc.job_id is not None:
+                due.append(alloc)
+        if due:
+            self._poll_due(due, now)
 
     # --- dispatch ---------------------------------------------------------------------------
     def dispatch(self, specs: list[JobSpec], free: int) -> int:

@@ -2,16 +2,23 @@
 :class:`~.packed.PackedLane`; every method runs on the daemon loop, every cluster call on
 the lane's worker).
 
-* One round per allocation per ``poll_interval`` within the host's token bucket: one
-  ``squeue``, one ``sacct --name=vqp-<alloc>`` and one read of the slot markers, turned
-  into one :class:`~vq.packing.evidence.AttemptEvidence`. ``UNKNOWN`` (accounting has
-  not shown the allocation yet) changes nothing; an untrustworthy answer neither.
+* Every allocation due in a tick is observed in rounds of up to
+  :data:`~vq.packing.slurm_rounds.ROUND_SIZE`, one token of the host's bucket each: one
+  ``squeue --jobs=…``, one ``sacct --name=vqp-<a1>,vqp-<a2>,…`` and one read of the slot
+  markers for the whole round (:mod:`vq.packing.slurm_rounds`), turned into one
+  :class:`~vq.packing.evidence.AttemptEvidence` per allocation (an allocation whose
+  answer cannot be trusted fails alone). Each is due again ``poll_interval`` later.
+  ``UNKNOWN`` (accounting has not shown the allocation yet) changes nothing; an
+  untrustworthy answer neither.
 * Each element ends as soon as its own slot has
   (:func:`~vq.packing.lane_batch.element_ending`); in an ended allocation a slot without
-  evidence is ``ABORTED_BY_QUEUE``. Its slot's logs (``.out`` and ``.err``) are copied
-  back first as its ``stdout.log`` and ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES`
-  of each, retried after each of ``copy_back_delays``, then ``artifacts_unavailable``),
-  then ``scheduler_state`` is settled, then the outcome is written.
+  evidence is ``ABORTED_BY_QUEUE``. The slots that ended in one round are copied back
+  first, in one remote call (:mod:`.packed_copy`): each slot's directory into its
+  element's workspace and its logs (``.out`` and ``.err``) as its ``stdout.log`` and
+  ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES` of each). A failed copy is retried
+  after each of ``copy_back_delays``, then the element ends ``artifacts_unavailable``
+  with its exit code kept; then ``scheduler_state`` is settled, then the outcome is
+  written.
 * A kill (:func:`~vq.packing.lane_control.kill_action`) is re-evaluated every round until
   the element's slot has ended.
 """
@@ -31,8 +38,10 @@ from vq.packing.lane_batch import ElementEnding, element_ending
 from vq.packing.lane_control import kill_action
 from vq.packing.lane_intent import PackIntent
 from vq.packing.profiles import PackingProfile
+from vq.packing.slurm_rounds import Watched, rounds
 from vq.packing.slurm_text import ObservationError
 
+from .packed_copy import SlotCopy, restore_slots
 from .ports import PackRemotePort
 
 if TYPE_CHECKING:
@@ -80,10 +89,12 @@ class PackedAllocation:
     def work(self) -> str:
         return f"{self.known[0].target.work_root}/{self.allocation_id}"
 
-    def slot_log(self, slot: int, suffix: str = "out") -> str:
-        """A slot's log: ``out`` (its stdout) or ``err`` (its stderr)."""
+    @property
+    def log_prefix(self) -> str:
+        """What every slot's log name starts with: ``<log_root>/<alloc>-<job>-`` (then
+        ``<slot>.out``, its stdout, and ``<slot>.err``, its stderr)."""
         log_root = self.known[0].target.log_root
-        return f"{log_root}/{self.allocation_id}-{self.job_id}-{slot}.{suffix}"
+        return f"{log_root}/{self.allocation_id}-{self.job_id}-"
 
 
 class ObservingPacks:
@@ -108,30 +119,57 @@ class ObservingPacks:
                 missing_ok=True
             )
 
-    def _poll(self, alloc: PackedAllocation) -> None:
-        remote, job = self.remote, alloc.job_id
-        assert remote is not None and job is not None
-        alloc.busy = True
-        since = alloc.known[1].window_start()
+    def _poll_due(self, due: list[PackedAllocation], now: float) -> None:
+        """Observe every due allocation, a round of up to ``ROUND_SIZE`` per token of the
+        host's scheduler budget; those left when the bucket is empty wait a second."""
+        watched = {Watched(a.allocation_id, a.job_id or "", a.work): a for a in due}
+        for group in rounds(list(watched)):
+            allocs = [watched[item] for item in group]
+            if not self.lane.take_token():
+                for alloc in allocs:
+                    alloc.due = now + 1.0
+                continue
+            self._poll(allocs, group)
 
-        def work() -> AttemptEvidence:
-            return attempt_evidence(
-                alloc.allocation_id,
-                job,
-                alloc.keys,
-                remote.queue_row(job, alloc.allocation_id),
-                remote.accounting(alloc.allocation_id, since),
-                remote.markers(alloc.work),
-            )
+    def _poll(self, allocs: list[PackedAllocation], group: list[Watched]) -> None:
+        """One round (``squeue``, ``sacct``, markers) over ``allocs``; each allocation's
+        evidence, or its own error, goes to :meth:`_polled`."""
+        remote = self.remote
+        assert remote is not None
+        for alloc in allocs:
+            alloc.busy = True
+        since = min(alloc.known[1].window_start() for alloc in allocs)
 
-        self.lane.run_on_worker(work, lambda result: self._polled(alloc, result))
+        def work() -> list[AttemptEvidence | ObservationError]:
+            evidence: list[AttemptEvidence | ObservationError] = []
+            answers = remote.observe_round(group, since)
+            for alloc, item, answer in zip(allocs, group, answers, strict=True):
+                if isinstance(answer, ObservationError):
+                    evidence.append(answer)
+                    continue
+                row, records, markers = answer
+                try:
+                    evidence.append(
+                        attempt_evidence(
+                            alloc.allocation_id, item.job_id, alloc.keys, row, records, markers
+                        )
+                    )
+                except ObservationError as exc:
+                    evidence.append(exc)
+            return evidence
+
+        def done(result: object) -> None:
+            if isinstance(result, TransportError):
+                self.lane.host_failed(result)  # once for the round
+            for index, alloc in enumerate(allocs):
+                self._polled(alloc, result[index] if isinstance(result, list) else result)
+
+        self.lane.run_on_worker(work, done)
 
     def _polled(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
         alloc.due = self.lane.monotonic() + self.lane.settings.poll_interval
         if not isinstance(result, AttemptEvidence):
-            if isinstance(result, TransportError):
-                self.lane.host_failed(result)
             log.warning("lane %s: observing %s failed: %s", self.lane.name, alloc, result)
             return
         if result.state == "UNKNOWN":
@@ -161,25 +199,34 @@ class ObservingPacks:
             self._collect(alloc, endings)
 
     def _collect(self, alloc: PackedAllocation, endings: dict[str, ElementEnding]) -> None:
-        """Copy every ended slot's log back, then write each element's outcome."""
+        """Copy every ended slot back in one remote call (its directory into the element's
+        workspace, its logs as ``stdout.log`` and ``stderr.log``), then write each
+        element's outcome."""
         remote = self.remote
         assert remote is not None
         alloc.busy = True
         slots = {element: alloc.members[element] for element in endings}
+        paths = self.lane.ctx.paths
+        destinations = {slot: paths.workspace(element) for element, slot in slots.items()}
+        where, log_prefix = alloc.work, alloc.log_prefix
 
-        def work() -> dict[str, tuple[bytes | None, bytes | None] | BaseException]:
-            copied: dict[str, tuple[bytes | None, bytes | None] | BaseException] = {}
+        def work() -> dict[str, SlotCopy | Exception]:
+            try:
+                archive = remote.collect(
+                    where, log_prefix, sorted(destinations), MAX_SLOT_LOG_BYTES
+                )
+            except (VqError, OSError, ObservationError) as exc:
+                return dict.fromkeys(slots, exc)
+            restored = restore_slots(archive, destinations)
+            copied: dict[str, SlotCopy | Exception] = {}
             for element, slot in slots.items():
-                try:
-                    out = remote.tail(alloc.slot_log(slot, "out"), MAX_SLOT_LOG_BYTES)
-                    if out is None and endings[element].state is None:
-                        # The slot ran (its marker decided) so its step made the log: not
-                        # visible yet is a copy to retry, never an element without output.
-                        raise ObservationError(f"slot {slot}'s log is not there yet")
-                    err = remote.tail(alloc.slot_log(slot, "err"), MAX_SLOT_LOG_BYTES)
-                    copied[element] = (out, err)
-                except (VqError, OSError, ObservationError) as exc:
-                    copied[element] = exc
+                copy = restored[slot]
+                ran = endings[element].state is None
+                if isinstance(copy, SlotCopy) and copy.stdout is None and ran:
+                    # The slot ran (its marker decided) so its step made the log: not
+                    # visible yet is a copy to retry, never an element without output.
+                    copy = ObservationError(f"slot {slot}'s log is not there yet")
+                copied[element] = copy
             return copied
 
         self.lane.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
@@ -198,10 +245,11 @@ class ObservingPacks:
                     alloc.copy_tries[element] = tries + 1
                     alloc.due = self.lane.monotonic() + delays[tries]
                     continue  # observed again, and copied again, after the delay
+                log.warning("lane %s: copy-back of %s failed: %s", self.lane.name, element, data)
                 self._finish(alloc, element, ending, artifacts=False)
                 continue
-            if isinstance(data, tuple):
-                self._write_logs(element, *data)
+            if isinstance(data, SlotCopy):
+                self._write_logs(element, data.stdout, data.stderr)
             self._finish(alloc, element, ending, artifacts=True)
 
     def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:

@@ -7,7 +7,7 @@ shapes, which the daemon fills in with the real objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 from vq.domain.events import EventKind
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.packing.slurm_text import AccountingRecord, QueueRow
+from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.paths import StatePaths
 from vq.transport.runner import Runner, RunResult
 
@@ -88,11 +88,7 @@ class PackRemotePort(Protocol):
 
     def submit(self, command: list[str], stdin: bytes) -> RunResult: ...
 
-    def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None: ...
-
-    def accounting(self, allocation_id: str, since: str) -> list[AccountingRecord]: ...
-
-    def markers(self, allocation_work: str) -> dict[int, int | None]: ...
+    def observe_round(self, watched: Sequence[Watched], since: str) -> list[RoundAnswer]: ...
 
     def allocation_jobs(self, allocation_id: str, since: str) -> list[str]: ...
 
@@ -102,7 +98,9 @@ class PackRemotePort(Protocol):
         self, job_id: str, allocation_id: str, slot: int
     ) -> Literal["sent", "gone", "not_running"]: ...
 
-    def tail(self, path: str, count: int) -> bytes | None: ...
+    def collect(
+        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+    ) -> bytes: ...
 
 
 #: How a lane reaches its login host for packed allocations: its runner → the reads.
