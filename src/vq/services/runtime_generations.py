@@ -116,16 +116,16 @@ def _writable_or_linked(top: Path) -> str | None:
     return None
 
 
-def _generations_dir_problem(root: Path) -> str | None:
+def _generations_dir_problem(deployment: Path) -> str | None:
     """Why ``ROOT/generations`` cannot hold trusted generations (None: it can): it must
     be a real directory, not a link to one elsewhere, and neither it nor ``ROOT`` may be
     group or world writable (whoever could write there could swap a generation in). The
     root itself may be reached through a link: that is the administrator's layout."""
-    if not root.exists():
+    if not deployment.exists():
         return None  # nothing is deployed: the generation check says so
-    if root.stat().st_mode & 0o022:
-        return f"the runtime root {root} is group or world writable"
-    generations = root / "generations"
+    if deployment.stat().st_mode & 0o022:
+        return f"the runtime root {deployment} is group or world writable"
+    generations = deployment / "generations"
     try:
         info = os.lstat(generations)
     except FileNotFoundError:
