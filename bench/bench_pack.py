@@ -16,7 +16,12 @@ as user ``vqtest``.
 element by the lane; done when every spec is terminal), in alternating rounds (packed,
 then lane; 3 of each at scale 1, at least 2), medians compared. The pack holds 8 one-CPU
 tasks per allocation: 25 sbatch calls against 200 at scale 1, both counted from ``sacct``
-(a job submitted twice counts twice).
+(a job submitted twice counts twice). A third side, the floor, sends the same kind of
+pack's scripts (planned by ``vq pack plan --show-scripts`` beforehand, untimed) with plain
+``sbatch`` on this machine, no vq and no SSH, until every marker exists: what Slurm itself
+needs for the steps the packed side asks for. Its own row compares it with the lane side
+(the best ratio any packer could reach on this cluster), and ``extra`` of that row has
+the packed side over the floor. The three sides rotate which goes first.
 
 The model is a cluster with more free capacity than one allocation: the private node
 advertises N CPUs (``config_overrides``; ``true`` uses none), so every task of either
@@ -37,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 SSH_CONFIG = Path(os.environ.get("VQ_TESTBED_DIR", "/var/lib/vq-testbed")) / "ssh" / "config"
 #: One-CPU tasks per allocation: the private cluster's node has 8 CPUs.
 PER = 8
+#: (v)'s sides, rotated each round so that each goes first in turn.
+SIDES = ("packed", "lane", "floor")
 
 
 def planning() -> list[Result]:
@@ -204,6 +212,33 @@ class _Bench:
         allocations: list[dict[str, Any]] = json.loads(out)["allocations"]
         return allocations
 
+    def scripts(
+        self, name: str, commands: list[list[str]]
+    ) -> tuple[list[dict[str, Any]], list[Path]]:
+        """Open and plan a pack without submitting it: its allocations and their scripts,
+        exactly as ``vq pack submit`` would send them (``plan --show-scripts``)."""
+        tasks = self.base / f"{name}.jsonl"
+        tasks.write_text(
+            "".join(
+                json.dumps({"key": f"t{n}", "args": argv, "stdin_file": None}) + "\n"
+                for n, argv in enumerate(commands)
+            )
+        )
+        _vq(self.env, "pack", "open", name, str(tasks))
+        plan_path = self.base / f"{name}.plan.json"
+        shown = _vq(self.env, "pack", "plan", name, "--output", str(plan_path), "--show-scripts")
+        shown = shown.split(f"plan {plan_path}:", 1)[0]
+        allocations: list[dict[str, Any]] = json.loads(plan_path.read_text())["allocations"]
+        paths = []
+        for allocation in allocations:
+            alloc = allocation["allocation_id"]
+            head = f"### allocation {alloc}\n"
+            body = shown.split(head, 1)[1].split("### allocation ", 1)[0]
+            path = self.base / f"{name}-{alloc}.sh"
+            path.write_text(body)
+            paths.append(path)
+        return allocations, paths
+
     def markers(self, alloc: str, slots: int) -> list[Path]:
         work = Path(self.root) / "work" / alloc
         return [work / str(slot) / "_vq" / "exit-code" for slot in range(slots)]
@@ -286,7 +321,7 @@ def _span(rows: list[dict[str, str]]) -> dict[str, float]:
     }
 
 
-def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
+def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> tuple[Result, Result]:
     count = _count()
     rounds = scaled(3, minimum=2)
     _vq(bench.env, "daemon", "start")
@@ -299,16 +334,19 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
     lane_submit: list[float] = []  # until `vq submit --array` returned (sbatch still to come)
     names: dict[str, str] = {}  # Slurm job name → "packed<run>" / "lane<run>"
     order: list[str] = []  # which side went first, per round
+    floor: list[float] = []  # the same scripts with plain local sbatch: no vq at all
     for run in range(rounds):
-        # paired and alternating: round 0 runs the packed sweep first, round 1 the lane
-        # jobs first, and so on, so neither side always meets the other's leftovers
-        sides = ("packed", "lane") if run % 2 == 0 else ("lane", "packed")
+        # paired and rotating: round 0 runs the packed sweep first, round 1 the lane jobs,
+        # round 2 the floor, and so on, so no side always meets another's leftovers
+        sides = SIDES[run % 3 :] + SIDES[: run % 3]
         order.append(sides[0])
         for which in sides:
             if which == "packed":
                 packed.append(_packed_round(bench, run, count, packed_submit, names))
-            else:
+            elif which == "lane":
                 lane.append(_lane_round(bench, run, count, queue, lane_submit, names))
+            else:
+                floor.append(_floor_round(bench, run, count, cluster, names))
     load_after = os.getloadavg()[0]
     rows = _settled_sacct(cluster, since, expected=len(names))
     side: dict[str, list[dict[str, str]]] = {}
@@ -316,7 +354,17 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
         side.setdefault(names.get(row["JobName"], "other"), []).append(row)
     sbatch = {key: len(value) for key, value in sorted(side.items())}
     last = rounds - 1
-    return Result(
+    floor_median = statistics.median(floor)
+    lane_median = statistics.median(lane)
+    floor_row = Result(
+        "pack_floor",
+        f"(v) Slurm's own floor: the same {sbatch.get('floor0', 0)} allocation scripts "
+        "sent with plain local `sbatch` (no vq, no SSH), against the lane jobs",
+        Figure("plain sbatch of the packed scripts", "s", floor),
+        Figure("vq submit cluster (one lane job per task)", "s", lane),
+        extra={"packed_over_floor": statistics.median(packed) / floor_median},
+    )
+    main = Result(
         "pack_vs_lane",
         f"(v) {count} `true` tasks: packed {per} per allocation vs one lane job each "
         f"(private node advertising {cluster.cpus} CPUs: room for every task at once; "
@@ -335,8 +383,12 @@ def _packed_vs_lane(bench: _Bench, per: int, cluster: Any) -> Result:
             "lane_last_round": _span(side.get(f"lane{last}", [])),
             "load_1min_before_after": [load_before, load_after],
             "first_side_by_round": order,
+            "floor_s": floor,
+            "floor_over_lane": floor_median / lane_median,
+            "floor_last_round": _span(side.get(f"floor{last}", [])),
         },
     )
+    return main, floor_row
 
 
 def _packed_round(
@@ -355,6 +407,33 @@ def _packed_round(
     _wait(lambda: all(m.exists() for m in markers), 900, interval=0.2)
     took = time.perf_counter() - start
     names |= {f"vqp-{a['allocation_id']}": f"packed{run}" for a in plan["allocations"]}
+    return took
+
+
+def _floor_round(bench: _Bench, run: int, count: int, cluster: Any, names: dict[str, str]) -> float:
+    """Slurm alone: a pack's scripts, planned by vq beforehand (untimed), sent with plain
+    ``sbatch`` on this machine; from the first ``sbatch`` until every slot's marker exists.
+    The packed side can go no faster than this on the same cluster: every step's
+    ``srun``, its step creation and its ``slurmstepd`` are the same."""
+    allocations, scripts = bench.scripts(f"floor{run}", [["true"]] * count)
+    Path(bench.root, "logs").mkdir(parents=True, exist_ok=True)
+    markers = [
+        marker
+        for allocation in allocations
+        for marker in bench.markers(allocation["allocation_id"], allocation["tasks"])
+    ]
+    start = time.perf_counter()
+    for script in scripts:
+        subprocess.run(
+            ["sbatch", "--parsable", str(script)],
+            env=cluster.env,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+    _wait(lambda: all(m.exists() for m in markers), 900, interval=0.2)
+    took = time.perf_counter() - start
+    names |= {f"vqp-{a['allocation_id']}": f"floor{run}" for a in allocations}
     return took
 
 
@@ -392,6 +471,7 @@ def slurm() -> list[Result]:
     names = {
         "pack_step_skew": "(w) step start skew in one allocation",
         "pack_vs_lane": "(v) packed tasks vs one lane job each",
+        "pack_floor": "(v) Slurm's own floor: the packed scripts with plain sbatch",
     }
     if os.geteuid() != 0 or shutil.which("sbatch") is None or not SSH_CONFIG.exists():
         why = "needs root and the testbed's Slurm (VQ_TESTBED_SLURM=1 scripts/testbed/up.sh)"
@@ -406,7 +486,7 @@ def slurm() -> list[Result]:
         with private_cluster(cpus=cpus, memory_mib=256 * cpus) as cluster:
             bench = _Bench(PER, cluster)
             try:
-                return [_skew(bench, PER), _packed_vs_lane(bench, PER, cluster)]
+                return [_skew(bench, PER), *_packed_vs_lane(bench, PER, cluster)]
             finally:
                 bench.close()
     except ClusterUnavailable as exc:
