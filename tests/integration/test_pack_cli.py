@@ -266,3 +266,39 @@ def test_a_bad_profile_in_config_is_refused_with_its_line(vq: Vq, tmp_path: Path
     assert proc.returncode == 9
     assert "config.toml:8: packing.cpu.target.max_tasks_per_allocation" in proc.stderr
     assert "must be a whole number, not true or false" in proc.stderr
+
+
+def test_tasks_piped_on_stdin_are_the_same_roster_as_the_file(vq: Vq, tmp_path: Path) -> None:
+    """``-`` reads TASKS.jsonl from standard input, stdin_file relative to the working
+    directory: the piped tasks register exactly what the file does (``unchanged``)."""
+    import subprocess
+
+    from tests.conftest import VQ_BIN
+
+    tasks = _tasks(tmp_path, ["t0", "t1"])
+    assert vq.json("pack", "open", "sweep", str(tasks))["action"] == "created"
+
+    def piped(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [VQ_BIN, "pack", "open", "sweep", "-", *args],
+            env=vq.env,
+            cwd=tmp_path,
+            input=tasks.read_text(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    again = piped("--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["action"] == "unchanged"
+
+    (tmp_path / "in" / "t1").write_bytes(b"other bytes")  # read relative to the cwd
+    changed = piped()
+    assert changed.returncode == 6 and changed.stderr.startswith("vq: error: ")
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    refused = vq.run("pack", "open", "sweep", str(fifo), check=False)
+    assert refused.returncode == 4 and "pipe the tasks on stdin" in refused.stderr

@@ -9,6 +9,7 @@ a stale plan, or an existing output path; 7 a damaged pack file; 9 a refused pro
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -44,14 +45,18 @@ def open_(name: str, tasks_file: Path, as_json: bool) -> None:
     """Register the tasks of TASKS.jsonl as pack NAME (create, confirm or append).
 
     Each line is exactly {"key": K, "args": [PROGRAM, ARG...], "stdin_file": PATH|null},
-    stdin_file relative to TASKS.jsonl. Passing the registered tasks again changes
+    stdin_file relative to TASKS.jsonl. TASKS.jsonl "-" reads the tasks from standard
+    input (stdin_file relative to the working directory). Passing the registered tasks again changes
     nothing; the registered tasks followed by new ones appends them (revision + 1);
     anything else is refused (exit 6).
     """
     from vq.cli.common import paths
-    from vq.services.pack_roster import open_pack, read_tasks_file
+    from vq.services.pack_roster import open_pack, read_tasks_file, read_tasks_stream
 
-    tasks = read_tasks_file(tasks_file)
+    if str(tasks_file) == "-":
+        tasks = read_tasks_stream(sys.stdin.buffer, Path.cwd())
+    else:
+        tasks = read_tasks_file(tasks_file)
     result = open_pack(paths(), name, tasks)
     if as_json:
         echo_json(result.as_dict())

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from vq._fs import FileTooLarge, atomic_write_bytes, fsync_dir, read_regular, spec_lock
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound
@@ -38,6 +38,7 @@ __all__ = [
     "now_utc",
     "open_pack",
     "read_tasks_file",
+    "read_tasks_stream",
     "seal_pack",
     "update_pack",
 ]
@@ -87,7 +88,8 @@ def read_tasks_file(path: Path) -> list[Task]:
     """Tasks from a TASKS.jsonl file; every ``stdin_file`` is read relative to it.
 
     The file the user named may be reached through a link; a FIFO, device or directory is
-    refused without blocking, like every file vq reads (:func:`vq._fs.read_regular`)."""
+    refused without blocking, like every file vq reads (:func:`vq._fs.read_regular`):
+    tasks piped in come through :func:`read_tasks_stream` (``-`` on the command line)."""
     try:
         data = read_regular(path, MAX_TASK_FILE_BYTES, follow=True)
     except FileNotFoundError:
@@ -96,29 +98,43 @@ def read_tasks_file(path: Path) -> list[Task]:
         raise InvalidInput(f"{path} is larger than {MAX_TASK_FILE_BYTES} bytes") from None
     except OSError as exc:
         raise InvalidInput(
-            f"cannot read {path}: {exc.strerror}", hint="give the path of a regular TASKS.jsonl"
+            f"cannot read {path}: {exc.strerror}",
+            hint="give the path of a regular TASKS.jsonl, or - and pipe the tasks on stdin",
         ) from None
+    return _tasks_of(data, str(path), path.parent)
+
+
+def read_tasks_stream(stream: BinaryIO, base: Path) -> list[Task]:
+    """Tasks read from ``stream`` (standard input: ``vq pack open NAME -``), at most
+    :data:`MAX_TASK_FILE_BYTES`; every ``stdin_file`` is read relative to ``base`` (the
+    working directory)."""
+    data = stream.read(MAX_TASK_FILE_BYTES + 1)
+    if len(data) > MAX_TASK_FILE_BYTES:
+        raise InvalidInput(f"standard input holds more than {MAX_TASK_FILE_BYTES} bytes")
+    return _tasks_of(data, "standard input", base)
+
+
+def _tasks_of(data: bytes, where: str, base: Path) -> list[Task]:
     try:
         lines = parse_task_lines(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise InvalidInput(f"{path} is not UTF-8") from None
+        raise InvalidInput(f"{where} is not UTF-8") from None
     except RosterRefused as exc:
         raise InvalidInput(
-            f"{path}: {exc}",
+            f"{where}: {exc}",
             hint='each line: {"key": "k", "args": ["prog", "arg"], "stdin_file": null}',
         ) from None
-    base = path.parent
     tasks = []
     for line in lines:
         stdin = b""
         if line.stdin_file is not None:
-            stdin = _read_stdin(base / line.stdin_file, path, line.line)
+            stdin = _read_stdin(base / line.stdin_file, where, line.line)
         tasks.append(Task(line.key, line.args, stdin))
     return tasks
 
 
-def _read_stdin(stdin_path: Path, tasks_path: Path, line: int) -> bytes:
-    where = f"{tasks_path}: line {line}"
+def _read_stdin(stdin_path: Path, tasks_source: str, line: int) -> bytes:
+    where = f"{tasks_source}: line {line}"
     try:
         return read_regular(stdin_path, MAX_STDIN_BYTES)
     except FileNotFoundError:
