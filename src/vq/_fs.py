@@ -82,6 +82,7 @@ def atomic_write_bytes(
     durable: bool = True,
     sync_dir: bool = True,
     owner: int | None = None,
+    group: int | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically (and durably unless ``durable=False``).
 
@@ -89,9 +90,11 @@ def atomic_write_bytes(
     filesystem. On any failure the temp file is removed and the old file is untouched.
     ``sync_dir=False`` leaves the directory fsync to the caller, which must do it (once,
     :func:`fsync_dir`) before reporting the batch of writes as durable. ``owner`` (a uid)
-    owns the file before it is renamed into place.
+    and ``group`` (a gid) own the file before it is renamed into place.
     """
-    atomic_write_chunks(path, (data,), mode=mode, durable=durable, sync_dir=sync_dir, owner=owner)
+    atomic_write_chunks(
+        path, (data,), mode=mode, durable=durable, sync_dir=sync_dir, owner=owner, group=group
+    )
 
 
 def atomic_write_chunks(
@@ -102,9 +105,10 @@ def atomic_write_chunks(
     durable: bool = True,
     sync_dir: bool = True,
     owner: int | None = None,
+    group: int | None = None,
 ) -> None:
     """:func:`atomic_write_bytes` of the concatenated ``chunks``, written as they come
-    (a large file is never one bytes object in memory). Mode and ``owner`` are set on the
+    (a large file is never one bytes object in memory). Mode, ``owner`` and ``group`` are set on the
     temp file's descriptor, never by its name (in a directory another user may write,
     the name could be swapped for a link before a by-name chmod or chown)."""
     directory = path.parent
@@ -115,8 +119,12 @@ def atomic_write_chunks(
                 handle.write(chunk)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
-            if owner is not None:
-                os.fchown(handle.fileno(), owner, -1)
+            if owner is not None or group is not None:
+                os.fchown(
+                    handle.fileno(),
+                    -1 if owner is None else owner,
+                    -1 if group is None else group,
+                )
             if durable:
                 os.fsync(handle.fileno())
         os.replace(tmp_name, path)

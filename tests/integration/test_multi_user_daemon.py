@@ -57,7 +57,13 @@ def test_each_job_runs_exactly_as_its_owner(system: System) -> None:
         assert groups and all(line.endswith(f"/vq-job-{job_id}") for line in groups)
         spec = system.spec(user, job_id)
         assert spec["submitter"] == str(who.pw_uid)
-        assert system.spec_path(user, job_id).stat().st_uid == who.pw_uid
+        # every write of the spec and its lock (submit, claim, end: the last two by the
+        # root daemon) leaves them the owner's, in the owner's primary group
+        for path in (
+            system.spec_path(user, job_id),
+            system.spec_path(user, job_id).with_suffix(".json.lock"),
+        ):
+            assert (path.stat().st_uid, path.stat().st_gid) == (who.pw_uid, who.pw_gid), path
     # vq usage --by submitter: root sees one group per owner; a user only their own.
     usage = json.loads(system.admin("usage", "--by", "submitter", "--json").stdout)
     owners = {group["key"]: group["jobs"] for group in usage["groups"]}

@@ -19,7 +19,9 @@ input (§2.4, §7.1; the rules are :mod:`vq.domain.owned_specs`):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -255,7 +257,8 @@ class MultiOwnerSpecStore(SpecStore):
             ) from exc
         try:
             if uid is not None and os.geteuid() == 0 and os.fstat(fd).st_uid != uid:
-                os.fchown(fd, uid, -1)
+                gid = _primary_gid(uid)
+                os.fchown(fd, uid, -1 if gid is None else gid)
         finally:
             os.close(fd)
         with super().locked(job_id):
@@ -272,12 +275,14 @@ class MultiOwnerSpecStore(SpecStore):
         self.layout.owners.set(spec.id, uid)
         super().create(spec, sync_dir=sync_dir)
 
-    def _file_owner(self, job_id: str) -> int | None:
-        """Root writes a spec as its owner's file: chowned through the temp file's
-        descriptor before the rename, so no name in the owner's queue is ever chowned."""
+    def _file_owner(self, job_id: str) -> tuple[int, int | None] | None:
+        """Root writes a spec as its owner's file, in the owner's primary group (as the
+        owner's own writes are): chowned through the temp file's descriptor before the
+        rename, so no name in the owner's queue is ever chowned."""
         if os.geteuid() != 0:
             return None
-        return self.layout.owners.get(job_id)
+        uid = self.layout.owners.get(job_id)
+        return None if uid is None else (uid, _primary_gid(uid))
 
     def sync(self) -> None:
         for uid in self.owner_uids():
@@ -287,6 +292,15 @@ class MultiOwnerSpecStore(SpecStore):
                     os.fsync(fd)
                 finally:
                     os.close(fd)
+
+
+@functools.lru_cache(maxsize=256)
+def _primary_gid(uid: int) -> int | None:
+    """The primary group of ``uid`` (None: no passwd entry; the group is left as is)."""
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return None
 
 
 def store_for(paths: StateLayout, min_uid: int = 1000) -> SpecStore:

@@ -247,13 +247,15 @@ class SpecStore:
     def _write(self, spec: JobSpec, *, durable: bool, sync_dir: bool = True) -> None:
         """The one spec write: a full disk, a quota or EIO is a StorageError naming the
         state root (the old file is untouched), never a bare OSError."""
+        owner, group = self._file_owner(spec.id) or (None, None)
         try:
             atomic_write_bytes(
                 self.path(spec.id),
                 encode_spec(spec),
                 durable=durable,
                 sync_dir=sync_dir,
-                owner=self._file_owner(spec.id),
+                owner=owner,
+                group=group,
             )
         except OSError as exc:
             error = storage_error(exc, self.paths.root)
@@ -261,8 +263,8 @@ class SpecStore:
                 raise
             raise error from exc
 
-    def _file_owner(self, job_id: str) -> int | None:
-        """The uid a spec file is written as (None: this process's own)."""
+    def _file_owner(self, job_id: str) -> tuple[int, int | None] | None:
+        """The uid and gid a spec file is written as (None: this process's own)."""
         return None
 
     def sync(self) -> None:
