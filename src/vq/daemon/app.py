@@ -22,13 +22,15 @@ sessions) and are reattached by the next start; a stop never marks a job failed.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -94,6 +96,28 @@ def provenance(runner: LocalRunner) -> dict[str, str | None]:
         "package_path": str(package),
         "git_sha": sha,
     }
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a start loads the queue, and what it loaded
+    frozen out of every later collection (:func:`gc.freeze`).
+
+    A start builds an object graph per spec (100,000 specs: about a million objects, and
+    none of them garbage), and the collector's full passes over that growing heap took
+    more time than the parsing itself. Frozen objects are still freed by reference
+    counting when the index lets go of them; only a reference cycle made during the
+    load and dropped later is never reclaimed (a bounded, one-time amount). Later
+    collections, the idle daemon's included, then skip the loaded queue.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -189,6 +213,12 @@ class Daemon:
         parts.facts.cgroup_mode, parts.facts.cgroup_reason = mode.mode, mode.reason
         parts.facts.provenance = provenance(parts.runner)
         log.info("cgroup mode: %s (%s)", mode.mode, mode.reason)
+        with _collector_paused():
+            return self._load()
+
+    def _load(self) -> bool:
+        """:meth:`start`'s recovery pass and index load."""
+        parts = self.parts
         report = recover(parts.ctx, parts.supervisor, self.stop_requested, parts.executors)
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
@@ -53,6 +54,7 @@ from vq.domain.programs import (
 )
 from vq.domain.quotas import Holder, OwnerLoad, load_of
 from vq.domain.spec import JobSpec
+from vq.domain.states import JobState
 from vq.errors import StorageError, VqError
 from vq.executors.base import JobHandle, LaunchResult
 from vq.executors.launch import SERVER_EXITED
@@ -131,9 +133,13 @@ class Dispatcher:
         self.executors = executors
         self.lifecycle = lifecycle
         self._index = index
-        self._order: list[Request] = []
-        self._later: list[tuple[datetime, str, Request]] = []  # not due yet: a heap
-        self._order_generation = -1
+        self._order: list[Request] = []  # due, in admission order (may hold stale ones)
+        #: not due yet: a heap; an entry whose request is no longer placed has lapsed
+        self._later: list[tuple[datetime, str, int, Request]] = []
+        self._serial = itertools.count()  # heap tie-break: requests are not ordered
+        self._placed: dict[str, Request] = {}  # job -> its request in _order or _later
+        self._unplaced: set[str] = set()  # pending, but no executor took them
+        self._order_generation = -1  # the index's pending_generation _order reflects
         self._base_env = dict(base_env)
         self._hold = hold
         self._affinity_cores = affinity_cores
@@ -143,6 +149,7 @@ class Dispatcher:
         self._dependents: dict[str, set[str]] = {}  # predecessor -> gated dependents
         self._blocked: set[str] = set()
         self._gates_fresh = False  # False: every gated job must be (re)evaluated
+        self._gates_stale: set[str] = set()  # gated jobs to evaluate (placed since)
 
     def run_pass(self) -> int:
         """Start every admissible job now; returns how many were launched."""
@@ -188,61 +195,154 @@ class Dispatcher:
     def _candidates(self, now: datetime) -> list[Request]:
         """Pending local jobs that are due, in admission order.
 
-        Rebuilt only when a job entered the pending set. Between rebuilds it is kept
-        incrementally: a job whose ``not_before`` lies ahead waits in a heap and is
-        inserted in order once due, and jobs that left the pending set are dropped in
-        one sweep once they are half of the list (readers skip them meanwhile). So an
-        idle pass over 10,000 jobs deferred to tomorrow costs a heap peek.
+        Kept incrementally: a job that entered the pending set (or whose pending entry was
+        replaced) since the last pass is placed on its own (:meth:`_enter`), from the
+        index's log of them; the whole order is rebuilt from the pending set only when that
+        log no longer reaches back (:meth:`_rebuild`: the first pass, a load, a burst
+        longer than the log). A job whose ``not_before`` lies ahead waits in a heap and is
+        inserted in order once due, and jobs that left the pending set are dropped in one
+        sweep once they are half of what is held (readers skip them meanwhile). So a submit
+        costs about one insertion, and an idle pass over 10,000 jobs deferred to tomorrow
+        a heap peek. The live part of the result (the jobs still pending) is always what a
+        rebuild would give.
         """
         if self._index.pending_generation != self._order_generation:
-            self._order_generation = self._index.pending_generation
-            pending = self._without_executor(self._index.pending())
-            requests = [request_of(s) for s in pending]
-            self._order = sorted(
-                (r for r in requests if r.not_before is None or r.not_before <= now),
-                key=order_key,
-            )
-            self._later = [
-                (r.not_before, r.job_id, r)
-                for r in requests
-                if r.not_before is not None and r.not_before > now
-            ]
-            heapq.heapify(self._later)
-            self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
-            self._dependents = {}
-            for spec in self._gated.values():
-                for predecessor in (*spec.depends_on, *spec.depends_on_any):
-                    self._dependents.setdefault(predecessor, set()).add(spec.id)
-            self._groups = {
-                s.id: (s.array_group_id, s.array_max_parallel)
-                for s in pending
-                if s.array_group_id and s.array_max_parallel
-            }
-            self._gates_fresh = False
+            entered = None
+            if self._order_generation >= 0:
+                entered = self._index.pending_since(self._order_generation)
+            if entered is None:
+                self._rebuild(now)
+            else:
+                self._order_generation += len(entered)
+                self._enter(entered, now)
         while self._later and self._later[0][0] <= now:
-            request = heapq.heappop(self._later)[2]
+            request = heapq.heappop(self._later)[-1]
+            if self._placed.get(request.job_id) is not request:
+                continue  # replaced or dropped since it was pushed
             if self._index.is_pending(request.job_id):
                 bisect.insort(self._order, request, key=order_key)
-        if len(self._order) > 2 * self._index.pending_count() + 64:
-            self._order = [r for r in self._order if self._index.is_pending(r.job_id)]
+            else:
+                del self._placed[request.job_id]
+        if len(self._order) + len(self._later) > 2 * self._index.pending_count() + 64:
+            self._sweep()
         return self._order
+
+    def _rebuild(self, now: datetime) -> None:
+        """The admission order and the gate, group and placement maps, from every pending
+        spec; every gate is evaluated again on the next pass."""
+        self._order_generation = self._index.pending_generation  # before the snapshot
+        snapshot = self._index.pending()
+        pending = self._without_executor(snapshot)
+        local = {s.id for s in pending}
+        self._unplaced = {s.id for s in snapshot if s.id not in local}
+        requests = [request_of(s) for s in pending]
+        self._order = sorted(
+            (r for r in requests if r.not_before is None or r.not_before <= now),
+            key=order_key,
+        )
+        self._later = [
+            (r.not_before, r.job_id, next(self._serial), r)
+            for r in requests
+            if r.not_before is not None and r.not_before > now
+        ]
+        heapq.heapify(self._later)
+        self._placed = {r.job_id: r for r in requests}
+        self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
+        self._dependents = {}
+        for spec in self._gated.values():
+            for predecessor in (*spec.depends_on, *spec.depends_on_any):
+                self._dependents.setdefault(predecessor, set()).add(spec.id)
+        self._groups = {
+            s.id: (s.array_group_id, s.array_max_parallel)
+            for s in pending
+            if s.array_group_id and s.array_max_parallel
+        }
+        self._blocked.intersection_update(self._gated)
+        self._gates_stale.clear()
+        self._gates_fresh = False
+
+    def _enter(self, entered: list[str], now: datetime) -> None:
+        """Place the jobs in ``entered`` as :meth:`_rebuild` would (each replacing what
+        was held of it), and the pending specs no executor took last time (a parked
+        lane's, or one whose failure did not land), which a rebuild would look at again."""
+        ids = dict.fromkeys([*entered, *self._unplaced])
+        for job_id in ids:
+            self._unplace(job_id)
+        snapshot = [s for job_id in ids if (s := self._pending_spec(job_id)) is not None]
+        pending = self._without_executor(snapshot)
+        local = {s.id for s in pending}
+        self._unplaced = {s.id for s in snapshot if s.id not in local}
+        for spec in pending:
+            request = request_of(spec)
+            self._placed[spec.id] = request
+            if request.not_before is None or request.not_before <= now:
+                bisect.insort(self._order, request, key=order_key)
+            else:
+                entry = (request.not_before, spec.id, next(self._serial), request)
+                heapq.heappush(self._later, entry)
+            if spec.depends_on or spec.depends_on_any:
+                self._gated[spec.id] = spec
+                for predecessor in (*spec.depends_on, *spec.depends_on_any):
+                    self._dependents.setdefault(predecessor, set()).add(spec.id)
+                self._gates_stale.add(spec.id)
+            if spec.array_group_id and spec.array_max_parallel:
+                self._groups[spec.id] = (spec.array_group_id, spec.array_max_parallel)
+
+    def _pending_spec(self, job_id: str) -> JobSpec | None:
+        spec = self._index.get(job_id) if self._index.is_pending(job_id) else None
+        return spec if spec is not None and spec.state is JobState.PENDING else None
+
+    def _unplace(self, job_id: str) -> None:
+        """Drop everything held of ``job_id`` (a heap entry lapses: it is not placed)."""
+        held = self._placed.pop(job_id, None)
+        if held is not None:
+            at = bisect.bisect_left(self._order, order_key(held), key=order_key)
+            if at < len(self._order) and self._order[at] is held:
+                del self._order[at]
+        spec = self._gated.pop(job_id, None)
+        if spec is not None:
+            for predecessor in (*spec.depends_on, *spec.depends_on_any):
+                dependents = self._dependents.get(predecessor)
+                if dependents is not None:
+                    dependents.discard(job_id)
+                    if not dependents:
+                        del self._dependents[predecessor]
+        self._groups.pop(job_id, None)
+        self._blocked.discard(job_id)
+        self._gates_stale.discard(job_id)
+
+    def _sweep(self) -> None:
+        """Drop what is held of jobs that left the pending set (once they are half)."""
+        pending = self._index.is_pending
+        self._placed = {k: r for k, r in self._placed.items() if pending(k)}
+        self._order = [r for r in self._order if self._placed.get(r.job_id) is r]
+        self._later = [e for e in self._later if self._placed.get(e[1]) is e[-1]]
+        heapq.heapify(self._later)
+        self._gated = {k: s for k, s in self._gated.items() if pending(k)}
+        self._dependents = {
+            p: kept for p, ds in self._dependents.items() if (kept := {d for d in ds if pending(d)})
+        }
+        self._groups = {k: g for k, g in self._groups.items() if pending(k)}
+        self._blocked = {k for k in self._blocked if pending(k)}
+        self._gates_stale = {k for k in self._gates_stale if pending(k)}
 
     def _apply_gates(self) -> None:
         """Re-evaluate the dependency gates that can have changed; cascade failures.
 
-        Only the dependents of jobs whose state changed since the last pass are checked
-        (all gated jobs after the pending set was rebuilt), so the work follows the
-        graph's edges, not its size squared. Runs to a fixed point so a failure
-        propagates through a whole chain at once.
+        Only the gated jobs placed since the last pass and the dependents of jobs whose
+        state changed since then are checked (all gated jobs after a rebuild), so the work
+        follows the graph's edges, not its size squared. Runs to a fixed point so a
+        failure propagates through a whole chain at once.
         """
         changes = self._index.take_state_changes()
         if not self._gates_fresh:
             self._gates_fresh = True
             to_check = set(self._gated)
         else:
-            to_check = set()
+            to_check = set(self._gates_stale)  # gated jobs placed since the last pass
             for job_id in changes:
                 to_check |= self._dependents.get(job_id, set())
+        self._gates_stale.clear()
         while to_check:
             for job_id in to_check:
                 spec = self._gated.get(job_id)

@@ -41,6 +41,10 @@ Entry = JobSpec | JobSummary
 #: the same (well above any file system's timestamp granularity).
 SETTLE_NS = 1_000_000_000
 
+#: How many pending-set entries :meth:`JobIndex.pending_since` can replay; a reader that
+#: fell further behind (an array submit of more, a load) rebuilds from the pending set.
+PENDING_LOG_LIMIT = 4096
+
 
 @dataclass(frozen=True)
 class QueueListing:
@@ -84,8 +88,13 @@ class JobIndex:
         self._pending: set[str] = set()
         #: Ids by state (a state-filtered listing and the counts never walk every spec).
         self._by_state: dict[JobState, set[str]] = {}
-        #: Bumped whenever a job *enters* the pending set (so cached orderings go stale).
+        #: Bumped whenever a job *enters* the pending set, or a pending job's entry is
+        #: replaced (so cached orderings go stale); each such bump but a load's logs the id
+        #: (:meth:`pending_since`).
         self.pending_generation = 0
+        #: The ids behind the bumps since ``_pending_log_base`` (bounded, oldest dropped).
+        self._pending_log: list[str] = []
+        self._pending_log_base = 0
         #: Bumped whenever any job's state changes (dependency gates re-evaluate then).
         self.state_generation = 0
         #: Bumped whenever any indexed spec changes at all, or one leaves the index (so
@@ -175,6 +184,8 @@ class JobIndex:
         self._state_changes.update(entries)
         self.state_generation += 1
         self.pending_generation += 1
+        self._pending_log.clear()  # everything changed: a reader rebuilds
+        self._pending_log_base = self.pending_generation
 
     def save_summaries(self) -> int:
         """Write the terminal index for the next start (atomic, not durable); how many
@@ -201,7 +212,8 @@ class JobIndex:
         held: Entry = entry
         if entry.is_terminal and isinstance(entry, JobSpec):
             held = JobSummary.of(entry)
-        if previous is None or previous is entry or previous != held:
+        replaced = previous is None or previous is entry or previous != held
+        if replaced:
             self.generation += 1
         if previous is not None:
             self._by_state.get(previous.state, set()).discard(job_id)
@@ -215,12 +227,35 @@ class JobIndex:
         if stat:
             self._signatures[job_id] = _signature(self._store, job_id)
         if entry.state is JobState.PENDING:
-            if job_id not in self._pending:
-                self.pending_generation += 1
+            if replaced or job_id not in self._pending:
+                self._log_pending(job_id)
             self._pending.add(job_id)
         else:
             self._pending.discard(job_id)
         self.quarantined.pop(job_id, None)
+
+    def _log_pending(self, job_id: str) -> None:
+        """Bump :attr:`pending_generation` for ``job_id`` (entered the pending set, or its
+        pending entry was replaced) and log it for :meth:`pending_since`."""
+        self.pending_generation += 1
+        log = self._pending_log
+        log.append(job_id)
+        if len(log) > PENDING_LOG_LIMIT:
+            dropped = len(log) - PENDING_LOG_LIMIT // 2
+            del log[:dropped]
+            self._pending_log_base += dropped
+
+    def pending_since(self, generation: int) -> list[str] | None:
+        """The ids that entered the pending set, or whose pending entry was replaced, since
+        :attr:`pending_generation` was ``generation``, oldest first (an id may repeat, and
+        may have left the set again since); so the generation is now ``generation`` plus
+        their count. None when the log no longer reaches back that far (a load, or more
+        than :data:`PENDING_LOG_LIMIT` since): the reader rebuilds from :meth:`pending`."""
+        with self._lock:
+            start = generation - self._pending_log_base
+            if start < 0 or generation > self.pending_generation:
+                return None
+            return self._pending_log[start:]
 
     def _forget(self, job_id: str) -> None:
         """Drop ``job_id`` from the entries, the pending set and the by-state sets."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
@@ -172,7 +173,7 @@ def recover(
     scheduler lane recovers its own jobs; default: the supervisor's executor alone).
     """
     report = RecoveryReport()
-    executor, lifecycle = supervisor.executor, supervisor.lifecycle
+    executor = supervisor.executor
     registry = executors or ExecutorRegistry(executor)
     # Finished jobs whose spec file is unchanged since the terminal index took them are
     # not parsed: their summary says they are terminal and names their recorded group.
@@ -185,45 +186,58 @@ def recover(
     signatures = ctx.store.signatures(ids)
     executor.begin_recovery()  # one /proc census for the whole pass
     try:
-        for job_id in ids:
-            if stop.is_set():
-                report.interrupted = True
-                log.info(
-                    "recovery pass interrupted by a stop request after %d specs", report.examined
-                )
-                break
-            report.examined += 1
-            signature = signatures[job_id]
-            held = summaries.pop(job_id, None)
-            if signature is not None and held is not None and held[0] == signature:
-                summary = held[1]
-                # Its owner is the tree the file is in now, never the cache's word.
-                admitted = ctx.store.admits_summary(
-                    job_id, summary.submitter, summary.depends_on or []
-                )
-                if admitted and not executor.may_have_leaked(summary.pgid):
-                    report.untouched[job_id] = (signature, summary)
-                    report.summarized += 1
-                    continue
-            try:
-                spec = ctx.store.read(job_id)
-            except (CorruptSpec, NotFound):
-                continue  # quarantined by the index load; never touched here
-            if signature is not None:
-                # An ended job is kept as its summary: the whole spec is not held.
-                entry: Entry = JobSummary.of(spec) if spec.is_terminal else spec
-                report.untouched[job_id] = (signature, entry)
-            if spec.state is JobState.PENDING or not registry.is_local(spec):
-                continue
-            if spec.state in ACTIVE:
-                report.untouched.pop(job_id, None)  # may be written now: read it again
-                _recover_active(spec, executor, lifecycle, supervisor, report)
-                continue
-            # Terminal: reap a group that survives behind it — recorded, or (killed before
-            # its pid was recorded) found through its processes' VQ_JOB_ID.
-            if executor.reap_leak(spec):
-                log.info("job %s is %s but its group survived; reaped", job_id, spec.state)
-                report.reaped_leaks.append(job_id)
+        with ctx.store.reader() as read:  # one directory fd for every read of the pass
+            _pass(ids, signatures, summaries, read, ctx, supervisor, registry, stop, report)
     finally:
         executor.end_recovery()
     return report
+
+
+def _pass(
+    ids: list[str],
+    signatures: Mapping[str, Signature | None],
+    summaries: dict[str, tuple[Signature, JobSummary]],
+    read: Callable[[str], JobSpec],
+    ctx: ServiceContext,
+    supervisor: Supervisor,
+    registry: ExecutorRegistry,
+    stop: threading.Event,
+    report: RecoveryReport,
+) -> None:
+    """The body of :func:`recover`: each spec in ``ids``, in order."""
+    executor, lifecycle = supervisor.executor, supervisor.lifecycle
+    for job_id in ids:
+        if stop.is_set():
+            report.interrupted = True
+            log.info("recovery pass interrupted by a stop request after %d specs", report.examined)
+            break
+        report.examined += 1
+        signature = signatures[job_id]
+        held = summaries.pop(job_id, None)
+        if signature is not None and held is not None and held[0] == signature:
+            summary = held[1]
+            # Its owner is the tree the file is in now, never the cache's word.
+            admitted = ctx.store.admits_summary(job_id, summary.submitter, summary.depends_on or [])
+            if admitted and not executor.may_have_leaked(summary.pgid):
+                report.untouched[job_id] = (signature, summary)
+                report.summarized += 1
+                continue
+        try:
+            spec = read(job_id)
+        except (CorruptSpec, NotFound):
+            continue  # quarantined by the index load; never touched here
+        if signature is not None:
+            # An ended job is kept as its summary: the whole spec is not held.
+            entry: Entry = JobSummary.of(spec) if spec.is_terminal else spec
+            report.untouched[job_id] = (signature, entry)
+        if spec.state is JobState.PENDING or not registry.is_local(spec):
+            continue
+        if spec.state in ACTIVE:
+            report.untouched.pop(job_id, None)  # may be written now: read it again
+            _recover_active(spec, executor, lifecycle, supervisor, report)
+            continue
+        # Terminal: reap a group that survives behind it — recorded, or (killed before
+        # its pid was recorded) found through its processes' VQ_JOB_ID.
+        if executor.reap_leak(spec):
+            log.info("job %s is %s but its group survived; reaped", job_id, spec.state)
+            report.reaped_leaks.append(job_id)

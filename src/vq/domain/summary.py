@@ -16,6 +16,7 @@ turn a summary into a compact JSON array and back (pure; the file that holds the
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -143,11 +144,14 @@ class JobSummary:
 
     @classmethod
     def of(cls, spec: JobSpec) -> JobSummary:
-        return cls(**{name: getattr(spec, name) for name in RECORD_FIELDS})
+        # One C-level getter for every field, passed in field order (twice as fast as
+        # keywords; a first start builds one per finished job).
+        return cls(*_RECORD_OF(spec))
 
 
 #: The summary's fields in record order (a record is ``[value of each, ...]``).
 RECORD_FIELDS: tuple[str, ...] = tuple(JobSummary.__dataclass_fields__)
+_RECORD_OF = operator.attrgetter(*RECORD_FIELDS)
 _TIMES = frozenset(
     {"submitted_at", "started_at", "finished_at", "paused_at", "not_before", "archived_at"}
 )

@@ -158,11 +158,38 @@ class SpecStore:
             hint="leave out --uid",
         )
 
-    def _read_at(self, path: Path, job_id: str) -> JobSpec:
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Callable[[str], JobSpec]]:
+        """:meth:`read` for a run of many specs (a start's pass over the queue): the queue
+        directory is opened once and each spec relative to it, without a path object per
+        spec; the same checks, the same refusals. A store that places or checks its specs
+        otherwise (multi-user mode) reads each one through its own :meth:`read`."""
+        fd = None
+        if type(self).read is SpecStore.read and type(self).path is SpecStore.path:
+            with contextlib.suppress(OSError):
+                fd = os.open(self._queue, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if fd is None:
+            yield self.read
+            return
+
+        def read(job_id: str) -> JobSpec:
+            if not is_job_id(job_id):
+                return self.read(job_id)  # refused as read refuses it
+            return self._read_at(job_id + SPEC_SUFFIX, job_id, dir_fd=fd)
+
+        try:
+            yield read
+        finally:
+            os.close(fd)
+
+    def _read_at(self, path: str | Path, job_id: str, *, dir_fd: int | None = None) -> JobSpec:
+        """The spec in ``path`` (a name in the queue directory open as ``dir_fd``, when
+        given)."""
+        shown = path if dir_fd is None else f"{self._queue}/{path}"
         try:
             # Non-blocking, no symlink, regular files only: a FIFO or a link planted in the
             # queue is quarantined, never waited on or followed.
-            data = read_regular(path, MAX_SPEC_BYTES)
+            data = read_regular(path, MAX_SPEC_BYTES, dir_fd=dir_fd)
         except FileNotFoundError:
             raise NotFound(
                 f"no job {job_id} in {self.paths.root}",
@@ -170,13 +197,13 @@ class SpecStore:
             ) from None
         except OSError as exc:
             raise CorruptSpec(
-                f"spec {path} cannot be read: {exc.strerror}",
+                f"spec {shown} cannot be read: {exc.strerror}",
                 hint="the entry is kept as it is; inspect it",
             ) from exc
-        spec = load_spec(data, source=f"spec {path}")
+        spec = load_spec(data, source=f"spec {shown}")
         if spec.id != job_id:
             raise CorruptSpec(
-                f"spec {path} holds job id {spec.id!r}, not {job_id!r}",
+                f"spec {shown} holds job id {spec.id!r}, not {job_id!r}",
                 hint="the file is kept as it is; inspect it",
             )
         return spec
@@ -205,21 +232,31 @@ class SpecStore:
         instead of being parsed again (a stat instead of a read and a validation).
         """
         result = ScanResult()
-        for job_id in self.list_ids() if ids is None else ids:
-            if known is not None and job_id in known:
-                signature, spec = known[job_id]
-                if self.signature(job_id) == signature:
-                    result.specs[job_id] = spec
-                    continue
-            try:
-                result.specs[job_id] = self.read(job_id)
-            except NotFound:
-                continue  # deleted between listing and reading
-            except CorruptSpec as exc:
-                result.quarantined[job_id] = Quarantined(
-                    job_id, str(self.paths.spec(job_id)), exc.message, exc.reference
-                )
+        with self.reader() as read:
+            for job_id in self.list_ids() if ids is None else ids:
+                self._scan_one(job_id, read, known, result)
         return result
+
+    def _scan_one(
+        self,
+        job_id: str,
+        read: Callable[[str], JobSpec],
+        known: Mapping[str, tuple[Signature, JobSpec]] | None,
+        result: ScanResult,
+    ) -> None:
+        if known is not None and job_id in known:
+            signature, spec = known[job_id]
+            if self.signature(job_id) == signature:
+                result.specs[job_id] = spec
+                return
+        try:
+            result.specs[job_id] = read(job_id)
+        except NotFound:
+            return  # deleted between listing and reading
+        except CorruptSpec as exc:
+            result.quarantined[job_id] = Quarantined(
+                job_id, str(self.paths.spec(job_id)), exc.message, exc.reference
+            )
 
     # --- writes ------------------------------------------------------------------------
     @contextlib.contextmanager
