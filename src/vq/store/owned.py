@@ -22,7 +22,7 @@ import contextlib
 import functools
 import os
 import pwd
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from vq._safe_open import open_beneath
@@ -147,6 +147,12 @@ class MultiOwnerSpecStore(SpecStore):
                 hint="job ids are 12 lowercase hex characters, as `vq list` shows them",
             )
         return self.layout.spec(job_id)
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Callable[[str], JobSpec]]:
+        """Each spec through :meth:`read`: it lives in its owner's tree and is checked
+        against that owner, so there is no one queue directory to read relative to."""
+        yield self.read
 
     def read(self, job_id: str) -> JobSpec:
         """The spec, admitted by the untrusted-spec rules, else CorruptSpec (quarantined)."""
