@@ -231,10 +231,7 @@ class Dispatcher:
         """The admission order and the gate, group and placement maps, from every pending
         spec; every gate is evaluated again on the next pass."""
         self._order_generation = self._index.pending_generation  # before the snapshot
-        snapshot = self._index.pending()
-        pending = self._without_executor(snapshot)
-        local = {s.id for s in pending}
-        self._unplaced = {s.id for s in snapshot if s.id not in local}
+        pending = self._local(self._index.pending())
         requests = [request_of(s) for s in pending]
         self._order = sorted(
             (r for r in requests if r.not_before is None or r.not_before <= now),
@@ -247,16 +244,9 @@ class Dispatcher:
         ]
         heapq.heapify(self._later)
         self._placed = {r.job_id: r for r in requests}
-        self._gated = {s.id: s for s in pending if s.depends_on or s.depends_on_any}
-        self._dependents = {}
-        for spec in self._gated.values():
-            for predecessor in (*spec.depends_on, *spec.depends_on_any):
-                self._dependents.setdefault(predecessor, set()).add(spec.id)
-        self._groups = {
-            s.id: (s.array_group_id, s.array_max_parallel)
-            for s in pending
-            if s.array_group_id and s.array_max_parallel
-        }
+        self._gated, self._dependents, self._groups = {}, {}, {}
+        for spec in pending:
+            self._track(spec)
         self._blocked.intersection_update(self._gated)
         self._gates_stale.clear()
         self._gates_fresh = False
@@ -268,10 +258,9 @@ class Dispatcher:
         ids = dict.fromkeys([*entered, *self._unplaced])
         for job_id in ids:
             self._unplace(job_id)
-        snapshot = [s for job_id in ids if (s := self._pending_spec(job_id)) is not None]
-        pending = self._without_executor(snapshot)
-        local = {s.id for s in pending}
-        self._unplaced = {s.id for s in snapshot if s.id not in local}
+        pending = self._local(
+            [s for job_id in ids if (s := self._pending_spec(job_id)) is not None]
+        )
         for spec in pending:
             request = request_of(spec)
             self._placed[spec.id] = request
@@ -280,13 +269,28 @@ class Dispatcher:
             else:
                 entry = (request.not_before, spec.id, next(self._serial), request)
                 heapq.heappush(self._later, entry)
-            if spec.depends_on or spec.depends_on_any:
-                self._gated[spec.id] = spec
-                for predecessor in (*spec.depends_on, *spec.depends_on_any):
-                    self._dependents.setdefault(predecessor, set()).add(spec.id)
+            if self._track(spec):
                 self._gates_stale.add(spec.id)
-            if spec.array_group_id and spec.array_max_parallel:
-                self._groups[spec.id] = (spec.array_group_id, spec.array_max_parallel)
+
+    def _track(self, spec: JobSpec) -> bool:
+        """Hold a placed pending job's dependency gate and array group; whether it is
+        gated."""
+        if spec.array_group_id and spec.array_max_parallel:
+            self._groups[spec.id] = (spec.array_group_id, spec.array_max_parallel)
+        if not (spec.depends_on or spec.depends_on_any):
+            return False
+        self._gated[spec.id] = spec
+        for predecessor in (*spec.depends_on, *spec.depends_on_any):
+            self._dependents.setdefault(predecessor, set()).add(spec.id)
+        return True
+
+    def _local(self, snapshot: list[JobSpec]) -> list[JobSpec]:
+        """The specs of ``snapshot`` this dispatcher runs (:meth:`_without_executor`);
+        the others are remembered as unplaced, to be looked at again by :meth:`_enter`."""
+        pending = self._without_executor(snapshot)
+        local = {s.id for s in pending}
+        self._unplaced = {s.id for s in snapshot if s.id not in local}
+        return pending
 
     def _pending_spec(self, job_id: str) -> JobSpec | None:
         spec = self._index.get(job_id) if self._index.is_pending(job_id) else None
