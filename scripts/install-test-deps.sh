@@ -20,6 +20,7 @@ if [ "$(id -u)" = 0 ]; then
   [ -x /usr/sbin/slurmd ] || need+=(slurmd)
   command -v sbatch >/dev/null || need+=(slurm-client)
   [ -x /usr/sbin/munged ] || need+=(munge)
+  [ -x /usr/bin/qsub ] || need+=(slurm-wlm-torque)
   [ -x /usr/sbin/slurmdbd ] || need+=(slurmdbd)
   [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 fi

@@ -37,6 +37,8 @@ install_missing() {
     [ -x /usr/sbin/slurmd ] || need+=(slurmd)
     command -v sbatch >/dev/null || need+=(slurm-client)
     [ -x /usr/sbin/munged ] || need+=(munge)
+    # Slurm's own qsub/qstat/qdel wrappers: a Torque lane driven against real Slurm.
+    [ -x /usr/bin/qsub ] || need+=(slurm-wlm-torque)
     if [ "$SLURMDBD" = 1 ]; then
       [ -x /usr/sbin/slurmdbd ] || need+=(slurmdbd)
       [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)

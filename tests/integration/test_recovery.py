@@ -152,7 +152,9 @@ def test_restart_reaps_a_killed_job_whose_pid_was_never_recorded(vq: Vq) -> None
     still runs, the spec is KILLED without a pgid; recovery finds it by VQ_JOB_ID."""
     vq.start_daemon()
     job = vq.submit("--", "sleep", "300")
-    wait_until(lambda: vq.spec(job)["pgid"])
+    # The pgid is recorded when the collector leads its group, a moment before it spawns
+    # the command: wait for the command itself.
+    wait_until(lambda: vq.spec(job)["pgid"] and processes_with_env(f"VQ_JOB_ID={job}"))
     _kill_daemon(vq)
     spec_path = vq.root / "queue" / f"{job}.json"
     data = json.loads(spec_path.read_text())
