@@ -34,8 +34,10 @@ def test_a_teammate_who_can_read_the_tree_is_refused_by_every_verb(system: Syste
     running = system.submit("vqteam1", "--", "sleep", "300")
     system.wait_state("vqteam1", running, "RUNNING")
     wait_until(
-        lambda: system.spec("vqteam1", running).get("pgid")
-        and processes_with_env(f"VQ_JOB_ID={running}")
+        lambda: (
+            system.spec("vqteam1", running).get("pgid")
+            and processes_with_env(f"VQ_JOB_ID={running}")
+        )
     )
     team1 = _uid("vqteam1")
     # The filesystem alone would let vqteam2 read it: the shared group reads the tree.

@@ -177,7 +177,7 @@ def test_smoke_on_slurms_torque_wrappers(
 ) -> None:
     where = _ssh(slurm_testbed, "vq-local", "command", "-v", "qsub")
     if where.stdout.strip() != "/usr/bin/qsub" or shutil.which("qsub") is None:
-        pytest.fail(f"slurm-wlm-torque is not on the testbed (qsub is {where.stdout!r}; re-run up.sh)")
+        pytest.fail(f"slurm-wlm-torque is not on the testbed: qsub is {where.stdout!r} (up.sh)")
     scratch = f"/tmp/vq-torque-{secrets.token_hex(4)}"
     assert _ssh(slurm_testbed, "vq-local", "mkdir", "-p", scratch).returncode == 0
     try:
