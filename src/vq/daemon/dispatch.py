@@ -185,9 +185,18 @@ class Dispatcher:
                 ready.append((job_id, program))
         claimed, error = self._claim_group(ready)
         launched = 0
-        for spec, program in claimed:
-            if self._launch(spec, program):
-                launched += 1
+        for position, (spec, program) in enumerate(claimed):
+            try:
+                if self._launch(spec, program):
+                    launched += 1
+            except StorageError as exc:
+                # The state root refuses the launches' files: nothing more is sent this
+                # pass, and the claims behind this one go back to the queue with it.
+                for unsent, _ in claimed[position + 1 :]:
+                    self.supervisor.unsent(
+                        unsent, f"not launched ({exc.message}); back in the queue"
+                    )
+                raise
         if error is not None:
             raise error  # only after every claim that did land was launched
         return launched
