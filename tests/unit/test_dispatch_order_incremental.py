@@ -1,12 +1,13 @@
-"""The dispatcher keeps its admission order incrementally: a job that entered the pending
-set since the last pass is placed on its own, from the index's log of such entries
-(``JobIndex.pending_since``), instead of rebuilding the order from every pending spec.
-Across random sequences of enqueues (plain, deferred, gated, grouped, aimed at a lane
-that is not configured or parked), claims, requeues, kills, completions, replaced
-pending specs, clock steps and reloads that park a lane or not, what the incrementally
-kept dispatcher holds of the pending jobs is exactly what a dispatcher built from
-scratch over the same index holds — with a log long enough for every pass, and with one
-so short that most passes fall back to a rebuild."""
+"""The dispatcher's admission order (``AdmissionOrder``) is kept incrementally: a job that
+entered the pending set since the last pass is placed on its own, from the index's log of
+such entries (``JobIndex.pending_since``), instead of rebuilding the order from every
+pending spec. Across random sequences of enqueues (plain, deferred, gated, grouped, aimed
+at a lane that is not configured or parked), claims, requeues, kills, completions,
+replaced pending specs, clock steps and reloads that park a lane or not, what the
+incrementally kept order holds of the pending jobs (``AdmissionOrder.held``) is exactly
+what the order of a dispatcher built from scratch over the same index holds — with a log
+long enough for every pass, and with one so short that most passes fall back to a
+rebuild."""
 
 from __future__ import annotations
 
@@ -132,61 +133,25 @@ class World:
             self.now += timedelta(minutes=rng.randrange(1, 10))
 
 
-def held(dispatcher: Dispatcher, index: JobIndex) -> dict[str, Any]:
-    """What ``dispatcher`` holds of the jobs that are pending now."""
-    live = index.is_pending
-    return {
-        "order": [r for r in dispatcher._order if live(r.job_id)],
-        "later": sorted(
-            (e[0], e[1], e[3])
-            for e in dispatcher._later
-            if live(e[1]) and dispatcher._placed.get(e[1]) is e[3]
-        ),
-        "gated": {k: s for k, s in dispatcher._gated.items() if live(k)},
-        "dependents": {
-            p: kept
-            for p, ds in dispatcher._dependents.items()
-            if (kept := {d for d in ds if live(d)})
-        },
-        "groups": {k: g for k, g in dispatcher._groups.items() if live(k)},
-        "blocked": {k for k in dispatcher._blocked if live(k)},
-    }
-
-
 def run_sequence(seed: int, steps: int) -> tuple[int, int]:
     """Random steps, a dispatch view after each burst, compared with a fresh build;
-    (incremental passes, rebuilds) of the kept dispatcher."""
+    (incremental updates, rebuilds) of the kept order."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as scratch:
         world = World(Path(scratch))
-        kept = world.dispatcher()
-        entered = rebuilt = 0
-        original_enter, original_rebuild = kept._enter, kept._rebuild
-
-        def counted_enter(ids: list[str], now: datetime) -> None:
-            nonlocal entered
-            entered += 1
-            original_enter(ids, now)
-
-        def counted_rebuild(now: datetime) -> None:
-            nonlocal rebuilt
-            rebuilt += 1
-            original_rebuild(now)
-
-        kept._enter = counted_enter  # type: ignore[method-assign]
-        kept._rebuild = counted_rebuild  # type: ignore[method-assign]
+        kept = world.dispatcher().admission_order
         for _ in range(steps):
             for _ in range(rng.randrange(1, 4)):
                 world.step(rng)
-            kept._candidates(world.now)
-            kept._apply_gates()  # may fail jobs (a dependency cascade)
+            kept.candidates(world.now)
+            kept.apply_gates()  # may fail jobs (a dependency cascade)
             assert world.index.take_state_changes() == set()
-            fresh = world.dispatcher()
-            fresh._candidates(world.now)
-            fresh._apply_gates()
+            fresh = world.dispatcher().admission_order
+            fresh.candidates(world.now)
+            fresh.apply_gates()
             # The fresh build found nothing left to fail: the kept one did it all.
             assert world.index.take_state_changes() == set()
-            assert held(kept, world.index) == held(fresh, world.index)
+            assert kept.held() == fresh.held()
             # Every pending local job that is due is in the order, exactly once.
             due = [
                 s.id
@@ -194,9 +159,9 @@ def run_sequence(seed: int, steps: int) -> tuple[int, int]:
                 if s.scheduler_target is None
                 and (s.not_before is None or s.not_before <= world.now)
             ]
-            order = [r.job_id for r in held(kept, world.index)["order"]]
+            order = [r.job_id for r in kept.held().order]
             assert sorted(order) == sorted(due)
-    return entered, rebuilt
+    return kept.incremental_updates, kept.rebuilds
 
 
 @pytest.mark.parametrize("seed", range(12))

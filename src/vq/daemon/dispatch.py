@@ -17,6 +17,9 @@ A launch failure — refused before it was sent, refused by the fork server, or 
 the collector could not start (missing working directory or program) — records FAILED
 with the reason (a dispatch failure, §4.1 item 3) and never consumes retry budget.
 
+The admission order between passes (which pending jobs are due, in what order, which a
+dependency gate holds) is kept by :mod:`vq.daemon.admission_order`.
+
 Every job runs through the executor its spec selects (:mod:`vq.executors.registry`): the
 registry partitions the pending specs, this dispatcher runs the local executor's, a
 configured scheduler lane dispatches its own, and a spec whose target names no
@@ -34,18 +37,13 @@ variables from that same observation.
 
 from __future__ import annotations
 
-import bisect
-import heapq
-import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime
 from pathlib import Path
 
 from vq._fault_points import crash_point
-from vq.domain.admission import Request, effective_mem_mb, order_key, plan_dispatch
+from vq.domain.admission import Request, effective_mem_mb, plan_dispatch
 from vq.domain.affinity import choose_cores
-from vq.domain.dependencies import evaluate
 from vq.domain.programs import (
     PROGRAM_VARIABLES,
     ProgramStatus,
@@ -54,7 +52,6 @@ from vq.domain.programs import (
 )
 from vq.domain.quotas import Holder, OwnerLoad, load_of
 from vq.domain.spec import JobSpec
-from vq.domain.states import JobState
 from vq.errors import StorageError, VqError
 from vq.executors.base import JobHandle, LaunchResult
 from vq.executors.launch import SERVER_EXITED
@@ -62,10 +59,10 @@ from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.programs import probe
-from vq.services.query import request_of
 from vq.services.runtime_generations import Generation, generation_problem
 from vq.transport.local import LocalRunner
 
+from .admission_order import AdmissionOrder
 from .index import JobIndex
 from .multi_user import OwnerQuotas
 from .supervisor import Supervisor
@@ -112,7 +109,12 @@ def job_environment(
 
 
 class Dispatcher:
-    """Claims and launches local jobs within the supervisor's budget."""
+    """Claims and launches local jobs within the supervisor's budget.
+
+    The pending local jobs, in admission order and with their dependency gates, come
+    from :attr:`admission_order`, which the dispatcher tells which pending specs it runs
+    (:meth:`_without_executor`) and through which a dependency cascade fails a job
+    (:meth:`_fail_pending`)."""
 
     def __init__(
         self,
@@ -133,41 +135,27 @@ class Dispatcher:
         self.executors = executors
         self.lifecycle = lifecycle
         self._index = index
-        self._order: list[Request] = []  # due, in admission order (may hold stale ones)
-        #: not due yet: a heap; an entry whose request is no longer placed has lapsed
-        self._later: list[tuple[datetime, str, int, Request]] = []
-        self._serial = itertools.count()  # heap tie-break: requests are not ordered
-        self._placed: dict[str, Request] = {}  # job -> its request in _order or _later
-        self._unplaced: set[str] = set()  # pending, but no executor took them
-        self._order_generation = -1  # the index's pending_generation _order reflects
+        self.admission_order = AdmissionOrder(index, self._without_executor, self._fail_pending)
         self._base_env = dict(base_env)
         self._hold = hold
         self._affinity_cores = affinity_cores
         self._runner = runner or LocalRunner()
-        self._gated: dict[str, JobSpec] = {}  # pending specs with predecessors
-        self._groups: dict[str, tuple[str, int]] = {}  # job -> (array group, max parallel)
-        self._dependents: dict[str, set[str]] = {}  # predecessor -> gated dependents
-        self._blocked: set[str] = set()
-        self._gates_fresh = False  # False: every gated job must be (re)evaluated
-        self._gates_stale: set[str] = set()  # gated jobs to evaluate (placed since)
 
     def run_pass(self) -> int:
         """Start every admissible job now; returns how many were launched."""
         if self._hold():
             return 0
         now = self.ctx.now()
-        order = self._candidates(now)
-        if not order:
+        candidates = self.admission_order.candidates(now)
+        if not candidates:
             return 0
-        self._apply_gates()  # cascades happen even while every slot is busy
+        self.admission_order.apply_gates()  # cascades happen even while every slot is busy
         usage, caps = self.supervisor.usage(), self.ctx.caps
         if (caps.max_jobs is not None and usage.jobs >= caps.max_jobs) or (
             caps.max_cpus is not None and usage.cpus >= caps.max_cpus
         ):
             return 0  # full: every job needs a slot and at least one CPU
-        live = (
-            r for r in order if self._index.is_pending(r.job_id) and r.job_id not in self._blocked
-        )
+        live = self.admission_order.admissible(candidates)
         # Consumed lazily, in order, only until the free slots are taken: a pass costs
         # about the jobs it looks at, not the length of the queue.
         chosen = plan_dispatch(
@@ -201,181 +189,6 @@ class Dispatcher:
             raise error  # only after every claim that did land was launched
         return launched
 
-    def _candidates(self, now: datetime) -> list[Request]:
-        """Pending local jobs that are due, in admission order.
-
-        Kept incrementally: a job that entered the pending set (or whose pending entry was
-        replaced) since the last pass is placed on its own (:meth:`_enter`), from the
-        index's log of them; the whole order is rebuilt from the pending set only when that
-        log no longer reaches back (:meth:`_rebuild`: the first pass, a load, a burst
-        longer than the log). A job whose ``not_before`` lies ahead waits in a heap and is
-        inserted in order once due, and jobs that left the pending set are dropped in one
-        sweep once they are half of what is held (readers skip them meanwhile). So a submit
-        costs about one insertion, and an idle pass over 10,000 jobs deferred to tomorrow
-        a heap peek. The live part of the result (the jobs still pending) is always what a
-        rebuild would give.
-        """
-        if self._index.pending_generation != self._order_generation:
-            entered = None
-            if self._order_generation >= 0:
-                entered = self._index.pending_since(self._order_generation)
-            if entered is None:
-                self._rebuild(now)
-            else:
-                self._order_generation += len(entered)
-                self._enter(entered, now)
-        while self._later and self._later[0][0] <= now:
-            request = heapq.heappop(self._later)[-1]
-            if self._placed.get(request.job_id) is not request:
-                continue  # replaced or dropped since it was pushed
-            if self._index.is_pending(request.job_id):
-                bisect.insort(self._order, request, key=order_key)
-            else:
-                del self._placed[request.job_id]
-        if len(self._order) + len(self._later) > 2 * self._index.pending_count() + 64:
-            self._sweep()
-        return self._order
-
-    def _rebuild(self, now: datetime) -> None:
-        """The admission order and the gate, group and placement maps, from every pending
-        spec; every gate is evaluated again on the next pass."""
-        self._order_generation = self._index.pending_generation  # before the snapshot
-        pending = self._local(self._index.pending())
-        requests = [request_of(s) for s in pending]
-        self._order = sorted(
-            (r for r in requests if r.not_before is None or r.not_before <= now),
-            key=order_key,
-        )
-        self._later = [
-            (r.not_before, r.job_id, next(self._serial), r)
-            for r in requests
-            if r.not_before is not None and r.not_before > now
-        ]
-        heapq.heapify(self._later)
-        self._placed = {r.job_id: r for r in requests}
-        self._gated, self._dependents, self._groups = {}, {}, {}
-        for spec in pending:
-            self._track(spec)
-        self._blocked.intersection_update(self._gated)
-        self._gates_stale.clear()
-        self._gates_fresh = False
-
-    def _enter(self, entered: list[str], now: datetime) -> None:
-        """Place the jobs in ``entered`` as :meth:`_rebuild` would (each replacing what
-        was held of it), and the pending specs no executor took last time (a parked
-        lane's, or one whose failure did not land), which a rebuild would look at again."""
-        ids = dict.fromkeys([*entered, *self._unplaced])
-        for job_id in ids:
-            self._unplace(job_id)
-        pending = self._local(
-            [s for job_id in ids if (s := self._pending_spec(job_id)) is not None]
-        )
-        for spec in pending:
-            request = request_of(spec)
-            self._placed[spec.id] = request
-            if request.not_before is None or request.not_before <= now:
-                bisect.insort(self._order, request, key=order_key)
-            else:
-                entry = (request.not_before, spec.id, next(self._serial), request)
-                heapq.heappush(self._later, entry)
-            if self._track(spec):
-                self._gates_stale.add(spec.id)
-
-    def _track(self, spec: JobSpec) -> bool:
-        """Hold a placed pending job's dependency gate and array group; whether it is
-        gated."""
-        if spec.array_group_id and spec.array_max_parallel:
-            self._groups[spec.id] = (spec.array_group_id, spec.array_max_parallel)
-        if not (spec.depends_on or spec.depends_on_any):
-            return False
-        self._gated[spec.id] = spec
-        for predecessor in (*spec.depends_on, *spec.depends_on_any):
-            self._dependents.setdefault(predecessor, set()).add(spec.id)
-        return True
-
-    def _local(self, snapshot: list[JobSpec]) -> list[JobSpec]:
-        """The specs of ``snapshot`` this dispatcher runs (:meth:`_without_executor`);
-        the others are remembered as unplaced, to be looked at again by :meth:`_enter`."""
-        pending = self._without_executor(snapshot)
-        local = {s.id for s in pending}
-        self._unplaced = {s.id for s in snapshot if s.id not in local}
-        return pending
-
-    def _pending_spec(self, job_id: str) -> JobSpec | None:
-        spec = self._index.get(job_id) if self._index.is_pending(job_id) else None
-        return spec if spec is not None and spec.state is JobState.PENDING else None
-
-    def _unplace(self, job_id: str) -> None:
-        """Drop everything held of ``job_id`` (a heap entry lapses: it is not placed)."""
-        held = self._placed.pop(job_id, None)
-        if held is not None:
-            at = bisect.bisect_left(self._order, order_key(held), key=order_key)
-            if at < len(self._order) and self._order[at] is held:
-                del self._order[at]
-        spec = self._gated.pop(job_id, None)
-        if spec is not None:
-            for predecessor in (*spec.depends_on, *spec.depends_on_any):
-                dependents = self._dependents.get(predecessor)
-                if dependents is not None:
-                    dependents.discard(job_id)
-                    if not dependents:
-                        del self._dependents[predecessor]
-        self._groups.pop(job_id, None)
-        self._blocked.discard(job_id)
-        self._gates_stale.discard(job_id)
-
-    def _sweep(self) -> None:
-        """Drop what is held of jobs that left the pending set (once they are half)."""
-        pending = self._index.is_pending
-        self._placed = {k: r for k, r in self._placed.items() if pending(k)}
-        self._order = [r for r in self._order if self._placed.get(r.job_id) is r]
-        self._later = [e for e in self._later if self._placed.get(e[1]) is e[-1]]
-        heapq.heapify(self._later)
-        self._gated = {k: s for k, s in self._gated.items() if pending(k)}
-        self._dependents = {
-            p: kept for p, ds in self._dependents.items() if (kept := {d for d in ds if pending(d)})
-        }
-        self._groups = {k: g for k, g in self._groups.items() if pending(k)}
-        self._blocked = {k for k in self._blocked if pending(k)}
-        self._gates_stale = {k for k in self._gates_stale if pending(k)}
-
-    def _apply_gates(self) -> None:
-        """Re-evaluate the dependency gates that can have changed; cascade failures.
-
-        Only the gated jobs placed since the last pass and the dependents of jobs whose
-        state changed since then are checked (all gated jobs after a rebuild), so the work
-        follows the graph's edges, not its size squared. Runs to a fixed point so a
-        failure propagates through a whole chain at once.
-        """
-        changes = self._index.take_state_changes()
-        if not self._gates_fresh:
-            self._gates_fresh = True
-            to_check = set(self._gated)
-        else:
-            to_check = set(self._gates_stale)  # gated jobs placed since the last pass
-            for job_id in changes:
-                to_check |= self._dependents.get(job_id, set())
-        self._gates_stale.clear()
-        while to_check:
-            for job_id in to_check:
-                spec = self._gated.get(job_id)
-                if spec is None or not self._index.is_pending(job_id):
-                    self._gated.pop(job_id, None)
-                    self._blocked.discard(job_id)
-                    continue
-                gate = evaluate(spec.depends_on, spec.depends_on_any, self._index.dependency_state)
-                if gate.cascade:
-                    del self._gated[job_id]
-                    self._blocked.discard(job_id)
-                    self._fail_pending(job_id, gate.reason or "a dependency failed")
-                elif gate.ready:
-                    self._blocked.discard(job_id)
-                else:
-                    self._blocked.add(job_id)
-            to_check = set()
-            for job_id in self._index.take_state_changes():  # cascades just written
-                to_check |= self._dependents.get(job_id, set())
-
     def _without_executor(self, pending: list[JobSpec]) -> list[JobSpec]:
         """The pending specs the local executor runs. A spec aimed at a scheduler lane
         that is not configured is FAILED with the registry's reason (a configured lane
@@ -395,7 +208,8 @@ class Dispatcher:
 
     def _limit_groups(self, candidates: Iterator[Request]) -> Iterator[Request]:
         """Skip array elements beyond their group's ``--max-parallel`` allowance (lazily)."""
-        if not self._groups:
+        groups = self.admission_order.array_groups()
+        if not groups:
             yield from candidates
             return
         running: dict[str, int] = {}
@@ -404,7 +218,7 @@ class Dispatcher:
             if spec is not None and spec.array_group_id:
                 running[spec.array_group_id] = running.get(spec.array_group_id, 0) + 1
         for request in candidates:
-            group = self._groups.get(request.job_id)
+            group = groups.get(request.job_id)
             if group is not None:
                 group_id, limit = group
                 if running.get(group_id, 0) >= limit:
