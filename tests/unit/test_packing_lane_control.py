@@ -94,11 +94,24 @@ def test_claimed_elements_without_an_intent_were_never_submitted() -> None:
     assert step.action == "redispatch"
 
 
+def test_a_receipt_on_some_elements_is_completed_when_the_intent_vouches_for_all() -> None:
+    """A stop while the receipt was being written element by element."""
+    intent = the_intent()
+    group = members(intent)
+    group[0] = replace(group[0], scheduler_job_id="77", scheduler_state="queued")
+    step = recovery_step(intent.allocation_id, group, intent, intent_exists=True)
+    assert (step.action, step.job_id) == ("complete_receipt", "77")
+    # not when an element without it is on another attempt than the intent's
+    group[2] = replace(group[2], retry_count=1)
+    step = recovery_step(intent.allocation_id, group, intent, intent_exists=True)
+    assert (step.action, step.job_id) == ("reattach_failed", None)
+
+
 @pytest.mark.parametrize(
     ("case", "reason"),
     [
         ("two receipts", "different jobs \\(77, 78\\)"),
-        ("some receipts", "only some"),
+        ("some receipts without intent", "only some of its elements carry the receipt"),
         ("unreadable intent", "cannot be read"),
         ("submitting without intent", "past the claim"),
         ("other allocation", "names allocation"),
@@ -115,8 +128,9 @@ def test_anything_inconsistent_is_reattach_failed(case: str, reason: str) -> Non
     alloc = intent.allocation_id
     if case == "two receipts":
         group = [replace(group[0], scheduler_job_id="77"), replace(group[1], scheduler_job_id="78")]
-    elif case == "some receipts":
+    elif case == "some receipts without intent":
         group[0] = replace(group[0], scheduler_job_id="77")
+        found, exists = None, False
     elif case == "unreadable intent":
         found = None
     elif case == "submitting without intent":

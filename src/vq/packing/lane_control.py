@@ -91,10 +91,11 @@ class Member:
 
 @dataclass(frozen=True)
 class RecoveryStep:
-    """``observe`` (``job_id`` is the allocation), ``look_up``, ``redispatch`` or
+    """``observe`` (``job_id`` is the allocation), ``complete_receipt`` (as ``observe``,
+    once the elements without the receipt have it too), ``look_up``, ``redispatch`` or
     ``reattach_failed`` (``reason`` says why)."""
 
-    action: Literal["observe", "look_up", "redispatch", "reattach_failed"]
+    action: Literal["observe", "complete_receipt", "look_up", "redispatch", "reattach_failed"]
     job_id: str | None = None
     reason: str = ""
 
@@ -115,8 +116,8 @@ def recovery_step(
         return _failed(f"its elements name different jobs ({', '.join(sorted(receipts))})")
     if receipts and all(m.scheduler_job_id is not None for m in members):
         return RecoveryStep("observe", receipts.pop())
-    if receipts:
-        return _failed("only some of its elements carry the receipt")
+    if receipts and intent is None:
+        return _failed("only some of its elements carry the receipt, and its intent is gone")
     if intent is None:
         if intent_exists:
             return _failed("its intent cannot be read")
@@ -131,6 +132,11 @@ def recovery_step(
             return _failed(f"element {member.job_id} is not in slot {member.slot} of its intent")
         if intent.members[slot][1] != member.retry_count:
             return _failed(f"element {member.job_id} is on another attempt than its intent")
+    if receipts:
+        # The receipt is written element by element after sbatch answered: a stop in
+        # between leaves it on some. It names this allocation's job (the intent vouches
+        # for every element), so the rest take it too.
+        return RecoveryStep("complete_receipt", receipts.pop())
     return RecoveryStep("look_up")
 
 

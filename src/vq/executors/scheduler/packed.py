@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -349,9 +349,15 @@ class PackedLane(ObservingPacks):
         )
         self._submit(alloc)
 
-    def adopt(self, alloc: PackedAllocation, job_id: str) -> None:
+    def adopt(
+        self, alloc: PackedAllocation, job_id: str, *, elements: Iterable[str] | None = None
+    ) -> None:
+        """Observe ``alloc`` as Slurm job ``job_id`` from now on, recording it as the
+        receipt of ``elements`` (default: every member)."""
         alloc.job_id, alloc.phase, alloc.absent_looks = job_id, "queued", 0
-        for element in alloc.members:
+        for position, element in enumerate(alloc.members if elements is None else elements):
+            if position == 1:
+                _fault_points.crash_point("packed_during_receipt")
             self._record(
                 element,
                 {"scheduler_job_id": job_id, "scheduler_state": "queued"},

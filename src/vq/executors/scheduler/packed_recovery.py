@@ -91,6 +91,17 @@ def _recover_one(packed: PackedLane, alloc_id: str, specs: list[JobSpec]) -> Non
     packed.allocations[alloc_id] = alloc
     if step.action == "observe" and step.job_id is not None:
         alloc.job_id, alloc.phase = step.job_id, "queued"
+    elif step.action == "complete_receipt" and step.job_id is not None:
+        missing = [s.id for s in specs if s.scheduler_job_id is None and s.state in ACTIVE]
+        log.warning(
+            "lane %s: allocation %s: the receipt of job %s reached only some elements "
+            "before a stop; recording it on %d more",
+            packed.lane.name,
+            alloc_id,
+            step.job_id,
+            len(missing),
+        )
+        packed.adopt(alloc, step.job_id, elements=missing)
     elif step.action == "look_up":
         alloc.phase = "looking_up"
     else:
