@@ -23,8 +23,11 @@ import json
 import os
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from common import (
@@ -201,6 +204,34 @@ def vq_drain(n: int) -> tuple[float, dict[str, Any]]:
     return elapsed, extra
 
 
+FLOOR_SCRIPT = Path(__file__).with_name("drain_floor.py")
+
+
+def floor_drain(n: int, slots: int, command: list[str]) -> tuple[float, dict[str, Any]]:
+    """The durable floor (``drain_floor.py``): vq's promises and nothing else, in Python.
+
+    ``n`` PENDING records are written first (not timed); the clock runs from invoking the
+    floor's process (as vq's runs from invoking ``vq daemon start``) until it exits with
+    every record terminal.
+    """
+    with tempfile.TemporaryDirectory(prefix="vq-bench-floor-", dir="/tmp") as root:
+        run_checked([sys.executable, str(FLOOR_SCRIPT), "prepare", root, str(n)], dict(os.environ))
+        t0 = time.perf_counter()
+        proc = run_checked(
+            [sys.executable, str(FLOOR_SCRIPT), root, str(n), str(slots), *command],
+            dict(os.environ),
+            timeout=DRAIN_TIMEOUT_SECONDS,
+        )
+        elapsed = time.perf_counter() - t0
+        states = {
+            json.loads((Path(root) / "queue" / name).read_bytes())["state"]
+            for name in os.listdir(Path(root) / "queue")
+        }
+        if states != {"COMPLETED"}:
+            raise RuntimeError(f"the floor drain ended with states {sorted(states)}")
+    return elapsed, {"jobs": n, **json.loads(proc.stdout)}
+
+
 def tsp_drain(tsp: str, n: int) -> tuple[float, dict[str, Any]]:
     with TspQueue(tsp, "drain") as queue:
         t0 = time.perf_counter()
@@ -235,6 +266,7 @@ def tsp_drain(tsp: str, n: int) -> tuple[float, dict[str, Any]]:
 def run() -> list[Result]:
     n = scaled(JOBS, minimum=50)
     vq_s, vq_extra = vq_drain(n)
+    floor_s, floor_extra = floor_drain(n, 2, ["true"])
     tsp = find_tsp()
     comparison = None
     error = None
@@ -246,6 +278,22 @@ def run() -> list[Result]:
     else:
         error = "task-spooler not found (run scripts/install-bench-deps.sh)"
     figure = Figure(f"daemon start → {n} COMPLETED", "s", [vq_s], note=f"{n / vq_s:.0f} jobs/s")
+    floor = Figure(
+        "durable floor (drain_floor.py)", "s", [floor_s], note=f"{n / floor_s:.0f} jobs/s"
+    )
+    floor_row = Result(
+        "drain_floor",
+        f"(c) the durable floor: {n} `true` jobs, 2 slots, vq's per-job promises kept by a "
+        "minimal Python program (claim, start record, exit marker fsynced; forked collector)",
+        floor,
+        comparison,
+        extra={
+            "floor": floor_extra,
+            "vq_over_floor": vq_s / floor_s,
+            "tsp_seconds": comparison.value if comparison else None,
+        },
+        error=error,
+    )
     return [
         Result(
             "drain",
@@ -260,5 +308,6 @@ def run() -> list[Result]:
                 else None,
             },
             error=error,
-        )
+        ),
+        floor_row,
     ]
