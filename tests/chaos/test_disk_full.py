@@ -80,6 +80,32 @@ def test_a_submit_on_a_full_disk_is_refused_cleanly_and_the_daemon_keeps_running
     vq.wait_state(job, "COMPLETED")
 
 
+def test_an_array_the_disk_fills_up_under_is_refused_whole(small_vq: Vq) -> None:
+    """The elements' specs are written concurrently; when the disk fills part-way through,
+    the submit is refused and none of the array is left: no spec, no workspace."""
+    vq = small_vq
+    vq.start_daemon()
+    vq.run("daemon", "drain")  # nothing starts meanwhile
+    filler = fill(vq.root)
+    room = vq.root / "room.bin"  # about 32 elements' worth of pages, freed for the submit
+    filler.rename(room)
+    with room.open("r+b") as handle:
+        handle.truncate(max(0, room.stat().st_size - 32 * 3 * 4096))
+    workspaces_before = sorted(p.name for p in (vq.root / "jobs").iterdir())
+    refused = vq.run("submit", "--array", "1-200", "--", "true", check=False)
+    assert refused.returncode == 14, (refused.returncode, refused.stderr)
+    assert refused.stderr.startswith(f"vq: error: no space left on {vq.root}"), refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert list((vq.root / "queue").glob("*.json")) == []
+    assert sorted(p.name for p in (vq.root / "jobs").iterdir()) == workspaces_before
+    assert daemon_alive(vq)
+    room.unlink()
+    jobs = vq.run("submit", "--array", "1-3", "--", "true").stdout.split()
+    vq.run("daemon", "undrain")
+    for job in jobs:
+        vq.wait_state(job, "COMPLETED")
+
+
 def test_a_job_ending_on_a_full_disk_keeps_its_outcome_until_space_returns(
     small_vq: Vq, tmp_path: Path
 ) -> None:

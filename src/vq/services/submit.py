@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from vq.services.idempotency import KeyedSubmit, submit_keyed
 from vq.services.submit_pack import packed_fields
 from vq.store.environment import write_environment
 from vq.store.events import append_event
+from vq.store.group_commit import commit_group
 from vq.store.workspace import detect_source_kind, materialize
 
 __all__ = ["SubmitResult", "group_payload", "result_payload", "submit", "submit_payload"]
@@ -289,11 +291,16 @@ def _write(
             created.append(workspace)
             write_environment(ctx.paths, plan["id"], captured)
             specs.append(JobSpec(**{**plan, **extra}))
-        many = len(specs) > 1
-        for spec in specs:
-            ctx.store.create(spec, sync_dir=not many)
-        if many:
-            ctx.store.sync()
+        # Every file fsynced (concurrently: the filesystem folds the flushes into a few
+        # journal commits), the queue directory once; all durable before the answer.
+        created_specs = commit_group(
+            ctx.store,
+            [partial(_create, ctx, spec) for spec in specs],
+        )
+        failed = next((r for r in created_specs if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
+        if len(specs) > 1:
             fsync_dir(ctx.paths.jobs_dir)
     except BaseException as exc:
         for spec in specs:
@@ -321,6 +328,10 @@ def _write(
             ),
         )
     return specs
+
+
+def _create(ctx: ServiceContext, spec: JobSpec, sync_dir: bool) -> None:
+    ctx.store.create(spec, sync_dir=sync_dir)
 
 
 def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:

@@ -49,8 +49,8 @@ def commit_group(store: SpecStore, writes: Sequence[Callable[[bool], T]]) -> Gro
     """Run ``writes`` concurrently, then make them all durable with one directory fsync.
 
     Each write is called with ``sync_dir=False`` as its only argument and must pass it to
-    :meth:`SpecStore.update` (it still fsyncs its own file). A single write runs inline
-    with ``sync_dir=True`` (nothing to share).
+    :meth:`SpecStore.update` or :meth:`SpecStore.create` (it still fsyncs its own file).
+    A single write runs inline with ``sync_dir=True`` (nothing to share).
     """
     out: GroupResult[T] = GroupResult()
     if len(writes) == 1:
