@@ -346,7 +346,9 @@ def test_append_while_executing(
     one holds only the new task (the running ones are withheld), and after the seal only
     the exact roster is accepted."""
     _configure(vq, slurm_testbed, remote_root)
-    first = [("r1", ["sleep", "6"]), ("r2", ["sleep", "6"])]
+    go = Path(remote_root) / "go"  # the first tasks run until the test has planned again
+    hold = ["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.2; done"]
+    first = [("r1", hold), ("r2", hold)]
     vq.run("pack", "open", "grow", str(_tasks(tmp_path / "v1.jsonl", first)))
     vq.run("pack", "plan", "grow", "--output", str(tmp_path / "v1.plan.json"))
     vq.run("pack", "submit", "grow", str(tmp_path / "v1.plan.json"))
@@ -366,6 +368,7 @@ def test_append_while_executing(
         "r1": "active",
         "r2": "active",
     }
+    go.touch()
     vq.run("pack", "submit", "grow", str(tmp_path / "v2.plan.json"))
     vq.run("pack", "seal", "grow")
     view = _inspect_until_quiescent(vq, "grow")
