@@ -27,7 +27,8 @@ __all__ = ["GroupResult", "commit_group"]
 T = TypeVar("T")
 
 #: Worker threads shared by every group commit of this process (a dispatch pass claims at
-#: most one job per free slot, so a handful covers the usual batch).
+#: most one job per free slot, so a handful covers the usual batch); also the window a
+#: larger batch is handed over in.
 _WORKERS = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -51,6 +52,10 @@ def commit_group(store: SpecStore, writes: Sequence[Callable[[bool], T]]) -> Gro
     Each write is called with ``sync_dir=False`` as its only argument and must pass it to
     :meth:`SpecStore.update` or :meth:`SpecStore.create` (it still fsyncs its own file).
     A single write runs inline with ``sync_dir=True`` (nothing to share).
+
+    The pool is shared (the daemon's dispatch claims, a submit's array on an RPC thread):
+    a batch is handed to it one window of :data:`_WORKERS` writes at a time, so another
+    caller's group waits behind at most one window, not behind a 2,000-element array.
     """
     out: GroupResult[T] = GroupResult()
     if len(writes) == 1:
@@ -59,11 +64,13 @@ def commit_group(store: SpecStore, writes: Sequence[Callable[[bool], T]]) -> Gro
         except Exception as exc:  # reported per item, like the batched path
             out.append(exc)
         return out
-    futures = [_executor().submit(write, False) for write in writes]
-    for future in futures:
-        try:
-            out.append(future.result())
-        except Exception as exc:
-            out.append(exc)
+    pool = _executor()
+    for start in range(0, len(writes), _WORKERS):
+        window = [pool.submit(write, False) for write in writes[start : start + _WORKERS]]
+        for future in window:
+            try:
+                out.append(future.result())
+            except Exception as exc:
+                out.append(exc)
     store.sync()
     return out
