@@ -100,8 +100,18 @@ install_torque_fake() {
 }
 install_torque_fake
 
+# The slow-submit fault (scripts/testbed/slow_submit.sh) as sbatch, first on every host's
+# PATH: the real sbatch unless a test's scratch directory asks for a delay.
+FAULT_BIN=$TB_OPT/faults/bin
+install_faults() {
+  install -d -m 755 "$TB_OPT/faults" "$FAULT_BIN"
+  install -m 755 "$TB_REPO/scripts/testbed/slow_submit.sh" "$TB_OPT/faults/slow_submit.sh"
+  ln -sfn ../slow_submit.sh "$FAULT_BIN/sbatch"
+}
+install_faults
+
 sshd_config() { # NAME ADDR PORT
-  local name=$1 addr=$2 port=$3 u home path=$VENV/bin:/usr/local/bin:/usr/bin:/bin
+  local name=$1 addr=$2 port=$3 u home path=$FAULT_BIN:$VENV/bin:/usr/local/bin:/usr/bin:/bin
   [ "$name" = "$TORQUE_HOST" ] && path=$TORQUE_BIN:$path
   cat <<CONF
 # Written by scripts/testbed/up.sh: sshd of testbed host $name.
@@ -282,7 +292,11 @@ munge_ok() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
 maria_ok() { mariadb-admin ping >/dev/null 2>&1; }
 dbd_ok() { sacctmgr -n -P show cluster >/dev/null 2>&1; }
 ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
-node_ok() { sinfo -h -n "$NODE" -o %T 2>/dev/null | grep -Eqx 'idle|mixed|allocated|completing'; }
+# slurmctld keeps calling a node idle for SlurmdTimeout after its slurmd died: ask both.
+node_ok() {
+  pgrep -x slurmd >/dev/null &&
+    sinfo -h -n "$NODE" -o %T 2>/dev/null | grep -Eqx 'idle|mixed|allocated|completing'
+}
 
 # start_daemon NAME PIDFILE LOGFILE BOUND PROBE -- ARGV...: reuse when PROBE answers,
 # else start ARGV detached and record the pid from the daemon's own pidfile.
@@ -290,6 +304,14 @@ start_daemon() {
   local name=$1 pidfile=$2 logf=$3 bound=$4 probe=$5
   shift 6
   if "$probe"; then return 0; fi
+  # Running but not answering yet (slurmd re-registering after a slurmctld restart):
+  # wait for it rather than start a second one that would fail to bind its port.
+  local pid
+  pid=$(pid_from_file "$pidfile")
+  if [ -n "$pid" ] && alive "$pid" && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]; then
+    wait_until "$bound" "$name" "$logf" "$probe"
+    return 0
+  fi
   rm -f "$pidfile"
   setsid -f "$@" >>"$logf" 2>&1 </dev/null
   wait_until "$bound" "$name" "$logf" "$probe"

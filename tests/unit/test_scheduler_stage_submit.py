@@ -1,6 +1,7 @@
-"""Staging and submitting in one call (:meth:`LaneRemote.stage_and_submit`) through the
-real local runner, real ``sh`` and ``tar``, with a stand-in ``sbatch`` on PATH; and which
-transport failures prove that nothing ran on the login host."""
+"""Staging and submitting in one call under the submit guard
+(:meth:`LaneRemote.stage_and_submit`) through the real local runner, real ``sh``, ``tar``
+and ``flock``, with a stand-in ``sbatch`` on PATH; and which transport failures prove that
+nothing ran on the login host."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from vq.errors import (
     TransportError,
 )
 from vq.executors.scheduler.jobs import not_started
-from vq.executors.scheduler.remote import SCRIPT_NAME, LaneRemote, StageFailed, stage_archive
+from vq.dialects.submit_guard import GuardState, records_dir
+from vq.executors.scheduler.remote import SCRIPT_NAME, LaneRemote, stage_archive
 from vq.hosts_config import LaneSettings
 from vq.transport.local import LocalRunner
 
@@ -68,25 +70,35 @@ def _archive(tmp_path: Path) -> bytes:
     return stage_archive(workspace, "#!/bin/sh\ntrue\n")
 
 
+def _submit(
+    remote: LaneRemote, archive: bytes, token: str, supersede: str | None = None
+) -> tuple[GuardState, SubmitAccepted | ParseFailure]:
+    records = records_dir(remote.lane.scratch_root, "job1.0123abcd")
+    state = remote.stage_and_submit("job1", archive, records, token, supersede)
+    return state, remote.parse_submit("job1", state)
+
+
 def test_one_call_unpacks_then_submits_and_reads_only_the_submit_answer(
     tmp_path: Path,
 ) -> None:
     remote, calls = _remote(tmp_path, 'echo "4242;cluster"')
-    answer = remote.stage_and_submit("job1", _archive(tmp_path))
+    state, answer = _submit(remote, _archive(tmp_path), "a" * 16)
     assert isinstance(answer, SubmitAccepted) and answer.scheduler_job_id == "4242"
+    assert (state.kind, state.recorded) == ("answer", False)
     staged = Path(remote.workspace("job1"))
     assert (staged / "input.txt").read_text() == "payload"
     assert (staged / SCRIPT_NAME).is_file()
     assert calls.read_text().split() == ["--parsable", remote.script_path("job1")]
-    # Idempotent: staging the same job again overwrites, and submits again.
-    again = remote.stage_and_submit("job1", _archive(tmp_path / "ws"))
+    # A second call of the same attempt gets the recorded answer: sbatch never runs twice.
+    state, again = _submit(remote, _archive(tmp_path / "ws"), "b" * 16)
     assert isinstance(again, SubmitAccepted) and again.scheduler_job_id == "4242"
-    assert len(calls.read_text().splitlines()) == 2
+    assert state.recorded
+    assert len(calls.read_text().splitlines()) == 1
 
 
 def test_a_refused_submit_is_the_schedulers_answer(tmp_path: Path) -> None:
     remote, _ = _remote(tmp_path, 'echo "sbatch: error: invalid partition" >&2; exit 1')
-    answer = remote.stage_and_submit("job1", _archive(tmp_path))
+    _, answer = _submit(remote, _archive(tmp_path), "a" * 16)
     assert isinstance(answer, ParseFailure)
     assert "invalid partition" in answer.detail
 
@@ -94,11 +106,12 @@ def test_a_refused_submit_is_the_schedulers_answer(tmp_path: Path) -> None:
 def test_a_staging_failure_is_definite_and_never_submits(tmp_path: Path) -> None:
     remote, calls = _remote(tmp_path, "echo 1")
     (tmp_path / "scratch").write_text("a file where the scratch root should be")
-    with pytest.raises(StageFailed):
-        remote.stage_and_submit("job1", _archive(tmp_path))
+    state, _ = _submit(remote, _archive(tmp_path), "a" * 16)
+    assert state.kind == "stage_failed"
     assert not calls.exists()  # sbatch never ran
-    with pytest.raises(StageFailed):
-        remote.stage_and_submit("job1", b"not a tar archive")
+    (tmp_path / "scratch").unlink()
+    state, _ = _submit(remote, b"not a tar archive", "b" * 16)
+    assert state.kind == "stage_failed"
     assert not calls.exists()
 
 

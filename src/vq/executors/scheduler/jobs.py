@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
-from vq.dialects import AccountingRecord, SchedulerPhase
+from vq.dialects import AccountingRecord, ParseFailure, SchedulerPhase, SubmitAccepted
 from vq.domain.states import JobState
 from vq.errors import (
     AuthFailed,
@@ -17,7 +18,15 @@ from vq.errors import (
     TransportError,
 )
 
-__all__ = ["ACTIVE_PHASES", "LaneJob", "ambiguous", "not_started"]
+__all__ = [
+    "ACTIVE_PHASES",
+    "LaneJob",
+    "SubmitVerdict",
+    "ambiguous",
+    "controller_unreached",
+    "not_started",
+    "submit_verdict",
+]
 
 #: scheduler_state for each phase in which the scheduler job is still alive.
 ACTIVE_PHASES = {
@@ -44,6 +53,15 @@ class LaneJob:
     marker: int | None = None
     end: tuple[JobState | None, str] | None = None  # (abnormal state, raw state) once ended
     absent_checks: int = 0
+    #: The submit guard's records directory on the login host (from the intent; None:
+    #: an intent written before the guard existed, looked up by tag alone).
+    records: str | None = None
+    #: The guard's token of a call proved never submitted: the next call supersedes it.
+    supersede: str | None = None
+    #: The guard's token of a call whose submission is in doubt (the scheduler decides).
+    in_doubt: str | None = None
+    #: Submissions that could not reach the controller so far (for the retry backoff).
+    unreached: int = 0
     accounting: AccountingRecord | None = None  # the record the end was read with, if any
     #: The observation fields last written to the spec (None: the spec may differ from
     #: any observation, write the next one) and when (monotonic), so that a round writes
@@ -62,6 +80,42 @@ def ambiguous(detail: str) -> bool:
         word in lowered
         for word in ("timed out", "socket", "try again", "eagain", "rate limit", "too many")
     )
+
+
+#: The submit command's words for a controller it never reached (slurmctld or pbs_server
+#: down or not listening): the job was not submitted, and the same call may succeed later.
+_UNREACHED = (
+    "unable to contact slurm controller",
+    "connect failure",
+    "communication connection failure",
+    "cannot connect to server",
+    "connection refused",
+)
+
+
+def controller_unreached(detail: str) -> bool:
+    """Whether a submit command's failure says it never reached the controller: a
+    transient refusal (nothing was submitted), retried with backoff, never a job failure.
+    A timeout after the request was sent is :func:`ambiguous` instead."""
+    lowered = detail.lower()
+    return any(words in lowered for words in _UNREACHED) and not any(
+        word in lowered for word in ("timed out", "timeout")
+    )
+
+
+SubmitVerdict = Literal["accepted", "unreached", "ambiguous", "refused"]
+
+
+def submit_verdict(answer: SubmitAccepted | ParseFailure) -> SubmitVerdict:
+    """What a submit command's own answer means: ``accepted`` (a job id), ``unreached``
+    (the controller was never reached: nothing submitted, try again later),
+    ``ambiguous`` (it may have landed: only the scheduler can tell; an exit status of 0
+    without a readable id is one) or ``refused`` (the scheduler's own refusal)."""
+    if isinstance(answer, SubmitAccepted):
+        return "accepted"
+    if answer.kind != "command_failed" or ambiguous(answer.detail):
+        return "ambiguous" if not controller_unreached(answer.detail) else "unreached"
+    return "unreached" if controller_unreached(answer.detail) else "refused"
 
 
 #: ssh's own words for a connection that was never established (no remote command ran).

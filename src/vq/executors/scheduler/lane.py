@@ -205,6 +205,8 @@ class SchedulerLane(SubmittingLane):
         """Run the step a job waits for (a retry after its delay)."""
         if job.phase in ("staging", "stage_retry"):
             self._stage(job, self.ctx.store.read(job.job_id))
+        elif job.phase == "submit_retry" and job.scheduler_job_id is None:
+            self._submit(job, supersede=job.supersede)
         elif job.phase == "submitting" and job.scheduler_job_id is None:
             from .recovery import look_up
 

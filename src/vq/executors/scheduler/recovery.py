@@ -4,12 +4,26 @@
   decides); a terminal one whose scheduler job may still run (a kill whose cancel was
   pending) is tracked until it is gone.
 * A spec with an intent (``_vq/scheduler-intent.json``, or ``scheduler_state =
-  "submitting"``) may have been submitted: it is looked up by its tag (``squeue
-  --name``/``sacct --name``, the comment nonce, the remote ``_vq/scheduler-job-id``).
-  One match is adopted; none, twice ``absent_recheck_seconds`` apart with accounting
-  enabled, means it was never submitted and it is submitted under the same tag; several
-  matches, or no accounting to be sure, is ``reattach_failed``: the capacity stays
-  reserved and ``vq scheduler resolve`` decides.
+  "submitting"``) may have been submitted. Its submit guard's records on the login host
+  (:mod:`vq.dialects.submit_guard`, named in the intent) are read first:
+
+  - ``busy``: a call (an orphaned ssh of a killed daemon, a slow ``sbatch``) still holds
+    the guard and may still submit: never evidence of absence, asked again later;
+  - a recorded answer of the submit command decides (adopt, refuse, or retry an
+    unreachable controller), unless it is ambiguous;
+  - ``none``: no call ever started the submit command, and none can any more without
+    going through the guard: it is submitted now (under the guard);
+  - ``in_doubt`` (a call started it and ended without recording its answer) or an
+    ambiguous recorded answer: the job's tag decides (``squeue --name``/``sacct
+    --name``, the comment nonce, the remote ``_vq/scheduler-job-id``). One match is
+    adopted; none, twice ``absent_recheck_seconds`` apart with accounting enabled and
+    the guard free, means it was never submitted: it is submitted again, superseding
+    exactly that call; several matches, or no accounting to be sure, is
+    ``reattach_failed``: the capacity stays reserved and ``vq scheduler resolve``
+    decides.
+
+  An intent written before the guard existed (no records named) is looked up by tag
+  alone, as in the last case.
 * A claimed spec without an intent never reached the scheduler: it is staged again.
 * A packed array element (``scheduler_pack``) is never looked up by tag: its allocation
   is rebuilt from its elements and intent (:meth:`.packed.PackedLane.recover`).
@@ -19,12 +33,14 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vq.dialects import TagMatch
+from vq.dialects.submit_guard import GuardState
 from vq.domain.states import ACTIVE
 from vq.errors import TransportError, VqError
 
+from .jobs import submit_verdict
 from .packed_recovery import recover_packed
 
 if TYPE_CHECKING:
@@ -69,6 +85,8 @@ def adopt_all(lane: SchedulerLane) -> None:
         elif intent is not None or spec.scheduler_state == "submitting":
             job = LaneJob(job_id, "submitting", nonce=(intent or {}).get("nonce"))
             job.submitted_at = _written_at(intent) or spec.started_at
+            records = (intent or {}).get("submit_records")
+            job.records = records if isinstance(records, str) and records else None
             lane.track(job)
         else:
             lane.track(LaneJob(job_id, "staging"))
@@ -84,16 +102,38 @@ def _written_at(intent: dict[str, Any] | None) -> datetime | None:
 
 
 def look_up(lane: SchedulerLane, job: LaneJob) -> None:
-    """Find a ``submitting`` job's scheduler job by its tag (on the worker)."""
+    """Find a ``submitting`` job's submission: its guard's records, then (in doubt) its
+    tag (on the worker)."""
     job.busy = True
     since = job.submitted_at or lane.ctx.now()
+    records = job.records
 
-    def work() -> tuple[tuple[TagMatch, ...] | None, str | None]:
+    def work() -> _LookUp:
+        state = lane.remote.submit_state(records) if records is not None else None
+        if state is not None and not _needs_tag(lane, job, state):
+            return _LookUp(state, (), None)
         matches = lane.remote.find_by_tag(job.job_id, since)
         recorded = lane.remote.read_small(job.job_id, "_vq/scheduler-job-id")
-        return matches, (recorded or "").strip() or None
+        return _LookUp(state, matches, (recorded or "").strip() or None)
 
     lane._worker.submit(work, lambda result: _looked_up(lane, job, result))
+
+
+class _LookUp(NamedTuple):
+    """One look-up's evidence: the guard's state (None: no guard), the tag's matches
+    (None: a query could not be read) and the remote ``_vq/scheduler-job-id``."""
+
+    guard: GuardState | None
+    matches: tuple[TagMatch, ...] | None
+    recorded: str | None
+
+
+def _needs_tag(lane: SchedulerLane, job: LaneJob, state: GuardState) -> bool:
+    """Whether only the scheduler can tell: the guard's call is in doubt, its recorded
+    answer is ambiguous, or the probe could not be read."""
+    if state.kind == "answer":
+        return submit_verdict(lane.remote.parse_submit(job.job_id, state)) == "ambiguous"
+    return state.kind in ("in_doubt", "unreadable", "stage_failed")
 
 
 def _looked_up(lane: SchedulerLane, job: LaneJob, result: object) -> None:
@@ -103,10 +143,38 @@ def _looked_up(lane: SchedulerLane, job: LaneJob, result: object) -> None:
         lane._host_failed(result)
         job.due = retry
         return
-    if not isinstance(result, tuple) or result[0] is None:
+    if not isinstance(result, _LookUp):
+        log.warning("lane %s: look-up of %s failed: %s", lane.name, job.job_id, result)
+        job.due = retry
+        return
+    guard = result.guard
+    if guard is not None and guard.kind == "none":
+        log.info("lane %s: job %s never reached sbatch; submitting it now", lane.name, job.job_id)
+        lane._submit(job)
+        return
+    if guard is not None and guard.kind in ("busy", "no_lock"):
+        lane.answered(job, guard)
+        return
+    if guard is not None and not _needs_tag(lane, job, guard):
+        lane.answered(job, guard)  # the submit command's recorded answer decides
+        return
+    if guard is not None and guard.kind in ("in_doubt", "answer"):
+        job.in_doubt = guard.token
+    _by_tag(lane, job, result.matches, result.recorded, retry)
+
+
+def _by_tag(
+    lane: SchedulerLane,
+    job: LaneJob,
+    matches: tuple[TagMatch, ...] | None,
+    recorded: str | None,
+    retry: float,
+) -> None:
+    """The scheduler's word on a submission in doubt: adopt one match, wait, or submit
+    again (superseding the call in doubt) once absence is proven."""
+    if matches is None:
         job.due = retry  # a query could not be read: not evidence
         return
-    matches, recorded = result
     ours = [m for m in matches if m.nonce in (None, job.nonce)]
     ids = {m.scheduler_job_id for m in ours}
     if recorded is not None:
@@ -136,4 +204,4 @@ def _looked_up(lane: SchedulerLane, job: LaneJob, result: object) -> None:
         return
     log.info("lane %s: job %s was never submitted; submitting it now", lane.name, job.job_id)
     job.absent_checks = 0
-    lane._submit(job)
+    lane._submit(job, supersede=job.in_doubt)

@@ -40,12 +40,13 @@ from vq.dialects import (
     SubmitAccepted,
     TagMatch,
 )
+from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
 from vq.domain.archive_rules import check_members
 from vq.errors import OutputTooLarge, UnsafeArchive
 from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
 
-__all__ = ["SCRIPT_NAME", "SUBMIT_SENTINEL", "LaneRemote", "StageFailed", "stage_archive"]
+__all__ = ["SCRIPT_NAME", "LaneRemote", "stage_archive"]
 
 #: The batch script's place in the remote workspace.
 SCRIPT_NAME = "_vq/job.sh"
@@ -59,23 +60,6 @@ T = TypeVar("T")
 
 _PACK = 'cd -- "$1" && tar -cf - .'
 _CAT_IF = 'if [ -f "$1" ]; then cat -- "$1"; else exit 3; fi'
-#: The sentinel line printed after staging succeeded and just before the submit command
-#: starts: everything after it on stdout is the submit command's answer.
-SUBMIT_SENTINEL = "vq-staged-now-submitting"
-#: Stage (from stdin) then submit, in one SSH call. The exit status 97 with no sentinel
-#: means staging failed and the submit command never ran.
-_STAGE_AND_SUBMIT = (
-    'ws=$1; shift; mkdir -p -- "$ws" && tar -xf - -C "$ws" --no-same-owner || exit 97; '
-    f'echo {SUBMIT_SENTINEL} && exec "$@"'
-)
-
-
-class StageFailed(Exception):
-    """Staging failed on the login host and the submit command never ran (definite)."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
 
 def stage_archive(workspace: Path, script: str) -> bytes:
@@ -160,27 +144,45 @@ class LaneRemote:
             )
         )
 
-    def submit(self, job_id: str) -> SubmitAccepted | ParseFailure:
-        return self.ask(self.dialect.submit(self.script_path(job_id)))
-
-    def stage_and_submit(self, job_id: str, archive: bytes) -> SubmitAccepted | ParseFailure:
-        """Unpack ``archive`` into the job's remote workspace (idempotent) and submit its
-        script, in one SSH call. Raises :class:`StageFailed` when the remote side says
-        staging failed (the submit command did not run); a transport failure raises
-        :class:`~vq.errors.TransportError` and is ambiguous (the submit may have run)."""
+    def stage_and_submit(
+        self,
+        job_id: str,
+        archive: bytes,
+        records: str,
+        token: str,
+        supersede: str | None = None,
+    ) -> GuardState:
+        """Under the submit guard of ``records`` (:mod:`vq.dialects.submit_guard`): unpack
+        ``archive`` into the job's remote workspace and submit its script, in one SSH call,
+        unless an earlier call of this attempt already did (its recorded answer) or still
+        may (``busy``). A transport failure raises :class:`~vq.errors.TransportError` and
+        is ambiguous (the submit may have run)."""
         query = self.dialect.submit(self.script_path(job_id))
-        result = self.runner.run(
-            ["sh", "-c", _STAGE_AND_SUBMIT, "sh", self.workspace(job_id), *query.argv],
-            stdin=archive,
-            deadline_s=self.deadline + len(archive) / (1 << 20),
+        argv = guarded_submit_argv(
+            records, token, query.argv, workspace=self.workspace(job_id), supersede=supersede
         )
-        stdout = result.stdout.decode(errors="replace")
-        _, found, answer = stdout.partition(SUBMIT_SENTINEL + "\n")
-        if not found:
-            last = result.stderr.decode(errors="replace").strip().splitlines()
-            detail = last[-1] if last else f"exit status {result.rc}"
-            raise StageFailed(detail)
-        return query.parse(CommandResult(result.rc, answer, result.stderr.decode(errors="replace")))
+        result = self.runner.run(
+            argv, stdin=archive, deadline_s=self.deadline + len(archive) / (1 << 20)
+        )
+        return parse_guard(
+            result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")
+        )
+
+    def submit_state(self, records: str) -> GuardState:
+        """What the submit guard of ``records`` holds (nothing is run): ``busy``, an
+        ``answer``, ``in_doubt`` or ``none``."""
+        result = self.runner.run(
+            probe_argv(records), deadline_s=self.deadline, max_output_bytes=64 << 10
+        )
+        return parse_guard(
+            result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace")
+        )
+
+    def parse_submit(self, job_id: str, answer: GuardState) -> SubmitAccepted | ParseFailure:
+        """The submit command's own answer inside ``answer`` (kind ``answer``), read by
+        the dialect's submit parser."""
+        query = self.dialect.submit(self.script_path(job_id))
+        return query.parse(CommandResult(answer.rc or 0, answer.stdout, answer.stderr))
 
     def status(self, ids: Sequence[str]) -> StatusReport | ParseFailure:
         """One status round: the dialect's one query (its fallback when the answer is

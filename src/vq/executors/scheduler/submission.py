@@ -6,11 +6,16 @@ every method runs on the daemon loop, every cluster call on the lane's worker).
   the job: FAILED, ``failure_reason``), then ``_vq/scheduler-intent.json`` (nonce, tag,
   script sha256) is written and fsynced and ``scheduler_state = "submitting"`` recorded,
   before anything reaches the cluster;
-* **stage and submit** in one SSH call: the workspace plus the script unpacked (tar,
-  idempotent), then ``sbatch --parsable`` / ``qsub``; the id is persisted with
-  ``queued`` (:meth:`SubmittingLane.adopt`);
-* a staging failure the remote side reports or a refusal fails the job; an ambiguous
-  answer never resubmits blindly: the job is looked up by its tag (:mod:`.recovery`);
+* **stage and submit** in one SSH call under the attempt's submit guard
+  (:mod:`vq.dialects.submit_guard`, its records directory named in the intent): the
+  workspace plus the script unpacked (tar, idempotent), then ``sbatch --parsable`` /
+  ``qsub``, which runs at most once per attempt however often and by whomever the guard
+  is called; the id is persisted with ``queued`` (:meth:`SubmittingLane.adopt`);
+* a staging failure the remote side reports or the scheduler's refusal fails the job; a
+  controller the submit command could not reach (slurmctld down) is retried with backoff
+  (``submit_retry``, superseding exactly that call); an earlier call still in flight
+  (``busy``) is waited for; an ambiguous answer never resubmits blindly: the guard's
+  records, then the job's tag decide (:mod:`.recovery`);
 * an operator's decision for a job in doubt (:meth:`SubmittingLane.resolve_single`).
 
 Packed array elements never take this path (:mod:`.packed`).
@@ -29,12 +34,13 @@ from typing import Any
 
 from vq import _fault_points
 from vq._safe_open import atomic_write_beneath, open_beneath, read_regular_beneath
-from vq.dialects import ParseFailure, SubmitAccepted, UnsafeSchedulerValue
+from vq.dialects import SubmitAccepted, UnsafeSchedulerValue
+from vq.dialects.submit_guard import GuardState, records_dir
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError
 
 from .forwarded import UnreadableEnvironment, forwarded_variables
-from .jobs import LaneJob, ambiguous, not_started
+from .jobs import LaneJob, not_started, submit_verdict
 from .observe import ObservingLane
 from .outcome import (
     SHEBANG_LIMIT,
@@ -43,7 +49,7 @@ from .outcome import (
     script_request,
     staged_script_path,
 )
-from .remote import StageFailed, stage_archive
+from .remote import stage_archive
 
 __all__ = ["INTENT_NAME", "SubmittingLane"]
 
@@ -66,9 +72,16 @@ class SubmittingLane(ObservingLane):
         script = self._render(job, spec)
         if script is None:
             return
+        if job.records is None:
+            job.records = self._records_of(job, spec)
         self._write_intent(job, script)
         _fault_points.crash_point("after_intent")
         self._send(job, script)
+
+    def _records_of(self, job: LaneJob, spec: JobSpec) -> str:
+        """The submit guard's records directory of this attempt (its claim's token)."""
+        attempt = spec.launch_attempt or job.nonce or secrets.token_hex(8)
+        return records_dir(self.settings.scratch_root, f"{job.job_id}.{attempt}")
 
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
         """The batch script for ``job.nonce``; a named Python payload with no launcher or a
@@ -121,6 +134,7 @@ class SubmittingLane(ObservingLane):
             "tag": f"vq-{job.job_id}",
             "script_sha256": hashlib.sha256(script.encode()).hexdigest(),
             "written_at": job.submitted_at.isoformat(),
+            "submit_records": job.records,
         }
         path = self.intent_path(job.job_id)
         # Below the job's tree, whose owner may plant links (multi-user): never followed.
@@ -152,7 +166,7 @@ class SubmittingLane(ObservingLane):
         else:
             job.phase = "submitting"
             self._record(job, {"scheduler_state": "submitting"})
-            self._submit(job)
+            self._submit(job, supersede=job.in_doubt)
         return {"id": job_id, "scheduler_job_id": scheduler_job_id, "lane": self.name}
 
     def _forget_attempt(self, job_id: str) -> None:
@@ -173,9 +187,11 @@ class SubmittingLane(ObservingLane):
             return None
         return data if isinstance(data, dict) else None
 
-    def _submit(self, job: LaneJob) -> None:
-        """Submit a ``submitting`` job again under its intent's tag and nonce (recovery
-        found it never submitted, or an operator said so): stage + submit anew."""
+    def _submit(self, job: LaneJob, supersede: str | None = None) -> None:
+        """Submit a ``submitting`` job again under its intent's tag and nonce (the guard
+        holds no submission of this attempt, the call ``supersede`` was proved never
+        submitted, the controller was unreachable, or an operator said so): stage +
+        submit anew, under the same guard."""
         spec = self.ctx.store.read(job.job_id)
         if spec.is_terminal:
             self._drop(job)
@@ -183,31 +199,35 @@ class SubmittingLane(ObservingLane):
         if job.nonce is None:
             job.nonce = secrets.token_hex(8)
         script = self._render(job, spec)
-        if script is not None:
-            self._send(job, script)
+        if script is None:
+            return
+        if job.records is None:  # an intent from before the guard: guarded from now on
+            job.records = self._records_of(job, spec)
+            self._write_intent(job, script)
+        elif job.phase != "submitting":
+            job.phase = "submitting"
+            self._record(job, {"scheduler_state": "submitting"}, durable=False)
+        self._send(job, script, supersede)
 
-    def _send(self, job: LaneJob, script: str) -> None:
-        """One SSH call on the worker: unpack the workspace and script, then ``sbatch
-        --parsable`` / ``qsub`` (:meth:`.remote.LaneRemote.stage_and_submit`)."""
+    def _send(self, job: LaneJob, script: str, supersede: str | None = None) -> None:
+        """One SSH call on the worker: under the attempt's submit guard, unpack the
+        workspace and script, then ``sbatch --parsable`` / ``qsub``
+        (:meth:`.remote.LaneRemote.stage_and_submit`)."""
         job.busy = True
-        workspace = self.ctx.paths.workspace(job.job_id)
+        workspace, records = self.ctx.paths.workspace(job.job_id), job.records
+        assert records is not None, "the intent names the guard's records first"
+        token = secrets.token_hex(8)
 
-        def work() -> SubmitAccepted | ParseFailure:
-            return self.remote.stage_and_submit(job.job_id, stage_archive(workspace, script))
+        def work() -> GuardState:
+            archive = stage_archive(workspace, script)
+            return self.remote.stage_and_submit(job.job_id, archive, records, token, supersede)
 
         self._worker.submit(work, lambda result: self._submitted(job, result))
 
     def _submitted(self, job: LaneJob, result: object) -> None:
         job.busy = False
-        if isinstance(result, SubmitAccepted):
-            _fault_points.crash_point("after_sbatch")
-            self.adopt(job, result.scheduler_job_id)
-            return
-        if isinstance(result, ParseFailure) and not ambiguous(result.detail):
-            self._fail(job, f"the scheduler refused the job: {result.detail}")
-            return
-        if isinstance(result, StageFailed):  # definite: the submit command never ran
-            self._fail(job, f"staging the workspace on {self.name} failed: {result.detail}")
+        if isinstance(result, GuardState):
+            self.answered(job, result)
             return
         if isinstance(result, OSError):  # the local workspace could not be archived
             self._fail(job, f"the workspace could not be read for staging: {result}")
@@ -220,6 +240,84 @@ class SubmittingLane(ObservingLane):
             self._host_failed(result)
         log.warning("lane %s: submit of %s is ambiguous (%s)", self.name, job.job_id, result)
         job.due = self._monotonic() + self.settings.absent_recheck_seconds
+
+    def answered(self, job: LaneJob, state: GuardState) -> None:
+        """What the submit guard said, from a submit call or a look-up's probe (on the
+        loop). The submit command's own answer decides when there is one; otherwise the
+        job stays ``submitting`` and is looked up again (busy, in doubt, unreadable)."""
+        recheck = self._monotonic() + self.settings.absent_recheck_seconds
+        if state.kind == "answer":
+            self._read_answer(job, state)
+        elif state.kind == "stage_failed":
+            said = state.stderr.strip().splitlines()
+            detail = said[-1] if said else "no reason given"
+            self._fail(job, f"staging the workspace on {self.name} failed: {detail}")
+        elif state.kind == "no_lock":
+            self._fail(
+                job,
+                f"the login host of lane {self.name} cannot lock files below its "
+                f"scratch_root with flock(1), and vq submits only under that lock; "
+                f"nothing was submitted ({job.records})",
+            )
+        elif state.kind == "busy":
+            log.info(
+                "lane %s: an earlier submission of %s is still running on the login host; "
+                "waiting for its answer",
+                self.name,
+                job.job_id,
+            )
+            job.absent_checks, job.due = 0, recheck
+        else:
+            if state.kind == "in_doubt":
+                job.in_doubt = state.token
+            log.warning(
+                "lane %s: submission of %s is in doubt (%s); looking it up",
+                self.name,
+                job.job_id,
+                state.kind,
+            )
+            job.due = recheck
+
+    def _read_answer(self, job: LaneJob, state: GuardState) -> None:
+        answer = self.remote.parse_submit(job.job_id, state)
+        verdict = submit_verdict(answer)
+        if isinstance(answer, SubmitAccepted):
+            _fault_points.crash_point("after_sbatch")
+            job.in_doubt = job.supersede = None
+            self.adopt(job, answer.scheduler_job_id)
+        elif verdict == "unreached":
+            self._unreached(job, state.token, answer.detail)
+        elif verdict == "ambiguous":
+            job.in_doubt = state.token
+            log.warning(
+                "lane %s: the submit answer for %s is ambiguous (%s); looking it up",
+                self.name,
+                job.job_id,
+                answer.detail,
+            )
+            job.due = self._monotonic() + self.settings.absent_recheck_seconds
+        else:
+            self._fail(job, f"the scheduler refused the job: {answer.detail}")
+
+    def _unreached(self, job: LaneJob, token: str | None, detail: str) -> None:
+        """The submit command never reached the controller: nothing was submitted. The
+        job submits again after a growing delay (``poll_interval`` doubled per try, at
+        most ``backoff_seconds``), superseding exactly that call; it never fails for it."""
+        job.supersede, job.unreached = token, job.unreached + 1
+        delay = min(
+            self.settings.backoff_seconds,
+            self.settings.poll_interval * 2 ** min(job.unreached - 1, 16),
+        )
+        job.phase, job.due = "submit_retry", self._monotonic() + delay
+        reason = f"the scheduler could not be reached ({detail}); submitting again"
+        self._record(
+            job,
+            {"scheduler_state": "submit_retry", "scheduler_queued_reason": reason},
+            durable=False,
+        )
+        log.warning(
+            "lane %s: %s for %s; submitting again in %.0f s", self.name, detail, job.job_id, delay
+        )
 
     def _not_started(self, job: LaneJob, exc: TransportError) -> None:
         """The SSH call never reached the login host: nothing was staged or submitted. A
@@ -238,7 +336,11 @@ class SubmittingLane(ObservingLane):
         job.scheduler_job_id, job.phase, job.absent_checks = scheduler_job_id, "queued", 0
         self._record(
             job,
-            {"scheduler_job_id": scheduler_job_id, "scheduler_state": "queued"},
+            {
+                "scheduler_job_id": scheduler_job_id,
+                "scheduler_state": "queued",
+                "scheduler_queued_reason": None,
+            },
             event="dispatched",
         )
         if self.ctx.store.read(job.job_id).is_terminal:

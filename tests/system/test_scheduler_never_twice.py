@@ -1,0 +1,155 @@
+"""Never twice on a cluster: a slow ``sbatch`` outlives the daemon that started it or the SSH
+link it ran over, and a short slurmctld outage, on the testbed's real Slurm over real sshd.
+
+The login host's ``sbatch`` is the testbed's slow-submit wrapper
+(``scripts/testbed/slow_submit.sh``): a test's scratch directory holds the delay, and every
+call that reached it is logged beside it. Afterwards ``sacct`` must hold exactly one Slurm
+job per vq job, the one vq adopted, and the wrapper must have been called exactly once: the
+first ``sbatch`` lands after the daemon died or the link was cut, and it is the only one.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Vq, processes_with_env, wait_until
+from tests.system.slurm_lane import (
+    sacct_ids,
+    scratch,  # noqa: F401 - the fixture
+    slurm_lane_keys,
+    slurm_testbed,  # noqa: F401 - the fixture
+    ssh_local,
+    toml_table,
+    write_config,
+)
+from tests.testbed import SshTestbed, run_up
+from vq._proc_stat import is_alive
+
+#: How long the login host's sbatch stalls before it submits: well past the daemon's
+#: absence rechecks (2 s apart), as a controller at MaxJobCount stalls for minutes.
+SLOW_SBATCH_S = 12
+
+
+def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
+    write_config(vq, toml_table("hosts.cluster", slurm_lane_keys(testbed, root)))
+
+
+def _sbatch_calls(testbed: SshTestbed, root: str) -> list[str]:
+    calls = shlex.quote(f"{root}/.vq-testbed-submit-calls")
+    out = ssh_local(testbed, f"cat -- {calls} 2>/dev/null || true")
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def _cut_ssh(vq: Vq) -> int:
+    """Kill every ssh process of this test's daemon (its ControlMaster and mux clients):
+    the link drops mid-call, the remote sbatch goes on."""
+    daemon = vq.daemon_pid()
+    killed = 0
+    for pid in processes_with_env(f"VQ_STATE_DIR={vq.root}"):
+        if pid == daemon:
+            continue
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm == "ssh":
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def _finished(vq: Vq, job: str, timeout: float) -> dict[str, object]:
+    wait_until(lambda: vq.state(job) in {"COMPLETED", "FAILED", "ABORTED_BY_QUEUE"}, timeout)
+    return vq.spec(job)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("fault", ["daemon_killed", "ssh_cut"])
+def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+    fault: str,
+) -> None:
+    _configure(vq, slurm_testbed, scratch)
+    delay = shlex.quote(f"{scratch}/.vq-testbed-submit-delay")
+    ssh_local(slurm_testbed, f"echo {SLOW_SBATCH_S} > {delay}")
+    vq.start_daemon()
+    job = vq.submit("cluster", "--", "sh", "-c", "echo landed-once")
+    wait_until(lambda: _sbatch_calls(slurm_testbed, scratch), 60)
+    if fault == "daemon_killed":
+        pid = vq.daemon_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not is_alive(pid), 20)
+        vq.start_daemon()
+    else:
+        assert _cut_ssh(vq) >= 1
+    # While the first sbatch still stalls, nothing is resubmitted and nothing failed.
+    started = time.monotonic()
+    while time.monotonic() - started < SLOW_SBATCH_S / 2:
+        assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
+        assert vq.state(job) == "RUNNING"
+        time.sleep(0.5)
+    done = _finished(vq, job, 150)
+    assert done["state"] == "COMPLETED", done
+    assert (vq.root / "jobs" / job / "stdout.log").read_text() == "landed-once\n"
+    named = wait_until(lambda: sacct_ids(slurm_testbed, f"vq-{job}"), 60)
+    assert named == [done["scheduler_job_id"]]
+    assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
+
+
+def _slurmctld_pid() -> int | None:
+    try:
+        pid = int(Path("/run/slurmctld.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if is_alive(pid) else None
+
+
+@pytest.mark.timeout(240)
+def test_a_submit_during_a_slurmctld_outage_waits_and_lands_once(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+) -> None:
+    _configure(vq, slurm_testbed, scratch)
+    vq.start_daemon()
+    pid = _slurmctld_pid()
+    assert pid is not None, "the testbed's slurmctld is not running"
+    os.kill(pid, signal.SIGTERM)
+    try:
+        wait_until(lambda: not is_alive(pid), 30)
+        job = vq.submit("cluster", "--", "sh", "-c", "echo after-the-outage")
+        wait_until(lambda: vq.spec(job).get("scheduler_state") == "submit_retry", 60)
+        spec = vq.spec(job)
+        assert spec["state"] == "RUNNING" and spec["scheduler_job_id"] is None
+        assert "could not be reached" in str(spec.get("scheduler_queued_reason"))
+        status = vq.json("status", job)
+        assert status["state"] == "RUNNING"
+        # Still waiting a few retries later: a connect failure is never a refusal.
+        wait_until(lambda: len(_sbatch_calls_or_log(vq)) >= 2, 60)
+        assert vq.state(job) == "RUNNING"
+    finally:
+        up = run_up(VQ_TESTBED_SLURM="1")
+        assert up.returncode == 0, up.stderr[-2000:]
+    done = _finished(vq, job, 150)
+    assert done["state"] == "COMPLETED", done
+    assert (vq.root / "jobs" / job / "stdout.log").read_text() == "after-the-outage\n"
+    named = wait_until(lambda: sacct_ids(slurm_testbed, f"vq-{job}"), 60)
+    assert named == [done["scheduler_job_id"]]
+
+
+def _sbatch_calls_or_log(vq: Vq) -> list[str]:
+    """The daemon log's lines about a controller it could not reach."""
+    try:
+        text = (vq.root / "daemon.log").read_text()
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if "submitting again in" in line]
