@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from vq._proc_stat import is_alive
 
 #: How long the login host's sbatch stalls before it submits: well past the daemon's
 #: absence rechecks (2 s apart), as a controller at MaxJobCount stalls for minutes.
-SLOW_SBATCH_S = 12
+SLOW_SBATCH_S = 15
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
@@ -46,20 +47,24 @@ def _sbatch_calls(testbed: SshTestbed, root: str) -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
-def _cut_ssh(vq: Vq) -> int:
-    """Kill every ssh process of this test's daemon (its ControlMaster and mux clients):
-    the link drops mid-call, the remote sbatch goes on."""
+def _cut_ssh(vq: Vq, control_dir: Path) -> int:
+    """Kill every ssh process of this test's daemon: its clients (they carry its
+    environment) and its ControlMaster (ssh overwrites a master's environment with its
+    title, which names the private ``control_dir``). The link drops mid-call; the remote
+    sbatch goes on."""
     daemon = vq.daemon_pid()
+    ours = set(processes_with_env(f"VQ_STATE_DIR={vq.root}")) - {daemon}
     killed = 0
-    for pid in processes_with_env(f"VQ_STATE_DIR={vq.root}"):
-        if pid == daemon:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
         try:
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
             continue
-        if comm == "ssh":
-            os.kill(pid, signal.SIGKILL)
+        if comm == "ssh" and (int(entry) in ours or str(control_dir) in title):
+            os.kill(int(entry), signal.SIGKILL)
             killed += 1
     return killed
 
@@ -78,6 +83,10 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     fault: str,
 ) -> None:
     _configure(vq, slurm_testbed, scratch)
+    # A private SSH control directory: this daemon's own ControlMaster carries the link
+    # (not one another test's daemon left behind), so killing its ssh processes cuts it.
+    runtime = Path(tempfile.mkdtemp(prefix="vqx-", dir="/tmp"))
+    vq = Vq(vq.root, {**vq.env, "XDG_RUNTIME_DIR": str(runtime)})
     delay = shlex.quote(f"{scratch}/.vq-testbed-submit-delay")
     ssh_local(slurm_testbed, f"echo {SLOW_SBATCH_S} > {delay}")
     vq.start_daemon()
@@ -90,10 +99,10 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
         wait_until(lambda: not is_alive(pid), 20)
         vq.start_daemon()
     else:
-        assert _cut_ssh(vq) >= 1
+        assert _cut_ssh(vq, runtime) >= 2  # a client and the master
     # While the first sbatch still stalls, nothing is resubmitted and nothing failed.
     started = time.monotonic()
-    while time.monotonic() - started < SLOW_SBATCH_S / 2:
+    while time.monotonic() - started < SLOW_SBATCH_S - 3:
         assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
         assert vq.state(job) == "RUNNING"
         time.sleep(0.5)
