@@ -43,7 +43,6 @@ from vq.packing.script import render_script, sbatch_args
 
 __all__ = [
     "STAGED_SCRIPT",
-    "STAGE_FAILED",
     "Batch",
     "Element",
     "ElementEnding",
@@ -110,8 +109,6 @@ class ElementEnding:
 #: Where a packed array's batch script is staged in ``<work_root>/<alloc>/``, beside
 #: each slot's staged workspace ``<slot>/``.
 STAGED_SCRIPT = "_vq/job.sh"
-#: Exit statuses of the stage-and-submit command when staging failed: sbatch never ran.
-STAGE_FAILED = frozenset({96, 97})
 
 
 def element_task(element: Element) -> Task:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from vq.config import Settings
+from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
 from vq.errors import ConfigError
 from vq.packing import slurm_rounds, slurm_steps, slurm_text
 from vq.packing.evidence import parse_markers
@@ -46,13 +47,9 @@ _MARKERS = (
     '"$(head -c 16 "$s/_vq/exit-code" | tr -dc 0-9-)"; fi; done'
 )
 _SUBMIT = 'mkdir -p -- "$1" "$2" || exit 96; shift 2; exec "$@"'
-#: A packed array's allocation: the logs' directory, then its slots' workspaces and its
-#: script unpacked from the tar on stdin, then ``sbatch --parsable`` of that script.
-#: Exit 96 (no directory) or 97 (no unpack): sbatch never ran (``STAGE_FAILED``).
-_STAGE_SUBMIT = (
-    'mkdir -p -- "$1" "$2" || exit 96; tar -xf - -C "$2" --no-same-owner || exit 97; '
-    'shift 2; exec "$@"'
-)
+#: Under the submit guard: the logs' directory (Slurm opens the allocation's log before
+#: the script runs), then the submit command. Exit 96: no directory, sbatch never ran.
+_LOGS_THEN = 'mkdir -p -- "$1" || exit 96; shift; exec "$@"'
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
 #: A packed array's ended slots, as one tar on stdout: ``logs/<slot>.out`` and
 #: ``logs/<slot>.err`` (the last ``$3`` bytes of each log that exists, from a private
@@ -114,15 +111,38 @@ class PackRemote:
         return slurm_text.bounded(argv)
 
     @staticmethod
-    def stage_submit_command(log_root: str, allocation_work: str) -> list[str]:
-        """One remote command that makes ``log_root``, unpacks the tar on its stdin into
+    def stage_submit_command(
+        log_root: str,
+        allocation_work: str,
+        records: str,
+        token: str,
+        supersede: str | None = None,
+    ) -> list[str]:
+        """One remote command, under the submit guard of ``records``
+        (:mod:`vq.dialects.submit_guard`): unpack the tar on its stdin into
         ``allocation_work`` (``<work_root>/<alloc>``: each slot's workspace and the script
-        at ``STAGED_SCRIPT``), then runs ``sbatch --parsable`` of that script. Exit 96
-        or 97 (:data:`~vq.packing.lane_batch.STAGE_FAILED`): staging failed, sbatch never
-        ran."""
+        at ``STAGED_SCRIPT``), make ``log_root``, then run ``sbatch --parsable`` of that
+        script, unless an earlier call for this allocation already did (its recorded
+        answer) or still may (``busy``)."""
         script = f"{allocation_work}/{STAGED_SCRIPT}"
-        argv = ["sh", "-c", _STAGE_SUBMIT, "sh", log_root, allocation_work]
-        return slurm_text.bounded([*argv, "sbatch", "--parsable", script])
+        submit = slurm_text.bounded(
+            ["sh", "-c", _LOGS_THEN, "sh", log_root, "sbatch", "--parsable", script]
+        )
+        return guarded_submit_argv(
+            records, token, submit, workspace=allocation_work, supersede=supersede
+        )
+
+    def submit_guarded(self, command: list[str], stdin: bytes) -> GuardState:
+        """Run :meth:`stage_submit_command` (the staging tar on stdin; its deadline grows
+        by 1 s per MiB) and read the guard's answer. A transport failure raises: the
+        caller looks the allocation up."""
+        result = self.submit(command, stdin)
+        return parse_guard(_text(result.stdout), _text(result.stderr))
+
+    def submit_state(self, records: str) -> GuardState:
+        """What the submit guard of ``records`` holds (nothing is run)."""
+        result = self._run(probe_argv(records))
+        return parse_guard(_text(result.stdout), _text(result.stderr))
 
     def submit(self, command: list[str], stdin: bytes) -> RunResult:
         """Run :meth:`submit_command` (the script on stdin) or :meth:`stage_submit_command`

@@ -32,17 +32,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vq import _fault_points
 from vq._fs import atomic_write_bytes
+from vq.dialects.submit_guard import GuardState, records_dir
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import TransportError, VqError
 from vq.packing.lane_batch import (
-    STAGE_FAILED,
     STAGED_SCRIPT,
     Element,
     batch_script,
@@ -59,9 +60,8 @@ from vq.packing.profiles import PackingProfile
 from vq.packing.roster import RosterRefused
 from vq.packing.script import sbatch_args
 from vq.packing.slurm_text import ObservationError, parse_parsable
-from vq.transport.runner import RunResult
 
-from .jobs import ambiguous
+from .jobs import SubmitVerdict, ambiguous, controller_unreached
 from .packed_observe import ObservingPacks, PackedAllocation
 from .ports import PackRemotePort
 from .remote import pack_archive
@@ -79,6 +79,22 @@ class _Unstaged:
     """The archive could not be built: nothing reached the cluster (definite)."""
 
     reason: str
+
+
+def answer_verdict(state: GuardState) -> tuple[SubmitVerdict, str]:
+    """What sbatch's own answer inside the guard's ``answer`` means, with the receipt's
+    job id (``accepted``) or the words that decided (see
+    :func:`.jobs.submit_verdict`; an exit status of 0 without a readable receipt is
+    ambiguous)."""
+    if state.rc == 0:
+        try:
+            return "accepted", parse_parsable(state.stdout).job_id
+        except ObservationError as exc:
+            return "ambiguous", str(exc)
+    detail = state.stderr.strip()[-300:] or f"exit status {state.rc}"
+    if controller_unreached(detail):
+        return "unreached", detail
+    return ("ambiguous" if ambiguous(detail) else "refused"), detail
 
 
 class PackedLane(ObservingPacks):
@@ -115,7 +131,8 @@ class PackedLane(ObservingPacks):
         return [
             a.due
             for a in self.allocations.values()
-            if not a.busy and a.phase in ("submitting", "looking_up", "queued", "running")
+            if not a.busy
+            and a.phase in ("submitting", "submit_retry", "looking_up", "queued", "running")
         ]
 
     def advance(self, now: float) -> None:
@@ -128,6 +145,8 @@ class PackedLane(ObservingPacks):
                 self._submit(alloc)
             elif alloc.phase == "looking_up":
                 self._look_up(alloc)
+            elif alloc.phase == "submit_retry":
+                self._resubmit(alloc, supersede=alloc.supersede)
             elif alloc.phase in ("queued", "running") and alloc.job_id is not None:
                 due.append(alloc)
         if due:
@@ -240,20 +259,33 @@ class PackedLane(ObservingPacks):
         return self.lane.ctx.paths.lane_pack_intent(self.lane.name, allocation_id)
 
     # --- submit and look up -------------------------------------------------------------------
-    def _submit(self, alloc: PackedAllocation) -> None:
-        """Stage every slot's workspace and the script, then ``sbatch``, in one call."""
+    def records_of(self, alloc: PackedAllocation) -> str:
+        """The submit guard's records directory of this allocation (its identity names
+        one attempt of each element: a retry is another allocation)."""
+        return records_dir(self.lane.settings.scratch_root, f"vqp-{alloc.allocation_id}")
+
+    def _submit(self, alloc: PackedAllocation, supersede: str | None = None) -> None:
+        """Stage every slot's workspace and the script, then ``sbatch``, in one call under
+        the allocation's submit guard (``sbatch`` runs at most once per allocation unless
+        ``supersede`` names the exact call proved never submitted)."""
         remote, script = self.remote, alloc.script
         assert remote is not None and script is not None
-        command = remote.stage_submit_command(alloc.known[0].target.log_root, alloc.work)
+        command = remote.stage_submit_command(
+            alloc.known[0].target.log_root,
+            alloc.work,
+            self.records_of(alloc),
+            secrets.token_hex(8),
+            supersede,
+        )
         workspaces = [self.lane.ctx.paths.workspace(job) for job in alloc.keys]
         alloc.busy, alloc.phase = True, "submitting"
 
-        def work() -> RunResult | _Unstaged:
+        def work() -> GuardState | _Unstaged:
             try:
                 archive = pack_archive(workspaces, script, STAGED_SCRIPT)
             except OSError as exc:
                 return _Unstaged(f"the workspaces could not be read for staging: {exc}")
-            return remote.submit(command, archive)
+            return remote.submit_guarded(command, archive)
 
         self.lane.run_on_worker(work, lambda r: self._submitted(alloc, r))
 
@@ -262,24 +294,9 @@ class PackedLane(ObservingPacks):
         if isinstance(result, _Unstaged):  # nothing was sent
             self._fail_all(alloc, result.reason)
             return
-        if isinstance(result, RunResult) and result.rc in STAGE_FAILED:
-            detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
-            self._fail_all(alloc, f"staging the workspaces on {self.lane.name} failed: {detail}")
+        if isinstance(result, GuardState):
+            self._answered(alloc, result)
             return
-        if isinstance(result, RunResult) and result.rc == 0:
-            try:
-                receipt = parse_parsable(result.stdout.decode("utf-8", "replace"))
-            except ObservationError as exc:
-                result = exc  # an unreadable receipt: ambiguous
-            else:
-                _fault_points.crash_point("packed_after_sbatch")
-                self.adopt(alloc, receipt.job_id)
-                return
-        if isinstance(result, RunResult) and result.rc not in (0, 255):
-            detail = result.stderr.decode("utf-8", "replace").strip()[-300:]
-            if not ambiguous(detail):
-                self._fail_all(alloc, f"the scheduler refused the allocation: {detail}")
-                return
         if isinstance(result, TransportError):
             self.lane.host_failed(result)
         log.warning(
@@ -291,27 +308,119 @@ class PackedLane(ObservingPacks):
         alloc.phase = "looking_up"
         alloc.due = self.lane.monotonic() + self.lane.settings.absent_recheck_seconds
 
+    def _answered(self, alloc: PackedAllocation, state: GuardState) -> None:
+        """What the submit guard said, from a submit call or a look-up's probe (on the
+        loop): sbatch's own answer decides when there is one (adopt, refuse, or retry an
+        unreachable controller); otherwise the allocation is looked up again."""
+        recheck = self.lane.monotonic() + self.lane.settings.absent_recheck_seconds
+        if state.kind == "answer":
+            verdict, said = answer_verdict(state)
+            if verdict == "accepted":
+                _fault_points.crash_point("packed_after_sbatch")
+                alloc.in_doubt = alloc.supersede = None
+                self.adopt(alloc, said)
+                return
+            if verdict == "unreached":
+                self._unreached(alloc, state.token, said)
+                return
+            if verdict == "refused":
+                self._fail_all(alloc, f"the scheduler refused the allocation: {said}")
+                return
+            alloc.in_doubt = state.token
+        elif state.kind == "stage_failed":
+            detail = state.stderr.strip()[-300:] or "no reason given"
+            self._fail_all(alloc, f"staging the workspaces on {self.lane.name} failed: {detail}")
+            return
+        elif state.kind == "no_lock":
+            self._fail_all(
+                alloc,
+                f"the login host of lane {self.lane.name} cannot lock files below its "
+                "scratch_root with flock(1), and vq submits only under that lock; nothing "
+                "was submitted",
+            )
+            return
+        elif state.kind == "busy":
+            alloc.absent_looks = 0
+        elif state.kind == "in_doubt":
+            alloc.in_doubt = state.token
+        log.warning(
+            "lane %s: submission of allocation %s is %s; looking it up",
+            self.lane.name,
+            alloc.allocation_id,
+            "still running on the login host" if state.kind == "busy" else "in doubt",
+        )
+        alloc.phase, alloc.due = "looking_up", recheck
+
+    def _unreached(self, alloc: PackedAllocation, token: str | None, detail: str) -> None:
+        """sbatch never reached the controller: nothing was submitted. The allocation is
+        submitted again after a growing delay, superseding exactly that call."""
+        settings = self.lane.settings
+        alloc.supersede, alloc.unreached = token, alloc.unreached + 1
+        delay = min(
+            settings.backoff_seconds, settings.poll_interval * 2 ** min(alloc.unreached - 1, 16)
+        )
+        alloc.phase, alloc.due = "submit_retry", self.lane.monotonic() + delay
+        reason = f"the scheduler could not be reached ({detail}); submitting again"
+        for element in alloc.members:
+            self._record(
+                element,
+                {"scheduler_state": "submit_retry", "scheduler_queued_reason": reason},
+                durable=False,
+            )
+        log.warning(
+            "lane %s: allocation %s: %s; submitting again in %.0f s",
+            self.lane.name,
+            alloc.allocation_id,
+            detail,
+            delay,
+        )
+
     def _look_up(self, alloc: PackedAllocation) -> None:
         remote = self.remote
         assert remote is not None
         alloc.busy = True
-        since = alloc.known[1].window_start()
-        self.lane.run_on_worker(
-            lambda: remote.allocation_jobs(alloc.allocation_id, since),
-            lambda result: self._looked_up(alloc, result),
-        )
+        since, records = alloc.known[1].window_start(), self.records_of(alloc)
+
+        def work() -> tuple[GuardState, list[str] | None]:
+            state = remote.submit_state(records)
+            if state.kind in ("busy", "no_lock") or (
+                state.kind == "answer" and answer_verdict(state)[0] != "ambiguous"
+            ):
+                return state, None  # the guard's answer decides
+            return state, remote.allocation_jobs(alloc.allocation_id, since)
+
+        self.lane.run_on_worker(work, lambda result: self._looked_up(alloc, result))
 
     def _looked_up(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
         retry = self.lane.monotonic() + self.lane.settings.absent_recheck_seconds
-        if not isinstance(result, list):
+        if not isinstance(result, tuple):
             if isinstance(result, TransportError):
                 self.lane.host_failed(result)
             log.warning("lane %s: look-up of %s failed: %s", self.lane.name, alloc, result)
             alloc.due = retry  # not evidence either way
             return
+        state, found = result
+        if found is None:
+            self._answered(alloc, state)
+            return
+        if state.kind == "none" and len(found) <= 1:
+            # No call ever started sbatch under the guard (and none can without it). An
+            # allocation an older daemon submitted without the guard is still adopted.
+            if found:
+                self.adopt(alloc, found[0])
+            else:
+                log.info(
+                    "lane %s: allocation %s never reached sbatch; submitting it now",
+                    self.lane.name,
+                    alloc.allocation_id,
+                )
+                self._resubmit(alloc)
+            return
+        if state.kind in ("in_doubt", "answer"):
+            alloc.in_doubt = state.token
         decision = decide(
-            result,
+            found,
             absent_looks=alloc.absent_looks,
             accounting=self.lane.settings.accounting == "sacct",
         )
@@ -321,11 +430,11 @@ class PackedLane(ObservingPacks):
         elif decision.action == "look_again":
             alloc.due = retry
         elif decision.action == "not_submitted":
-            self._resubmit(alloc)
+            self._resubmit(alloc, supersede=alloc.in_doubt)
         else:
             self.mark_reattach_failed(alloc, decision.reason)
 
-    def _resubmit(self, alloc: PackedAllocation) -> None:
+    def _resubmit(self, alloc: PackedAllocation, supersede: str | None = None) -> None:
         """Submit again under the same identity: the script is rebuilt from the intent's
         elements and must hash to what the intent recorded."""
         if alloc.script is None:
@@ -347,7 +456,7 @@ class PackedLane(ObservingPacks):
             self.lane.name,
             alloc.allocation_id,
         )
-        self._submit(alloc)
+        self._submit(alloc, supersede)
 
     def adopt(
         self, alloc: PackedAllocation, job_id: str, *, elements: Iterable[str] | None = None

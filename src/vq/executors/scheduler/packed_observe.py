@@ -71,6 +71,12 @@ class PackedAllocation:
     busy: bool = False
     due: float = 0.0
     absent_looks: int = 0
+    #: The submit guard's token of a call in doubt (the scheduler decides), of a call
+    #: proved never submitted (the next call supersedes it), and how many submits could
+    #: not reach the controller so far (the retry backoff).
+    in_doubt: str | None = None
+    supersede: str | None = None
+    unreached: int = 0
     kills: set[str] = field(default_factory=set)
     copy_tries: dict[str, int] = field(default_factory=dict)
 

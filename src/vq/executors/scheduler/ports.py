@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from vq.dialects.submit_guard import GuardState
 from vq.domain.events import EventKind
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.paths import StatePaths
-from vq.transport.runner import Runner, RunResult
+from vq.transport.runner import Runner
 
 __all__ = ["LaneContext", "LaneLifecycle", "Moved", "PackRemoteFor", "PackRemotePort", "SpecReader"]
 
@@ -84,9 +85,18 @@ class PackRemotePort(Protocol):
     """The bounded Slurm reads and writes of packed allocations
     (:class:`vq.services.pack_remote.PackRemote`), as a lane uses them."""
 
-    def stage_submit_command(self, log_root: str, allocation_work: str) -> list[str]: ...
+    def stage_submit_command(
+        self,
+        log_root: str,
+        allocation_work: str,
+        records: str,
+        token: str,
+        supersede: str | None = None,
+    ) -> list[str]: ...
 
-    def submit(self, command: list[str], stdin: bytes) -> RunResult: ...
+    def submit_guarded(self, command: list[str], stdin: bytes) -> GuardState: ...
+
+    def submit_state(self, records: str) -> GuardState: ...
 
     def observe_round(self, watched: Sequence[Watched], since: str) -> list[RoundAnswer]: ...
 
