@@ -99,6 +99,10 @@ def test_job_id_adopts_the_allocation_for_every_element(
     jobs, alloc = [s["id"] for s in specs], specs[0]["scheduler_pack_id"]
     real = wait_until(lambda: _jobs_named(slurm_testbed, alloc), 30)
     assert len(real) == 1
+    # The submit guard's recorded answer would settle it: model a guard that died between
+    # sbatch's answer and its record (started, no status), so only Slurm can tell.
+    records = f"{remote_root}/scratch/.vibeqc-cluster/submits/vqp-{alloc}"
+    _ssh(slurm_testbed, f"test -f {records}/started && rm -f {records}/rc")
     # A second job under the allocation's exact name and comment: the look-up by
     # identity cannot tell which is ours, so the allocation is in doubt.
     foreign = _ssh(
