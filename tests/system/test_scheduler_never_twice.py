@@ -10,6 +10,7 @@ first ``sbatch`` lands after the daemon died or the link was cut, and it is the 
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -21,6 +22,7 @@ import pytest
 
 from tests.conftest import Vq, processes_with_env, wait_until
 from tests.system.slurm_lane import (
+    pack_profile_tables,
     sacct_ids,
     scratch,  # noqa: F401 - the fixture
     slurm_lane_keys,
@@ -38,7 +40,10 @@ SLOW_SBATCH_S = 15
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
-    write_config(vq, toml_table("hosts.cluster", slurm_lane_keys(testbed, root)))
+    """A Slurm lane with its scratch in ``root`` and the ``tb`` packing profile's work and
+    logs below ``root`` too: the slow-submit file in ``root`` slows both kinds of sbatch."""
+    lane = toml_table("hosts.cluster", slurm_lane_keys(testbed, root))
+    write_config(vq, lane, pack_profile_tables(root))
 
 
 def _sbatch_calls(testbed: SshTestbed, root: str) -> list[str]:
@@ -75,12 +80,14 @@ def _finished(vq: Vq, job: str, timeout: float) -> dict[str, object]:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("kind", ["plain", "packed"])
 @pytest.mark.parametrize("fault", ["daemon_killed", "ssh_cut"])
 def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
     scratch: str,  # noqa: F811
     fault: str,
+    kind: str,
 ) -> None:
     _configure(vq, slurm_testbed, scratch)
     # A private SSH control directory: this daemon's own ControlMaster carries the link
@@ -90,7 +97,23 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     delay = shlex.quote(f"{scratch}/.vq-testbed-submit-delay")
     ssh_local(slurm_testbed, f"echo {SLOW_SBATCH_S} > {delay}")
     vq.start_daemon()
-    job = vq.submit("cluster", "--", "sh", "-c", "echo landed-once")
+    if kind == "plain":
+        jobs = [vq.submit("cluster", "--", "sh", "-c", "echo landed-once")]
+    else:
+        done = vq.run(
+            "submit",
+            "cluster",
+            "--json",
+            "--array",
+            "0-1",
+            "--pack",
+            "tb",
+            "--",
+            "sh",
+            "-c",
+            "echo landed-once",
+        )
+        jobs = [job["id"] for job in json.loads(done.stdout)["jobs"]]
     wait_until(lambda: _sbatch_calls(slurm_testbed, scratch), 60)
     if fault == "daemon_killed":
         pid = vq.daemon_pid()
@@ -104,13 +127,17 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     started = time.monotonic()
     while time.monotonic() - started < SLOW_SBATCH_S - 3:
         assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
-        assert vq.state(job) == "RUNNING"
+        assert {vq.state(job) for job in jobs} == {"RUNNING"}
         time.sleep(0.5)
-    done = _finished(vq, job, 150)
-    assert done["state"] == "COMPLETED", done
-    assert (vq.root / "jobs" / job / "stdout.log").read_text() == "landed-once\n"
-    named = wait_until(lambda: sacct_ids(slurm_testbed, f"vq-{job}"), 60)
-    assert named == [done["scheduler_job_id"]]
+    for job in jobs:
+        done_spec = _finished(vq, job, 150)
+        assert done_spec["state"] == "COMPLETED", done_spec
+        assert (vq.root / "jobs" / job / "stdout.log").read_text() == "landed-once\n"
+    receipts = {vq.spec(job)["scheduler_job_id"] for job in jobs}
+    assert len(receipts) == 1
+    name = f"vq-{jobs[0]}" if kind == "plain" else f"vqp-{vq.spec(jobs[0])['scheduler_pack_id']}"
+    named = wait_until(lambda: sacct_ids(slurm_testbed, name), 60)
+    assert named == sorted(receipts)
     assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
 
 
