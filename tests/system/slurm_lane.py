@@ -8,6 +8,9 @@
   removed afterwards; packing tests import it as ``remote_root``.
 * :func:`ssh_on` / :func:`ssh_local`: one command on a testbed host as the testbed user.
 * :func:`sacct_ids`: the Slurm job ids accounting holds under a job name (last hour).
+* The slow-submit fault (``scripts/testbed/slow_submit.sh``, the testbed's ``sbatch``):
+  :func:`configure_slow_lane`, :func:`set_submit_delay`, :func:`submit_calls`; and
+  :func:`cut_ssh`, which drops a daemon's SSH link mid-call.
 * The config: :data:`LANE_TIMING` (the fast polling and backoff every lane test uses),
   :func:`slurm_lane_keys` (``[hosts.cluster]`` as a Slurm lane on ``vq-local``),
   :func:`toml_table`, :func:`pack_profile_tables` (the ``tb`` profile: two one-CPU tasks
@@ -19,7 +22,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Vq
+from tests.conftest import Vq, processes_with_env
 from tests.testbed import TB, SshTestbed, _read_env, read_testbed, run_up, unavailable
 
 #: Poll every second, no RPC throttling, quick copy-back retries and absence rechecks:
@@ -167,3 +172,53 @@ def write_config(vq: Vq, *tables: str) -> None:
     config = Path(vq.env["VQ_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text("\n".join(tables))
+
+
+def configure_slow_lane(vq: Vq, testbed: SshTestbed, root: str) -> None:
+    """A Slurm lane with its scratch in ``root`` and the ``tb`` packing profile's work and
+    logs below ``root`` too: a delay set in ``root`` slows both kinds of sbatch."""
+    lane = toml_table("hosts.cluster", slurm_lane_keys(testbed, root))
+    write_config(vq, lane, pack_profile_tables(root))
+
+
+def set_submit_delay(testbed: SshTestbed, root: str, seconds: int | None) -> None:
+    """Make every sbatch of a script below ``root`` stall ``seconds`` first (None: no
+    more stalls) through the testbed's slow-submit wrapper."""
+    delay = shlex.quote(f"{root}/.vq-testbed-submit-delay")
+    if seconds is None:
+        ssh_local(testbed, f"rm -f -- {delay}")
+    else:
+        ssh_local(testbed, f"echo {int(seconds)} > {delay}")
+
+
+def submit_calls(testbed: SshTestbed, root: str) -> list[str]:
+    """One line per sbatch call the slow-submit wrapper saw below ``root`` (while a
+    delay was set, zero seconds included)."""
+    calls = shlex.quote(f"{root}/.vq-testbed-submit-calls")
+    out = ssh_local(testbed, f"cat -- {calls} 2>/dev/null || true")
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def cut_ssh(vq: Vq, control_dir: Path) -> int:
+    """Kill every ssh process of ``vq``'s daemon, whose ``XDG_RUNTIME_DIR`` is the private
+    ``control_dir``: its clients (they carry its environment) and its ControlMaster (ssh
+    overwrites a master's environment with its title, which names ``control_dir``). The
+    link drops mid-call; a remote command goes on. Returns how many were killed."""
+    daemon = vq.daemon_pid()
+    ours = set(processes_with_env(f"VQ_STATE_DIR={vq.root}")) - {daemon}
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if comm == "ssh" and (int(entry) in ours or str(control_dir) in title):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed += 1
+    return killed

@@ -10,15 +10,25 @@ runs a bounded plan, the slow suite (``make soak``) the issue's 50 submits.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
+from tests.system.slurm_lane import (
+    configure_slow_lane,
+    cut_ssh,
+    sacct_ids,
+    set_submit_delay,
+    slurm_testbed,  # noqa: F401 - the fixture
+    submit_calls,
+)
 from tests.system.test_scheduler_slurm import (
     _configure,
     _ssh,
@@ -122,3 +132,99 @@ def test_random_daemon_kills_across_50_submits(
     seed: int,
 ) -> None:
     _run_chaos(vq, slurm_testbed, scratch, jobs=50, kills=12, seed=seed)
+
+
+# --- slow sbatch: daemon kills and SSH cuts while submissions stall --------------------------
+def _run_slow_submit_chaos(
+    vq: Vq, testbed: SshTestbed, root: str, *, plain: int, packed: int, events: int, seed: int
+) -> None:
+    """Plain jobs and packed two-element arrays go to the lane while the login host's
+    sbatch stalls 0, 4 or 8 s per call (the testbed's slow-submit wrapper); after a
+    random part of the submissions, once their sbatch started, at a random moment of the
+    stall the daemon is SIGKILLed and restarted, or its SSH processes (clients and
+    ControlMaster) are killed. Then every job must have completed once: ``sacct`` holds
+    exactly one Slurm job per plain job and per allocation, the one vq adopted, and the
+    wrapper saw exactly one sbatch per plain job and per allocation."""
+    rng = random.Random(seed)
+    configure_slow_lane(vq, testbed, root)
+    runtime = Path(tempfile.mkdtemp(prefix="vqx-", dir="/tmp"))
+    vq = Vq(vq.root, {**vq.env, "XDG_RUNTIME_DIR": str(runtime)})
+    vq.start_daemon()
+    kinds = ["plain"] * plain + ["packed"] * packed
+    rng.shuffle(kinds)
+    singles: list[str] = []
+    arrays: list[list[str]] = []
+    left = events
+    for kind in kinds:
+        delay = rng.choice([0, 4, 8])
+        set_submit_delay(testbed, root, delay)
+        before = len(submit_calls(testbed, root))
+        if kind == "plain":
+            singles.append(vq.submit("cluster", "--", "sh", "-c", "echo ran"))
+        else:
+            done = vq.run(
+                "submit",
+                "cluster",
+                "--json",
+                "--array",
+                "0-1",
+                "--pack",
+                "tb",
+                "--",
+                "sh",
+                "-c",
+                "echo ran",
+            )
+            arrays.append([job["id"] for job in json.loads(done.stdout)["jobs"]])
+        if left and rng.random() < events / len(kinds) * 1.5:
+            # Once this submission's sbatch started, anywhere in its stall or just after.
+            # (Not a check: a sbatch queued behind slower ones may start later.)
+            give_up = time.monotonic() + 30
+            while len(submit_calls(testbed, root)) <= before and time.monotonic() < give_up:
+                time.sleep(0.5)
+            time.sleep(rng.uniform(0, delay + 1))
+            if rng.random() < 0.5:
+                _kill_and_restart(vq)
+            else:
+                cut_ssh(vq, runtime)
+            left -= 1
+    set_submit_delay(testbed, root, 0)  # no more stalls; calls are still counted
+    everything = singles + [job for array in arrays for job in array]
+    wait_until(lambda: all(vq.state(j) in TERMINAL for j in everything), 240)
+    vq.stop_daemon()
+    for job in everything:
+        spec = vq.spec(job)
+        assert spec["state"] == "COMPLETED", (seed, job, spec)
+        assert (vq.root / "jobs" / job / "stdout.log").read_text() == "ran\n", (seed, job)
+    expected: dict[str, str] = {f"vq-{job}": vq.spec(job)["scheduler_job_id"] for job in singles}
+    for array in arrays:
+        specs = [vq.spec(job) for job in array]
+        assert len({s["scheduler_job_id"] for s in specs}) == 1, (seed, specs)
+        expected[f"vqp-{specs[0]['scheduler_pack_id']}"] = specs[0]["scheduler_job_id"]
+    wait_until(lambda: all(sacct_ids(testbed, name) for name in expected), 60)
+    for name, receipt in expected.items():
+        assert sacct_ids(testbed, name) == [receipt], (seed, name)
+    assert len(submit_calls(testbed, root)) == len(expected), (seed, submit_calls(testbed, root))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("seed", [int(os.environ.get("VQ_CHAOS_SEED", "0")) or 28028])
+def test_kills_and_ssh_cuts_during_slow_sbatch_never_run_a_job_twice(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+    seed: int,
+) -> None:
+    _run_slow_submit_chaos(vq, slurm_testbed, scratch, plain=4, packed=2, events=4, seed=seed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("seed", [int(os.environ.get("VQ_CHAOS_SEED", "0")) or 28280])
+def test_kills_and_ssh_cuts_during_slow_sbatch_long(
+    vq: Vq,
+    slurm_testbed: SshTestbed,  # noqa: F811
+    scratch: str,  # noqa: F811
+    seed: int,
+) -> None:
+    _run_slow_submit_chaos(vq, slurm_testbed, scratch, plain=24, packed=10, events=20, seed=seed)

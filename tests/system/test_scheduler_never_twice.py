@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import tempfile
 import time
@@ -20,16 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Vq, processes_with_env, wait_until
+from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
-    pack_profile_tables,
+    configure_slow_lane,
+    cut_ssh,
     sacct_ids,
     scratch,  # noqa: F401 - the fixture
-    slurm_lane_keys,
+    set_submit_delay,
     slurm_testbed,  # noqa: F401 - the fixture
-    ssh_local,
-    toml_table,
-    write_config,
+    submit_calls,
 )
 from tests.testbed import SshTestbed, run_up
 from vq._proc_stat import is_alive
@@ -37,41 +35,6 @@ from vq._proc_stat import is_alive
 #: How long the login host's sbatch stalls before it submits: well past the daemon's
 #: absence rechecks (2 s apart), as a controller at MaxJobCount stalls for minutes.
 SLOW_SBATCH_S = 15
-
-
-def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:
-    """A Slurm lane with its scratch in ``root`` and the ``tb`` packing profile's work and
-    logs below ``root`` too: the slow-submit file in ``root`` slows both kinds of sbatch."""
-    lane = toml_table("hosts.cluster", slurm_lane_keys(testbed, root))
-    write_config(vq, lane, pack_profile_tables(root))
-
-
-def _sbatch_calls(testbed: SshTestbed, root: str) -> list[str]:
-    calls = shlex.quote(f"{root}/.vq-testbed-submit-calls")
-    out = ssh_local(testbed, f"cat -- {calls} 2>/dev/null || true")
-    return [line for line in out.splitlines() if line.strip()]
-
-
-def _cut_ssh(vq: Vq, control_dir: Path) -> int:
-    """Kill every ssh process of this test's daemon: its clients (they carry its
-    environment) and its ControlMaster (ssh overwrites a master's environment with its
-    title, which names the private ``control_dir``). The link drops mid-call; the remote
-    sbatch goes on."""
-    daemon = vq.daemon_pid()
-    ours = set(processes_with_env(f"VQ_STATE_DIR={vq.root}")) - {daemon}
-    killed = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            comm = Path(f"/proc/{entry}/comm").read_text().strip()
-            title = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if comm == "ssh" and (int(entry) in ours or str(control_dir) in title):
-            os.kill(int(entry), signal.SIGKILL)
-            killed += 1
-    return killed
 
 
 def _finished(vq: Vq, job: str, timeout: float) -> dict[str, object]:
@@ -89,13 +52,12 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     fault: str,
     kind: str,
 ) -> None:
-    _configure(vq, slurm_testbed, scratch)
+    configure_slow_lane(vq, slurm_testbed, scratch)
     # A private SSH control directory: this daemon's own ControlMaster carries the link
     # (not one another test's daemon left behind), so killing its ssh processes cuts it.
     runtime = Path(tempfile.mkdtemp(prefix="vqx-", dir="/tmp"))
     vq = Vq(vq.root, {**vq.env, "XDG_RUNTIME_DIR": str(runtime)})
-    delay = shlex.quote(f"{scratch}/.vq-testbed-submit-delay")
-    ssh_local(slurm_testbed, f"echo {SLOW_SBATCH_S} > {delay}")
+    set_submit_delay(slurm_testbed, scratch, SLOW_SBATCH_S)
     vq.start_daemon()
     if kind == "plain":
         jobs = [vq.submit("cluster", "--", "sh", "-c", "echo landed-once")]
@@ -114,7 +76,7 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
             "echo landed-once",
         )
         jobs = [job["id"] for job in json.loads(done.stdout)["jobs"]]
-    wait_until(lambda: _sbatch_calls(slurm_testbed, scratch), 60)
+    wait_until(lambda: submit_calls(slurm_testbed, scratch), 60)
     if fault == "daemon_killed":
         pid = vq.daemon_pid()
         assert pid is not None
@@ -122,11 +84,11 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
         wait_until(lambda: not is_alive(pid), 20)
         vq.start_daemon()
     else:
-        assert _cut_ssh(vq, runtime) >= 2  # a client and the master
+        assert cut_ssh(vq, runtime) >= 2  # a client and the master
     # While the first sbatch still stalls, nothing is resubmitted and nothing failed.
     started = time.monotonic()
     while time.monotonic() - started < SLOW_SBATCH_S - 3:
-        assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
+        assert len(submit_calls(slurm_testbed, scratch)) == 1
         assert {vq.state(job) for job in jobs} == {"RUNNING"}
         time.sleep(0.5)
     for job in jobs:
@@ -138,7 +100,7 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     name = f"vq-{jobs[0]}" if kind == "plain" else f"vqp-{vq.spec(jobs[0])['scheduler_pack_id']}"
     named = wait_until(lambda: sacct_ids(slurm_testbed, name), 60)
     assert named == sorted(receipts)
-    assert len(_sbatch_calls(slurm_testbed, scratch)) == 1
+    assert len(submit_calls(slurm_testbed, scratch)) == 1
 
 
 def _slurmctld_pid() -> int | None:
@@ -155,7 +117,7 @@ def test_a_submit_during_a_slurmctld_outage_waits_and_lands_once(
     slurm_testbed: SshTestbed,  # noqa: F811
     scratch: str,  # noqa: F811
 ) -> None:
-    _configure(vq, slurm_testbed, scratch)
+    configure_slow_lane(vq, slurm_testbed, scratch)
     vq.start_daemon()
     pid = _slurmctld_pid()
     assert pid is not None, "the testbed's slurmctld is not running"
