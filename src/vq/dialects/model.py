@@ -144,7 +144,9 @@ class Query(Generic[T]):
 # --------------------------------------------------------------------------------------
 # answers
 # --------------------------------------------------------------------------------------
-ParseFailureKind = Literal["empty", "garbage", "partial", "command_failed"]
+#: ``timed_out``: the command was stopped on the scheduler host after its time limit (a
+#: slow or hung scheduler command: the host itself answered).
+ParseFailureKind = Literal["empty", "garbage", "partial", "command_failed", "timed_out"]
 
 
 @dataclass(frozen=True, slots=True)

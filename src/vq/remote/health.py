@@ -2,8 +2,10 @@
 
 A transport failure changes only this file: it never marks a job failed. Fields:
 
-- ``status``: ``ok`` (the last call got an answer), ``unreachable`` (a transient
-  failure: no connection, a timeout, a dropped call), ``invalid`` (the host answered but
+- ``status``: ``ok`` (the last call got an answer), ``slow`` (the host answered but a
+  scheduler command on it did not finish within its limit: a hung ``squeue``, a
+  controller under load; the lane backs off, the host is not lost), ``unreachable`` (a
+  transient failure: no connection, a timeout, a dropped call), ``invalid`` (the host answered but
   cannot be trusted or used: unknown or changed host key, refused credentials, no
   working ``vq``, a newer spec version), or ``down`` (administratively marked).
 - ``last_ok_at`` / ``last_error`` / ``consecutive_failures`` / ``rtt_ms`` /
@@ -36,9 +38,10 @@ __all__ = [
     "read_health",
     "record_failure",
     "record_ok",
+    "record_slow",
 ]
 
-HostStatus = Literal["ok", "unreachable", "invalid", "down", "unknown"]
+HostStatus = Literal["ok", "slow", "unreachable", "invalid", "down", "unknown"]
 
 _BACKOFF_FIRST_S = 2.0
 _BACKOFF_MAX_S = 300.0
@@ -124,6 +127,20 @@ def record_ok(
     health.last_error = health.last_error_reference = None
     if vq_version is not None:
         health.vq_version = vq_version
+    _write(state_root, health)
+    return health
+
+
+def record_slow(state_root: Path, name: str, detail: str, rtt_ms: float) -> HostHealth:
+    """The host answered, but a scheduler command on it ran out of time: ``slow``, with
+    what timed out as ``last_error``. Not a failure of the host: no probe backoff, and
+    ``last_ok_at`` (the host's last answer) moves on."""
+    health = read_health(state_root, name)
+    now = _now().isoformat()
+    health.status, health.last_ok_at, health.last_attempt_at = "slow", now, now
+    health.consecutive_failures, health.next_probe_at = 0, None
+    health.rtt_ms = round(rtt_ms, 1)
+    health.last_error, health.last_error_reference = detail, "scheduler-slow"
     _write(state_root, health)
     return health
 

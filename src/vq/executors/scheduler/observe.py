@@ -33,7 +33,7 @@ from vq.dialects import (
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.hosts_config import LaneSettings
-from vq.remote.health import record_failure, record_ok
+from vq.remote.health import record_failure, record_ok, record_slow
 
 from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
 from .outcome import TokenBucket, ending
@@ -118,6 +118,8 @@ class ObservingLane:
         report, records, elapsed_ms = result
         if isinstance(report, ParseFailure):
             log.warning("lane %s: status unreadable (%s)", self.name, report.detail)
+            if report.kind == "timed_out":
+                record_slow(self.ctx.paths.root, self.name, report.detail, elapsed_ms)
             if ambiguous(report.detail):
                 self._back_off(report.detail)
             return
@@ -372,4 +374,6 @@ class ObservingLane:
 
     def _back_off(self, why: str) -> None:
         self._backoff_until = self._monotonic() + self.settings.backoff_seconds
-        log.warning("lane %s: unreachable (%s); backing off", self.name, why)
+        log.warning(
+            "lane %s: backing off for %.0f s (%s)", self.name, self.settings.backoff_seconds, why
+        )

@@ -58,6 +58,9 @@ MAX_TRANSFER_BYTES = 512 << 20
 
 T = TypeVar("T")
 
+#: ``timeout``'s exit status when it stopped the command, and after it had to kill it.
+_TIMED_OUT, _KILLED = 124, 137
+
 _PACK = 'cd -- "$1" && tar -cf - .'
 _CAT_IF = 'if [ -f "$1" ]; then cat -- "$1"; else exit 3; fi'
 
@@ -133,9 +136,26 @@ class LaneRemote:
         return f"{self.workspace(job_id)}/{SCRIPT_NAME}"
 
     # --- queries ---------------------------------------------------------------------------
+    @property
+    def query_limit(self) -> float:
+        """How long a scheduler query may run on the login host before it is stopped
+        there: a few seconds inside the SSH call's deadline, so a hung ``squeue`` comes
+        back as a slow scheduler (the host answered), never as a lost host."""
+        return max(1.0, self.deadline - 3.0)
+
     def ask(self, query: Query[T]) -> T | ParseFailure:
-        """Run ``query`` on the login host and parse the answer (TransportError raises)."""
-        result = self.runner.run(list(query.argv), deadline_s=self.deadline)
+        """Run ``query`` on the login host under ``timeout`` (:attr:`query_limit`) and
+        parse the answer; a query stopped there is a ``timed_out`` failure (never
+        evidence about a job). A transport failure raises TransportError."""
+        limit = f"{self.query_limit:g}"
+        result = self.runner.run(
+            ["timeout", "-k", "1", limit, *query.argv], deadline_s=self.deadline
+        )
+        if result.rc in (_TIMED_OUT, _KILLED) and not result.stdout.strip():
+            command = next((w for w in query.argv if w != "env" and "=" not in w), "query")
+            return ParseFailure(
+                command, "timed_out", f"{command} timed out: no answer within {limit} s"
+            )
         return query.parse(
             CommandResult(
                 result.rc,

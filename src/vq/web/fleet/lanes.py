@@ -6,7 +6,7 @@
 jobs, and answers one summary per lane, in name order::
 
     {"name", "kind": "slurm"|"torque", "tracked", "queued", "running",
-     "status": "ok"|"unreachable"|"invalid"|"unknown", "last_ok_at", "last_attempt_at",
+     "status": "ok"|"slow"|"unreachable"|"invalid"|"unknown", "last_ok_at", "last_attempt_at",
      "last_error", "warnings": [{"job", "code", "message", "hint"}]}
 
 ``tracked`` counts the lane's unfinished jobs; ``queued`` those not yet running (PENDING
