@@ -34,7 +34,7 @@ from vq._proc_stat import is_alive
 
 #: How long the login host's sbatch stalls before it submits: well past the daemon's
 #: absence rechecks (2 s apart), as a controller at MaxJobCount stalls for minutes.
-SLOW_SBATCH_S = 15
+SLOW_SBATCH_S = 12
 
 
 def _finished(vq: Vq, job: str, timeout: float) -> dict[str, object]:
