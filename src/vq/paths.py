@@ -30,9 +30,10 @@ Layout (single user)::
       drain.json  throttle.json  daemon_capacity.json
       rpc-audit.jsonl  fleet-audit.jsonl
       campaigns.json                the registered campaign run directories
+                                    (multi-user: users/<uid>/campaigns/campaigns.json)
 
-Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency)
-move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
+Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency,
+campaigns) move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
 :meth:`StateLayout.for_owner` gives that owner's layout.
 """
 
@@ -219,9 +220,17 @@ class StateLayout:
         return (self.rpc_audit_log, self.fleet_audit_log)
 
     @property
+    def campaigns_dir(self) -> Path:
+        """Where ``campaigns.json`` lives: the state root itself, or in multi-user mode the
+        owner's ``campaigns/`` (the owner cannot write in the root-owned ``users/<uid>``)."""
+        if self.owner_dir is None:
+            return self.root
+        return self.owner_dir / "campaigns"
+
+    @property
     def campaigns_registry(self) -> Path:
         """The campaign run directories registered on this state root (``vq campaign``)."""
-        return self.root / "campaigns.json"
+        return self.campaigns_dir / "campaigns.json"
 
     @property
     def web_log(self) -> Path:

@@ -6,6 +6,7 @@ Layout and the exact owners and modes this module establishes::
       users/              root:root           0755  (never group or world writable)
         <uid>/            root:<primary gid>  0750
           queue/ jobs/ archive/ workdirs/     <uid>:<primary gid>  0750
+          idempotency/ campaigns/             <uid>:<primary gid>  0750
 
 Every step works on directory descriptors opened with ``O_NOFOLLOW`` relative to their
 parent, so a symlink planted anywhere in the managed part of the tree is refused, never
@@ -50,10 +51,21 @@ USERS_MODE = 0o755
 USER_TREE_MODE = 0o750
 USER_DIR_MODE = 0o750
 _LAYOUT = StateLayout(Path("/"))
-#: The directories of one user's tree, owned by that user (named by StateLayout).
+_OWNER_LAYOUT = _LAYOUT.for_owner(0)
+#: The directories of one user's tree, owned by that user (named by StateLayout): the
+#: user's CLI writes below each of them and cannot create them itself in the root-owned
+#: ``users/<uid>`` (``idempotency/`` holds a keyed submit's claims, which ``vq campaign``
+#: and every ``--idempotency-key`` need; ``campaigns/`` the campaign registry).
 USER_DIRS = tuple(
     path.name
-    for path in (_LAYOUT.queue_dir, _LAYOUT.jobs_dir, _LAYOUT.archive_dir, _LAYOUT.workdirs_dir)
+    for path in (
+        _OWNER_LAYOUT.queue_dir,
+        _OWNER_LAYOUT.jobs_dir,
+        _OWNER_LAYOUT.archive_dir,
+        _OWNER_LAYOUT.workdirs_dir,
+        _OWNER_LAYOUT.idempotency_dir,
+        _OWNER_LAYOUT.campaigns_dir,
+    )
 )
 _USERS = _LAYOUT.users_dir.name
 
