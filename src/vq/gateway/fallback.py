@@ -36,10 +36,28 @@ class DiskFallbacks(DiskVerbs):
 
     # --- reads --------------------------------------------------------------------------
     def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``vq list --json``'s payload from the spec files, whether or not a daemon runs."""
+        """``vq list --json``'s payload from the spec files, whether or not a daemon runs.
+
+        A tree the filesystem does not let this user read (another owner's, in multi-user
+        mode, outside a shared primary group) is refused with PermissionDenied (exit 15)."""
         from vq.services.listing import list_on_disk
 
-        return list_on_disk(self.local_context(), params)
+        try:
+            return list_on_disk(self.local_context(), params)
+        except PermissionError:
+            raise self._unreadable_tree() from None
+
+    def _unreadable_tree(self) -> PermissionDenied:
+        if self.owner is not None and self.owner != os.geteuid():
+            return PermissionDenied(
+                f"the jobs of uid {self.owner}: permission denied",
+                hint="root, and the multi-user admin group through the daemon, list every "
+                "owner's jobs; you list your own with `vq list`",
+            )
+        return PermissionDenied(
+            f"cannot read the queue {self.paths.queue_dir}: permission denied",
+            hint="check the permissions of the state root",
+        )
 
     def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
