@@ -28,7 +28,16 @@ if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` 
     from vq.hosts_config import LaneSettings
     from vq.services.context import ServiceContext
 
-__all__ = ["DiskFallbacks"]
+__all__ = ["DiskFallbacks", "root_does_not_submit"]
+
+
+def root_does_not_submit() -> PermissionDenied:
+    """The refusal of a local submit by root in multi-user mode (its CLI and its web
+    console): every job runs as its submitter, and none as root."""
+    return PermissionDenied(
+        "multi-user mode runs no job as root, so root does not submit",
+        hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
+    )
 
 
 class DiskFallbacks(DiskVerbs):
@@ -165,10 +174,7 @@ class DiskFallbacks(DiskVerbs):
         """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
         naming the admin command that provisions it."""
         if isinstance(self.paths, MultiUserLayout):
-            raise PermissionDenied(
-                "multi-user mode runs no job as root, so root does not submit",
-                hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
-            )
+            raise root_does_not_submit()
         owner = self.paths.owner_dir
         if owner is None or owner.is_dir():
             return
