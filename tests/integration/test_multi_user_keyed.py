@@ -43,9 +43,7 @@ def test_keyed_submits_and_campaigns_work_for_a_provisioned_user(system: System)
     job = first.stdout.strip()
     again = system.as_user("vqa", "submit", "--idempotency-key", "k-1", "--", "true")
     assert again.stdout.strip() == job  # the same key repeats the same job
-    other = system.as_user(
-        "vqa", "submit", "--idempotency-key", "k-1", "--", "false", check=False
-    )
+    other = system.as_user("vqa", "submit", "--idempotency-key", "k-1", "--", "false", check=False)
     assert other.returncode != 0 and "different submission" in other.stderr
     assert "internal error" not in other.stderr
     assert system.wait_state("vqa", job, *TERMINAL) == "COMPLETED"
@@ -80,9 +78,7 @@ def test_a_tree_provisioned_before_gets_its_directories_and_never_an_internal_er
     for name in ("idempotency", "campaigns"):
         shutil.rmtree(system.tree("vqb") / name, ignore_errors=True)  # absent before the fix
     # Without them a keyed submit is refused with the command that provisions them.
-    refused = system.as_user(
-        "vqb", "submit", "--idempotency-key", "k-2", "--", "true", check=False
-    )
+    refused = system.as_user("vqb", "submit", "--idempotency-key", "k-2", "--", "true", check=False)
     assert refused.returncode == 15, refused.stderr
     assert "internal error" not in refused.stderr and "Traceback" not in refused.stderr
     assert "vq admin user add" in refused.stderr

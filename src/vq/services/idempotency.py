@@ -170,8 +170,7 @@ def _ensure_claims_dir(ctx: ServiceContext) -> None:
     except PermissionError:
         multi_user = ctx.paths.owner_dir is not None
         raise PermissionDenied(
-            f"cannot create {directory}, where keyed submits keep their claims: "
-            "permission denied",
+            f"cannot create {directory}, where keyed submits keep their claims: permission denied",
             hint="ask an administrator to run `vq admin user add USER` (it provisions it)"
             if multi_user
             else f"check the permissions of {directory.parent}",
