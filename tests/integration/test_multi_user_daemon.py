@@ -315,6 +315,37 @@ def test_a_quota_caps_one_owner_while_others_run(system: System) -> None:
     assert [system.state(user, j) for user, j in everyone] == ["COMPLETED"] * 6
 
 
+def test_a_job_over_its_owners_cpu_quota_says_it_can_never_fit(system: System) -> None:
+    """vqa may hold 2 CPUs: a 3-CPU job can never start under that quota. Like a job over a
+    configured cap it is accepted with a warning and stays PENDING, and every view of it
+    says it can never fit (never ``quota: max_concurrent_cpus (0/2)``, which reads as a
+    wait), while vqa's other jobs run past it."""
+    # one through the owner's submit socket, one written by the user's CLI (a keyed submit)
+    sent = system.as_user("vqa", "submit", "--cpus", "3", "--", "true")
+    written = system.as_user(
+        "vqa", "submit", "--cpus", "3", "--idempotency-key", "big-1", "--", "true"
+    )
+    never = "can never start under this quota"
+    for answer in (sent, written):
+        assert "exceeds your max_concurrent_cpus quota 2" in answer.stderr, answer.stderr
+        assert never in answer.stderr
+    big = [sent.stdout.strip(), written.stdout.strip()]
+    small = system.submit("vqa", "--", "true")
+    assert system.wait_state("vqa", small, *TERMINAL) == "COMPLETED"
+    for job in big:
+        assert system.state("vqa", job) == "PENDING"
+        for who in ("vqa", "vqadm"):  # the owner from the disk, the admin group via the daemon
+            view = json.loads(system.as_user(who, "status", job, "--json").stdout)
+            assert view["pending_reason"].startswith("quota: over max_concurrent_cpus"), view
+            assert (
+                never in view["pending_reason"] and "(cpus 3 > quota 2)" in view["pending_reason"]
+            )
+            assert view["queue_eta"]["eta_seconds"] is None, (who, view["queue_eta"])
+            assert view["queue_eta"]["basis"] == "over its owner's quota", (who, view)
+        text = " ".join(system.as_user("vqa", "status", job).stdout.split())  # unwrapped
+        assert never in text and "unavailable (over its owner's quota)" in text, text
+
+
 def test_a_user_deleted_after_submit_fails_closed(system: System) -> None:
     """The drop cannot resolve the owner: FAILED, the command never ran (no ledger)."""
     name = "vqgone"

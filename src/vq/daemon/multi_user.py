@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.config_multi_user import MultiUserSettings
-from vq.domain.quotas import QuotaPolicy
+from vq.domain.quotas import QuotaHold, QuotaPolicy
 from vq.errors import PermissionDenied
 from vq.services.admin_token import require_admin_token
 
@@ -40,8 +40,15 @@ class OwnerQuotas:
     owner_of: Callable[[str], int | None]
     waiting: dict[str, str] = field(default_factory=dict)
 
-    def reason(self, job_id: str) -> str | None:
-        return self.waiting.get(job_id)
+    def hold(self, job_id: str, cpus: int) -> QuotaHold | None:
+        """Why the quota holds ``job_id`` (``cpus`` CPUs): it can never fit (whatever the
+        last dispatch pass reached), or the last pass found its owner at the quota."""
+        owner = self.owner_of(job_id)
+        never = self.policy.never_fits(owner, cpus) if owner is not None else None
+        if never is not None:
+            return QuotaHold(never, never=True)
+        waiting = self.waiting.get(job_id)
+        return QuotaHold(waiting) if waiting is not None else None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from vq.paths import MultiUserLayout
 from .disk import DiskVerbs
 
 if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
-    from vq.domain.quotas import QuotaPolicy
+    from vq.domain.quotas import QuotaHold, QuotaPolicy
     from vq.domain.spec import JobSpec
     from vq.hosts_config import LaneSettings
     from vq.services.context import ServiceContext
@@ -72,7 +72,12 @@ class DiskFallbacks(DiskVerbs):
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
         multi-user root only), with the owner's quota as the pending reason when it holds
         the job back."""
-        from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
+        from vq.services.status import (
+            apply_quota_hold,
+            disk_dependency_state,
+            disk_eta_basis,
+            job_status,
+        )
 
         ctx = self.local_context()
         if uid is not None and isinstance(self.paths, MultiUserLayout):
@@ -88,15 +93,17 @@ class DiskFallbacks(DiskVerbs):
             basis=lambda: disk_eta_basis(ctx),
             lane=_configured_lane(spec.scheduler_target),
         )
-        quota = self._owner_quota_reason(ctx, spec) if spec.state.value == "PENDING" else None
+        local_pending = spec.state.value == "PENDING" and spec.scheduler_target is None
+        quota = self._owner_quota_hold(ctx, spec) if local_pending else None
         if quota is not None:
-            view["pending_reason"] = quota
+            apply_quota_hold(view, quota)
         return view
 
-    def _owner_quota_reason(self, ctx: ServiceContext, spec: JobSpec) -> str | None:
+    def _owner_quota_hold(self, ctx: ServiceContext, spec: JobSpec) -> QuotaHold | None:
         """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``
-        waiting (``quota: max_concurrent_cpus (2/2)``), from the owner's active jobs in
-        that tree, which holds every job of theirs; None when nothing holds it back."""
+        waiting (``quota: max_concurrent_cpus (2/2)``, or that it can never fit), from the
+        owner's active jobs in that tree, which holds every job of theirs; None when
+        nothing holds it back."""
         owner_dir = self.paths.owner_dir
         if owner_dir is None or isinstance(self.paths, MultiUserLayout):
             return None
@@ -109,7 +116,7 @@ class DiskFallbacks(DiskVerbs):
         owner = int(owner_dir.name)
         active = [s for s in ctx.store.scan().specs.values() if s.state in ACTIVE]
         load = load_of(Holder(owner, s.id, s.cpus) for s in active)
-        return policy.blocker(owner, spec.cpus, load)
+        return policy.hold(owner, spec.cpus, load)
 
     def disk_top_rows(self) -> list[dict[str, Any]]:
         """Every job's list row from the spec files (``vq top`` without a daemon)."""
