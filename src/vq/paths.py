@@ -215,6 +215,18 @@ class StateLayout:
         return self.root / "fleet-audit.jsonl"
 
     @property
+    def job_naming_files(self) -> tuple[Path, ...]:
+        """The daemon-wide files that name jobs (logs, audit logs, the terminal index):
+        written with :data:`vq._fs.LOG_MODE`, never world-readable; a multi-user start
+        makes each one ``root:<admin group>`` 0640 (:mod:`vq.services.system_tree`)."""
+        return (
+            self.daemon_log,
+            self.web_log,
+            *self.audit_logs,
+            self.root / self.terminal_index.name,
+        )
+
+    @property
     def audit_logs(self) -> tuple[Path, ...]:
         """Every audit log, daemon's first."""
         return (self.rpc_audit_log, self.fleet_audit_log)
