@@ -41,7 +41,7 @@ from .handlers.views import IndexViews
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
-from .multi_user import MultiUser, OwnerQuotas
+from .multi_user import MultiUser, OwnerQuotas, owner_hold
 from .notify import Notifier
 from .owner_submit import OwnerSubmitSockets
 from .pressure import PressureGuard
@@ -266,14 +266,20 @@ def compose_daemon(
             rescan_seconds=MULTI_USER_RESCAN_SECONDS if multi_user is not None else RESCAN_SECONDS,
             doorbell=paths.doorbell if multi_user is not None else None,
             owner_sockets=(
-                _owner_sockets(paths, ctx, auto_resume, multi_user.quotas) if multi_user else None
+                _owner_sockets(paths, ctx, auto_resume, multi_user.quotas, index)
+                if multi_user
+                else None
             ),
         )
     )
 
 
 def _owner_sockets(
-    paths: StatePaths, ctx: ServiceContext, auto_resume: bool, quotas: QuotaPolicy
+    paths: StatePaths,
+    ctx: ServiceContext,
+    auto_resume: bool,
+    quotas: QuotaPolicy,
+    index: JobIndex,
 ) -> OwnerSubmitSockets:
     """Each owner's submit socket; a job written through it is the owner's own submit
     (their tree, their ``submitter``) with this daemon's caps and defaults."""
@@ -290,4 +296,7 @@ def _owner_sockets(
             owner_quota=quotas.limits(uid),
         )
 
-    return OwnerSubmitSockets(paths, ctx.store, context_for)
+    def hold(uid: int, job_id: str) -> str | None:
+        return owner_hold(paths.owners, index.quarantined, uid, job_id)
+
+    return OwnerSubmitSockets(paths, ctx.store, context_for, hold)

@@ -73,6 +73,7 @@ class DiskFallbacks(DiskVerbs):
         multi-user root only), with the owner's quota as the pending reason when it holds
         the job back."""
         from vq.services.status import (
+            apply_daemon_hold,
             apply_quota_hold,
             disk_dependency_state,
             disk_eta_basis,
@@ -97,7 +98,23 @@ class DiskFallbacks(DiskVerbs):
         quota = self._owner_quota_hold(ctx, spec) if local_pending else None
         if quota is not None:
             apply_quota_hold(view, quota)
+        held = self._daemon_hold(spec) if spec.state.value == "PENDING" else None
+        if held is not None:
+            apply_daemon_hold(view, held)
         return view
+
+    def _daemon_hold(self, spec: JobSpec) -> str | None:
+        """A user's own tree (multi-user mode): why the root daemon holds this job, asked
+        on the user's submit socket (another owner's copy of its id, a quarantine), which
+        nothing in the user's own files can tell; None when nothing does."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or isinstance(self.paths, MultiUserLayout):
+            return None
+        if owner_dir.name != str(os.geteuid()):
+            return None  # a teammate's tree (--uid): only its owner may ask
+        from vq.client import owner_hold
+
+        return owner_hold(str(self.paths.root), spec.id)
 
     def _owner_quota_hold(self, ctx: ServiceContext, spec: JobSpec) -> QuotaHold | None:
         """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``

@@ -24,6 +24,7 @@ from vq.services.queue_eta import unavailable_eta
 from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
 
 __all__ = [
+    "apply_daemon_hold",
     "apply_quota_hold",
     "blind_lane_warning",
     "disk_dependency_state",
@@ -64,6 +65,15 @@ def job_status(
     if spec.scheduler_target is not None:
         view["scheduler_warning"] = blind_lane_warning(spec, lane, now)
     return view
+
+
+def apply_daemon_hold(view: dict[str, Any], reason: str) -> None:
+    """Multi-user mode: the root daemon holds this PENDING job and will not start it as
+    things stand (another owner's copy of its id, a quarantine): ``reason`` becomes its
+    pending reason, and it has no queue ETA."""
+    view["pending_reason"] = reason
+    if "queue_eta" in view:
+        view["queue_eta"] = unavailable_eta("held by the daemon")
 
 
 def apply_quota_hold(view: dict[str, Any], hold: QuotaHold) -> None:
