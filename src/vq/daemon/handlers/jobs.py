@@ -112,7 +112,7 @@ class JobHandlers:
             view["pending_reason"] = f"dispatch is held: {hold['message']}"
         elif (
             spec.state is JobState.PENDING
-            and spec.scheduler_target is None  # quotas gate local dispatch only
+            and ExecutorRegistry.lane_of(spec) is None  # quotas gate local dispatch only
             and self._quota_hold is not None
         ):
             quota = self._quota_hold(spec.id, spec.cpus)
