@@ -123,7 +123,7 @@ def submit_to_owner_socket(
 
 
 #: How long a ``vq status`` waits for the daemon's ``hold`` answer (it only reads memory).
-HOLD_TIMEOUT_SECONDS = 5.0
+HOLD_TIMEOUT_SECONDS = 2.0
 
 
 def owner_hold(system_root: str, job_id: str) -> str | None:
