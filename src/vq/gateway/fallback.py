@@ -71,7 +71,8 @@ class DiskFallbacks(DiskVerbs):
     def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
         multi-user root only), with the owner's quota as the pending reason when it holds
-        the job back."""
+        the job back, and on a user's own tree why the root daemon holds it, if it does
+        (:meth:`_daemon_hold`)."""
         from vq.services.status import (
             apply_daemon_hold,
             apply_quota_hold,
