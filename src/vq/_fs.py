@@ -39,6 +39,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "LOG_MODE",
     "FileTooLarge",
     "ForeignFile",
     "NotRegularFile",
@@ -47,6 +48,7 @@ __all__ = [
     "atomic_write_json",
     "fsync_dir",
     "open_append_regular",
+    "open_log",
     "open_regular_path",
     "parse_json",
     "read_bytes_limited",
@@ -58,6 +60,12 @@ __all__ = [
     "spec_lock",
     "try_lock_file",
 ]
+
+
+#: The mode of a state root's logs and indexes that name jobs (``daemon.log``, the audit
+#: logs, the terminal index): never world-readable. In a multi-user system root (setgid,
+#: group the admin group) that is the administrators' only.
+LOG_MODE = 0o640
 
 
 def fsync_dir(directory: Path) -> None:
@@ -181,15 +189,16 @@ def try_lock_file(path: Path) -> int | None:
     return fd
 
 
-def append_line(path: Path, line: str) -> bool:
+def append_line(path: Path, line: str, *, log_file: bool = False) -> bool:
     """Append one line (a newline is added) to ``path``. Best-effort: never raises.
 
     A single ``write`` of an ``O_APPEND`` descriptor keeps concurrent appenders from
-    interleaving inside a line. Returns whether the append succeeded.
+    interleaving inside a line. ``log_file``: ``path`` is a log that names jobs, opened
+    with :func:`open_log` (never world-readable). Returns whether the append succeeded.
     """
     data = (line.rstrip("\n") + "\n").encode()
     try:
-        fd = open_append_regular(path)
+        fd = open_log(path) if log_file else open_append_regular(path)
         try:
             os.write(fd, data)
         finally:
@@ -219,6 +228,20 @@ def open_append_regular(path: str | os.PathLike[str], mode: int = 0o644) -> int:
             why = f"is {_kind(st_mode)}, not a regular file"
             raise NotRegularFile(errno.EINVAL, why, str(path))
         os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_log(path: str | os.PathLike[str]) -> int:
+    """An ``O_APPEND`` fd of the log ``path`` (:func:`open_append_regular`), created with
+    :data:`LOG_MODE`; an existing one that other users may read loses those bits."""
+    fd = open_append_regular(path, LOG_MODE)
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o007:
+            os.fchmod(fd, mode & ~0o007)
     except BaseException:
         os.close(fd)
         raise

@@ -7,6 +7,10 @@ to it, and the daemon, already warm, writes the spec into the user's tree *as th
 (:mod:`vq.daemon.owner_submit`): the same job the CLI would have written itself, without
 the interpreter start-up of the validation and storage layers.
 
+The same socket answers ``hold``: why the daemon holds one of the user's jobs (another
+owner's copy of its id, a quarantine), which the user's ``vq status`` shows
+(:func:`vq.client.owner_hold`).
+
 A submit that needs anything from the user's own files or configuration (a SOURCE to
 copy, a personal profile, program, lane or pack, a runtime generation, an idempotency
 record) is never sent: :func:`served` says no, and the CLI writes the spec itself as

@@ -12,7 +12,7 @@ import os
 import socket
 
 from vq import _owner_socket
-from vq.errors import DaemonNotRunning, ProtocolError
+from vq.errors import DaemonNotRunning, ProtocolError, VqError
 from vq.protocol.framing import encode_message, result_of
 
 # typing is imported for the type checker only: this module is on the Click-free
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["Client", "ring_doorbell", "submit_to_owner_socket"]
+__all__ = ["Client", "owner_hold", "ring_doorbell", "submit_to_owner_socket"]
 
 #: Responses (e.g. a listing of 100,000 jobs) may be larger than requests.
 MAX_RESPONSE_BYTES = 512 * 1024 * 1024
@@ -120,3 +120,23 @@ def submit_to_owner_socket(
     except DaemonNotRunning:
         return None
     return payload
+
+
+#: How long a ``vq status`` waits for the daemon's ``hold`` answer (it only reads memory).
+HOLD_TIMEOUT_SECONDS = 2.0
+
+
+def owner_hold(system_root: str, job_id: str) -> str | None:
+    """Multi-user mode: why the root daemon holds this user's job ``job_id`` (the ``hold``
+    of ``users/<euid>/submit.sock``: a collision with another owner's copy, a quarantine),
+    or None when nothing does, or no daemon (of this version) answers there."""
+    euid = os.geteuid()
+    sock = _owner_socket.submit_socket(system_root, euid)
+    if euid == 0 or not os.path.exists(sock):
+        return None
+    try:
+        answer = Client(sock, timeout=HOLD_TIMEOUT_SECONDS).call("hold", {"id": job_id})
+    except (VqError, OSError):
+        return None  # advisory: the status stands without it
+    reason = answer.get("reason") if isinstance(answer, dict) else None
+    return reason if isinstance(reason, str) else None

@@ -30,15 +30,18 @@ Layout (single user)::
       drain.json  throttle.json  daemon_capacity.json
       rpc-audit.jsonl  fleet-audit.jsonl
       campaigns.json                the registered campaign run directories
+                                    (multi-user: users/<uid>/campaigns/campaigns.json)
 
-Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency)
-move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
+Multi-user (§2.4): the per-owner trees (queue, jobs, workdirs, archive, idempotency,
+campaigns) move to ``users/<uid>/`` while the daemon-wide files stay at the system root;
 :meth:`StateLayout.for_owner` gives that owner's layout.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -214,14 +217,34 @@ class StateLayout:
         return self.root / "fleet-audit.jsonl"
 
     @property
+    def job_naming_files(self) -> tuple[Path, ...]:
+        """The daemon-wide files that name jobs (logs, audit logs, the terminal index):
+        written with :data:`vq._fs.LOG_MODE`, never world-readable; a multi-user start
+        makes each one ``root:<admin group>`` 0640 (:mod:`vq.services.system_tree`)."""
+        return (
+            self.daemon_log,
+            self.web_log,
+            *self.audit_logs,
+            self.root / self.terminal_index.name,
+        )
+
+    @property
     def audit_logs(self) -> tuple[Path, ...]:
         """Every audit log, daemon's first."""
         return (self.rpc_audit_log, self.fleet_audit_log)
 
     @property
+    def campaigns_dir(self) -> Path:
+        """Where ``campaigns.json`` lives: the state root itself, or in multi-user mode the
+        owner's ``campaigns/`` (the owner cannot write in the root-owned ``users/<uid>``)."""
+        if self.owner_dir is None:
+            return self.root
+        return self.owner_dir / "campaigns"
+
+    @property
     def campaigns_registry(self) -> Path:
         """The campaign run directories registered on this state root (``vq campaign``)."""
-        return self.root / "campaigns.json"
+        return self.campaigns_dir / "campaigns.json"
 
     @property
     def web_log(self) -> Path:
@@ -310,27 +333,62 @@ StatePaths = StateLayout
 class OwnerMap:
     """Which owner (uid) each job id of a multi-user root belongs to (§2.4).
 
-    Filled by discovery over ``users/<uid>/queue``; once an id has an owner it keeps it,
-    so a copy planted later in another tree cannot redirect the job's files. Ids found
-    in several trees at their first discovery are *ambiguous* and have no owner.
+    An id gets its owner when the daemon first sees it in exactly one tree (discovery
+    over ``users/<uid>/queue``) or writes it there itself (a submit through the owner's
+    socket, a job it creates: :meth:`claim`). The recorded owner keeps the job for as
+    long as its own copy exists: a copy of the id that appears in another tree is an
+    *impostor* (``impostors``), quarantined alone, and can neither hold the job up nor
+    redirect its files. Ids found in several trees with no recorded owner (a daemon
+    start, or copies written before the daemon saw either) are *ambiguous*: every copy
+    is quarantined until one is left. ``changed`` collects the ids whose standing moved
+    (ambiguous, released, re-owned), whose specs must be read again.
+
+    Thread-safe: the submit sockets claim ids from their own threads.
     """
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._owner: dict[str, int] = {}
         self.ambiguous: dict[str, tuple[int, ...]] = {}
+        self.impostors: dict[str, tuple[int, ...]] = {}
+        self._changed: builtins.set[str] = builtins.set()
 
     def get(self, job_id: str) -> int | None:
         return self._owner.get(job_id)
 
     def set(self, job_id: str, uid: int) -> None:
-        self._owner.setdefault(job_id, uid)
+        """Record ``uid`` as the owner of ``job_id`` unless it already has one."""
+        with self._lock:
+            self._owner.setdefault(job_id, uid)
+
+    def claim(self, job_id: str, uid: int) -> None:
+        """The daemon wrote ``job_id`` into ``uid``'s tree itself: that is its owner, even
+        over copies found elsewhere first (they become impostors at the next discovery)."""
+        with self._lock:
+            previous = self._owner.get(job_id)
+            self._owner[job_id] = uid
+            if self.ambiguous.pop(job_id, None) is not None or previous not in (None, uid):
+                self._changed.add(job_id)
 
     def forget(self, job_id: str) -> None:
-        self._owner.pop(job_id, None)
-        self.ambiguous.pop(job_id, None)
+        with self._lock:
+            self._owner.pop(job_id, None)
+            self.ambiguous.pop(job_id, None)
+            self.impostors.pop(job_id, None)
+
+    def mark_changed(self, job_id: str) -> None:
+        with self._lock:
+            self._changed.add(job_id)
+
+    def take_changed(self) -> builtins.set[str]:
+        """The ids marked changed since the last call."""
+        with self._lock:
+            changed, self._changed = self._changed, builtins.set()
+        return changed
 
     def items(self) -> list[tuple[str, int]]:
-        return list(self._owner.items())
+        with self._lock:
+            return list(self._owner.items())
 
 
 @dataclass(frozen=True)

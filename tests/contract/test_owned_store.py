@@ -73,30 +73,64 @@ def test_a_forged_submitter_or_foreign_dependency_is_quarantined(
     assert "depends on another owner's job" in scan.quarantined["c" * 12].reason
 
 
-def test_an_id_in_two_trees_quarantines_every_pending_copy_but_a_started_job_keeps_its_owner(
+def test_a_copy_in_another_tree_is_quarantined_alone_and_the_recorded_owner_keeps_the_job(
     store: MultiOwnerSpecStore, tmp_path: Path
 ) -> None:
     pending, running = "d" * 12, "e" * 12
     plant(tmp_path, VQA, pending)
     original = plant(tmp_path, VQA, running, state="RUNNING")
-    assert set(store.scan().specs) == {pending, running}
-    plant(tmp_path, VQB, pending)
-    plant(tmp_path, VQB, running, state="RUNNING")
+    assert set(store.scan().specs) == {pending, running}  # discovered: VQA is recorded
+    copies = [plant(tmp_path, VQB, pending), plant(tmp_path, VQB, running, state="RUNNING")]
     scan = store.scan()
-    assert not scan.specs and set(scan.quarantined) == {pending, running}
-    assert "several owners" in scan.quarantined[pending].reason
-    assert store.suspect_ids() == {pending, running}
-    # The started job's own writes go on to its first owner's tree, never the copy's.
+    assert set(scan.specs) == {pending, running} and not scan.quarantined
+    assert store.owner(pending) == store.owner(running) == VQA
+    assert store.suspect_ids() == set()  # nothing of the owner's jobs changed
+    impostors = {item.path: item for item in store.impostor_copies()}
+    assert set(impostors) == {str(path) for path in copies}
+    assert all(f"belongs to uid {VQA}" in item.reason for item in impostors.values())
+    assert all(item.name in (pending, running) for item in impostors.values())
+    # Every write goes on to the recorded owner's tree, never the copy's.
     updated = store.update(running, lambda s: s.model_copy(update={"exit_code": 0}))
     assert updated.changed and json.loads(original.read_text())["exit_code"] == 0
-    with pytest.raises(CorruptSpec, match="several owners"):
-        store.update(pending, lambda s: s)
-    assert store.owner(running) == VQA
+    assert json.loads(copies[1].read_text())["exit_code"] is None
+    assert store.update(pending, lambda s: s).spec.submitter == str(VQA)
     # --uid: each owner's copy is still readable on its own, under the per-spec rules.
     assert store.read_copy(pending, VQA).submitter == str(VQA)
     assert store.read_copy(pending, VQB).submitter == str(VQB)
     with pytest.raises(NotFound, match="no owner tree for uid 4242"):
         store.read_copy(pending, 4242)
+    # The owner's copy goes (archived): the id is found anew, in the one tree left.
+    original.unlink()
+    assert running in store.scan().specs and store.owner(running) == VQB
+    assert store.suspect_ids() == {running}
+    assert [item.name for item in store.impostor_copies()] == [pending]
+
+
+def test_an_id_in_two_trees_with_no_recorded_owner_holds_every_copy_until_one_is_left(
+    store: MultiOwnerSpecStore, tmp_path: Path
+) -> None:
+    both = "c" * 12
+    plant(tmp_path, VQA, both)
+    theirs = plant(tmp_path, VQB, both)
+    scan = store.scan()  # a daemon start: neither copy was recorded first
+    assert not scan.specs and "several owners" in scan.quarantined[both].reason
+    assert store.suspect_ids() == {both} and store.owner(both) is None
+    with pytest.raises(CorruptSpec, match="several owners"):
+        store.update(both, lambda s: s)
+    assert store.read_copy(both, VQB).submitter == str(VQB)
+    theirs.unlink()  # one copy left: released, and read again at once
+    assert set(store.scan().specs) == {both} and store.owner(both) == VQA
+    assert store.suspect_ids() == {both}
+    # The daemon writing an id itself records its owner over an ambiguity too.
+    plant(tmp_path, VQB, "b" * 12)
+    plant(tmp_path, VQA, "b" * 12)
+    store.scan()
+    store.layout.owners.claim("b" * 12, VQB)
+    scan = store.scan()
+    assert "b" * 12 in scan.specs and store.owner("b" * 12) == VQB
+    assert [item.path for item in store.impostor_copies()] == [
+        str(tmp_path / "users" / str(VQA) / "queue" / ("b" * 12 + ".json"))
+    ]
 
 
 def test_a_lock_file_planted_as_a_symlink_is_refused(

@@ -124,3 +124,18 @@ def test_the_admin_group_acts_only_on_the_owner_it_names(system: System) -> None
     assert system.state("vqa", job) == "PENDING"
     system.as_user("vqadm", "kill", job, "--uid", _uid("vqa"))
     assert system.state("vqa", job) == "KILLED"
+
+
+def test_listing_a_tree_the_filesystem_hides_is_a_clear_refusal(system: System) -> None:
+    """vqb shares no group with vqa: ``vq list --uid <vqa>`` is refused (exit 15), never
+    an internal error, and names no job of vqa's; the admin group and root list it."""
+    job = system.submit("vqa", "--not-before", "1h", "--", "true")
+    for args in (("list", "--uid", _uid("vqa")), ("list", "--uid", _uid("vqa"), "--json")):
+        refused = system.as_user("vqb", *args, check=False)
+        assert refused.returncode == 15, refused.stderr
+        assert f"the jobs of uid {_uid('vqa')}: permission denied" in refused.stderr
+        assert "internal error" not in refused.stderr and "Traceback" not in refused.stderr
+        assert job not in refused.stdout + refused.stderr
+    for run in (system.admin, lambda *a: system.as_user("vqadm", *a)):
+        listed = json.loads(run("list", "--uid", _uid("vqa"), "--json").stdout)
+        assert [row["id"] for row in listed["jobs"]] == [job]

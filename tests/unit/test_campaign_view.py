@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from tests.campaign_support import raw
+from vq.paths import StateLayout
 from vq.services.campaign_files import read_campaign
 from vq.services.campaign_run import register
 from vq.services.campaign_rundir import RunDir
@@ -17,7 +18,7 @@ def test_a_registered_campaign_is_evaluated_and_an_edited_one_is_a_row_saying_so
 ) -> None:
     path = tmp_path / "campaign.json"
     path.write_text(json.dumps(raw()))
-    state = tmp_path / "state"
+    state = StateLayout(tmp_path / "state")
     register(state, RunDir(tmp_path / "run"), read_campaign(path), "2026-12-03T00:00:00+00:00")
     [view] = registered_views(state)
     assert (view.campaign_id, view.status, view.error) == ("h2o-pipeline", "running", None)
@@ -35,4 +36,4 @@ def test_a_registered_campaign_is_evaluated_and_an_edited_one_is_a_row_saying_so
 
 
 def test_no_registry_is_no_campaigns(tmp_path: Path) -> None:
-    assert registered_views(tmp_path / "nowhere") == []
+    assert registered_views(StateLayout(tmp_path / "nowhere")) == []

@@ -10,7 +10,15 @@ import pytest
 
 from vq.config import load_settings
 from vq.domain.admission import Caps, Request, Usage, pending_reason, plan_dispatch
-from vq.domain.quotas import Holder, OwnerLoad, QuotaGate, QuotaLimits, QuotaPolicy, load_of
+from vq.domain.quotas import (
+    Holder,
+    OwnerLoad,
+    QuotaGate,
+    QuotaHold,
+    QuotaLimits,
+    QuotaPolicy,
+    load_of,
+)
 from vq.errors import ConfigError
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -27,6 +35,23 @@ def test_holders_are_charged_once_per_owner_and_id() -> None:
         [Holder(VQA, "a", 1), Holder(VQA, "a", 1), Holder(VQA, "b", 2), Holder(VQB, "a", 4)]
     )
     assert load == {VQA: OwnerLoad(2, 3), VQB: OwnerLoad(1, 4)}
+
+
+def test_a_job_over_its_owners_cpu_quota_can_never_fit_and_says_so() -> None:
+    """Its own CPUs exceed max_concurrent_cpus: whatever the load, never a "(0/1)" wait."""
+    policy = QuotaPolicy(QuotaLimits(max_concurrent_cpus=1), {VQB: QuotaLimits(None, 4)})
+    big = job(1, VQA, cpus=2)
+    never = "quota: over max_concurrent_cpus (cpus 2 > quota 1), so it can never start"
+    assert str(policy.never_fits(VQA, 2)).startswith(never)
+    assert policy.never_fits(VQB, 2) is None and policy.never_fits(VQA, 1) is None
+    hold = policy.hold(VQA, 2, {})
+    assert isinstance(hold, QuotaHold) and hold.never and hold.reason.startswith(never)
+    assert policy.hold(VQA, 1, {VQA: OwnerLoad(1, 1)}) == QuotaHold(
+        "quota: max_concurrent_cpus (1/1)"
+    )
+    gate = QuotaGate(policy)
+    assert plan_dispatch([big, job(2, VQA)], Usage(), CAPS, NOW, quota=gate) == ["job000000002"]
+    assert pending_reason(big, Usage(), CAPS, NOW, quota=gate).startswith(never)
 
 
 def test_a_full_cpu_quota_leaves_the_owners_jobs_pending_while_others_run() -> None:

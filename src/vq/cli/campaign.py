@@ -189,7 +189,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
             hosts=hosts,
             host_problem=hosts.problem,
             runtime_problem=hosts.runtime_problem,
-            state_root=access.paths.root,
+            state=access.paths,
             interval=interval,
             once=once,
             sleep=time.sleep,

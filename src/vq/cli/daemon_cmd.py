@@ -153,7 +153,9 @@ def start(as_json: bool, **caps: Any) -> None:
         )
     _check_root_start(bool(caps.get("allow_root")))
     state.ensure()
-    log = open(state.daemon_log, "ab")  # noqa: SIM115 - handed to the child
+    from vq._fs import open_log
+
+    log = os.fdopen(open_log(state.daemon_log), "ab")  # never world-readable; to the child
     with log:
         child = subprocess.Popen(
             _daemon_argv(caps),

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 
+from vq._fs import open_log
 from vq.config import Settings, load_settings
 from vq.config_multi_user import allow_root_from_env, multi_user_root
 from vq.errors import VqError, storage_error_under
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if mode.kind == "multi_user":
             paths, multi_user = _system_root(settings)
         paths.ensure()
+        os.close(open_log(paths.daemon_log))  # created (or kept) never world-readable
     except VqError as exc:
         return _refused(exc)
     except OSError as exc:  # the state tree could not be made: a full disk is clear

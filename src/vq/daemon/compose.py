@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vq.config import Settings, WatchdogSettings
+from vq.domain.quotas import QuotaPolicy
 from vq.domain.spec import JobSpec
 from vq.errors import ConfigError, VqError
 from vq.executors.local import LocalExecutor
@@ -40,7 +41,7 @@ from .handlers.views import IndexViews
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
-from .multi_user import MultiUser, OwnerQuotas
+from .multi_user import MultiUser, OwnerQuotas, owner_hold
 from .notify import Notifier
 from .owner_submit import OwnerSubmitSockets
 from .pressure import PressureGuard
@@ -204,7 +205,7 @@ def compose_daemon(
         supervisor.start_grace,
         dispatch_hold,
         storage_hold=storage.hold_dict,
-        quota_reason=quotas.reason if quotas is not None else None,
+        quota_hold=quotas.hold if quotas is not None else None,
         executors=executors,
         lanes=lanes,
         loop_calls=loop_calls,
@@ -264,12 +265,22 @@ def compose_daemon(
             socket_access=multi_user.socket_access() if multi_user is not None else None,
             rescan_seconds=MULTI_USER_RESCAN_SECONDS if multi_user is not None else RESCAN_SECONDS,
             doorbell=paths.doorbell if multi_user is not None else None,
-            owner_sockets=_owner_sockets(paths, ctx, auto_resume) if multi_user else None,
+            owner_sockets=(
+                _owner_sockets(paths, ctx, auto_resume, multi_user.quotas, index)
+                if multi_user
+                else None
+            ),
         )
     )
 
 
-def _owner_sockets(paths: StatePaths, ctx: ServiceContext, auto_resume: bool) -> OwnerSubmitSockets:
+def _owner_sockets(
+    paths: StatePaths,
+    ctx: ServiceContext,
+    auto_resume: bool,
+    quotas: QuotaPolicy,
+    index: JobIndex,
+) -> OwnerSubmitSockets:
     """Each owner's submit socket; a job written through it is the owner's own submit
     (their tree, their ``submitter``) with this daemon's caps and defaults."""
     if not isinstance(paths, MultiUserLayout) or not isinstance(ctx.store, MultiOwnerSpecStore):
@@ -282,6 +293,10 @@ def _owner_sockets(paths: StatePaths, ctx: ServiceContext, auto_resume: bool) ->
             base_caps=ctx.base_caps,
             default_recover_on_reboot=auto_resume,
             min_uid=ctx.min_uid,
+            owner_quota=quotas.limits(uid),
         )
 
-    return OwnerSubmitSockets(paths, ctx.store, context_for)
+    def hold(uid: int, job_id: str) -> str | None:
+        return owner_hold(paths.owners, index.quarantined, uid, job_id)
+
+    return OwnerSubmitSockets(paths, ctx.store, context_for, hold)

@@ -373,7 +373,8 @@ class JobIndex:
             known = set(self._specs) | set(self._finished) | set(self.quarantined)
             gone = known - on_disk
             new = on_disk - known
-            new |= self._store.suspect_ids() & set(self._specs)  # to be quarantined now
+            # A collision found (quarantined now) or resolved (released now): read again.
+            new |= self._store.suspect_ids() & known
         for job_id in gone:
             with self._lock:
                 self.generation += 1

@@ -8,19 +8,21 @@ privilege drop as that owner, to gate dispatch by quota and to guard the socket.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vq.config_multi_user import MultiUserSettings
-from vq.domain.quotas import QuotaPolicy
+from vq.domain.quotas import QuotaHold, QuotaPolicy
 from vq.errors import PermissionDenied
+from vq.paths import OwnerMap
 from vq.services.admin_token import require_admin_token
+from vq.store.specs import Quarantined
 
 from .rpc import SocketAccess
 
-__all__ = ["MultiUser", "OwnerQuotas"]
+__all__ = ["MultiUser", "OwnerQuotas", "owner_hold"]
 
 #: Methods that would create a job as root: refused, since every job must be written to
 #: its owner's tree by its owner (``vq submit`` as that user writes it there, or hands it
@@ -40,8 +42,38 @@ class OwnerQuotas:
     owner_of: Callable[[str], int | None]
     waiting: dict[str, str] = field(default_factory=dict)
 
-    def reason(self, job_id: str) -> str | None:
-        return self.waiting.get(job_id)
+    def hold(self, job_id: str, cpus: int) -> QuotaHold | None:
+        """Why the quota holds ``job_id`` (``cpus`` CPUs): it can never fit (whatever the
+        last dispatch pass reached), or the last pass found its owner at the quota."""
+        owner = self.owner_of(job_id)
+        never = self.policy.never_fits(owner, cpus) if owner is not None else None
+        if never is not None:
+            return QuotaHold(never, never=True)
+        waiting = self.waiting.get(job_id)
+        return QuotaHold(waiting) if waiting is not None else None
+
+
+def owner_hold(
+    owners: OwnerMap, quarantined: Mapping[str, Quarantined], uid: int, job_id: str
+) -> str | None:
+    """Why the daemon holds ``uid``'s job ``job_id`` (the ``hold`` of that user's submit
+    socket, so the owner's ``vq status`` can say it), or None. Another owner is never
+    named: the caller learns only what concerns its own copy."""
+    copies = owners.ambiguous.get(job_id)
+    if copies is not None and uid in copies:
+        return (
+            "held: another owner's tree has a job with this id too, and the daemon recorded "
+            "neither first, so no copy runs until only one is left (an administrator sees "
+            "both in `vq list --json`)"
+        )
+    recorded = owners.get(job_id)
+    if recorded is not None and recorded != uid and uid in owners.impostors.get(job_id, ()):
+        return (
+            "quarantined: this id belongs to another owner's job, which the daemon recorded "
+            "first; this copy never runs"
+        )
+    item = quarantined.get(job_id) if recorded == uid else None
+    return f"quarantined: {item.reason}" if item is not None else None
 
 
 @dataclass(frozen=True)

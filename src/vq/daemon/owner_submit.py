@@ -16,8 +16,15 @@ and serves one method, ``submit``:
   captured environment are created with the owner's permissions and owned by them,
   exactly as the owner's own CLI would have; root code only passes the environment
   through to its file, never applies it;
+* the daemon records the tree's uid as the owner of each id it wrote
+  (:meth:`vq.paths.OwnerMap.claim`) before it logs it, so a copy of the id planted later
+  in another tree is an impostor and never holds the job up;
 * the loop is then rung, and discovery reads the new spec under the untrusted-spec rules
   like any other (the owner comes from the tree).
+
+It also serves ``hold``: why the daemon holds one of the caller's jobs (a collision with
+another owner's copy, a quarantine), which the owner's ``vq status`` shows; only the
+socket's owner asks, and only about their own tree.
 
 One thread accepts on every owner's socket; each connection is served on its own thread.
 New owner trees get their socket on the next :meth:`OwnerSubmitSockets.sync`.
@@ -33,10 +40,11 @@ from collections.abc import Callable
 from typing import Any
 
 from vq._owner_socket import NOT_SERVED, SOCKET_NAME
+from vq.domain.ids import is_job_id
 from vq.errors import InvalidInput, PermissionDenied
 from vq.paths import MultiUserLayout
 from vq.protocol.messages import SubmitParams
-from vq.protocol.methods import SubmitResult
+from vq.protocol.methods import HoldResult, JobIdParams, SubmitResult
 from vq.services.context import ServiceContext
 from vq.services.submit import result_payload, submit
 from vq.store.owned import MultiOwnerSpecStore
@@ -65,10 +73,12 @@ class OwnerSubmitSockets:
         layout: MultiUserLayout,
         store: MultiOwnerSpecStore,
         context_for: Callable[[int], ServiceContext],
+        hold: Callable[[int, str], str | None] = lambda uid, job_id: None,
     ) -> None:
         self._layout = layout
         self._store = store
         self._context_for = context_for
+        self._hold = hold
         self._on_submitted: Callable[[], None] = lambda: None
         self._servers: dict[int, RpcServer] = {}
         self._lock = threading.Lock()
@@ -105,11 +115,12 @@ class OwnerSubmitSockets:
         except KeyError:
             return None  # no passwd entry: start-up refuses such a tree; nothing to serve
         path = self._layout.users_dir / str(uid) / SOCKET_NAME
-        route = Route(SubmitParams, SubmitResult, lambda params: self._submit(uid, params))
+        routes = {
+            "submit": Route(SubmitParams, SubmitResult, lambda params: self._submit(uid, params)),
+            "hold": Route(JobIdParams, HoldResult, lambda params: self._held(uid, params)),
+        }
         try:
-            server = RpcServer(
-                path, {"submit": route}, access=SocketAccess(who.gid, _peer_is(uid), owner=uid)
-            )
+            server = RpcServer(path, routes, access=SocketAccess(who.gid, _peer_is(uid), owner=uid))
         except OSError as exc:
             log.warning("no submit socket for user %d at %s: %s", uid, path, exc)
             return None
@@ -152,11 +163,18 @@ class OwnerSubmitSockets:
                 f"user {uid}'s job could not be written as that user: {exc}",
                 hint="`vq submit` writes the job into your tree itself when the socket fails",
             ) from None
+        for spec in result.specs:
+            self._layout.owners.claim(spec.id, uid)  # before the id is named anywhere
         log.info(
             "submit socket of user %d: wrote %s", uid, ", ".join(spec.id for spec in result.specs)
         )
         self._on_submitted()
         return SubmitResult.model_validate(result_payload(result))
+
+    def _held(self, uid: int, params: JobIdParams) -> HoldResult:
+        if not is_job_id(params.id):
+            raise InvalidInput(f"{params.id!r} is not a job id", hint="give a full job id")
+        return HoldResult(reason=self._hold(uid, params.id))
 
     def stop(self) -> None:
         """Stop accepting, close every socket and remove its file."""

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from vq._fs import open_log
 from vq.paths import StatePaths
 
 __all__ = ["DEFAULT_WEB_PORT", "WebOptions", "WebSidecar"]
@@ -94,7 +95,7 @@ class WebSidecar:
         with self._lock:
             if self._stopping.is_set():
                 return
-            with open(self.paths.web_log, "ab") as out:
+            with os.fdopen(open_log(self.paths.web_log), "ab") as out:  # never world-readable
                 self._child = subprocess.Popen(
                     self.argv(),
                     stdin=subprocess.DEVNULL,

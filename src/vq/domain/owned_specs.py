@@ -5,8 +5,11 @@ numeric ``users/<uid>`` directory a spec was found in is its owner; the spec is 
 only when its id is a safe job id equal to its file name, its owner is neither 0 nor
 below ``min_uid``, its ``submitter`` (the numeric euid stamped at submit) names that same
 owner, and none of its dependencies belongs to another owner. An id found in more than
-one owner tree quarantines every copy (none is dispatched, none is changed) while
-unrelated jobs go on; a bare lookup of such an id is ambiguous and ``uid=`` selects one.
+one owner tree at once, with no owner recorded before (:func:`classify`: a first
+discovery), quarantines every copy (none is dispatched, none is changed) while unrelated
+jobs go on; a bare lookup of such an id is ambiguous and ``uid=`` selects one. (A
+running store keeps the owner it recorded first and quarantines only a later copy in
+another tree: :mod:`vq.store.owned`.)
 """
 
 from __future__ import annotations

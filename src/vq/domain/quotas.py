@@ -2,6 +2,9 @@
 
 Quotas gate dispatch only: a job over its owner's quota stays PENDING (submit never
 refuses) and its pending reason names the quota, e.g. ``quota: max_concurrent_cpus (2/2)``.
+A job whose own CPUs exceed its owner's ``max_concurrent_cpus`` can never start under that
+quota, whatever else runs: it stays PENDING like a job over a configured cap, and its
+reason says so (:meth:`QuotaPolicy.never_fits`).
 Both limits count the same *active holders*: running, suspended, and reserved (scheduler
 or reattach) jobs, deduplicated by owner and id, so a job seen in memory and on disk is
 charged once. ``max_pending_jobs`` caps how many holders an owner has (the name is the
@@ -14,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Holder", "OwnerLoad", "QuotaGate", "QuotaLimits", "QuotaPolicy", "load_of"]
+__all__ = [
+    "Holder",
+    "OwnerLoad",
+    "QuotaGate",
+    "QuotaHold",
+    "QuotaLimits",
+    "QuotaPolicy",
+    "load_of",
+]
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,15 @@ class QuotaLimits:
 
     max_pending_jobs: int | None = None
     max_concurrent_cpus: int | None = None
+
+
+@dataclass(frozen=True)
+class QuotaHold:
+    """Why an owner's quota holds a pending job (its pending reason); ``never``: the job
+    can never start under the quota (:meth:`QuotaPolicy.never_fits`)."""
+
+    reason: str
+    never: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,8 +105,31 @@ class QuotaPolicy:
             limits == QuotaLimits() for limits in self.per_uid.values()
         )
 
+    def never_fits(self, owner: int, cpus: int) -> str | None:
+        """Why a ``cpus``-CPU job of ``owner`` can never start under the quota (its CPUs
+        alone exceed ``max_concurrent_cpus``), or ``None``; independent of the load."""
+        limit = self.limits(owner).max_concurrent_cpus
+        if limit is None or cpus <= limit:
+            return None
+        return (
+            f"quota: over max_concurrent_cpus (cpus {cpus} > quota {limit}), so it can never "
+            "start under this quota; it stays pending until the quota changes"
+        )
+
+    def hold(self, owner: int, cpus: int, load: Mapping[int, OwnerLoad]) -> QuotaHold | None:
+        """:meth:`blocker` as a :class:`QuotaHold` (None: the quota lets it start now)."""
+        never = self.never_fits(owner, cpus)
+        if never is not None:
+            return QuotaHold(never, never=True)
+        blocked = self.blocker(owner, cpus, load)
+        return QuotaHold(blocked) if blocked is not None else None
+
     def blocker(self, owner: int, cpus: int, load: Mapping[int, OwnerLoad]) -> str | None:
-        """Why one more ``cpus``-CPU job of ``owner`` may not start now, or ``None``."""
+        """Why one more ``cpus``-CPU job of ``owner`` may not start now, or ``None`` (a job
+        that can never fit says so first: :meth:`never_fits`)."""
+        never = self.never_fits(owner, cpus)
+        if never is not None:
+            return never
         limits = self.limits(owner)
         used = load.get(owner, OwnerLoad())
         if limits.max_pending_jobs is not None and used.jobs + 1 > limits.max_pending_jobs:

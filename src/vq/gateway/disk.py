@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from vq.config import Settings
+    from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
     from vq.services.cleanup import CleanupPolicy, CleanupReport
     from vq.services.context import ServiceContext
@@ -85,7 +86,15 @@ class DiskVerbs:
             pack_lanes=pack_lanes,
             lanes=lanes_of(settings.hosts),
             owner_check=self.owner_check(settings),
+            owner_quota=self._owner_quota(settings),
         )
+
+    def _owner_quota(self, settings: Settings) -> QuotaLimits | None:
+        """Multi-user mode, a user's own tree: that owner's quota (None otherwise)."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or not owner_dir.name.isdecimal():
+            return None
+        return settings.quotas.policy().limits(int(owner_dir.name))
 
     # --- disk-only reads -----------------------------------------------------------------
     def known_ids(self) -> list[str]:

@@ -23,12 +23,21 @@ from vq.paths import MultiUserLayout
 from .disk import DiskVerbs
 
 if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
-    from vq.domain.quotas import QuotaPolicy
+    from vq.domain.quotas import QuotaHold, QuotaPolicy
     from vq.domain.spec import JobSpec
     from vq.hosts_config import LaneSettings
     from vq.services.context import ServiceContext
 
-__all__ = ["DiskFallbacks"]
+__all__ = ["DiskFallbacks", "root_does_not_submit"]
+
+
+def root_does_not_submit() -> PermissionDenied:
+    """The refusal of a local submit by root in multi-user mode (its CLI and its web
+    console): every job runs as its submitter, and none as root."""
+    return PermissionDenied(
+        "multi-user mode runs no job as root, so root does not submit",
+        hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
+    )
 
 
 class DiskFallbacks(DiskVerbs):
@@ -36,16 +45,41 @@ class DiskFallbacks(DiskVerbs):
 
     # --- reads --------------------------------------------------------------------------
     def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``vq list --json``'s payload from the spec files, whether or not a daemon runs."""
+        """``vq list --json``'s payload from the spec files, whether or not a daemon runs.
+
+        A tree the filesystem does not let this user read (another owner's, in multi-user
+        mode, outside a shared primary group) is refused with PermissionDenied (exit 15)."""
         from vq.services.listing import list_on_disk
 
-        return list_on_disk(self.local_context(), params)
+        try:
+            return list_on_disk(self.local_context(), params)
+        except PermissionError:
+            raise self._unreadable_tree() from None
+
+    def _unreadable_tree(self) -> PermissionDenied:
+        if self.owner is not None and self.owner != os.geteuid():
+            return PermissionDenied(
+                f"the jobs of uid {self.owner}: permission denied",
+                hint="root, and the multi-user admin group through the daemon, list every "
+                "owner's jobs; you list your own with `vq list`",
+            )
+        return PermissionDenied(
+            f"cannot read the queue {self.paths.queue_dir}: permission denied",
+            hint="check the permissions of the state root",
+        )
 
     def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
         multi-user root only), with the owner's quota as the pending reason when it holds
-        the job back."""
-        from vq.services.status import disk_dependency_state, disk_eta_basis, job_status
+        the job back, and on a user's own tree why the root daemon holds it, if it does
+        (:meth:`_daemon_hold`)."""
+        from vq.services.status import (
+            apply_daemon_hold,
+            apply_quota_hold,
+            disk_dependency_state,
+            disk_eta_basis,
+            job_status,
+        )
 
         ctx = self.local_context()
         if uid is not None and isinstance(self.paths, MultiUserLayout):
@@ -61,15 +95,33 @@ class DiskFallbacks(DiskVerbs):
             basis=lambda: disk_eta_basis(ctx),
             lane=_configured_lane(spec.scheduler_target),
         )
-        quota = self._owner_quota_reason(ctx, spec) if spec.state.value == "PENDING" else None
+        local_pending = spec.state.value == "PENDING" and spec.scheduler_target is None
+        quota = self._owner_quota_hold(ctx, spec) if local_pending else None
         if quota is not None:
-            view["pending_reason"] = quota
+            apply_quota_hold(view, quota)
+        held = self._daemon_hold(spec) if spec.state.value == "PENDING" else None
+        if held is not None:
+            apply_daemon_hold(view, held)
         return view
 
-    def _owner_quota_reason(self, ctx: ServiceContext, spec: JobSpec) -> str | None:
+    def _daemon_hold(self, spec: JobSpec) -> str | None:
+        """A user's own tree (multi-user mode): why the root daemon holds this job, asked
+        on the user's submit socket (another owner's copy of its id, a quarantine), which
+        nothing in the user's own files can tell; None when nothing does."""
+        owner_dir = self.paths.owner_dir
+        if owner_dir is None or isinstance(self.paths, MultiUserLayout):
+            return None
+        if owner_dir.name != str(os.geteuid()):
+            return None  # a teammate's tree (--uid): only its owner may ask
+        from vq.client import owner_hold
+
+        return owner_hold(str(self.paths.root), spec.id)
+
+    def _owner_quota_hold(self, ctx: ServiceContext, spec: JobSpec) -> QuotaHold | None:
         """A user's own tree (multi-user mode): why the owner's quota keeps ``spec``
-        waiting (``quota: max_concurrent_cpus (2/2)``), from the owner's active jobs in
-        that tree, which holds every job of theirs; None when nothing holds it back."""
+        waiting (``quota: max_concurrent_cpus (2/2)``, or that it can never fit), from the
+        owner's active jobs in that tree, which holds every job of theirs; None when
+        nothing holds it back."""
         owner_dir = self.paths.owner_dir
         if owner_dir is None or isinstance(self.paths, MultiUserLayout):
             return None
@@ -82,7 +134,7 @@ class DiskFallbacks(DiskVerbs):
         owner = int(owner_dir.name)
         active = [s for s in ctx.store.scan().specs.values() if s.state in ACTIVE]
         load = load_of(Holder(owner, s.id, s.cpus) for s in active)
-        return policy.blocker(owner, spec.cpus, load)
+        return policy.hold(owner, spec.cpus, load)
 
     def disk_top_rows(self) -> list[dict[str, Any]]:
         """Every job's list row from the spec files (``vq top`` without a daemon)."""
@@ -147,10 +199,7 @@ class DiskFallbacks(DiskVerbs):
         """Multi-user mode: the caller's ``users/<uid>`` tree exists, else PermissionDenied
         naming the admin command that provisions it."""
         if isinstance(self.paths, MultiUserLayout):
-            raise PermissionDenied(
-                "multi-user mode runs no job as root, so root does not submit",
-                hint="submit as the user the job belongs to (`runuser -u USER -- vq submit ...`)",
-            )
+            raise root_does_not_submit()
         owner = self.paths.owner_dir
         if owner is None or owner.is_dir():
             return

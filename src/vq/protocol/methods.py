@@ -31,6 +31,7 @@ __all__ = [
     "EmptyParams",
     "EmptyResult",
     "HealthResult",
+    "HoldResult",
     "JobIdParams",
     "JobOutcome",
     "ListParams",
@@ -154,6 +155,13 @@ class ThrottleParams(Params):
 # --- results -----------------------------------------------------------------------------
 class EmptyResult(Result):
     """An answer without fields (``wake``)."""
+
+
+class HoldResult(Result):
+    """``hold`` (a user's submit socket, multi-user mode): why the daemon holds one of
+    the caller's jobs (a collision with another owner's copy, a quarantine), or null."""
+
+    reason: str | None = None
 
 
 class PingResult(Result):

@@ -12,20 +12,19 @@ Contracts:
   retry, and a pass that changed nothing), and sleeps ``interval`` seconds between passes
   while jobs run. ``once`` stops after one pass. A problem is logged when a pass first
   finds it (an unreachable host, a refused submission), not again while it persists.
-* The run directory is registered in ``<state-root>/campaigns.json`` so the console can
-  find it.
+* The run directory is registered in the state's ``campaigns.json`` (in multi-user mode
+  the owner's ``users/<uid>/campaigns/campaigns.json``) so the console can find it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vq._fs import atomic_write_json, spec_lock
 from vq.campaign.planner import CampaignPlan, attention
-from vq.errors import InvalidInput, VqError
+from vq.errors import InvalidInput, PermissionDenied, VqError
 from vq.paths import StateLayout
 from vq.services.campaign_controller import Controller, PassResult
 from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
@@ -88,10 +87,21 @@ def preflight(
             )
 
 
-def register(state_root: Path, run_dir: RunDir, loaded: LoadedCampaign, now: str) -> None:
-    """Add or refresh this run directory in ``<state-root>/campaigns.json``."""
-    state_root.mkdir(parents=True, exist_ok=True)
-    path = StateLayout(state_root).campaigns_registry
+def register(state: StateLayout, run_dir: RunDir, loaded: LoadedCampaign, now: str) -> None:
+    """Add or refresh this run directory in ``state``'s ``campaigns.json``
+    (PermissionDenied when its directory cannot be made: a multi-user owner's is
+    provisioned by ``vq admin user add``)."""
+    try:
+        state.campaigns_dir.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        raise PermissionDenied(
+            f"cannot create {state.campaigns_dir}, where campaigns are registered: "
+            "permission denied",
+            hint="ask an administrator to run `vq admin user add USER` (it provisions it)"
+            if state.owner_dir is not None
+            else f"check the permissions of {state.campaigns_dir.parent}",
+        ) from None
+    path = state.campaigns_registry
     with spec_lock(path):
         try:
             data: Any = read_json_file(path, "campaign registry")
@@ -121,7 +131,7 @@ def run_campaign(
     hosts: Callable[[str | None], CampaignHost],
     host_problem: Callable[[str | None], str | None],
     runtime_problem: Callable[[str | None, str, str], str | None],
-    state_root: Path,
+    state: StateLayout,
     interval: float,
     once: bool,
     sleep: Callable[[float], None],
@@ -135,7 +145,7 @@ def run_campaign(
         controller = Controller(loaded, run_dir, hosts, now, log)
         if not run_dir.journal.exists():
             write_journal(run_dir, controller.journal)
-        register(state_root, run_dir, loaded, now())
+        register(state, run_dir, loaded, now())
         report = RunReport(controller.plan(), once=once)
         while True:
             result: PassResult = controller.run_pass()

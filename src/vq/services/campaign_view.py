@@ -1,7 +1,7 @@
 """The campaigns registered on a state root, evaluated as ``vq campaign status`` does.
 
 The console (``/fleet/campaigns``) reads only this: the registry
-``<state-root>/campaigns.json`` (:mod:`vq.services.campaign_run`), each run directory's
+``campaigns.json`` of a state (:mod:`vq.services.campaign_run`), each run directory's
 campaign file and journal, and the same checks and planner as the CLI. Nothing here
 writes. A registered campaign that can no longer be read (its file moved or was edited,
 its journal refused) is a row with the reason, never an error of the whole page; the
@@ -60,10 +60,10 @@ class CampaignView:
         }
 
 
-def registered(state_root: Path) -> list[dict[str, str]]:
+def registered(state: StateLayout) -> list[dict[str, str]]:
     """The registry's entries, the last one per campaign id, sorted by id."""
     try:
-        data = read_json_file(StateLayout(state_root).campaigns_registry, "campaign registry")
+        data = read_json_file(state.campaigns_registry, "campaign registry")
     except VqError:
         return []
     rows = data.get("campaigns") if isinstance(data, dict) else None
@@ -100,5 +100,5 @@ def campaign_view(entry: dict[str, str]) -> CampaignView:
     return view
 
 
-def registered_views(state_root: Path) -> list[CampaignView]:
-    return [campaign_view(entry) for entry in registered(state_root)]
+def registered_views(state: StateLayout) -> list[CampaignView]:
+    return [campaign_view(entry) for entry in registered(state)]

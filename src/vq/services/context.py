@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from vq.domain.admission import Caps
+from vq.domain.quotas import QuotaLimits
 from vq.domain.spec import JobSpec, utcnow
 from vq.paths import StatePaths
 from vq.services.ownership import OwnerCheck
@@ -60,6 +61,9 @@ class ServiceContext:
     #: multi-user mode: the per-verb ownership helper (§7.3) of the acting CLI; None in
     #: single-user mode and in the daemon (its socket admits root and the admin group only)
     owner_check: OwnerCheck | None = None
+    #: multi-user mode: the quota of the owner whose tree this context submits into
+    #: (a submit warns of a request that can never fit it); None: no owner, or unlimited
+    owner_quota: QuotaLimits | None = None
     store: SpecStore = field(init=False)
 
     def __post_init__(self) -> None:

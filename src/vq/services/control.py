@@ -215,7 +215,11 @@ def read_capacity(paths: StatePaths) -> Caps | None:
 
 def audit(paths: StatePaths, record: dict[str, Any]) -> None:
     """Append one control call to ``rpc-audit.jsonl`` (best-effort, like events)."""
-    append_line(paths.rpc_audit_log, json.dumps(record, separators=(",", ":"), default=str))
+    append_line(
+        paths.rpc_audit_log,
+        json.dumps(record, separators=(",", ":"), default=str),
+        log_file=True,
+    )
 
 
 def new_throttle(

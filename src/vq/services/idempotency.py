@@ -33,7 +33,7 @@ from vq._fs import (
     read_json_regular,
 )
 from vq.domain.spec import JobSpec, load_spec
-from vq.errors import Conflict, CorruptSpec, InvalidInput
+from vq.errors import Conflict, CorruptSpec, InvalidInput, PermissionDenied
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 
@@ -161,7 +161,20 @@ def intent_digest(params: SubmitParams) -> str:
 
 
 def _ensure_claims_dir(ctx: ServiceContext) -> None:
-    ctx.paths.idempotency_dir.mkdir(parents=True, exist_ok=True)
+    """Create ``idempotency/`` if missing. A multi-user owner cannot create it in the
+    root-owned ``users/<uid>`` (``vq admin user add`` provisions it): PermissionDenied
+    naming that command, never an internal error."""
+    directory = ctx.paths.idempotency_dir
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except PermissionError:
+        multi_user = ctx.paths.owner_dir is not None
+        raise PermissionDenied(
+            f"cannot create {directory}, where keyed submits keep their claims: permission denied",
+            hint="ask an administrator to run `vq admin user add USER` (it provisions it)"
+            if multi_user
+            else f"check the permissions of {directory.parent}",
+        ) from None
 
 
 def _read_claim(path: Path) -> dict[str, Any] | None:

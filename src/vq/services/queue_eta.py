@@ -27,7 +27,7 @@ from vq.services.rows import (
     time_of,
 )
 
-__all__ = ["ETA_HISTORY", "EtaBasis", "eta_basis", "queue_eta"]
+__all__ = ["ETA_HISTORY", "EtaBasis", "eta_basis", "queue_eta", "unavailable_eta"]
 
 #: How many of the most recently finished runs the queue ETA takes its median from.
 ETA_HISTORY = 20
@@ -86,6 +86,17 @@ def _queued(row: Row, median: float | None) -> Queued:
         return Queued(job_id, cpus, mem, median, HISTORY)
     why = f"job {job_id} ahead declares no wall time and no job has finished yet to time it"
     return Queued(job_id, cpus, mem, None, why_unknown=why)
+
+
+def unavailable_eta(basis: str) -> dict[str, Any]:
+    """A ``queue_eta`` with no estimate, and why (``basis``): a job that cannot start."""
+    return {
+        "eta_seconds": None,
+        "basis": basis,
+        "median_run_seconds": None,
+        "jobs_ahead": None,
+        "slots": None,
+    }
 
 
 def queue_eta(

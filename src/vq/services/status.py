@@ -13,15 +13,27 @@ from datetime import datetime
 from typing import Any
 
 from vq.domain.admission import Caps, Usage
+from vq.domain.quotas import QuotaHold
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, NotFound
 from vq.hosts_config import LaneSettings
 from vq.services.context import ServiceContext
 from vq.services.query import status_view
+from vq.services.queue_eta import unavailable_eta
 from vq.services.reports import EtaBasis, eta_basis, queue_eta, report_row
 
-__all__ = ["blind_lane_warning", "disk_dependency_state", "disk_eta_basis", "job_status"]
+__all__ = [
+    "apply_daemon_hold",
+    "apply_quota_hold",
+    "blind_lane_warning",
+    "disk_dependency_state",
+    "disk_eta_basis",
+    "job_status",
+]
+
+#: The ``queue_eta`` basis of a job that can never start under its owner's quota.
+OVER_QUOTA = "over its owner's quota"
 
 
 def job_status(
@@ -53,6 +65,24 @@ def job_status(
     if spec.scheduler_target is not None:
         view["scheduler_warning"] = blind_lane_warning(spec, lane, now)
     return view
+
+
+def apply_daemon_hold(view: dict[str, Any], reason: str) -> None:
+    """Multi-user mode: the root daemon holds this PENDING job and will not start it as
+    things stand (another owner's copy of its id, a quarantine): ``reason`` becomes its
+    pending reason, and it has no queue ETA."""
+    view["pending_reason"] = reason
+    if "queue_eta" in view:
+        view["queue_eta"] = unavailable_eta("held by the daemon")
+
+
+def apply_quota_hold(view: dict[str, Any], hold: QuotaHold) -> None:
+    """Multi-user mode: the owner's quota holds this PENDING job. Its reason becomes the
+    pending reason; a job that can never start under the quota has no queue ETA (like a
+    job over a configured cap)."""
+    view["pending_reason"] = hold.reason
+    if hold.never and "queue_eta" in view:
+        view["queue_eta"] = unavailable_eta(OVER_QUOTA)
 
 
 def blind_lane_warning(

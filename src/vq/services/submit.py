@@ -134,8 +134,9 @@ def _lane_program_fields(
 
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
-    """Overages of the advertised base caps (none when they are unknown)."""
-    return [
+    """Overages of the advertised base caps (none when they are unknown), and in
+    multi-user mode of the owner's CPU quota, which a local job can then never fit."""
+    warnings = [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
         "the job stays PENDING until the caps change"
         for o in (
@@ -144,6 +145,15 @@ def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
             else ()
         )
     ]
+    quota = ctx.owner_quota
+    limit = quota.max_concurrent_cpus if quota is not None else None
+    if limit is not None and params.cpus > limit and params.scheduler_target is None:
+        warnings.append(
+            f"requested cpus {params.cpus} exceeds your max_concurrent_cpus quota {limit}; "
+            "it can never start under this quota, and the job stays PENDING until the "
+            "quota changes"
+        )
+    return warnings
 
 
 def _dependencies(ctx: ServiceContext, params: SubmitParams) -> tuple[list[str], list[str]]:

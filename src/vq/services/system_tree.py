@@ -6,6 +6,11 @@ Layout and the exact owners and modes this module establishes::
       users/              root:root           0755  (never group or world writable)
         <uid>/            root:<primary gid>  0750
           queue/ jobs/ archive/ workdirs/     <uid>:<primary gid>  0750
+          idempotency/ campaigns/             <uid>:<primary gid>  0750
+
+The daemon-wide files that name jobs (``daemon.log``, ``web.log``, the audit logs, the
+terminal index) are made ``root:<admin group>`` 0640 at start: only administrators learn
+other users' job ids from them.
 
 Every step works on directory descriptors opened with ``O_NOFOLLOW`` relative to their
 parent, so a symlink planted anywhere in the managed part of the tree is refused, never
@@ -27,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from vq._fs import LOG_MODE
 from vq.config_multi_user import MultiUserSettings
 from vq.errors import ConfigError, NotFound
 from vq.paths import StateLayout
@@ -50,10 +56,21 @@ USERS_MODE = 0o755
 USER_TREE_MODE = 0o750
 USER_DIR_MODE = 0o750
 _LAYOUT = StateLayout(Path("/"))
-#: The directories of one user's tree, owned by that user (named by StateLayout).
+_OWNER_LAYOUT = _LAYOUT.for_owner(0)
+#: The directories of one user's tree, owned by that user (named by StateLayout): the
+#: user's CLI writes below each of them and cannot create them itself in the root-owned
+#: ``users/<uid>`` (``idempotency/`` holds a keyed submit's claims, which ``vq campaign``
+#: and every ``--idempotency-key`` need; ``campaigns/`` the campaign registry).
 USER_DIRS = tuple(
     path.name
-    for path in (_LAYOUT.queue_dir, _LAYOUT.jobs_dir, _LAYOUT.archive_dir, _LAYOUT.workdirs_dir)
+    for path in (
+        _OWNER_LAYOUT.queue_dir,
+        _OWNER_LAYOUT.jobs_dir,
+        _OWNER_LAYOUT.archive_dir,
+        _OWNER_LAYOUT.workdirs_dir,
+        _OWNER_LAYOUT.idempotency_dir,
+        _OWNER_LAYOUT.campaigns_dir,
+    )
 )
 _USERS = _LAYOUT.users_dir.name
 
@@ -145,6 +162,29 @@ def _set(fd: int, path: Path, uid: int, gid: int, mode: int) -> None:
         raise _refuse(path, f"cannot set owner {uid}:{gid} mode {mode:o}: {exc.strerror}") from None
 
 
+def _restrict_logs(root: Path, top: int, gid: int) -> None:
+    """Each daemon-wide file that names jobs (``daemon.log``, the audit logs, …) becomes
+    ``root:<admin group>`` 0640: users must not learn other users' job ids from it. One
+    that is a symlink or not a regular file is refused, never followed."""
+    for path in StateLayout(root).job_naming_files:
+        try:
+            info = os.lstat(path.name, dir_fd=top)
+        except FileNotFoundError:
+            continue  # created 0640 by its writer (vq._fs.LOG_MODE), in the admin group
+        except OSError as exc:
+            raise _refuse(path, f"cannot be examined: {exc.strerror}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(path, "is not a regular file (a symlink, a FIFO, …)")
+        try:
+            fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=top)
+        except OSError as exc:
+            raise _refuse(path, f"cannot be opened: {exc.strerror}") from None
+        try:
+            _set(fd, path, 0, gid, LOG_MODE)
+        finally:
+            os.close(fd)
+
+
 def ensure_system_root(root: Path, policy: MultiUserSettings) -> None:
     """Create or repair ``root`` (root:admin 2775) and ``root/users`` (root:root 0755)."""
     gid = admin_gid(policy)
@@ -190,7 +230,8 @@ def provision_user(root: Path, policy: MultiUserSettings, who: Account) -> Path:
 
 
 def check_system_tree(root: Path, policy: MultiUserSettings) -> list[Account]:
-    """Startup: repair the system root, refuse any unsafe user tree, migrate the rest.
+    """Startup: repair the system root and its logs, refuse any unsafe user tree, migrate
+    the rest.
 
     Returns the provisioned accounts. The system root and ``users/`` are repaired first;
     no user tree is changed unless every one passes, so a refusal leaves them as they were.
@@ -200,6 +241,7 @@ def check_system_tree(root: Path, policy: MultiUserSettings) -> list[Account]:
         _open_dir(root, str(root), None, create=None) as top,
         _open_dir(_users(root), _USERS, top, create=None) as users,
     ):
+        _restrict_logs(root, top, admin_gid(policy))
         accounts = []
         for name in sorted(os.listdir(users)):
             path = _tree(root, name)

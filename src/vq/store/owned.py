@@ -4,9 +4,11 @@ The root daemon reads specs users can edit, so this store treats each one as unt
 input (§2.4, §7.1; the rules are :mod:`vq.domain.owned_specs`):
 
 * discovery lists every ``users/<uid>/queue`` (canonical numeric names only) and records
-  each id's owner in the layout's :class:`~vq.paths.OwnerMap`; an id present in several
-  trees at its first discovery is ambiguous and every copy is quarantined, while a copy
-  that appears later in another tree changes nothing (the admitted owner stays);
+  each id's owner in the layout's :class:`~vq.paths.OwnerMap`. The recorded owner keeps
+  the job while its own copy exists: a copy of the id in another tree is an impostor,
+  quarantined alone (:meth:`MultiOwnerSpecStore.impostor_copies`). An id present in
+  several trees with no recorded owner (a daemon start) is ambiguous and every copy is
+  quarantined; once only one copy is left, it is read again at once and admitted;
 * a read admits a spec only when its id equals its file name, its owner is neither 0 nor
   below ``min_uid``, its ``submitter`` is the owner's uid and no dependency belongs to
   another owner; anything else is quarantined (:class:`~vq.errors.CorruptSpec`), never
@@ -29,11 +31,10 @@ from vq._safe_open import open_beneath
 from vq.domain.ids import is_job_id
 from vq.domain.owned_specs import OwnedSpec, problem_of
 from vq.domain.spec import JobSpec
-from vq.domain.states import JobState
 from vq.errors import CorruptSpec, InvalidInput, NotFound
 from vq.paths import SPEC_SUFFIX, MultiUserLayout, StateLayout
 
-from .specs import Signature, SpecStore
+from .specs import Quarantined, Signature, SpecStore
 
 __all__ = ["MultiOwnerSpecStore", "store_for"]
 
@@ -53,25 +54,28 @@ class MultiOwnerSpecStore(SpecStore):
         super().__init__(paths)
         self.layout = paths
         self.min_uid = min_uid
-        self._suspects: set[str] = set()
 
     def suspect_ids(self) -> set[str]:
-        """Ids that became ambiguous since the last call (their specs must be re-read)."""
-        suspects, self._suspects = self._suspects, set()
-        return suspects
+        """Ids whose standing changed since the last call (they became ambiguous, were
+        released, or changed owner): their specs must be read again."""
+        return self.layout.owners.take_changed()
 
-    def _read_for_update(self, job_id: str) -> JobSpec:
-        """A job this daemon already admitted and started keeps its owner through a later
-        collision: its lifecycle writes go on to its own tree (§2.4); a PENDING one is
-        quarantined with every copy."""
+    def impostor_copies(self) -> list[Quarantined]:
+        """The copies of recorded jobs found in other owners' trees (each quarantined
+        alone: never read, run or changed; the recorded owner's job goes on)."""
         owners = self.layout.owners
-        uid = owners.get(job_id)
-        if job_id not in owners.ambiguous or uid is None:
-            return self.read(job_id)
-        spec = super().read(job_id)
-        if spec.state is JobState.PENDING:
-            return self.read(job_id)  # raises: ambiguous
-        return spec
+        copies = []
+        for job_id, uids in list(owners.impostors.items()):
+            owner = owners.get(job_id)
+            for uid in uids:
+                path = self.layout.queue_of(uid) / f"{job_id}{SPEC_SUFFIX}"
+                refusal = CorruptSpec(
+                    f"job {job_id} belongs to uid {owner}, whose copy the daemon recorded "
+                    f"first; this copy in uid {uid}'s tree is quarantined",
+                    hint="the file is kept as it is; its owner or an administrator removes it",
+                )
+                copies.append(Quarantined(job_id, str(path), refusal.message, refusal.reference))
+        return copies
 
     # --- discovery ---------------------------------------------------------------------
     def owner_uids(self) -> list[int]:
@@ -83,12 +87,15 @@ class MultiOwnerSpecStore(SpecStore):
         return sorted(uid for uid in map(_canonical_uid, names) if uid is not None)
 
     def list_ids(self) -> list[str]:
-        """Every job id of every owner; records owners and ambiguous ids as it goes."""
+        """Every job id of every owner; records owners, impostor copies and ambiguous ids
+        as it goes (:class:`~vq.paths.OwnerMap`)."""
         found: dict[str, list[int]] = {}
+        unlisted: set[int] = set()  # a tree that could not be listed hides nothing
         for uid in self.owner_uids():
             try:
                 entries = os.listdir(self.layout.queue_of(uid))
             except OSError:
+                unlisted.add(uid)
                 continue
             for name in entries:
                 job_id = name[: -len(SPEC_SUFFIX)]
@@ -96,23 +103,40 @@ class MultiOwnerSpecStore(SpecStore):
                     found.setdefault(job_id, []).append(uid)
         owners = self.layout.owners
         for job_id, uids in found.items():
-            if len(uids) > 1:
-                # Every copy is quarantined; an owner recorded before keeps routing the
-                # job's own files, so the later copy cannot redirect them.
-                if job_id not in owners.ambiguous:
-                    self._suspects.add(job_id)
-                owners.ambiguous[job_id] = tuple(uids)
-            else:
-                owners.ambiguous.pop(job_id, None)
-                if owners.get(job_id) is None:
-                    owners.set(job_id, uids[0])
-        for job_id, _uid in owners.items():
-            if job_id not in found:
+            self._classify(job_id, uids, unlisted)
+        for job_id, uid in owners.items():
+            if job_id not in found and uid not in unlisted:
                 owners.forget(job_id)
         for job_id in list(owners.ambiguous):
             if job_id not in found:
                 owners.forget(job_id)
         return list(found)
+
+    def _classify(self, job_id: str, uids: list[int], unlisted: set[int]) -> None:
+        """Record what the trees holding ``job_id`` (``uids``) make of it."""
+        owners = self.layout.owners
+        recorded = owners.get(job_id)
+        if recorded is not None and recorded not in uids and recorded not in unlisted:
+            # The recorded owner's copy is gone (archived, deleted): the id is found anew.
+            owners.forget(job_id)
+            owners.mark_changed(job_id)
+            recorded = None
+        if recorded is not None:
+            # The recorded owner keeps the job; any other copy is an impostor, alone.
+            others = tuple(uid for uid in uids if uid != recorded)
+            if others:
+                owners.impostors[job_id] = others
+            else:
+                owners.impostors.pop(job_id, None)
+            return
+        if len(uids) > 1:
+            if job_id not in owners.ambiguous:
+                owners.mark_changed(job_id)  # quarantined now, every copy
+            owners.ambiguous[job_id] = tuple(uids)
+            return
+        if owners.ambiguous.pop(job_id, None) is not None:
+            owners.mark_changed(job_id)  # one copy left: released, read it again now
+        owners.set(job_id, uids[0])
 
     def queue_stamp(self) -> int | None:
         """The latest mtime of ``users/`` and every owner's queue directory."""
@@ -160,10 +184,10 @@ class MultiOwnerSpecStore(SpecStore):
         if job_id in owners.ambiguous:
             raise CorruptSpec(
                 f"job {job_id} exists for several owners "
-                f"(uids {', '.join(map(str, owners.ambiguous[job_id]))}); every copy is "
-                "quarantined",
+                f"(uids {', '.join(map(str, owners.ambiguous[job_id]))}) and the daemon "
+                "recorded neither first; every copy is quarantined until one is left",
                 hint="`--uid UID` reads one owner's copy; an administrator removes the copies "
-                "that are not genuine",
+                "that are not genuine (the job is released at once)",
             )
         uid = owners.get(job_id)
         if uid is None:
@@ -278,7 +302,7 @@ class MultiOwnerSpecStore(SpecStore):
                 f"job {spec.id} has no owner tree (submitter {spec.submitter!r})",
                 hint="in multi-user mode every job belongs to a provisioned user",
             )
-        self.layout.owners.set(spec.id, uid)
+        self.layout.owners.claim(spec.id, uid)  # written by the daemon: its owner
         super().create(spec, sync_dir=sync_dir)
 
     def _file_owner(self, job_id: str) -> tuple[int, int | None] | None:

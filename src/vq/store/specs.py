@@ -117,8 +117,13 @@ class SpecStore:
 
     def suspect_ids(self) -> set[str]:
         """Ids whose specs must be read again even though their files did not change
-        (a multi-user collision found since); none in a single queue."""
+        (a multi-user collision found or resolved since); none in a single queue."""
         return set()
+
+    def impostor_copies(self) -> list[Quarantined]:
+        """Spec files quarantined beside a job of the same id that goes on (multi-user:
+        another owner's copy of a recorded job); none in a single queue."""
+        return []
 
     def queue_stamp(self) -> int | None:
         """The queue directory's mtime (every spec write renames into it), None if absent."""

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from vq._fs import atomic_write_chunks, open_regular_path
+from vq._fs import LOG_MODE, atomic_write_chunks, open_regular_path
 from vq.domain.summary import RECORD_FIELDS, JobSummary, summary_from_record, summary_record
 
 from .specs import Signature
@@ -98,5 +98,6 @@ def save_summaries(path: Path, entries: Iterable[tuple[Signature, JobSummary]]) 
             count += 1
             yield (encode([*signature, *summary_record(summary)]) + "\n").encode()
 
-    atomic_write_chunks(path, lines(), durable=False)
+    # It names every owner's finished jobs: never world-readable (vq._fs.LOG_MODE).
+    atomic_write_chunks(path, lines(), mode=LOG_MODE, durable=False)
     return count

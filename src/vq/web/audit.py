@@ -155,4 +155,4 @@ class AuditMiddleware:
         extra = state.get("audit_extra") or {}
         record.update({k: extra[k] for k in _EXTRA_KEYS if k in extra})
         if self.path.parent.is_dir():
-            append_line(self.path, json.dumps(record, separators=(",", ":")))
+            append_line(self.path, json.dumps(record, separators=(",", ":")), log_file=True)

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vq._multi_root import UnreadablePolicy
 from vq.config import load_settings
-from vq.paths import StatePaths, resolve_config_root
+from vq.errors import ConfigError
+from vq.paths import StatePaths, client_layout, resolve_config_root
 from vq.web.waits import PER_PEER, PER_TOKEN, TOTAL
 
 __all__ = ["WebConfig"]
@@ -23,8 +25,9 @@ class WebConfig:
     """Immutable settings of one web process.
 
     ``state`` and ``config_root`` are resolved exactly as the CLI resolves them
-    (``VQ_STATE_DIR`` / ``VQ_CONFIG_DIR`` and their XDG fallbacks), so a console started
-    in a shell sees the queue that shell's ``vq`` sees.
+    (``VQ_STATE_DIR`` / ``VQ_CONFIG_DIR`` and their XDG fallbacks; in multi-user mode
+    :func:`vq.paths.client_layout`: root's console serves the whole system root), so a
+    console started in a shell sees the queue that shell's ``vq`` sees.
     """
 
     state: StatePaths
@@ -51,8 +54,15 @@ class WebConfig:
     ) -> WebConfig:
         env = os.environ if env is None else env
         web = load_settings(env).web
+        try:
+            state = client_layout(env)
+        except UnreadablePolicy as exc:
+            raise ConfigError(
+                f"the system multi-user policy cannot be read: {exc}",
+                hint="an administrator fixes the system config (docs/multi-user.md)",
+            ) from None
         return cls(
-            StatePaths.from_env(env),
+            state,
             resolve_config_root(env),
             mode=mode,
             allowed_hosts=allowed_hosts,

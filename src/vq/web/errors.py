@@ -38,6 +38,7 @@ log = logging.getLogger("vq.web")
 #: HTTP status of each VqError class name (subclasses inherit through the MRO walk).
 _STATUS_BY_CLASS: dict[str, int] = {
     "NotFound": 404,
+    "PermissionDenied": 403,
     "UnsafeArchive": 400,
     "InvalidInput": 422,
     "UsageError": 400,

@@ -10,6 +10,10 @@ service in-process, and returns the ``vq submit --json`` payload. The idempotenc
 digest covers the inputs' *content*, so the same key, fields and files from the CLI or
 from HTTP name the same job.
 
+In multi-user mode root's console serves the whole system root, and a local submit is
+refused there exactly as root's ``vq submit`` is (:func:`refuse_root_submit`: 403,
+``permission-denied``), before anything is charged, staged or written.
+
 More than ``upload_max_members`` inline files is a 413 (each one becomes a file on
 disk, however small). Errors leave with server paths replaced (staging and uploads
 become ``inputs``; the state and config roots become placeholders). The staging
@@ -33,6 +37,8 @@ from vq.config import Settings, load_settings
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.errors import UnsafeArchive, VqError
 from vq.gateway import Gateway
+from vq.gateway.fallback import root_does_not_submit
+from vq.paths import MultiUserLayout
 from vq.protocol.messages import SubmitParams
 from vq.services.idempotency import key_hash
 from vq.web.context import WebConfig
@@ -43,6 +49,7 @@ __all__ = [
     "Submission",
     "claim_exists",
     "load_web_settings",
+    "refuse_root_submit",
     "scrubbed",
     "submit_request",
     "to_params",
@@ -92,6 +99,14 @@ def to_params(
         raise RequestValidationError(
             [{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]
         ) from None
+
+
+def refuse_root_submit(config: WebConfig, host: str | None) -> None:
+    """Multi-user mode: a console serving the whole system root (root's) submits no local
+    job, as root's ``vq submit`` does not (PermissionDenied: 403). A submit delegated to a
+    remote host is that host's to judge."""
+    if isinstance(config.state, MultiUserLayout) and (host is None or host in LOCAL_NAMES):
+        raise root_does_not_submit()
 
 
 def claim_exists(config: WebConfig, key: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from vq.domain.admission import Usage
+from vq.domain.quotas import QuotaHold
 from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
@@ -32,7 +33,7 @@ from vq.services.kill import kill_job
 from vq.services.lifecycle import Lifecycle
 from vq.services.pause import pause_job, resume_job
 from vq.services.resubmit import resubmit
-from vq.services.status import job_status
+from vq.services.status import apply_quota_hold, job_status
 from vq.services.submit import result_payload, submit
 
 from ..holds import LoopCalls
@@ -67,9 +68,9 @@ class JobHandlers:
         executors: ExecutorRegistry | None = None,
         lanes: Mapping[str, SchedulerLane] | None = None,
         loop_calls: LoopCalls | None = None,
-        quota_reason: Callable[[str], str | None] | None = None,
+        quota_hold: Callable[[str, int], QuotaHold | None] | None = None,
     ) -> None:
-        self._quota_reason = quota_reason
+        self._quota_hold = quota_hold
         self._executors = executors
         self._lanes: Mapping[str, SchedulerLane] = lanes if lanes is not None else {}
         self._loop_calls = loop_calls or LoopCalls()
@@ -109,10 +110,14 @@ class JobHandlers:
         hold = self._storage_hold()
         if hold is not None and spec.state is JobState.PENDING:
             view["pending_reason"] = f"dispatch is held: {hold['message']}"
-        elif spec.state is JobState.PENDING and self._quota_reason is not None:
-            quota = self._quota_reason(spec.id)
+        elif (
+            spec.state is JobState.PENDING
+            and ExecutorRegistry.lane_of(spec) is None  # quotas gate local dispatch only
+            and self._quota_hold is not None
+        ):
+            quota = self._quota_hold(spec.id, spec.cpus)
             if quota is not None:
-                view["pending_reason"] = quota
+                apply_quota_hold(view, quota)
         return StatusResult.model_validate(view)
 
     def _lane_settings(self, target: str | None) -> LaneSettings | None:

@@ -86,7 +86,10 @@ class ReadHandlers:
             specs = page.specs
         answer: dict[str, Any] = {
             "jobs": [list_row(spec, self._ctx.base_caps, now) for spec in specs],
-            "quarantined": [item.as_dict() for item in self._index.quarantined.values()],
+            "quarantined": [
+                item.as_dict()
+                for item in (*self._index.quarantined.values(), *self._ctx.store.impostor_copies())
+            ],
             "counts": {state.value: 0 for state in JobState} | self._index.counts(),
         }
         if page is not None:

@@ -67,6 +67,7 @@ from vq.web.submission import (
     Submission,
     claim_exists,
     load_web_settings,
+    refuse_root_submit,
     submit_request,
     to_params,
 )
@@ -263,6 +264,7 @@ def _inline_bytes(inputs: Inputs) -> int:
 def _submit(
     config: WebConfig, settings: Settings, principal: Principal, body: JobRequest
 ) -> JSONResponse:
+    refuse_root_submit(config, body.host)  # before any charge, staging or write
     fields = body.submit_fields()
     if principal.kind != "anonymous":  # the token's or the account's name
         fields["submitter"] = principal.name

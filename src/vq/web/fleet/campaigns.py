@@ -34,7 +34,7 @@ router = APIRouter(prefix="/fleet", include_in_schema=False)
 
 
 def _list_context(request: Request) -> dict[str, Any]:
-    entries = registered(web_config(request).state.root)
+    entries = registered(web_config(request).state)
     return {"nav": "fleet", "campaigns": [campaign_view(e).summary() for e in entries]}
 
 
@@ -55,7 +55,7 @@ def _job_link(host: str | None, job_id: str | None, remote: set[str]) -> str | N
 
 def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None:
     entry = next(
-        (e for e in registered(web_config(request).state.root) if e["campaign_id"] == campaign_id),
+        (e for e in registered(web_config(request).state) if e["campaign_id"] == campaign_id),
         None,
     )
     if entry is None:
