@@ -237,6 +237,12 @@ def test_resolve_not_submitted_after_a_crash_before_sbatch(
     assert pid is not None
     job = vq.submit("cluster", "--", "true")
     wait_until(lambda: not is_alive(pid), 60)
+    # Nothing reached the login host, which the submit guard would prove by itself: plant
+    # the record of a call that started sbatch and died before its answer (in doubt), so
+    # only the tag, then an operator, can decide.
+    intent = json.loads((vq.root / "jobs" / job / "_vq" / "scheduler-intent.json").read_text())
+    records = intent["submit_records"]
+    _ssh(slurm_testbed, f"mkdir -p {records} && echo {'d' * 16} > {records}/started")
     vq.start_daemon()
 
     def resolved() -> bool:
