@@ -16,7 +16,7 @@ help:
 	@echo "make demo    create the venv, start a daemon on a temp state root, run real jobs"
 	@echo "make test    lint + types + import contracts + the whole test suite (bounded chaos),"
 	@echo "             with the SSH/Slurm testbed up as root (docs/testbed.md)"
-	@echo "make soak    the long chaos/soak runs"
+	@echo "make soak    the long chaos/soak runs, and the property tests with fresh examples"
 	@echo "make bench   benchmarks against task-spooler and the physical floor"
 	@echo "make check   ruff, mypy --strict, import-linter"
 
@@ -48,9 +48,14 @@ test: check
 	@scripts/install-test-deps.sh
 	@scripts/testbed/with-testbed.sh scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
 
+# The slow runs, and every property test with fresh examples (tests/hypothesis_profiles.py):
+# `make test` draws the same ones every time. VQ_HYPOTHESIS_SEED=<seed> replays a soak's draws.
 soak: $(STAMP)
 	@scripts/install-test-deps.sh
-	@scripts/run-tests.sh $(PY) -m slow $(PYTEST_ARGS)
+	@seed=$${VQ_HYPOTHESIS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "make soak: hypothesis seed $$seed (replay: make soak VQ_HYPOTHESIS_SEED=$$seed)"; \
+	scripts/run-tests.sh $(PY) -m "slow or hypothesis" --hypothesis-profile=vq-soak \
+	  --hypothesis-seed=$$seed $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@scripts/install-bench-deps.sh

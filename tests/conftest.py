@@ -19,9 +19,12 @@ from typing import Any
 
 import pytest
 
+from tests import hypothesis_profiles
 from tests.suite_phases import pytest_addoption, pytest_collection_modifyitems
 
 __all__ = ["pytest_addoption", "pytest_collection_modifyitems"]
+
+hypothesis_profiles.load()  # reproducible property tests unless --hypothesis-profile says not
 
 VQ_BIN = str(Path(sys.executable).with_name("vq"))
 

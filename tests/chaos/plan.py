@@ -90,10 +90,15 @@ class ChaosResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def seed_from_env() -> int:
-    """``VQ_CHAOS_SEED`` when set (to reproduce a run), else a fresh random seed."""
+def seed_from_env(fixed: int | None = None) -> int:
+    """``VQ_CHAOS_SEED`` when set (to reproduce a run); else ``fixed``, the seed of a bounded
+    run in ``make test`` (the same random choices on every run, so a landing never depends on
+    which were drawn); else (a soak run in ``make soak``) a fresh random seed, printed by
+    :func:`tests.chaos.harness.run_checked`."""
     text = os.environ.get("VQ_CHAOS_SEED")
-    return int(text) if text else random.SystemRandom().randrange(2**32)
+    if text:
+        return int(text)
+    return fixed if fixed is not None else random.SystemRandom().randrange(2**32)
 
 
 def size_from_env(name: str, default: int) -> int:

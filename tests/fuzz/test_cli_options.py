@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 import click.testing
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vq.cli.app import cli
@@ -142,6 +142,8 @@ def run_in_process(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(value=VALUES)
+@example(value="a\x00b")  # no shell can pass a NUL; an in-process caller can
+@example(value="/tmp/\x00")
 def test_every_option_value_ends_in_a_documented_code(
     roots: dict[str, str], path: tuple[str, ...], flag: str, required: list[str], value: str
 ) -> None:
@@ -153,6 +155,13 @@ def test_every_option_value_ends_in_a_documented_code(
     assert "internal error" not in stderr and "Traceback" not in stderr, (args, stderr)
     if code != 0:
         assert stderr.startswith("vq: error: "), (args, stderr)
+
+
+def test_a_nul_byte_in_an_argument_is_a_usage_error_with_a_hint(roots: dict[str, str]) -> None:
+    code, stderr = run_in_process(["submit", "--array-from=a\x00b", "--", "true"], roots)
+    assert code == 2, stderr
+    assert stderr.startswith("vq: error: argument 2 ('--array-from=a\\x00b') contains a NUL byte")
+    assert "\nhint: " in stderr and "internal error" not in stderr
 
 
 def test_the_walk_finds_the_commands_that_take_values() -> None:

@@ -334,7 +334,12 @@ def test_cleanup_intermediate_once_every_consumer_succeeded(cli: Cli, tmp_path: 
     ]
     assert not (run_dir / "artifacts" / "calculate" / "1" / "result").exists()
     assert (run_dir / "artifacts" / "calculate" / "1" / "result.manifest.json").exists()
-    assert cli.json("status", path, run_dir / "journal.json")["nodes"][0]["status"] == "succeeded"
+    status = cli.json("status", path, run_dir / "journal.json")
+    assert status["nodes"][0]["status"] == "succeeded"
+    # removed by the cleanup, not tampered with: the status says so
+    shown = {(a["node"], a["output"]): a["status"] for a in status["artifacts"]}
+    assert shown[("calculate", "result")] == "cleaned_up"
+    assert status["nodes"][0]["outputs_verified"] is True
 
 
 def test_cleanup_refuses_while_the_lock_is_held(cli: Cli, tmp_path: Path) -> None:

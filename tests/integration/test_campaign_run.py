@@ -265,3 +265,39 @@ def test_a_controller_killed_at_random_points_never_submits_twice(vq: Vq, tmp_pa
         "h2o.render.a1",
         "h2o.validate.a1",
     ]
+
+
+def test_status_and_run_show_a_tampered_published_artifact_as_tampered(
+    vq: Vq, tmp_path: Path
+) -> None:
+    vq.start_daemon()
+    path = make_campaign(tmp_path, vq)
+    run_dir = tmp_path / "run"
+    assert run(vq, path, run_dir)["status"] == "succeeded"
+    journal = str(run_dir / "journal.json")
+    clean = json.loads(vq.run("campaign", "status", str(path), journal, "--json").stdout)
+    assert {a["status"] for a in clean["artifacts"]} == {"verified"} and len(
+        clean["artifacts"]
+    ) == 3
+    # the same size, other bytes: only a digest tells them apart
+    energy = run_dir / "artifacts" / "calculate" / "1" / "result" / "energy.txt"
+    energy.write_text(energy.read_text().replace("-76.02", "-76.03"))
+    shown = json.loads(vq.run("campaign", "status", str(path), journal, "--json").stdout)
+    tampered = [a for a in shown["artifacts"] if a["status"] != "verified"]
+    assert [(a["node"], a["output"], a["status"]) for a in tampered] == [
+        ("calculate", "result", "tampered")
+    ]
+    assert "energy.txt" in tampered[0]["problem"] and "digest_mismatch" in tampered[0]["problem"]
+    calculate = next(n for n in shown["nodes"] if n["node"] == "calculate")
+    assert calculate["outputs_verified"] is False
+    record = next(a for a in shown["attempts"] if a["node"] == "calculate")["outputs"][0]
+    assert record["copy"] == "tampered"
+    human = vq.run("campaign", "status", str(path), journal).stdout
+    assert "TAMPERED" in human and "energy.txt" in human
+    again = run(vq, path, run_dir, code=1)  # nothing resubmitted, and not a success
+    assert [a["status"] for a in again["artifacts"] if a["node"] == "calculate"] == ["tampered"]
+    assert any("tampered" in line for line in again["needs_attention"])
+    assert job_count(vq) == 4
+    energy.write_text(energy.read_text().replace("-76.03", "-76.02"))  # restored: verified
+    restored = json.loads(vq.run("campaign", "status", str(path), journal, "--json").stdout)
+    assert {a["status"] for a in restored["artifacts"]} == {"verified"}

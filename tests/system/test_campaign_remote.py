@@ -436,3 +436,26 @@ def test_a_host_partitioned_during_the_fetch_is_retried_and_nothing_fails(
     verify = fleet.vq("campaign", "artifact-verify", str(manifest), str(manifest.parent / "result"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert remote_names(fleet, "h1", "fetch-cut") == ["fetch-cut.produce.a1"]
+
+
+def test_a_submission_whose_answer_is_lost_is_logged_as_unknown_and_reconciled(
+    fleet: RemoteFleet, tmp_path: Path
+) -> None:
+    import shlex
+
+    path = make_campaign(tmp_path, "lost-answer")
+    run_dir = tmp_path / "run"
+    # h1's queue accepts the job, then its answer never arrives within ssh_timeout
+    late = f'{shlex.join(fleet.vq_command("h1"))} "$@"; sleep 30'
+    fleet.write_config(h1={"vq_command": ["sh", "-c", late, "sh"], "ssh_timeout": 3})
+    once = fleet.vq("campaign", "run", str(path), str(run_dir), "--once", "--json")
+    assert once.returncode == 1, once.stderr
+    logged = [line for line in once.stderr.splitlines() if "produce: attempt 1" in line]
+    assert logged and "outcome unknown" in logged[0], once.stderr
+    assert "refused" not in logged[0] and "reconciled" in logged[0], logged
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert [a["state"] for a in journal["attempts"]] == ["submitting"]
+    assert remote_names(fleet, "h1", "lost-answer") == ["lost-answer.produce.a1"]
+    fleet.write_config()
+    assert run(fleet, path, run_dir)["status"] == "succeeded"
+    assert_one_job_per_node(fleet, "lost-answer")  # the resend under its key found the job

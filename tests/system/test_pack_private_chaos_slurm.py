@@ -4,7 +4,8 @@ and recovers its allocations by their identity. Checked at the end: no element l
 COMPLETED, its log one line: it ran once), and never two Slurm jobs for one allocation
 identity (``sacct --name=vqp-<alloc>`` names exactly the receipt its elements hold).
 
-The kill times come from a seeded generator (``VQ_CHAOS_SEED``, printed on failure).
+The kill times come from a generator with a fixed seed (``VQ_CHAOS_SEED`` overrides it; the
+seed is printed, shown with a failure).
 Needs root and the testbed's Slurm; skipped without them and FAILS under ``CI=true``.
 """
 
@@ -42,7 +43,8 @@ def test_random_daemon_kills_lose_no_element_and_never_double_an_allocation(
     cluster: PrivateCluster,  # noqa: F811
     remote_root: str,  # noqa: F811
 ) -> None:
-    seed = int(os.environ.get("VQ_CHAOS_SEED", str(random.randrange(1 << 30))))
+    seed = int(os.environ.get("VQ_CHAOS_SEED", "0")) or 2406  # fixed: a bounded run
+    print(f"pack chaos: reproduce with VQ_CHAOS_SEED={seed}", flush=True)
     rng = random.Random(seed)
     _configure(vq, cluster, remote_root)
     runs = Path(remote_root) / "runs"  # every run of an element leaves a line here

@@ -11,8 +11,17 @@ from typing import Any
 import pytest
 
 from tests.campaign_support import raw
-from vq.errors import Conflict
-from vq.services.campaign_controller import Controller
+from vq.errors import (
+    CommandTimeout,
+    Conflict,
+    InvalidInput,
+    OutcomeUnknown,
+    RemoteCommandFailed,
+    RemoteProtocolError,
+    SshUnreachable,
+    VqError,
+)
+from vq.services.campaign_controller import Controller, not_accepted
 from vq.services.campaign_files import LoadedCampaign, read_campaign
 from vq.services.campaign_hosts import Observation, SubmitRequest
 from vq.services.campaign_rundir import RunDir
@@ -173,6 +182,24 @@ def test_a_refused_submission_stays_submitting_and_is_resent_under_its_key(
     ctl.run_pass()
     assert states(ctl) == {"calculate": "accepted"}
     assert [r.key for r in host.requests] == [key]
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (OutcomeUnknown("the submit to host h1 may or may not have been accepted"), "unknown"),
+        (RemoteProtocolError("the command started but its end was not seen"), "unknown"),
+        (RemoteCommandFailed("on host h1: vq exited with status 0"), "unknown"),
+        (CommandTimeout("the command timed out"), "unknown"),
+        (SshUnreachable("cannot reach vq-h1 over SSH"), "did not reach the queue"),
+        (Conflict("idempotency key already used"), "refused"),
+        (InvalidInput("on h1: --cpus 64 exceeds the host"), "refused"),
+    ],
+)
+def test_only_the_queue_s_own_answer_is_logged_as_a_refusal(error: VqError, said: str) -> None:
+    line = not_accepted(error)
+    assert said in line and str(error) in line and "left submitting" in line
+    assert ("refused" in line) == (said == "refused")
 
 
 def test_a_changed_payload_is_never_resent(

@@ -51,7 +51,11 @@ def test_a_published_output_is_complete_and_leaves_no_stage(
     final = publish_once(loaded, tmp_path)
     assert (final / "energy.txt").read_text() == "-76.02\n"
     assert (final / "deep" / "log.txt").read_text() == "scf converged\n"
-    assert sorted(os.listdir(final.parent)) == ["result", "result.manifest.json"]
+    assert sorted(os.listdir(final.parent)) == [
+        "result",
+        "result.manifest.json",
+        "result.seal.json",
+    ]
     assert not (tmp_path / "incoming" / "calculate" / "1").exists()
     # the fetched copy's files became the artifact's (linked, then the fetched names removed)
     assert os.stat(final / "energy.txt").st_nlink == 1
@@ -75,4 +79,8 @@ def test_a_copy_in_place_that_differs_is_published_again(
     publish_once(loaded, tmp_path)
     assert (final / "energy.txt").read_text() == "-76.02\n"
     assert not (final / "extra").exists()
-    assert sorted(os.listdir(final.parent)) == ["result", "result.manifest.json"]
+    assert sorted(os.listdir(final.parent)) == [
+        "result",
+        "result.manifest.json",
+        "result.seal.json",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -102,13 +103,15 @@ def test_the_ssh_command_line_is_the_documented_one() -> None:
         assert [argv[i + 1] for i, word in enumerate(argv) if word == "-o"] == [
             "BatchMode=yes",
             "ControlMaster=auto",
-            f"ControlPath={control}/cm-%C",
+            f"ControlPath={runner.control_path}",
             "ControlPersist=60",
             "ConnectTimeout=5",
             "ServerAliveInterval=5",
             "ServerAliveCountMax=3",
             "StrictHostKeyChecking=yes",
         ]
+        assert runner.control_path.parent == control
+        assert re.fullmatch(r"cm-[0-9a-f]{40}", runner.control_path.name)
         assert "-F" not in argv  # ~/.ssh/config applies unless the host names another file
         new = SshRunner("h", host_key_policy="accept-new", control_dir=control).ssh_argv("x")
         assert "StrictHostKeyChecking=accept-new" in new

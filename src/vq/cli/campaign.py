@@ -168,6 +168,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     from vq.cli.common import gateway
     from vq.services.campaign_files import read_campaign
     from vq.services.campaign_hosts import HostDirectory
+    from vq.services.campaign_published import check_published
     from vq.services.campaign_run import run_campaign
     from vq.services.campaign_rundir import RunDir, read_journal
 
@@ -199,14 +200,16 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     finally:
         hosts.close()
     journal = read_journal(directory.journal, loaded)
+    copies = check_published(loaded, directory, journal, report.plan)
+    wrong = [copy.attention() for copy in copies if not copy.as_verified]
     if as_json:
-        document = status_json(loaded, journal, report.plan)
-        document["needs_attention"] = report.needs_attention
+        document = status_json(loaded, journal, report.plan, copies)
+        document["needs_attention"] = [*report.needs_attention, *wrong]
         document["passes"] = report.passes
         echo_json(document)
     else:
-        print_status(loaded, journal, report.plan, report.problems)
-    return report.exit_code
+        print_status(loaded, journal, report.plan, report.problems, copies)
+    return 1 if wrong else report.exit_code
 
 
 @campaign.command()
@@ -214,20 +217,23 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
 @click.argument("journal", type=_FILE)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 def status(file: Path, journal: Path, as_json: bool) -> int:
-    """Each node's status, reasons and next action, what each attempt ran with, and the
-    retention list, from FILE and its JOURNAL (RUN_DIR/journal.json)."""
+    """Each node's status, reasons and next action, what each attempt ran with, the
+    retention list, and whether each published artifact is still the verified copy, from
+    FILE and its JOURNAL (RUN_DIR/journal.json)."""
     from vq.campaign.planner import plan
     from vq.cli.campaign_render import print_status, status_json
     from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_rundir import read_journal
+    from vq.services.campaign_published import check_published
+    from vq.services.campaign_rundir import RunDir, read_journal
 
     loaded = read_campaign(file)
     checked = read_journal(journal, loaded)
     current = plan(loaded.campaign, loaded.digest, checked)
+    copies = check_published(loaded, RunDir(journal.parent), checked, current)
     if as_json:
-        echo_json(status_json(loaded, checked, current))
+        echo_json(status_json(loaded, checked, current, copies))
     else:
-        print_status(loaded, checked, current)
+        print_status(loaded, checked, current, copies=copies)
     return 0
 
 

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from vq.campaign.planner import CampaignPlan
     from vq.services.campaign_cleanup import CleanupReport
     from vq.services.campaign_files import LoadedCampaign, SourcesCheck
+    from vq.services.campaign_published import PublishedCopy
 
 __all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
 
@@ -67,14 +68,35 @@ _STYLE = {
 }
 
 
-def status_json(loaded: LoadedCampaign, journal: Journal, current: CampaignPlan) -> dict[str, Any]:
-    """The ``vq campaign status --json`` document (additive schema)."""
+def status_json(
+    loaded: LoadedCampaign,
+    journal: Journal,
+    current: CampaignPlan,
+    copies: list[PublishedCopy] | None = None,
+) -> dict[str, Any]:
+    """The ``vq campaign status --json`` document (additive schema). With ``copies`` (the
+    published artifacts checked again): ``artifacts`` lists each verdict, each verified
+    output record of ``attempts`` gets its ``copy`` verdict, and a node whose latest
+    attempt has a tampered or missing copy is no longer ``outputs_verified``."""
     document = current.as_dict()
     document["campaign_id"] = loaded.campaign.campaign_id
     document["campaign_sha256"] = loaded.digest
     document["attempts"] = [
         attempt.model_dump(mode="json", exclude_none=True) for attempt in journal.attempts
     ]
+    if copies is None:
+        return document
+    document["artifacts"] = [copy.as_dict() for copy in copies]
+    verdicts = {(c.node, c.attempt, c.output): c for c in copies}
+    for attempt in document["attempts"]:
+        for record in attempt.get("outputs", []):
+            found = verdicts.get((attempt["node"], attempt["attempt"], record["name"]))
+            if found is not None:
+                record["copy"] = found.status
+    wrong = {(c.node, c.attempt) for c in copies if not c.as_verified}
+    for node in document["nodes"]:
+        if (node["node"], node["attempt"]) in wrong:
+            node["outputs_verified"] = False
     return document
 
 
@@ -83,14 +105,17 @@ def print_status(
     journal: Journal,
     current: CampaignPlan,
     problems: list[str] | None = None,
+    copies: list[PublishedCopy] | None = None,
 ) -> None:
     from rich.table import Table
 
     console = _console()
+    wrong = [copy for copy in copies or [] if not copy.as_verified]
     console.print(
         _styled(
             f"campaign {loaded.campaign.campaign_id} ({loaded.digest[:12]}): ",
             (current.status, _STYLE.get(current.status, "bold")),
+            *([(f"; published artifacts: {_copy_counts(wrong)}", "red")] if wrong else []),
         )
     )
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -120,13 +145,30 @@ def print_status(
         console.print("Retained (a consumer still needs them)")
         for item in current.retention:
             console.print(f"  {item.node} attempt {item.attempt} for {', '.join(item.consumers)}")
+    if copies:
+        console.print(f"Published artifacts: {_copy_counts(copies)}")
+        for copy in wrong:
+            where = f"  {copy.node} attempt {copy.attempt} {copy.output}: "
+            detail = f"  {copy.problem}" if copy.problem else f"  {copy.path}"
+            console.print(_styled(where, (copy.status.upper(), "red"), detail))
     from vq.campaign.planner import attention
 
-    lines = [*(problems or []), *attention(current)]
+    lines = [*(problems or []), *attention(current), *(copy.attention() for copy in wrong)]
     if lines:
         console.print("Needs attention")
         for line in lines:
             console.print(f"  {line}")
+
+
+def _copy_counts(copies: list[PublishedCopy]) -> str:
+    """``2 verified, 1 TAMPERED``: how many published artifacts have each verdict (a
+    verdict that is not as verified in capitals)."""
+    counts: dict[str, int] = {}
+    for copy in copies:
+        word = copy.status.replace("_", " ")
+        word = word if copy.as_verified else word.upper()
+        counts[word] = counts.get(word, 0) + 1
+    return ", ".join(f"{count} {word}" for word, count in counts.items())
 
 
 def print_cleanup(report: CleanupReport) -> None:

@@ -7,6 +7,10 @@ filters at most) by :mod:`vq.cli.list_fast`; everything else — and any submit 
 parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. Every
 call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
 which records the mutating ones.
+
+No command line a program can be started with carries a NUL byte (``execve`` ends each
+argument at the first one), so an argument holding one (an in-process caller's) is refused
+here, before any verb reads it: exit 2, nothing done, nothing recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    refused = _nul_argument(args)
+    if refused is not None:
+        from vq.cli.output import print_error
+
+        print_error(
+            f"argument {refused + 1} ({args[refused]!r}) contains a NUL byte",
+            "no file name, value or command word may contain a NUL byte (\\0); remove it",
+        )
+        sys.exit(2)
     try:
         if args[:1] == ["submit"] and not _may_name_host(args[1:]):
             from vq.cli.submit_fast import run_fast
@@ -46,6 +59,14 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         record(args, code)
         raise
+
+
+def _nul_argument(args: list[str]) -> int | None:
+    """The index of the first argument that holds a NUL byte, or None."""
+    for index, arg in enumerate(args):
+        if "\x00" in arg:
+            return index
+    return None
 
 
 def _may_name_host(rest: list[str]) -> bool:

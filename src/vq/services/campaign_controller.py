@@ -16,8 +16,11 @@ recomputed from the journal, :mod:`vq.campaign.planner`):
 
 A queue call that fails is retried on the next pass, except when the queue no longer
 knows the job or its workspace (NotFound): that is reported and left for someone to act.
-A refused submission is reported and left submitting (never marked failed: that would
-invite a retry under a new key). The journal is rewritten atomically after every change,
+A submission that was not accepted is reported and left submitting (never marked failed:
+that would invite a retry under a new key), in the words of what happened
+(:func:`not_accepted`): its outcome unknown (the answer was lost after the request may
+have reached the queue: reconciled under the same key), the queue not reached, or the
+queue's refusal. The journal is rewritten atomically after every change,
 so stopping at any point and running again picks up where it left off. Hosts are reached
 only through :class:`vq.services.campaign_hosts.CampaignHost`.
 """
@@ -30,14 +33,32 @@ from dataclasses import dataclass, field
 from vq.campaign.journal import Attempt, AttemptState, InputBinding, Journal
 from vq.campaign.model import Node
 from vq.campaign.planner import CampaignPlan, plan
-from vq.errors import NotFound, VqError
+from vq.errors import (
+    CommandTimeout,
+    DaemonBusy,
+    DaemonNotRunning,
+    HostUnavailable,
+    NotFound,
+    OutcomeUnknown,
+    RemoteCommandFailed,
+    RemoteProtocolError,
+    TransportError,
+    VqError,
+)
 from vq.services.campaign_files import LoadedCampaign
 from vq.services.campaign_hosts import CampaignHost, Observation, SubmitRequest
 from vq.services.campaign_publish import pending_outputs, publish_outputs
 from vq.services.campaign_rundir import RunDir, load_journal, write_journal
 from vq.services.campaign_stage import check_payload, stage_payload
 
-__all__ = ["Controller", "PassResult", "attempt_state", "job_name", "runtime_mismatch"]
+__all__ = [
+    "Controller",
+    "PassResult",
+    "attempt_state",
+    "job_name",
+    "not_accepted",
+    "runtime_mismatch",
+]
 
 #: How far an attempt has come; an observation never moves it back.
 _RANK = {"submitting": 0, "accepted": 1, "running": 2}
@@ -51,6 +72,26 @@ def attempt_state(queue_state: str, terminal: bool, current: AttemptState) -> At
         return "cancelled" if queue_state == "KILLED" else "failed"
     seen: AttemptState = "accepted" if queue_state == "PENDING" else "running"
     return seen if _RANK[seen] > _RANK.get(current, 0) else current
+
+
+def not_accepted(exc: VqError | OSError) -> str:
+    """What a submission that raised ``exc`` left behind, for the campaign log. Only the
+    queue's own answer is a refusal: an answer lost or unreadable after the request may
+    have reached the queue is an unknown outcome (the job may exist; the resend under the
+    same key finds it), a queue that could not be reached is just that."""
+    unknown = OutcomeUnknown | RemoteProtocolError | RemoteCommandFailed | CommandTimeout
+    if isinstance(exc, unknown):
+        return (
+            "submission outcome unknown (the job may exist), left submitting to be "
+            f"reconciled under its key: {exc}"
+        )
+    if isinstance(exc, TransportError | DaemonNotRunning | DaemonBusy | HostUnavailable):
+        return (
+            f"submission did not reach the queue, left submitting to be resent under its key: {exc}"
+        )
+    if isinstance(exc, OSError):
+        return f"submission failed here, left submitting: {exc}"
+    return f"submission refused, left submitting: {exc}"
 
 
 def runtime_mismatch(node: Node, attempt: Attempt) -> str | None:
@@ -277,7 +318,7 @@ class Controller:
                 )
             )
         except (VqError, OSError) as exc:
-            result.problems.append(f"{label}: submission refused, left submitting: {exc}")
+            result.problems.append(f"{label}: {not_accepted(exc)}")
             return
         attempt.state, attempt.job_id = "accepted", job_id
         self.save()

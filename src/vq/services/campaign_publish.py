@@ -11,7 +11,9 @@ copy. ``<output>.manifest.json`` is written beside it afterwards. A copy already
 (a publish interrupted before its journal record) is kept when it verifies against the
 manifest, and removed and published again when it does not. The journal record says what
 happened: ``verified`` with the manifest's digest, or the worst problem. The fetched copy
-is removed once every output was handled.
+is removed once every output was handled, and only then is each verified output sealed
+(:func:`vq.services.campaign_published.seal_published`: its files' stat keys, which the
+removal of the hard-linked fetched copy would otherwise change).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from vq.campaign.planner import REPUBLISH_STATUSES
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
 from vq.publish import Draft, copy_tree, publish, publish_file
 from vq.services.campaign_files import LoadedCampaign, build_manifest, hash_output
+from vq.services.campaign_published import seal_published
 from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import observe
 
@@ -64,6 +67,9 @@ def publish_outputs(
     for output in pending_outputs(node, attempt):
         records.append(_publish_one(loaded, run_dir, node, attempt, output, fetched, skipped))
     shutil.rmtree(fetched, ignore_errors=True)
+    for record in records:
+        if record.status == "verified" and record.manifest_sha256:
+            seal_published(run_dir, node.id, attempt.attempt, record.name, record.manifest_sha256)
     return records
 
 

@@ -8,6 +8,8 @@ Layout (docs/campaigns.md)::
     RUN_DIR/incoming/<node>/<attempt>/                an output while fetched and hashed
     RUN_DIR/artifacts/<node>/<attempt>/<output>       the verified copy of an output
     RUN_DIR/artifacts/<node>/<attempt>/<output>.manifest.json
+    RUN_DIR/artifacts/<node>/<attempt>/<output>.seal.json
+                                                      its files' stat keys, once published
 
 Contracts: the journal is rewritten atomically (:func:`vq._fs.atomic_write_json`) after
 every change and checked (:func:`vq.campaign.journal.check_journal`) every time it is
@@ -53,6 +55,9 @@ class RunDir:
 
     def manifest(self, node: str, attempt: int, output: str) -> Path:
         return self.root / "artifacts" / node / str(attempt) / f"{output}.manifest.json"
+
+    def seal(self, node: str, attempt: int, output: str) -> Path:
+        return self.root / "artifacts" / node / str(attempt) / f"{output}.seal.json"
 
 
 def read_journal(path: Path, loaded: LoadedCampaign) -> Journal:

@@ -10,7 +10,11 @@ Contracts:
   type, size and SHA-256, parents first, names sorted.
 * :func:`observe` is for verification: it never raises for what it finds, reporting links
   and special files as entries of type ``symlink`` / ``special`` so the caller can name
-  them. It returns None when the tree itself is absent.
+  them. It returns None when the tree itself is absent. Its ``known`` callback may give a
+  regular file's SHA-256 from the file's :func:`stat_key` without reading it (a file
+  unchanged since it was verified); every other file is read.
+* :func:`file_keys` is the :func:`stat_key` of every regular file of a tree (nothing is
+  read): what a later :func:`observe` compares to skip reading unchanged files.
 * File contents are read in 1 MiB blocks into one reused buffer (hashlib releases the
   GIL), close to ``sha256sum``'s speed.
 """
@@ -20,12 +24,16 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from vq.campaign.artifact import ArtifactEntry, Observed
 from vq.errors import NotFound, UnsafeArchive
 
-__all__ = ["descend", "hash_fd", "hash_strict", "observe"]
+__all__ = ["KnownDigest", "descend", "file_keys", "hash_fd", "hash_strict", "observe", "stat_key"]
+
+#: ``(path in the tree, the open file's stat)`` -> its SHA-256 when known without reading.
+KnownDigest = Callable[[str, os.stat_result], str | None]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -135,8 +143,36 @@ def _walk_strict(fd: int, prefix: str, depth: int, out: list[ArtifactEntry], wha
             os.close(child)
 
 
-def observe(path: Path) -> list[Observed] | None:
-    """What lies at ``path`` (itself as ``"."``) and below it; None when absent."""
+def stat_key(info: os.stat_result) -> list[int]:
+    """What changes whenever a file's bytes do: device, inode, size, mtime and ctime (in
+    ns). The ctime cannot be set back by the file's owner: a file rewritten in place, then
+    given its old mtime, still shows a new ctime."""
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def file_keys(path: Path) -> dict[str, list[int]]:
+    """:func:`stat_key` of every regular file at or below ``path`` (``"."`` for ``path``
+    itself when it is a file), by path in the tree; links are not followed."""
+    keys: dict[str, list[int]] = {}
+    info = os.lstat(path)
+    if stat.S_ISREG(info.st_mode):
+        return {".": stat_key(info)}
+    pending = [("", path)]
+    while pending:
+        prefix, directory = pending.pop()
+        with os.scandir(directory) as scan:
+            for entry in scan:
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((rel + "/", Path(entry.path)))
+                elif entry.is_file(follow_symlinks=False):
+                    keys[rel] = stat_key(entry.stat(follow_symlinks=False))
+    return keys
+
+
+def observe(path: Path, known: KnownDigest | None = None) -> list[Observed] | None:
+    """What lies at ``path`` (itself as ``"."``) and below it; None when absent.
+    ``known`` may spare reading a regular file (see the module docstring)."""
     try:
         info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -151,16 +187,26 @@ def observe(path: Path) -> list[Observed] | None:
         return [Observed(".", "special", info.st_size)]  # swapped for a link meanwhile
     try:
         if kind == "file":
-            size, digest = hash_fd(fd)
-            return [Observed(".", "file", size, digest)]
+            return [_observe_file(fd, ".", known)]
         out = [Observed(".", "directory", 0)]
-        _walk_observe(fd, "", 0, out)
+        _walk_observe(fd, "", 0, out, known)
         return out
     finally:
         os.close(fd)
 
 
-def _walk_observe(fd: int, prefix: str, depth: int, out: list[Observed]) -> None:
+def _observe_file(fd: int, rel: str, known: KnownDigest | None) -> Observed:
+    info = os.fstat(fd)
+    digest = known(rel, info) if known is not None else None
+    if digest is not None:
+        return Observed(rel, "file", info.st_size, digest)
+    size, digest = hash_fd(fd)
+    return Observed(rel, "file", size, digest)
+
+
+def _walk_observe(
+    fd: int, prefix: str, depth: int, out: list[Observed], known: KnownDigest | None
+) -> None:
     for name in sorted(os.listdir(fd)):
         rel = prefix + name
         try:
@@ -179,9 +225,8 @@ def _walk_observe(fd: int, prefix: str, depth: int, out: list[Observed]) -> None
         try:
             if kind == "directory":
                 out.append(Observed(rel, "directory", 0))
-                _walk_observe(child, rel + "/", depth + 1, out)
+                _walk_observe(child, rel + "/", depth + 1, out, known)
             else:
-                size, digest = hash_fd(child)
-                out.append(Observed(rel, "file", size, digest))
+                out.append(_observe_file(child, rel, known))
         finally:
             os.close(child)

@@ -2,7 +2,7 @@
 
 Every call is::
 
-    ssh -T -o BatchMode=yes -o ControlMaster=auto -o ControlPath=<dir>/cm-%C
+    ssh -T -o BatchMode=yes -o ControlMaster=auto -o ControlPath=<dir>/cm-<key>
         -o ControlPersist=60 -o ConnectTimeout=5 -o ServerAliveInterval=5
         -o ServerAliveCountMax=3 -o StrictHostKeyChecking=<yes|accept-new>
         [ssh_options…] DEST -- <framed command>
@@ -14,10 +14,14 @@ END trailer, and a missing trailer is :class:`~vq.errors.RemoteProtocolError` (o
 unknown). The remote shell's process group is killed (over the same master connection)
 when the deadline expires or an output cap is hit after the command started.
 
-Multiplexing: one master per destination in the control directory
+Multiplexing: one master per connection shape in the control directory
 (``$XDG_RUNTIME_DIR/vq``, else ``<tmp>/vq-ssh-<uid>``; mode 0700 and owned by this user,
-or refused). A call that fails on a broken master before its command started has that
-master checked (``-O check``); a dead one's socket is removed and the call retried once.
+or refused): ``<key>`` hashes the destination, the ssh options, the host key policy and
+the ssh configuration files (:func:`vq.transport.ssh_control.control_path`), so two host
+entries that reach one machine differently (a ProxyCommand, another port or user) never
+share a master, and one's stalled proxy never stalls the other. A call that fails on a
+broken master before its command started has that master checked (``-O check``); a dead
+one's socket is removed and the call retried once.
 
 Failures (ssh's own exit status 255, read by :mod:`vq.transport.ssh_diagnose`):
 :class:`~vq.errors.SshUnreachable` (also: no answer within the deadline; transient),
@@ -51,7 +55,12 @@ from vq.errors import (
 from vq.transport.framing import MarkerStripper, new_nonce, unframe, wrap_command
 from vq.transport.process import Captured, capture, describe_os_error
 from vq.transport.runner import DEFAULT_DEADLINE_S, DEFAULT_MAX_OUTPUT_BYTES, Argv, RunResult
-from vq.transport.ssh_control import check_socket_room, default_control_dir, ensure_control_dir
+from vq.transport.ssh_control import (
+    check_socket_room,
+    control_path,
+    default_control_dir,
+    ensure_control_dir,
+)
 from vq.transport.ssh_diagnose import Failure, classify, last_line
 from vq.transport.stream import ProcessStream
 
@@ -98,10 +107,17 @@ class SshRunner:
         check_socket_room(control_dir)
         self.control_dir = ensure_control_dir(control_dir)
         strict = "yes" if host_key_policy == "strict" else "accept-new"
+        self.control_path = control_path(
+            self.control_dir,
+            ssh_program=ssh_program,
+            destination=destination,
+            host_key_policy=strict,
+            ssh_options=ssh_options,
+        )
         self._ssh = [ssh_program, "-T"]
         self._options = [
             *("-o", "BatchMode=yes", "-o", "ControlMaster=auto"),
-            *("-o", f"ControlPath={self.control_dir}/cm-%C"),
+            *("-o", f"ControlPath={self.control_path}"),
             *("-o", f"ControlPersist={control_persist_s}", "-o", "ConnectTimeout=5"),
             *("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"),
             *("-o", f"StrictHostKeyChecking={strict}"),
@@ -228,6 +244,7 @@ class SshRunner:
             )
 
     def _drop_stale_master(self) -> None:
+        """Remove this shape's master socket when ``-O check`` finds no live master on it."""
         check = capture(
             self.ssh_argv(None, "-O", "check"),
             stdin=None,
@@ -236,19 +253,10 @@ class SshRunner:
         )
         if check.rc == 0:
             return
-        config = capture(
-            [*self._ssh, *self._options, "-G", self.destination],
-            stdin=None,
-            deadline_s=_CHECK_DEADLINE_S,
-            max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES,
-        )
-        for line in config.stdout.decode(errors="replace").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "controlpath" and value.startswith(f"{self.control_dir}/"):
-                with contextlib.suppress(FileNotFoundError):
-                    info = os.lstat(value)
-                    if stat.S_ISSOCK(info.st_mode) and info.st_uid == os.geteuid():
-                        os.unlink(value)
+        with contextlib.suppress(FileNotFoundError):
+            info = os.lstat(self.control_path)
+            if stat.S_ISSOCK(info.st_mode) and info.st_uid == os.geteuid():
+                os.unlink(self.control_path)
 
     def _too_large(self, stream: str, cap: int) -> OutputTooLarge:
         return OutputTooLarge(

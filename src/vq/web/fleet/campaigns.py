@@ -8,6 +8,9 @@ Contracts:
 * The data is :mod:`vq.services.campaign_view`: the campaigns ``vq campaign run``
   registered on this console's state root, evaluated with the same checks and planner as
   ``vq campaign status``. A campaign that cannot be read is a row with its reason.
+* A campaign's page checks its published artifacts again, as ``vq campaign status`` does
+  (:mod:`vq.services.campaign_published`): an output the journal calls verified is shown
+  ``tampered`` or ``missing`` when its copy no longer is, with a "Needs attention" line.
 * The graph is server-rendered SVG: node boxes with status badges, success edges solid,
   completion edges dashed. Each node links its latest job: ``/fleet/jobs/HOST/ID`` on a
   configured host, ``/jobs/ID`` on this queue (a scheduler lane's jobs are this queue's).
@@ -15,12 +18,16 @@ Contracts:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from vq.campaign.journal import Attempt
 from vq.campaign.layout import BOX_H, BOX_W
+from vq.services.campaign_published import PublishedCopy, check_published
+from vq.services.campaign_rundir import RunDir
 from vq.services.campaign_view import CampaignView, campaign_view, registered
 from vq.web.deps import web_config
 from vq.web.fleet.api import source_of
@@ -64,12 +71,17 @@ def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None
     remote = set(source_of(request).names())
     nodes: list[dict[str, Any]] = []
     graph = view.graph()
+    copies: dict[tuple[str, int, str], PublishedCopy] = {}
+    if view.plan is not None and view.loaded is not None and view.journal is not None:
+        checked = check_published(view.loaded, RunDir(Path(view.run_dir)), view.journal, view.plan)
+        copies = {(c.node, c.attempt, c.output): c for c in checked}
+        view.attention = [*view.attention, *(c.attention() for c in checked if not c.as_verified)]
     if view.plan is not None and view.loaded is not None and graph is not None:
         placed = {item.node: item for item in graph.nodes}
         for node_plan in view.plan.nodes:
             node = view.loaded.campaign.node(node_plan.node)
             latest = node_plan.attempt
-            outputs = [] if latest is None else latest.outputs
+            outputs = [] if latest is None else _outputs(latest, copies)
             nodes.append(
                 {
                     "id": node_plan.node,
@@ -97,6 +109,19 @@ def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None
         "box_h": BOX_H,
         "ran": ran,
     }
+
+
+def _outputs(
+    attempt: Attempt, copies: dict[tuple[str, int, str], PublishedCopy]
+) -> list[dict[str, str]]:
+    """Each output of ``attempt`` with its status: the journal's, unless the copy the
+    journal calls verified was checked and is not (tampered, missing, cleaned up)."""
+    shown = []
+    for record in attempt.outputs:
+        copy = copies.get((attempt.node, attempt.attempt, record.name))
+        status = copy.status if copy is not None else record.status
+        shown.append({"name": record.name, "status": status})
+    return shown
 
 
 @router.get("/campaigns/{campaign_id}")
