@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chaos.plan import seed_from_env
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
     configure_slow_lane,
@@ -220,11 +221,12 @@ def test_kills_and_ssh_cuts_during_slow_sbatch_never_run_a_job_twice(
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
-@pytest.mark.parametrize("seed", [int(os.environ.get("VQ_CHAOS_SEED", "0")) or 28280])
 def test_kills_and_ssh_cuts_during_slow_sbatch_long(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
     scratch: str,  # noqa: F811
-    seed: int,
 ) -> None:
+    """The soak run: a fresh seed each time (``VQ_CHAOS_SEED`` replays one), printed."""
+    seed = seed_from_env()
+    print(f"chaos: slow-sbatch soak, reproduce with VQ_CHAOS_SEED={seed}", flush=True)
     _run_slow_submit_chaos(vq, slurm_testbed, scratch, plain=24, packed=10, events=20, seed=seed)
