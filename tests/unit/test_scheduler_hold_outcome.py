@@ -35,6 +35,14 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 JOB = "a1b2c3d4e5f6"
 
 
+def _commands(runner: Any) -> list[list[str]]:
+    """Each scheduler command the runner was asked to run, without the ``timeout`` that
+    bounds it on the login host (checked here)."""
+    for call in runner.calls:
+        assert call[:3] == ["timeout", "-k", "1"] and float(call[3]) > 0, call
+    return [call[4:] for call in runner.calls]
+
+
 class ScriptedRunner:
     """The lane's runner port: answers each call with the next scripted result (a
     transport failure is raised) and keeps every argv it was asked to run."""
@@ -124,7 +132,7 @@ def test_an_accepted_hold_or_release_records_the_scheduler_state(
     runner = ScriptedRunner(RunResult(0, b"", b""))
     lane, lifecycle = build(runner)
     assert hold_or_release(lane, JOB, action) is True  # type: ignore[arg-type]
-    assert runner.calls == [["scontrol", action, "7"]]
+    assert _commands(runner) == [["scontrol", action, "7"]]
     assert lifecycle.writes == [(JOB, {"scheduler_state": state})]
     assert lifecycle.inverse == []
 
@@ -169,5 +177,5 @@ def test_a_lost_cancel_is_pending_keeps_the_capacity_and_is_sent_again(build: An
     assert (job.phase, job.cancel_wanted, lane.held) == ("cancel_pending", True, 1)
     lane._advance(job)  # its retry is due: the cancel goes out again
     wait_until(lambda: not job.cancel_wanted, 10)
-    assert runner.calls == [["scancel", "7"], ["scancel", "7"]]
+    assert _commands(runner) == [["scancel", "7"], ["scancel", "7"]]
     assert lane.held == 1  # capacity is released only once a poll shows the job gone
