@@ -7,10 +7,15 @@ filters at most) by :mod:`vq.cli.list_fast`; everything else — and any submit 
 parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. Every
 call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
 which records the mutating ones.
+
+A vq run by another vq over SSH finds ``VQ_ANSWER_MARK`` in its environment and first
+writes the answer mark (:mod:`vq.protocol.answer_mark`), so the caller can drop what a
+``vq_command`` wrapper printed before.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["main"]
@@ -18,6 +23,10 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if "VQ_ANSWER_MARK" in os.environ:
+        from vq.protocol.answer_mark import announce
+
+        announce(os.environ, sys.stdout.buffer, sys.stderr.buffer)
     try:
         if args[:1] == ["submit"] and not _may_name_host(args[1:]):
             from vq.cli.submit_fast import run_fast
