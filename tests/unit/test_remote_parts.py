@@ -157,6 +157,7 @@ def test_a_keyed_answer_settles_only_the_same_host_and_key(tmp_path: Path) -> No
 def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: Path) -> None:
     from vq.errors import RemoteProtocolError
     from vq.hosts_config import HostSettings
+    from vq.protocol.remote_answers import ListAnswer
     from vq.remote.host import RemoteHost
     from vq.transport.local import LocalRunner
 
@@ -170,8 +171,8 @@ def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: 
         host_running(["sh", "-c", '/nonexistent/vq "$@"', "sh"]).run(["--version"])
     assert not missing.value.transient
     assert read_health(tmp_path, "h1").status == "invalid"
-    with pytest.raises(RemoteProtocolError, match="did not print JSON"):
-        host_running(["echo", "not json"]).run_json(["list", "--json"])
+    with pytest.raises(RemoteProtocolError, match="not a valid vq answer"):
+        host_running(["echo", "not json"]).run_json(["list", "--json"], ListAnswer)
     assert read_health(tmp_path, "h1").status == "invalid"
 
 
