@@ -270,6 +270,24 @@ def test_a_hostile_submit_answer_is_never_taken_as_a_job(fleet: RemoteFleet, cas
     assert fleet.health("h2")["status"] == "invalid"
 
 
+def test_an_action_answered_with_garbage_ran_with_an_unknown_outcome(fleet: RemoteFleet) -> None:
+    job_id = fleet.submit("h3", "--", "sleep", "120")
+    wait_until(lambda: fleet.remote_spec("h3", job_id)["state"] == "RUNNING", 30)
+    real = shlex.join(fleet.vq_command("h3"))
+    # the host kills the job, then prints a listing where the kill's rows belong
+    garbled = 'REAL "$@" >/dev/null; rc=$?; echo \'{"jobs": []}\'; exit $rc'.replace("REAL", real)
+    fleet.write_config(h3={"vq_command": ["sh", "-c", garbled, "sh"]})
+    done = fleet.vq("kill", "h3", job_id, "--json")
+    assert done.returncode == 12, done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert (
+        "not a valid vq answer" in done.stderr and "may or may not have taken effect" in done.stderr
+    )
+    assert f"vq status h3 {job_id}" in done.stderr
+    fleet.write_config()
+    wait_until(lambda: fleet.remote_spec("h3", job_id)["state"] == "KILLED", 30)
+
+
 def test_escape_sequences_from_a_remote_never_reach_a_column(fleet: RemoteFleet) -> None:
     hostile = b"vq, version 1.0\x1b]0;owned\x07\x1b[2J\xc2\x9b31m\n"
     fleet.write_config(h3={"vq_command": _answering(fleet, "h3", "--version", hostile)})

@@ -33,7 +33,6 @@ from vq.cli.remote_route import first_positional
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
 from vq.remote.host import RemoteHost
-from vq.transport.runner import RunResult
 
 __all__ = ["remote_words", "run_remote"]
 
@@ -135,33 +134,35 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
 
     words = remote_words(verb, rest)  # `list` is the older name of `queue`
     if verb in _ACTIONS:
-        result = _act(host, verb, words)
-    else:
-        result = host.run(words, deadline_s=host.timeout)
-    return print_remote(host, verb, words, result)
+        return _act(host, verb, words)
+    return print_remote(host, verb, words, host.run(words, deadline_s=host.timeout))
 
 
 #: Verbs that change a remote job: a lost answer is an unknown outcome, never retried.
 _ACTIONS = frozenset({"kill", "pause", "resume"})
 
 
-def _act(host: RemoteHost, verb: str, words: list[str]) -> RunResult:
-    """``vq kill|pause|resume`` on ``host`` (``words``: :func:`remote_words`), sent once.
-    When the call may have reached the host but its answer was lost, the outcome is
-    unknown (exit 12): the host's health records the failure, the job is not touched
-    here, and nothing is resent."""
-    from vq.errors import OutcomeUnknown, TransportError
+def _act(host: RemoteHost, verb: str, words: list[str]) -> int:
+    """``vq kill|pause|resume`` on ``host`` (``words``: :func:`remote_words`), sent once;
+    its answer printed (the exit status returned). When the call may have reached the
+    host but its answer was lost, or is not a valid vq answer (the action ran, what it did
+    cannot be read), the outcome is unknown (exit 12): the host's health records the
+    failure, the job is not touched here, and nothing is resent."""
+    from vq.cli.remote_output import print_remote
+    from vq.errors import OutcomeUnknown, RemoteProtocolError, TransportError
     from vq.remote.host import may_have_run
 
+    ids = " ".join(words[words.index("--") + 1 :]) if "--" in words else "ID"
     try:
-        return host.run(words, deadline_s=host.timeout)
+        result = host.run(words, deadline_s=host.timeout)
+        return print_remote(host, verb, words, result)
     except TransportError as exc:
-        if not may_have_run(exc):
+        unread = isinstance(exc, RemoteProtocolError) and exc.reference == "remote-bad-answer"
+        if not unread and not may_have_run(exc):
             raise
-        ids = " ".join(words[words.index("--") + 1 :]) if "--" in words else "ID"
         raise OutcomeUnknown(
-            f"host {host.name} did not answer after `vq {verb}` was sent ({exc.message}); "
-            "it may or may not have taken effect",
+            f"no answer of host {host.name} could be read after `vq {verb}` was sent "
+            f"({exc.message}); it may or may not have taken effect",
             hint=f"check `vq status {host.name} {ids}` once the host answers; {verb} is "
             "safe to repeat",
         ) from exc

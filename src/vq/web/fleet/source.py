@@ -46,6 +46,7 @@ from vq.protocol.remote_answers import (
     FleetJobAnswer,
     FleetListAnswer,
     FleetSnapshotAnswer,
+    StatusAnswer,
 )
 from vq.remote.fleet import Fleet
 from vq.remote.health import mark_down, read_health
@@ -281,14 +282,15 @@ class FleetSource:
 
     # --- actions ------------------------------------------------------------------------
     def act(self, host: str, job_id: str, action: str) -> Any:
-        """Run ``vq ACTION JOB --json`` on ``host`` (errors raised as the host typed them)."""
+        """Run ``vq ACTION JOB --json`` on ``host`` (errors raised as the host typed them;
+        the answer validated: the rows of ``kill``/``pause``/``resume``, the new job of
+        ``resubmit``)."""
         self.check_host(host)
         with self._lock:
             self.calls[host] = self.calls.get(host, 0) + 1
+        answer = StatusAnswer if action == "resubmit" else ActionAnswer
         try:
-            return self.fleet.host(host).run_json(
-                job_words([action, "--json"], [job_id]), ActionAnswer
-            )
+            return self.fleet.host(host).run_json(job_words([action, "--json"], [job_id]), answer)
         finally:
             self.forget(host, job_id)
 
