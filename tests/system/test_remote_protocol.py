@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.system.remote_fleet import RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import HOSTS, RemoteFleet, remote_fleet_of, wait_until
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
 JOB_ID = re.compile(r"[0-9a-f]{12}")
@@ -43,6 +43,9 @@ def _fresh(fleet: RemoteFleet) -> Iterator[None]:
     fleet.write_config()
     for entry in _outbox(fleet):
         subprocess.run(["rm", "-rf", str(entry)], check=False)
+    for host in HOSTS:  # what a test left beside the host's state root, even a failed one
+        for suffix in ("-answers", "-calls.log", "-first"):
+            subprocess.run(["rm", "-rf", f"{fleet.remote_state(host)}{suffix}"], check=False)
 
 
 def _outbox(fleet: RemoteFleet) -> list[Path]:
