@@ -119,12 +119,18 @@ class RemoteFleet:
         return env
 
     def vq(
-        self, *args: str, stdin: bytes | None = None, timeout: float = 120, **env: str
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        timeout: float = 120,
+        cwd: Path | None = None,
+        **env: str,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "vq", *args],
             input=stdin.decode() if stdin is not None else None,
             env=self.env(**env),
+            cwd=cwd,
             capture_output=True,
             text=True,
             errors="surrogateescape",

@@ -331,7 +331,7 @@ class _LocalHost:
     def __init__(self, vq: Vq) -> None:
         self.vq = vq
 
-    def run_json(self, words: list[str]) -> Any:
+    def run_json(self, words: list[str], answer: Any = None) -> Any:
         return json.loads(self.vq.run(*words).stdout)
 
 

@@ -136,27 +136,36 @@ def test_every_http_submit_field_can_be_delegated_to_a_remote_host() -> None:
 
 
 def test_a_keyed_answer_settles_only_the_same_host_and_key(tmp_path: Path) -> None:
-    from vq.remote.outbox import resolve, stage, unresolved
+    from vq.remote.outbox import Staged, resolve, stage, unresolved
 
     def request(host: str, key: str | None) -> dict[str, object]:
         return {"host": host, "argv": ["submit"], "idempotency_key": key}
 
-    earlier = stage(tmp_path, "h1", request("h1", "k"), b"tar")
-    other_host = stage(tmp_path, "h2", request("h2", "k"), None)
-    unkeyed = stage(tmp_path, "h1", request("h1", None), None)
-    other_key = stage(tmp_path, "h1", request("h1", "k2"), None)
-    answered = stage(tmp_path, "h1", request("h1", "k"), None)
+    def ended(staged: Staged) -> Path:
+        staged.release()  # its call ended without an answer: the entry is kept
+        return staged.path
+
+    earlier = ended(stage(tmp_path, "h1", request("h1", "k"), b"tar"))
+    other_host = ended(stage(tmp_path, "h2", request("h2", "k"), None))
+    unkeyed = ended(stage(tmp_path, "h1", request("h1", None), None))
+    other_key = ended(stage(tmp_path, "h1", request("h1", "k2"), None))
+    sibling = stage(tmp_path, "h1", request("h1", "k"), None)  # its call still runs
+    answered = ended(stage(tmp_path, "h1", request("h1", "k"), None))
     assert {h: len(e) for h, e in unresolved(tmp_path).items()} == {"h1": 4, "h2": 1}
     settled = resolve(tmp_path, "h1", "k", keep=answered)
     assert [entry.path for entry in settled] == [earlier]
     assert not earlier.exists()
-    assert all(p.exists() for p in (other_host, unkeyed, other_key, answered))
+    assert all(p.exists() for p in (other_host, unkeyed, other_key, answered, sibling.path))
     assert resolve(tmp_path, "h1", "k", keep=answered) == []
+    # once the sibling's call ended without an answer, the next keyed answer settles it
+    sibling.release()
+    assert [entry.path for entry in resolve(tmp_path, "h1", "k", keep=answered)] == [sibling.path]
 
 
 def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: Path) -> None:
     from vq.errors import RemoteProtocolError
     from vq.hosts_config import HostSettings
+    from vq.protocol.remote_answers import ListAnswer
     from vq.remote.host import RemoteHost
     from vq.transport.local import LocalRunner
 
@@ -170,8 +179,8 @@ def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: 
         host_running(["sh", "-c", '/nonexistent/vq "$@"', "sh"]).run(["--version"])
     assert not missing.value.transient
     assert read_health(tmp_path, "h1").status == "invalid"
-    with pytest.raises(RemoteProtocolError, match="did not print JSON"):
-        host_running(["echo", "not json"]).run_json(["list", "--json"])
+    with pytest.raises(RemoteProtocolError, match="not a valid vq answer"):
+        host_running(["echo", "not json"]).run_json(["list", "--json"], ListAnswer)
     assert read_health(tmp_path, "h1").status == "invalid"
 
 

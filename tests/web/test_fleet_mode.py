@@ -52,6 +52,28 @@ def test_fleet_routes_exist_only_in_fleet_mode(vq: Vq, tmp_path: Path) -> None:
         fleet.process.wait(30)
 
 
+def test_a_fleet_404_for_this_queues_own_name_agrees_with_its_hint(vq: Vq, tmp_path: Path) -> None:
+    config = Path(vq.env["VQ_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    # h1 is configured but never contacted: neither name below reaches a host
+    (config / "config.toml").write_text('[web]\nfleet = true\n[hosts.h1]\nssh = "h1.invalid"\n')
+    web = start_web(vq, tmp_path / "fleet.log")
+    try:
+        for name in ("localhost", "local"):
+            answer = web.http.get(f"/api/v1/fleet/jobs/{name}/0123456789ab")
+            assert answer.status_code == 404, answer.text
+            error = answer.json()["error"]
+            assert error["message"] == f"{name!r} is this queue, not a configured remote host"
+            assert error["hint"].startswith("configured remote hosts: h1;")
+        unknown = web.http.get("/api/v1/fleet/jobs/gpu9/0123456789ab").json()["error"]
+        assert unknown["message"] == "no host named 'gpu9' is configured"
+        assert unknown["hint"] == "configured remote hosts: h1 (localhost is this queue)"
+    finally:
+        web.http.close()
+        web.process.terminate()
+        web.process.wait(30)
+
+
 def test_daemon_web_sidecar_serves_the_fleet_console(vq: Vq) -> None:
     refused = vq.run("daemon", "start", "--fleet", check=False)
     assert refused.returncode == 2 and "need --web" in refused.stderr

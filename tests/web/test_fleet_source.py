@@ -26,7 +26,7 @@ class ScriptedHost:
     def __init__(self, answer: Any, gate: threading.Event | None = None) -> None:
         self.answer, self.gate, self.calls = answer, gate, 0
 
-    def run_json(self, words: list[str]) -> Any:
+    def run_json(self, words: list[str], answer: Any = None) -> Any:
         self.calls += 1
         if self.gate is not None:
             self.gate.wait(10)
@@ -208,7 +208,7 @@ class ListingHost:
     def __init__(self, rows: list[dict[str, Any]], listed: int) -> None:
         self.rows, self.listed, self.asked = rows, listed, []  # type: list[list[str]]
 
-    def run_json(self, words: list[str]) -> Any:
+    def run_json(self, words: list[str], answer: Any = None) -> Any:
         self.asked.append(words)
         newest = sorted(self.rows, key=lambda r: (r["submitted_at"], r["id"]), reverse=True)
         if words[1] == "fleet-snapshot":
@@ -248,7 +248,7 @@ def test_the_table_is_complete_past_a_hosts_snapshot(tmp_path: Path) -> None:
 
 
 class BrokenListingHost(ListingHost):
-    def run_json(self, words: list[str]) -> Any:
+    def run_json(self, words: list[str], answer: Any = None) -> Any:
         if words[1] == "fleet-list":
             raise SshUnreachable("host big: connection refused")
         return super().run_json(words)

@@ -130,10 +130,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def run(args: list[str]) -> None:
     """Run the Click application and map every failure to an exit code."""
-    debug = "--debug" in args or os.environ.get("VQ_DEBUG") == "1"
-    try:
-        from vq.cli.remote_route import route
+    from vq.cli.remote_route import global_count, route
 
+    debug = "--debug" in args[: global_count(args)] or os.environ.get("VQ_DEBUG") == "1"
+    try:
         routed = route(args)
         if isinstance(routed, int):
             sys.exit(routed)

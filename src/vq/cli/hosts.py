@@ -3,7 +3,10 @@
 Without ``--probe`` nothing is contacted: the rows come from ``<state-root>/hosts/*.json``.
 ``--probe`` runs the remote ``vq --version`` on every host that is not marked down and
 whose backoff (2, 4 … 300 s after consecutive failures) has elapsed, in parallel, each
-within its ``ssh_timeout``; ``--force`` ignores the backoff. Exits 0 when every probed
+within its ``ssh_timeout``; ``--force`` ignores the backoff. An answer that is not
+``vq, version X`` marks the host ``invalid`` (:func:`~vq.protocol.remote_answers.read_version`);
+every text shown comes from the health record, whose remote words are escaped there
+(:func:`vq.remote.health.remote_text`). Exits 0 when every probed
 host answered, 11 otherwise. Each row also counts ``unresolved_submits``: delegated
 submits whose outcome is unknown, kept in the outbox (:mod:`vq.remote.outbox`).
 """
@@ -19,6 +22,7 @@ import click
 
 from vq.cli.output import echo_json
 from vq.errors import TransportError, VqError
+from vq.protocol.remote_answers import BadAnswer, read_version
 from vq.remote.fleet import Fleet, load_fleet
 from vq.remote.health import HostHealth, mark_down, read_health, record_ok
 from vq.remote.outbox import outbox_dir, unresolved
@@ -46,9 +50,13 @@ def probe_host(fleet: Fleet, name: str) -> HostHealth:
             f"`vq --version` exited {result.rc}" + (f": {said[-1]}" if said else ""),
             invalid=True,
         )
-    version = result.stdout.decode(errors="replace").strip().split()[-1:] or [""]
+    try:
+        version = read_version(result.stdout)
+    except BadAnswer as exc:
+        host.bad_answer(["--version"], str(exc))  # recorded: the host is invalid
+        return read_health(fleet.state_root, name)
     rtt = (time.monotonic() - started) * 1000
-    return record_ok(fleet.state_root, name, rtt, vq_version=version[0])
+    return record_ok(fleet.state_root, name, rtt, vq_version=version)
 
 
 def _row(fleet: Fleet, name: str, health: HostHealth, unresolved: int) -> dict[str, Any]:

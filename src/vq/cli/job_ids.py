@@ -22,12 +22,24 @@ __all__ = [
 ]
 
 #: The ``obj`` of a context parsed for another host (``vq VERB HOST …``): ids and
-#: prefixes are passed on unresolved, for the remote queue to resolve against its own.
+#: prefixes are checked for their form here, then passed on unresolved, for the remote
+#: queue to resolve against its own.
 REMOTE_PARSE = "vq-remote-parse"
 
 
 def _for_another_host(ctx: click.Context | None) -> bool:
     return ctx is not None and ctx.find_root().obj == REMOTE_PARSE
+
+
+def _checked_form(text: str, what: str) -> str:
+    """``text`` as an id or prefix for another host to resolve (InvalidInput otherwise)."""
+    from vq.domain.ids import is_id_or_prefix
+
+    if not is_id_or_prefix(text):
+        from vq.domain.ids import resolve_prefix
+
+        resolve_prefix(text, (), what=what)  # raises the usual "is not a …" error
+    return text.strip().lower()
 
 
 class JobIdParam(click.ParamType[str, str]):
@@ -39,7 +51,7 @@ class JobIdParam(click.ParamType[str, str]):
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> str:
         if _for_another_host(ctx):
-            return str(value)
+            return _checked_form(str(value), "job id")
         return resolve_job_id(str(value))
 
 
@@ -69,7 +81,7 @@ class GroupIdParam(click.ParamType[str, str]):
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> str:
         if _for_another_host(ctx):
-            return str(value)
+            return _checked_form(str(value), "group id")
         return resolve_group_id(str(value))
 
 

@@ -8,6 +8,10 @@ parser is unsure about — goes to the Click application in :mod:`vq.cli.app`. E
 call that ends (they all end in ``SystemExit``) is offered to :mod:`vq.cli.client_log`,
 which records the mutating ones.
 
+A vq run by another vq over SSH finds ``VQ_ANSWER_MARK`` in its environment and first
+writes the answer mark (:mod:`vq.protocol.answer_mark`), so the caller can drop what a
+``vq_command`` wrapper printed before.
+
 No command line a program can be started with carries a NUL byte (``execve`` ends each
 argument at the first one), so an argument holding one (an in-process caller's) is refused
 here, before any verb reads it: exit 2, nothing done, nothing recorded.
@@ -15,6 +19,7 @@ here, before any verb reads it: exit 2, nothing done, nothing recorded.
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["main"]
@@ -22,6 +27,10 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if "VQ_ANSWER_MARK" in os.environ:
+        from vq.protocol.answer_mark import announce
+
+        announce(os.environ, sys.stdout.buffer, sys.stderr.buffer)
     refused = _nul_argument(args)
     if refused is not None:
         from vq.cli.output import print_error

@@ -17,7 +17,6 @@ Every other per-job verb (``logs``, ``events``, ``kill``, ``pause``, ``resume``,
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -65,13 +64,16 @@ def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> 
     Only a read-only verb may start early: if the search ends ambiguous or elsewhere,
     the early answer is dropped unseen.
     """
-    early: dict[str, tuple[str, Future[RunResult]]] = {}
+    from vq.cli.remote_output import print_remote
+    from vq.cli.remote_verbs import remote_words
+
+    early: dict[str, tuple[str, list[str], Future[RunResult]]] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
 
         def found(name: str, full_id: str) -> None:
             if name != LOCAL:
-                words = ["status", *_with_id(rest, index, full_id)]
-                early[name] = (full_id, pool.submit(fleet.host(name).run, words))
+                words = remote_words("status", _with_id(rest, index, full_id))
+                early[name] = (full_id, words, pool.submit(fleet.host(name).run, words))
 
         search = discover(fleet, job_id, _local_listing, on_found=found, lanes=_lane_drivers())
         owner = search.owner()
@@ -79,14 +81,10 @@ def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> 
         if owner not in early or early[owner][0] != full_id:
             return _on(owner, "status", _with_id(rest, index, full_id))
         try:
-            result = early[owner][1].result()
+            result = early[owner][2].result()
         except VqError:
             return _on(owner, "status", _with_id(rest, index, full_id))  # one honest retry
-    sys.stdout.buffer.write(result.stdout)
-    sys.stdout.flush()
-    sys.stderr.buffer.write(result.stderr)
-    sys.stderr.flush()
-    return result.rc
+    return print_remote(fleet.host(owner), "status", early[owner][1], result)
 
 
 def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[str] | None:

@@ -18,13 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from pydantic import BaseModel
 
 from vq.cli.output import echo_json
+from vq.domain.text import escape_controls
 from vq.errors import TransportError
+from vq.protocol.remote_answers import ListAnswer, OverviewAnswer, TopAnswer, UsageAnswer
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
 from vq.remote.health import read_health
-from vq.remote.host import RemoteHost, check_spec_versions
+from vq.remote.host import RemoteHost
 
 __all__ = ["HOST_VIEWS", "run_fleet", "run_host_view", "run_usage_by_host"]
 
@@ -62,9 +65,10 @@ def run_fleet(verb: str, rest: list[str]) -> int:
     as_json = "--json" in rest
     forwarded = [word for word in rest if word != "--json"]
     if verb == "overview":
-        answers = fan_out(fleet, ["overview", "--json"], _local_overview)
+        answers = fan_out(fleet, ["overview", "--json"], OverviewAnswer, _local_overview)
     else:
-        answers = fan_out(fleet, ["list", "--json", *forwarded], lambda: _local_list(forwarded))
+        words = ["list", "--json", *forwarded]
+        answers = fan_out(fleet, words, ListAnswer, lambda: _local_list(forwarded))
     hosts = [answer.summary() for answer in answers]
     if verb == "overview":
         if as_json:
@@ -81,7 +85,7 @@ def run_fleet(verb: str, rest: list[str]) -> int:
         if as_json:
             echo_json({"jobs": rows, "hosts": hosts})
         else:
-            _render_jobs(rows, answers)
+            _render_jobs(rows, answers, raw="--raw" in rest)
     return 0 if all(a.status == "ok" for a in answers) else TransportError.exit_code
 
 
@@ -90,14 +94,18 @@ def _unanswered(answers: list[HostAnswer]) -> None:
         if answer.status != "ok":
             last = (answer.last_ok_at or "never")[:19]
             click.echo(
-                f"{answer.name:<14} {answer.status.upper():<12} {answer.error or ''} "
-                f"(last ok: {last})"
+                f"{answer.name:<14} {answer.status.upper():<12} "
+                f"{escape_controls(answer.error or '')} (last ok: {last})"
             )
 
 
-def _render_jobs(rows: list[dict[str, Any]], answers: list[HostAnswer]) -> None:
+def _render_jobs(rows: list[dict[str, Any]], answers: list[HostAnswer], *, raw: bool) -> None:
+    """The fleet table; every row's text with control characters escaped unless ``raw``
+    (as ``vq queue`` shows this queue's rows)."""
+    from vq.cli.render_text import escaped
+
     click.echo(f"{'HOST':<14} {'ID':<12} {'STATE':<16} {'NAME':<20} COMMAND")
-    for row in rows:
+    for row in rows if raw else escaped(rows):
         command = " ".join(row.get("command") or [])
         click.echo(
             f"{row['host']:<14} {row['id']:<12} {row['state']:<16} "
@@ -128,7 +136,7 @@ def run_usage_by_host(rest: list[str]) -> int:
     ctx = usage.make_context("vq usage --by host", list(rest))
     since, as_json = ctx.params["since"], ctx.params["as_json"]
     words = ["usage", "--json", *(["--since", since] if since else [])]
-    answers = fan_out(load_fleet(), words, lambda: usage_report("tag", since))
+    answers = fan_out(load_fleet(), words, UsageAnswer, lambda: usage_report("tag", since))
     groups = []
     for answer in answers:
         if answer.status == "ok" and isinstance(answer.payload, dict):
@@ -157,14 +165,26 @@ def run_usage_by_host(rest: list[str]) -> int:
 _USAGE_KEYS = ("jobs", "wall_hours", "cpu_hours")
 
 
+_HOST_VIEW_ANSWERS: dict[str, type[BaseModel]] = {
+    "top": TopAnswer,
+    "overview": OverviewAnswer,
+    "usage": UsageAnswer,
+}
+
+
 def run_host_view(host: RemoteHost, verb: str, rest: list[str]) -> int:
     """``vq top|overview|usage HOST …`` (see the module docstring); the exit status."""
-    import json
     import sys
 
+    from vq.domain.text import escape_control_bytes
+
     as_json = "--json" in rest
+    words = [verb, *rest]
     try:
-        result = host.run([verb, *rest], deadline_s=host.timeout)
+        result = host.run(words, deadline_s=host.timeout)
+        payload = None
+        if result.rc == 0 and as_json:
+            payload = host.read(words, result.stdout, _HOST_VIEW_ANSWERS[verb])
     except TransportError as exc:
         health = read_health(host.state_root, host.name)
         status = health.status if health.status in ("unreachable", "down") else "invalid"
@@ -174,21 +194,14 @@ def run_host_view(host: RemoteHost, verb: str, rest: list[str]) -> int:
         else:
             _unanswered([answer])
         return TransportError.exit_code
-    payload = None
-    if result.rc == 0 and as_json:
-        try:
-            payload = json.loads(result.stdout)
-        except ValueError:
-            payload = None
-    if isinstance(payload, dict):
-        check_spec_versions(host.name, payload)
+    if payload is not None:
         answered = HostAnswer(
             host.name, "ok", last_ok_at=read_health(host.state_root, host.name).last_ok_at
         )
         echo_json({**payload, "host": host.name, "hosts": [answered.summary()]})
     else:
-        sys.stdout.buffer.write(result.stdout)
+        sys.stdout.buffer.write(escape_control_bytes(result.stdout))
         sys.stdout.flush()
-    sys.stderr.buffer.write(result.stderr)
+    sys.stderr.buffer.write(escape_control_bytes(result.stderr))
     sys.stderr.flush()
     return result.rc

@@ -4,14 +4,19 @@
 configured host name (``localhost``/``local`` mean this queue and are dropped). The
 check reads only the TOML files, so a command line without a host costs one small file
 read. :func:`route` returns an exit status when the command was handled remotely, a new
-argument list to run locally, or None to run the command line unchanged.
+argument list to run locally, or None to run the command line unchanged. The root
+group's own options before the verb (``vq --debug VERB …``, :func:`global_count`) change
+nothing about where the verb goes.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["HOST_VERBS", "first_positional", "route"]
+__all__ = ["GLOBAL_FLAGS", "HOST_VERBS", "first_positional", "global_count", "route"]
+
+#: The root group's flags that may come before the verb (``vq --debug submit …``).
+GLOBAL_FLAGS = frozenset({"--debug"})
 
 #: Options taking a value, per verb that accepts a HOST (to find the first positional).
 HOST_VERBS: dict[str, frozenset[str]] = {
@@ -107,8 +112,25 @@ def _lane_route(verb: str, word: str, rest: list[str]) -> int | list[str] | None
     return run_remote("submit", driver, ["--scheduler-target", word, *rest])
 
 
+def global_count(args: list[str]) -> int:
+    """How many of ``args``' first words are the root group's flags (:data:`GLOBAL_FLAGS`)."""
+    count = 0
+    while count < len(args) and args[count] in GLOBAL_FLAGS:
+        count += 1
+    return count
+
+
 def route(args: list[str]) -> int | list[str] | None:
-    """Handle ``args`` remotely (an exit status), rewrite them (a list), or leave them."""
+    """Handle ``args`` remotely (an exit status), rewrite them (a list), or leave them;
+    the root group's flags before the verb are kept in front of a rewritten list."""
+    lead = global_count(args)
+    routed = _route(args[lead:])
+    if isinstance(routed, list):
+        return [*args[:lead], *routed]
+    return routed
+
+
+def _route(args: list[str]) -> int | list[str] | None:
     if not args or (args[0] not in HOST_VERBS and args[0] != "submit"):
         return None
     verb, rest = args[0], args[1:]

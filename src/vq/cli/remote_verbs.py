@@ -12,7 +12,12 @@ here, with the usual message, before anything is sent), then:
 - ``kill``, ``pause``, ``resume``: sent once; an answer lost after the call may have
   reached the host is :class:`~vq.errors.OutcomeUnknown` (exit 12), never resent.
 - every other verb (``status``, ``events``, ``queue``, and the actions when answered):
-  the remote verb's output and exit status, as is.
+  the remote verb's output (:mod:`vq.cli.remote_output`: a ``--json`` answer validated,
+  text with control characters escaped) and exit status.
+
+Every remote command line is built as the verb, its options, ``--``, then its ids
+(:func:`remote_words`): ids are checked for their form when the line is parsed here, and
+after ``--`` none can be read as an option there.
 """
 
 from __future__ import annotations
@@ -28,9 +33,8 @@ from vq.cli.remote_route import first_positional
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
 from vq.remote.host import RemoteHost
-from vq.transport.runner import RunResult
 
-__all__ = ["run_remote"]
+__all__ = ["remote_words", "run_remote"]
 
 #: The Click command that parses each verb's command line (never invoked here).
 _PARSERS = {
@@ -51,17 +55,50 @@ _PARSERS = {
 }
 
 
-def _parse(verb: str, rest: list[str]) -> click.Context:
+def _command(verb: str) -> click.Command:
     import importlib
-
-    from vq.cli.job_ids import REMOTE_PARSE
 
     module, attr = _PARSERS[verb].split(":")
     command: click.Command = getattr(importlib.import_module(module), attr)
+    return command
+
+
+def _parse(verb: str, rest: list[str]) -> click.Context:
+    from vq.cli.job_ids import REMOTE_PARSE
+
     # obj REMOTE: id prefixes are the remote queue's to resolve (vq.cli.job_ids).
-    return command.make_context(
+    return _command(verb).make_context(
         f"vq {verb} HOST", list(rest), resilient_parsing=False, obj=REMOTE_PARSE
     )
+
+
+def remote_words(verb: str, rest: list[str]) -> list[str]:
+    """``vq VERB REST…`` as the remote command line: ``[remote verb, *options, "--",
+    *ids]``, the options and positional words told apart as the verb's own command
+    parses them, each id checked (:func:`vq.remote.host.job_words`)."""
+    from vq.remote.host import job_words
+
+    takes_value: set[str] = set()
+    for param in _command(verb).params:
+        if isinstance(param, click.Option) and not param.is_flag and not param.count:
+            takes_value.update(param.opts)
+    options: list[str] = []
+    ids: list[str] = []
+    skip = after_dashes = False
+    for word in rest:
+        if after_dashes:
+            ids.append(word)
+        elif skip:
+            options.append(word)
+            skip = False
+        elif word == "--":
+            after_dashes = True
+        elif word.startswith("-") and word != "-":
+            options.append(word)
+            skip = word in takes_value  # "--opt=value" carries its own value
+        else:
+            ids.append(word)
+    return job_words(["list" if verb == "queue" else verb, *options], ids)
 
 
 def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
@@ -93,47 +130,39 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
         )
     if verb in HOST_VIEWS:
         return run_host_view(host, verb, rest)
-    remote_verb = "list" if verb == "queue" else verb  # `list` is the older name
+    from vq.cli.remote_output import print_remote
+
+    words = remote_words(verb, rest)  # `list` is the older name of `queue`
     if verb in _ACTIONS:
-        result = _act(host, verb, rest)
-    else:
-        result = host.run([remote_verb, *rest], deadline_s=host.timeout)
-    sys.stdout.buffer.write(result.stdout)
-    sys.stdout.flush()
-    sys.stderr.buffer.write(result.stderr)
-    sys.stderr.flush()
-    if result.rc == 0 and "--json" in rest:
-        import json
-
-        from vq.remote.host import check_spec_versions
-
-        try:
-            check_spec_versions(host.name, json.loads(result.stdout))
-        except ValueError:
-            pass
-    return result.rc
+        return _act(host, verb, words)
+    return print_remote(host, verb, words, host.run(words, deadline_s=host.timeout))
 
 
 #: Verbs that change a remote job: a lost answer is an unknown outcome, never retried.
 _ACTIONS = frozenset({"kill", "pause", "resume"})
 
 
-def _act(host: RemoteHost, verb: str, rest: list[str]) -> RunResult:
-    """``vq kill|pause|resume`` on ``host``, sent once. When the call may have reached the
-    host but its answer was lost, the outcome is unknown (exit 12): the host's health
-    records the failure, the job is not touched here, and nothing is resent."""
-    from vq.errors import OutcomeUnknown, TransportError
+def _act(host: RemoteHost, verb: str, words: list[str]) -> int:
+    """``vq kill|pause|resume`` on ``host`` (``words``: :func:`remote_words`), sent once;
+    its answer printed (the exit status returned). When the call may have reached the
+    host but its answer was lost, or is not a valid vq answer (the action ran, what it did
+    cannot be read), the outcome is unknown (exit 12): the host's health records the
+    failure, the job is not touched here, and nothing is resent."""
+    from vq.cli.remote_output import print_remote
+    from vq.errors import OutcomeUnknown, RemoteProtocolError, TransportError
     from vq.remote.host import may_have_run
 
+    ids = " ".join(words[words.index("--") + 1 :]) if "--" in words else "ID"
     try:
-        return host.run([verb, *rest], deadline_s=host.timeout)
+        result = host.run(words, deadline_s=host.timeout)
+        return print_remote(host, verb, words, result)
     except TransportError as exc:
-        if not may_have_run(exc):
+        unread = isinstance(exc, RemoteProtocolError) and exc.reference == "remote-bad-answer"
+        if not unread and not may_have_run(exc):
             raise
-        ids = " ".join(word for word in rest if not word.startswith("-"))
         raise OutcomeUnknown(
-            f"host {host.name} did not answer after `vq {verb}` was sent ({exc.message}); "
-            "it may or may not have taken effect",
+            f"no answer of host {host.name} could be read after `vq {verb}` was sent "
+            f"({exc.message}); it may or may not have taken effect",
             hint=f"check `vq status {host.name} {ids}` once the host answers; {verb} is "
             "safe to repeat",
         ) from exc

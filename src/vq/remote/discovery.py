@@ -36,6 +36,7 @@ from typing import Any
 
 from vq.domain.ids import is_job_id
 from vq.errors import AmbiguousId, Conflict, HostUnavailable, NotFound, VqError
+from vq.protocol.remote_answers import ListAnswer
 from vq.remote.fleet import Fleet
 
 __all__ = ["LOCAL", "Discovery", "discover", "probe_listing"]
@@ -131,10 +132,9 @@ def _matches(payload: Any, wanted: str) -> list[tuple[str, str | None]]:
 
 
 def probe_listing(fleet: Fleet, name: str) -> dict[str, Any]:
-    """One bounded read of ``name``'s listing; raises when it is unavailable or invalid."""
-    payload = fleet.host(name).run_json(["list", "--json"])
-    if not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
-        raise HostUnavailable(f"host {name} did not return a vq listing")
+    """One bounded read of ``name``'s listing; raises when it is unavailable or is not a
+    valid listing (:class:`~vq.protocol.remote_answers.ListAnswer`)."""
+    payload: dict[str, Any] = fleet.host(name).run_json(["list", "--json"], ListAnswer)
     return payload
 
 

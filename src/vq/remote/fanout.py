@@ -3,7 +3,9 @@
 :func:`fan_out` runs ``vq WORDS… --json`` on every configured host (plus this queue through
 an injected local reader) with bounded concurrency, each within its own ``ssh_timeout``,
 so the whole call takes about as long as the slowest host that answers, and an unreachable
-host costs at most its deadline. A host marked ``down`` is not contacted. The result has
+host costs at most its deadline. A host marked ``down`` is not contacted. Each answer is
+validated against the verb's model (:mod:`vq.protocol.remote_answers`): a host whose
+answer is not valid is an ``invalid`` row with the reason, never a payload. The result has
 one :class:`HostAnswer` per authority, in name order with this queue first.
 """
 
@@ -13,6 +15,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from vq.errors import VqError
 from vq.remote.fleet import Fleet
@@ -44,9 +48,13 @@ class HostAnswer:
 
 
 def fan_out(
-    fleet: Fleet, words: Sequence[str], local: Callable[[], Any] | None
+    fleet: Fleet,
+    words: Sequence[str],
+    answer: type[BaseModel],
+    local: Callable[[], Any] | None,
 ) -> list[HostAnswer]:
-    """Run ``vq WORDS`` (a ``--json`` verb) everywhere (see the module docstring)."""
+    """Run ``vq WORDS`` (a ``--json`` verb whose answer is ``answer``) everywhere (see
+    the module docstring)."""
 
     def ask(name: str) -> HostAnswer:
         if name == LOCAL and local is not None:
@@ -58,7 +66,7 @@ def fan_out(
             health = mark_down(fleet.state_root, name)
             return HostAnswer(name, "down", error="marked down", last_ok_at=health.last_ok_at)
         try:
-            payload = fleet.host(name).run_json(list(words))
+            payload = fleet.host(name).run_json(list(words), answer)
         except VqError as exc:
             health = read_health(fleet.state_root, name)
             status = health.status if health.status in ("unreachable", "invalid") else "invalid"

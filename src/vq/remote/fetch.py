@@ -39,7 +39,8 @@ from typing import Any, TextIO
 from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
 from vq.errors import UnsafeArchive, UsageError, VqError
-from vq.remote.host import RemoteHost
+from vq.protocol.remote_answers import FetchAckAnswer, StatusAnswer
+from vq.remote.host import RemoteHost, job_words
 from vq.remote.snapshot_stream import receive_snapshot
 from vq.services.fetch import default_dest_name
 from vq.services.fetch_snapshot import (
@@ -87,7 +88,10 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
         )
     job_id: str = params["job_id"]
     kind = "workdir" if params.get("workdir") else "workspace"
-    status = host.run_json(["status", job_id, "--json"])
+    status = host.run_json(job_words(["status", "--json"], [job_id]), StatusAnswer)
+    if not status["id"].startswith(job_id):
+        raise host.bad_answer(["status"], f"it describes job {status['id']}, not {job_id}")
+    job_id = status["id"]  # the full id the host resolved a prefix to
     dest = params.get("dest")
     if dest is None:
         from vq.domain.spec import load_spec
@@ -97,7 +101,9 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
     previous = previous_fetch(target, job_id, kind)  # type: ignore[arg-type]
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.vq-fetch-", dir=target.parent))
-    words = ["fetch", job_id, "--tar-stream", *(["--workdir"] if kind == "workdir" else [])]
+    words = job_words(
+        ["fetch", "--tar-stream", *(["--workdir"] if kind == "workdir" else [])], [job_id]
+    )
     try:
         receive_snapshot(host, words, tmp)
         manifest = _manifest(tmp, host, job_id, kind)
@@ -143,7 +149,7 @@ def fetch_workspace_copy(host: RemoteHost, job_id: str, dest: Path) -> list[dict
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.vq-fetch-", dir=dest.parent))
     try:
-        receive_snapshot(host, ["fetch", job_id, "--tar-stream"], tmp)
+        receive_snapshot(host, job_words(["fetch", "--tar-stream"], [job_id]), tmp)
         remote = read_sidecar(tmp, MANIFEST_NAME) or {}
         os.rename(tmp, dest)
     except BaseException:
@@ -183,7 +189,8 @@ def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str,
     if not submitted:
         return _ack_failed("the job has no recorded submitted_at; not acknowledged")
     try:
-        answer = host.run_json(["fetch", job_id, "--ack-fetched", f"{submitted}|{state}"])
+        words = job_words(["fetch", "--ack-fetched", f"{submitted}|{state}"], [job_id])
+        answer = host.run_json(words, FetchAckAnswer)
     except VqError as exc:
         return _ack_failed(exc.message, exc.exit_code)
     payload["last_fetched_at"] = answer.get("last_fetched_at")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vq._hostnames import LOCAL_NAMES, is_local_name
+from vq.domain.text import escape_controls
 from vq.errors import NotFound
 from vq.hosts_config import HostSettings
 from vq.paths import resolve_state_root
@@ -30,9 +31,20 @@ class Fleet:
     _made: dict[str, RemoteHost] = field(default_factory=dict)
 
     def host(self, name: str) -> RemoteHost:
+        """The configured remote host ``name``; NotFound for any other name, this queue's
+        own names (``localhost``, ``local``) included: they name no remote host."""
         if name not in self.hosts:
-            known = ", ".join(["localhost", *sorted(self.hosts)])
-            raise NotFound(f"no host named {name!r} is configured", hint=f"known hosts: {known}")
+            remote = ", ".join(sorted(self.hosts)) or "none"
+            if is_local_name(name):
+                raise NotFound(
+                    f"{name!r} is this queue, not a configured remote host",
+                    hint=f"configured remote hosts: {remote}; this queue's jobs are "
+                    "reached without a host name",
+                )
+            raise NotFound(
+                f"no host named {escape_controls(repr(name))} is configured",
+                hint=f"configured remote hosts: {remote} (localhost is this queue)",
+            )
         if name not in self._made:
             self._made[name] = RemoteHost(name, self.hosts[name], self.state_root)
         return self._made[name]

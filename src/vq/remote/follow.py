@@ -15,14 +15,17 @@ included) and a stream's first answer after one.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
 from typing import BinaryIO
 
 from vq.domain.durations import format_duration
+from vq.domain.text import escape_control_bytes
 from vq.errors import TransportError, WaitTimeout
-from vq.remote.host import RemoteHost, remote_error
+from vq.protocol.remote_answers import BadAnswer, WaitAnswer, read_offset
+from vq.remote.host import RemoteHost, job_words, remote_error
 
 __all__ = ["follow_logs", "wait_remote"]
 
@@ -68,10 +71,10 @@ def follow_logs(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Print the remote job's log (see the module docstring); returns the exit status."""
-    base = ["logs", job_id, *(["--stderr"] if use_stderr else [])]
+    base = ["logs", *(["--stderr"] if use_stderr else [])]
     if not follow:
         words = [*base, *(["--tail", str(tail)] if tail is not None else [])]
-        return _copy_stream(host, words, out, _FOLLOW_DEADLINE_S)[1]
+        return _copy_stream(host, job_words(words, [job_id]), out, _FOLLOW_DEADLINE_S)[1]
     retry = _Retry(host, sleep)
     offset: int | None = None
     while offset is None:
@@ -79,14 +82,18 @@ def follow_logs(
             if tail is None:
                 offset = 0
             else:
-                told = host.run([*base, "--tail", str(tail), "--tell"])
+                words = job_words([*base, "--tail", str(tail), "--tell"], [job_id])
+                told = host.run(words)
                 if told.rc != 0:
                     raise remote_error(host.name, told)
-                offset = int(told.stdout.decode().strip() or 0)
+                try:
+                    offset = read_offset(told.stdout)
+                except BadAnswer as exc:
+                    raise host.bad_answer(words, str(exc)) from None
         except TransportError as exc:
             retry.failed(exc, "retrying")
     while True:
-        words = [*base, "-f", "--from-byte", str(offset)]
+        words = job_words([*base, "-f", "--from-byte", str(offset)], [job_id])
         try:
             opened = time.monotonic()
             stream = host.stream(words, deadline_s=_FOLLOW_DEADLINE_S)  # records a failure
@@ -150,7 +157,7 @@ def wait_remote(
     until = None if timeout_s is None else clock() + timeout_s
     while True:
         slice_s = _WAIT_SLICE_S if until is None else max(min(_WAIT_SLICE_S, until - clock()), 1)
-        words = ["wait", *job_ids, "--timeout", f"{int(slice_s)}s", *extra]
+        words = job_words(["wait", "--timeout", f"{int(slice_s)}s", *extra], job_ids)
         try:
             result = host.run(words, deadline_s=slice_s + host.timeout + 5)
         except TransportError as exc:
@@ -166,8 +173,12 @@ def wait_remote(
         sliced = result.rc == WaitTimeout.exit_code and b"vq: error:" in result.stderr
         if sliced and (until is None or clock() < until):
             continue  # the slice ran out (a job's own exit 124 carries no error line)
-        out.write(result.stdout)
+        if "--json" in extra and result.stdout.strip():
+            answer = host.read(words, result.stdout, WaitAnswer)
+            out.write(json.dumps(answer, indent=2).encode() + b"\n")
+        else:
+            out.write(escape_control_bytes(result.stdout))
         out.flush()
-        sys.stderr.buffer.write(result.stderr)
+        sys.stderr.buffer.write(escape_control_bytes(result.stderr))
         sys.stderr.flush()
         return result.rc

@@ -13,6 +13,12 @@ A transport failure changes only this file: it never marks a job failed. Fields:
 - ``last_attempt_at`` and ``next_probe_at``: probes back off 2, 4, 8 … 300 s after
   consecutive failures (:func:`backoff_seconds`).
 
+``last_error`` and ``vq_version`` hold words a remote chose: they pass through
+:func:`remote_text` (control characters escaped, length capped) when written and when
+read, so no view of a host's health (``vq hosts``, ``--json``, the console) can carry an
+escape sequence from it. :func:`remote_text` is also what every message quoting a
+remote's words uses.
+
 Writes are atomic but not fsync'd: this is an observation, rebuilt by the next call.
 """
 
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vq._fs import atomic_write_json
+from vq.domain.text import escape_controls
 from vq.errors import TransportError
 from vq.paths import StateLayout
 
@@ -39,12 +46,23 @@ __all__ = [
     "record_failure",
     "record_ok",
     "record_slow",
+    "remote_text",
 ]
 
 HostStatus = Literal["ok", "slow", "unreachable", "invalid", "down", "unknown"]
 
 _BACKOFF_FIRST_S = 2.0
 _BACKOFF_MAX_S = 300.0
+#: The longest piece of a remote's own words kept in a message or a health record.
+_TEXT_LIMIT = 500
+
+
+def remote_text(text: str) -> str:
+    """A remote's own words as this side shows them: control and invisible formatting
+    characters escaped (:func:`vq.domain.text.escape_controls`), at most
+    :data:`_TEXT_LIMIT` characters. Idempotent."""
+    shown = escape_controls(text)
+    return shown if len(shown) <= _TEXT_LIMIT else shown[: _TEXT_LIMIT - 1] + "…"
 
 
 def backoff_seconds(consecutive_failures: int) -> float:
@@ -97,16 +115,25 @@ def read_health(state_root: Path, name: str) -> HostHealth:
     known = {key: raw[key] for key in HostHealth.__dataclass_fields__ if key in raw}
     known["name"] = name
     try:
-        return HostHealth(**known)
+        return _shown(HostHealth(**known))
     except TypeError:
         return HostHealth(name)
+
+
+def _shown(health: HostHealth) -> HostHealth:
+    """``health`` with the remote's words in it made safe to show (:func:`remote_text`)."""
+    for key in ("last_error", "vq_version"):
+        value = getattr(health, key)
+        if value is not None:
+            setattr(health, key, remote_text(str(value)))
+    return health
 
 
 def _write(state_root: Path, health: HostHealth) -> None:
     path = health_path(state_root, health.name)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        atomic_write_json(path, health.as_dict(), durable=False)
+        atomic_write_json(path, _shown(health).as_dict(), durable=False)
     except OSError:
         pass  # an observation: failing to record it must not fail the call itself
 
@@ -140,7 +167,7 @@ def record_slow(state_root: Path, name: str, detail: str, rtt_ms: float) -> Host
     health.status, health.last_ok_at, health.last_attempt_at = "slow", now, now
     health.consecutive_failures, health.next_probe_at = 0, None
     health.rtt_ms = round(rtt_ms, 1)
-    health.last_error, health.last_error_reference = detail, "scheduler-slow"
+    health.last_error, health.last_error_reference = remote_text(detail), "scheduler-slow"
     _write(state_root, health)
     return health
 

@@ -10,21 +10,27 @@ Contract:
   (:mod:`vq.remote.outbox`: ``request.json``, and ``source.tar``). The entry is removed
   once the remote answered (accepted or refused) or the call provably never reached the
   host.
-- ``--idempotency-key`` is forwarded once, verbatim. A timeout, a dropped connection or a
-  lost answer after the call may have started is :class:`~vq.errors.OutcomeUnknown`
-  (exit 12): nothing is replayed, the outbox entry is kept, and the hint says to rerun
-  with the same key (which returns the original job if the first call got through).
+- ``--idempotency-key`` is forwarded once, verbatim. Once the call may have started, any
+  answer that cannot be read is :class:`~vq.errors.OutcomeUnknown` (exit 12; HTTP 504):
+  a timeout, a dropped connection, output past the cap, an exit without the remote vq's
+  own ``vq: error:`` line, an unexpected error of the remote vq (exit 1), or an answer
+  that is not a valid ``vq submit --json`` payload
+  (:class:`~vq.protocol.remote_answers.SubmitAnswer`: a well-formed job id, or a group
+  with its jobs). Nothing is replayed, the outbox entry
+  is kept, and the hint says to rerun with the same key (which returns the original job
+  if the first call got through). Only a refusal the remote vq reported (its
+  ``vq: error:`` line with its exit code) or a call that provably never reached the host
+  removes the entry without an answer.
 - Reconciliation: when a keyed submit is accepted, the entries kept for earlier attempts
   with the same host and key are settled by that answer and removed
-  (:func:`vq.remote.outbox.resolve`); they are named in the payload's
-  ``reconciled_outbox`` (absent when there were none).
+  (:func:`vq.remote.outbox.resolve`; an attempt still in flight is left to settle
+  itself); they are named in the payload's ``reconciled_outbox`` (absent when there
+  were none).
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
 import shutil
 import tarfile
 import tempfile
@@ -32,9 +38,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vq.errors import NotFound, OutcomeUnknown, TransportError
-from vq.remote.host import RemoteHost, check_spec_versions, may_have_run, remote_error
-from vq.remote.outbox import discard, outbox_dir, resolve, stage
+from vq.errors import (
+    NotFound,
+    OutcomeUnknown,
+    RemoteProtocolError,
+    TransportError,
+    UnsupportedSpecVersion,
+)
+from vq.protocol.remote_answers import SubmitAnswer
+from vq.remote.health import remote_text
+from vq.remote.host import RemoteHost, may_have_run, remote_error, said_vq_error
+from vq.remote.outbox import Staged, discard, outbox_dir, resolve, stage
+from vq.transport.runner import RunResult
 
 __all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
 
@@ -141,7 +156,18 @@ def delegate_submit(
         "source": str(source) if source is not None else None,
         "created_at": datetime.now(UTC).isoformat(),
     }
-    entry = stage(host.state_root, host.name, request, tar)
+    staged = stage(host.state_root, host.name, request, tar)
+    try:
+        return _send(host, words, tar, staged, idempotency_key)
+    finally:
+        staged.release()
+
+
+def _send(
+    host: RemoteHost, words: list[str], tar: bytes | None, staged: Staged, key: str | None
+) -> dict[str, Any]:
+    """Run the staged submit once and read its answer (see the module docstring)."""
+    entry = staged.path
     deadline = host.timeout + (len(tar) / _UPLOAD_BYTES_PER_S if tar else 0.0)
     try:
         result = host.run(words, stdin=tar if tar is not None else b"", deadline_s=deadline)
@@ -149,25 +175,41 @@ def delegate_submit(
         if not may_have_run(exc):
             discard(entry)  # it never reached the host
             raise
-        rerun = "rerun the same command with the same --idempotency-key once the host answers"
-        raise OutcomeUnknown(
-            f"the submit to host {host.name} may or may not have been accepted "
-            f"({exc.message}); the request is kept in {entry}",
-            hint=rerun
-            if idempotency_key
-            else f"check `vq queue {host.name}` before resubmitting; "
-            "use --idempotency-key to make submits repeat-safe",
-        ) from exc
-    discard(entry)
+        raise _unknown(host, entry, key, exc.message) from exc
     if result.rc != 0:
-        raise remote_error(host.name, result)
-    with contextlib.suppress(ValueError):
-        payload = json.loads(result.stdout)
-        if isinstance(payload, dict):
-            check_spec_versions(host.name, payload)
-            if idempotency_key is not None:
-                settled = resolve(host.state_root, host.name, idempotency_key, keep=entry)
-                if settled:
-                    payload["reconciled_outbox"] = [str(e.path) for e in settled]
-            return payload
-    raise remote_error(host.name, result)
+        if said_vq_error(result) and result.rc != 1:  # the remote vq refused it
+            discard(entry)
+            raise remote_error(host.name, result)
+        raise _unknown(host, entry, key, _unread(result))
+    try:
+        payload: dict[str, Any] = host.read(words, result.stdout, SubmitAnswer)
+    except RemoteProtocolError as exc:
+        raise _unknown(host, entry, key, exc.message) from exc
+    except UnsupportedSpecVersion:
+        discard(entry)  # accepted, in a spec this vq cannot read
+        raise
+    discard(entry)
+    if key is not None:
+        settled = resolve(host.state_root, host.name, key, keep=entry)
+        if settled:
+            payload["reconciled_outbox"] = [str(e.path) for e in settled]
+    return payload
+
+
+def _unread(result: RunResult) -> str:
+    """Why an answer with a non-zero status tells nothing about the job."""
+    lines = result.stderr.decode(errors="replace").strip().splitlines()
+    said = f": {remote_text(lines[-1])}" if lines else ""
+    return f"vq there exited with status {result.rc}{said}"
+
+
+def _unknown(host: RemoteHost, entry: Path, key: str | None, why: str) -> OutcomeUnknown:
+    rerun = "rerun the same command with the same --idempotency-key once the host answers"
+    return OutcomeUnknown(
+        f"the submit to host {host.name} may or may not have been accepted "
+        f"({why}); the request is kept in {entry}",
+        hint=rerun
+        if key
+        else f"check `vq queue {host.name}` before resubmitting; "
+        "use --idempotency-key to make submits repeat-safe",
+    )

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vq.protocol.remote_answers import ListAnswer, StatusAnswer
 from vq.remote.fetch import fetch_workspace_copy
-from vq.remote.host import RemoteHost
+from vq.remote.host import RemoteHost, job_words
 from vq.remote.submit import delegate_submit, options_from_fields
 from vq.services.campaign_hosts import Observation, SubmitRequest, observation_of, runtime_of
 
@@ -51,13 +52,13 @@ class RemoteQueue:
 
     def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
         wanted = set(job_ids)
-        listing = self.host.run_json(["list", "--json", "--name", name_hint])
-        rows: list[dict[str, Any]] = listing.get("jobs", []) if isinstance(listing, dict) else []
-        return {str(row["id"]): observation_of(row) for row in rows if row.get("id") in wanted}
+        listing = self.host.run_json(["list", "--json", "--name", name_hint], ListAnswer)
+        rows: list[dict[str, Any]] = listing["jobs"]
+        return {str(row["id"]): observation_of(row) for row in rows if row["id"] in wanted}
 
     def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
-        view = self.host.run_json(["status", job_id, "--json"])
-        return runtime_of(view) if isinstance(view, dict) else None
+        view = self.host.run_json(job_words(["status", "--json"], [job_id]), StatusAnswer)
+        return runtime_of(view) if view["id"] == job_id else None
 
     def fetch(self, job_id: str, dest: Path) -> list[dict[str, str]]:
         if dest.exists():

@@ -325,6 +325,12 @@ class SshStream:
         self._out = MarkerStripper(nonce)
         self._raw_err = b""
 
+    @property
+    def ended(self) -> bool:
+        """Whether the command's END trailer was read: its output is complete (a stream
+        that stops without it was cut)."""
+        return self._out.ended
+
     def read(self, size: int = 65536) -> bytes:
         while True:
             raw = self._proc.read_raw(size)

@@ -14,8 +14,10 @@ Outcomes of :func:`perform` (the request went over SSH):
   job that already ended, a 404 for an unknown job…) exactly as it came back;
 * the transport failed before the command started (unreachable, refused key): 502, the
   request was not carried out;
-* the transport failed after sending (a timeout): :class:`~vq.errors.OutcomeUnknown`
-  (504 ``outcome-unknown``), whose message carries the host's health state.
+* the transport failed after sending (a timeout), or the host's answer is not a valid
+  vq answer (``remote-bad-answer``: the action ran, what it did cannot be read):
+  :class:`~vq.errors.OutcomeUnknown` (504 ``outcome-unknown``), whose message carries the
+  host's health state.
 """
 
 from __future__ import annotations
@@ -77,11 +79,13 @@ def fleet_writer(request: Request, csrf: str | None = None) -> Principal:
 
 
 def _run(source: FleetSource, host: str, job_id: str, action: str) -> Any:
-    """The host's ``vq ACTION JOB --json`` answer; a lost answer is OutcomeUnknown."""
+    """The host's ``vq ACTION JOB --json`` answer; a lost answer, or one that is not a
+    valid vq answer (the action ran, what it did cannot be read), is OutcomeUnknown."""
     try:
         return source.act(host, job_id, action)
     except (CommandTimeout, RemoteProtocolError) as exc:
-        if isinstance(exc, RemoteProtocolError) and not exc.transient:
+        unread = exc.reference == "remote-bad-answer"
+        if isinstance(exc, RemoteProtocolError) and not exc.transient and not unread:
             raise  # ssh failed before the command started: nothing was sent
         health = read_health(source.fleet.state_root, host)
         raise OutcomeUnknown(

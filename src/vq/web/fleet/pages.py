@@ -28,7 +28,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from vq.errors import ConfigError, VqError
-from vq.remote.host import remote_error
+from vq.remote.host import job_words, remote_error
 from vq.web.deps import web_config
 from vq.web.errors import status_for
 from vq.web.fleet.api import source_of
@@ -196,7 +196,7 @@ def job_outputs(request: Request, host: str, job_id: str) -> Response:
         check_job_id(job_id)
         source.check_host(host)
         stream = source.fleet.host(host).stream(
-            ["fetch", job_id, "--tar-stream"], deadline_s=_STREAM_DEADLINE_S
+            job_words(["fetch", "--tar-stream"], [job_id]), deadline_s=_STREAM_DEADLINE_S
         )
         first = stream.read()
         if not first:  # the remote refused (unknown job…): its error, not an empty file

@@ -38,9 +38,19 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from vq.errors import HostDown, TransportError, VqError
+from vq.protocol.remote_answers import (
+    ActionAnswer,
+    FleetJobAnswer,
+    FleetListAnswer,
+    FleetSnapshotAnswer,
+    StatusAnswer,
+)
 from vq.remote.fleet import Fleet
 from vq.remote.health import mark_down, read_health
+from vq.remote.host import job_words
 
 __all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
 
@@ -51,6 +61,12 @@ _MAX_PARALLEL = 8
 _WAIT_SLACK_S = 1.0
 #: Cached answers kept before the stale ones are dropped.
 _MAX_ENTRIES = 1000
+#: Each hidden ``vq web`` verb's answer (validated before it is cached).
+_ANSWERS: dict[str, type[BaseModel]] = {
+    "fleet-snapshot": FleetSnapshotAnswer,
+    "fleet-job": FleetJobAnswer,
+    "fleet-list": FleetListAnswer,
+}
 
 
 @dataclass
@@ -142,7 +158,7 @@ class FleetSource:
         with self._lock:
             self.calls[host] = self.calls.get(host, 0) + 1
         try:
-            return self.fleet.host(host).run_json(words)
+            return self.fleet.host(host).run_json(words, _ANSWERS[words[1]])
         except VqError as exc:
             return exc
         except Exception as exc:  # never leave a refresh without an answer
@@ -243,7 +259,8 @@ class FleetSource:
                 f"host {host} is marked down in the configuration",
                 hint=f"remove `down = true` from [hosts.{host}] to use it again",
             )
-        answer = self._get(("job", host, job_id), host, ["web", "fleet-job", job_id, "--json"])
+        words = job_words(["web", "fleet-job", "--json"], [job_id])
+        answer = self._get(("job", host, job_id), host, words)
         if isinstance(answer, VqError):
             raise answer
         if not isinstance(answer, dict):
@@ -255,7 +272,8 @@ class FleetSource:
         ``vq web fleet-list`` options ``words``, and how many match; the host's VqError
         raised."""
         key = ("list", host, str(want), *words)
-        answer = self._get(key, host, ["web", "fleet-list", "--json", "--limit", str(want), *words])
+        listing = ["web", "fleet-list", "--json", "--limit", str(want), *words]
+        answer = self._get(key, host, listing)
         if isinstance(answer, VqError):
             raise answer
         if not isinstance(answer, dict) or not isinstance(answer.get("total"), int):
@@ -264,12 +282,15 @@ class FleetSource:
 
     # --- actions ------------------------------------------------------------------------
     def act(self, host: str, job_id: str, action: str) -> Any:
-        """Run ``vq ACTION JOB --json`` on ``host`` (errors raised as the host typed them)."""
+        """Run ``vq ACTION JOB --json`` on ``host`` (errors raised as the host typed them;
+        the answer validated: the rows of ``kill``/``pause``/``resume``, the new job of
+        ``resubmit``)."""
         self.check_host(host)
         with self._lock:
             self.calls[host] = self.calls.get(host, 0) + 1
+        answer = StatusAnswer if action == "resubmit" else ActionAnswer
         try:
-            return self.fleet.host(host).run_json([action, job_id, "--json"])
+            return self.fleet.host(host).run_json(job_words([action, "--json"], [job_id]), answer)
         finally:
             self.forget(host, job_id)
 
