@@ -1,7 +1,8 @@
 #!/bin/sh
-# Testbed fault: Slurm's sbatch (or qsub), slowed down when a test asks for it, as a cluster
+# Testbed fault: Slurm's sbatch, slowed down when a test asks for it, as a cluster
 # at MaxJobCount is ("temporarily unable to accept job, sleeping and retrying").
-# Installed by up.sh as sbatch and qsub first on every testbed host's PATH. A test writes a
+# Installed by up.sh as sbatch, first on every testbed host's PATH (the fake Torque server's
+# qsub, torque_fake.py, honours the same files). A test writes a
 # number of seconds into `.vq-testbed-submit-delay` in its scratch directory; this wrapper
 # looks for that file in the directories above the script it submits (its last argument),
 # sleeps that long, then runs the real command. Without such a file it only runs the real

@@ -125,11 +125,26 @@ def _directives(script: Path) -> list[str]:
     return words
 
 
+def _slow_submit(script: Path) -> None:
+    """The testbed's slow-submit fault, as ``slow_submit.sh`` does for sbatch: a
+    ``.vq-testbed-submit-delay`` file in a directory above the script makes qsub log the
+    call in ``.vq-testbed-submit-calls`` beside it, then stall that many seconds."""
+    for folder in script.absolute().parents:
+        delay = folder / ".vq-testbed-submit-delay"
+        if folder == Path("/") or not delay.is_file():
+            continue
+        with open(folder / ".vq-testbed-submit-calls", "a") as calls:
+            calls.write(f"{os.getpid()} {time.time():.6f} {script}\n")
+        time.sleep(float(delay.read_text().strip() or 0))
+        return
+
+
 def qsub(argv: list[str]) -> int:
     if not argv:
         print("usage: qsub [-h] script", file=sys.stderr)
         return 2
     script = Path(argv[-1])
+    _slow_submit(script)
     if not script.is_file():
         print(
             f"qsub: script file cannot be loaded - No such file or directory: {script}",

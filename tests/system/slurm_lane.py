@@ -174,9 +174,27 @@ def write_config(vq: Vq, *tables: str) -> None:
     (config / "config.toml").write_text("\n".join(tables))
 
 
+#: The slow-submit fault's sbatch (scripts/testbed/slow_submit.sh), first on every host's PATH.
+FAULT_SBATCH = "/opt/vq-testbed/faults/bin/sbatch"
+
+
+def ensure_slow_submit(testbed: SshTestbed) -> None:
+    """The slow-submit fault is the login host's ``sbatch``: an up.sh of an older checkout
+    rewrites the hosts' sshd configs without it; this checkout's up.sh (idempotent) puts
+    it back."""
+    where = ""
+    for _attempt in range(3):
+        where = ssh_on(testbed, "vq-local", "command", "-v", "sbatch").stdout.strip()
+        if where == FAULT_SBATCH:
+            return
+        run_up(VQ_TESTBED_SLURM="1")
+    pytest.fail(f"sbatch on vq-local is {where!r}, not the testbed's slow-submit fault")
+
+
 def configure_slow_lane(vq: Vq, testbed: SshTestbed, root: str) -> None:
     """A Slurm lane with its scratch in ``root`` and the ``tb`` packing profile's work and
     logs below ``root`` too: a delay set in ``root`` slows both kinds of sbatch."""
+    ensure_slow_submit(testbed)
     lane = toml_table("hosts.cluster", slurm_lane_keys(testbed, root))
     write_config(vq, lane, pack_profile_tables(root))
 

@@ -1,5 +1,6 @@
 """Never twice on a cluster: a slow ``sbatch`` outlives the daemon that started it or the SSH
-link it ran over, and a short slurmctld outage, on the testbed's real Slurm over real sshd.
+link it ran over, and a short slurmctld outage, on the testbed's real Slurm over real sshd;
+a slow ``qsub`` on the testbed's Torque server likewise.
 
 The login host's ``sbatch`` is the testbed's slow-submit wrapper
 (``scripts/testbed/slow_submit.sh``): a test's scratch directory holds the delay, and every
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import tempfile
 import time
@@ -27,8 +29,14 @@ from tests.system.slurm_lane import (
     scratch,  # noqa: F401 - the fixture
     set_submit_delay,
     slurm_testbed,  # noqa: F401 - the fixture
+    ssh_on,
     submit_calls,
 )
+from tests.system.test_scheduler_torque import (
+    FAKE_BIN,
+    torque_host,  # noqa: F401 - the fixture
+)
+from tests.system.test_scheduler_torque import _configure as configure_torque
 from tests.testbed import SshTestbed, run_up
 from vq._proc_stat import is_alive
 
@@ -151,3 +159,34 @@ def _sbatch_calls_or_log(vq: Vq) -> list[str]:
     except OSError:
         return []
     return [line for line in text.splitlines() if "submitting again in" in line]
+
+
+@pytest.mark.timeout(240)
+def test_a_slow_qsub_outliving_a_killed_daemon_lands_once_on_torque(
+    vq: Vq,
+    testbed: SshTestbed,
+    torque_host: str,  # noqa: F811
+) -> None:
+    """The same guard on a Torque lane (the testbed's Torque server, whose qsub honours the
+    slow-submit files): one Torque job, adopted after the restart."""
+    root = f"/tmp/vq-torque-{secrets.token_hex(4)}"
+    assert ssh_on(testbed, torque_host, "mkdir", "-p", root).returncode == 0
+    try:
+        configure_torque(vq, testbed, torque_host, root)
+        set_submit_delay(testbed, root, SLOW_SBATCH_S)
+        vq.start_daemon()
+        job = vq.submit("torque", "--", "sh", "-c", "echo landed-once")
+        wait_until(lambda: submit_calls(testbed, root), 60)
+        pid = vq.daemon_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not is_alive(pid), 20)
+        vq.start_daemon()
+        done = _finished(vq, job, 150)
+        assert done["state"] == "COMPLETED", done
+        assert (vq.root / "jobs" / job / "stdout.log").read_text() == "landed-once\n"
+        listing = ssh_on(testbed, torque_host, f"{FAKE_BIN}/qstat", "-f").stdout
+        assert listing.count(f"Job_Name = vq-{job}\n") == 1, listing
+        assert len(submit_calls(testbed, root)) == 1
+    finally:
+        ssh_on(testbed, torque_host, "rm", "-rf", root)
