@@ -74,11 +74,20 @@ class LaneJob:
 
 
 def ambiguous(detail: str) -> bool:
-    """Scheduler words that mean "maybe": a timeout or a busy controller."""
+    """Scheduler words that mean "maybe": a timeout or a busy controller (sbatch's
+    "temporarily unable to accept job")."""
     lowered = detail.lower()
     return any(
         word in lowered
-        for word in ("timed out", "socket", "try again", "eagain", "rate limit", "too many")
+        for word in (
+            "timed out",
+            "socket",
+            "try again",
+            "eagain",
+            "rate limit",
+            "too many",
+            "temporarily",
+        )
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "script_request",
     "shebang_names_python",
     "staged_script_path",
+    "unreached_retry",
 ]
 
 
@@ -57,6 +58,14 @@ def ending(marker: int | None, abnormal: JobState | None, raw_state: str) -> End
         None,
         f"the scheduler job ended ({raw_state or 'gone'}) without writing an exit marker",
     )
+
+
+def unreached_retry(lane: LaneSettings, tries: int, detail: str) -> tuple[float, str]:
+    """After the ``tries``-th submit that could not reach the controller (nothing was
+    submitted): the delay before the next (``poll_interval`` doubled per try, at most
+    ``backoff_seconds``) and the reason shown while the job waits for it."""
+    delay = min(lane.backoff_seconds, lane.poll_interval * 2 ** min(max(tries, 1) - 1, 16))
+    return delay, f"the scheduler could not be reached ({detail}); submitting again"
 
 
 class TokenBucket:

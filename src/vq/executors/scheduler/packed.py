@@ -62,6 +62,7 @@ from vq.packing.script import sbatch_args
 from vq.packing.slurm_text import ObservationError, parse_parsable
 
 from .jobs import SubmitVerdict, ambiguous, controller_unreached
+from .outcome import unreached_retry
 from .packed_observe import ObservingPacks, PackedAllocation
 from .ports import PackRemotePort
 from .remote import pack_archive
@@ -354,13 +355,9 @@ class PackedLane(ObservingPacks):
     def _unreached(self, alloc: PackedAllocation, token: str | None, detail: str) -> None:
         """sbatch never reached the controller: nothing was submitted. The allocation is
         submitted again after a growing delay, superseding exactly that call."""
-        settings = self.lane.settings
         alloc.supersede, alloc.unreached = token, alloc.unreached + 1
-        delay = min(
-            settings.backoff_seconds, settings.poll_interval * 2 ** min(alloc.unreached - 1, 16)
-        )
+        delay, reason = unreached_retry(self.lane.settings, alloc.unreached, detail)
         alloc.phase, alloc.due = "submit_retry", self.lane.monotonic() + delay
-        reason = f"the scheduler could not be reached ({detail}); submitting again"
         for element in alloc.members:
             self._record(
                 element,

@@ -48,6 +48,7 @@ from .outcome import (
     pin_refusal,
     script_request,
     staged_script_path,
+    unreached_retry,
 )
 from .remote import stage_archive
 
@@ -304,12 +305,8 @@ class SubmittingLane(ObservingLane):
         job submits again after a growing delay (``poll_interval`` doubled per try, at
         most ``backoff_seconds``), superseding exactly that call; it never fails for it."""
         job.supersede, job.unreached = token, job.unreached + 1
-        delay = min(
-            self.settings.backoff_seconds,
-            self.settings.poll_interval * 2 ** min(job.unreached - 1, 16),
-        )
+        delay, reason = unreached_retry(self.settings, job.unreached, detail)
         job.phase, job.due = "submit_retry", self._monotonic() + delay
-        reason = f"the scheduler could not be reached ({detail}); submitting again"
         self._record(
             job,
             {"scheduler_state": "submit_retry", "scheduler_queued_reason": reason},
