@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from vq.dialects.model import SchedulerPhase
+from vq.dialects.slurm_parse import PHASES
 from vq.packing.script import comment, job_name
 
 __all__ = [
@@ -54,30 +56,23 @@ MAX_FIELD_BYTES = 4096
 ENV = ("env", "LC_ALL=C", "TZ=UTC")
 
 State = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]
-_STATES: dict[str, State] = {
-    "PENDING": "QUEUED",
-    "REQUEUED": "QUEUED",
-    "REQUEUE_HOLD": "QUEUED",
-    "REQUEUE_FED": "QUEUED",
-    "RESV_DEL_HOLD": "QUEUED",
-    "CONFIGURING": "RUNNING",
-    "RUNNING": "RUNNING",
-    "COMPLETING": "RUNNING",
-    "SUSPENDED": "RUNNING",
-    "STAGE_OUT": "RUNNING",
-    "SIGNALING": "RUNNING",
-    "RESIZING": "RUNNING",
-    "COMPLETED": "SUCCEEDED",
-    "FAILED": "FAILED",
-    "TIMEOUT": "FAILED",
-    "OUT_OF_MEMORY": "FAILED",
-    "NODE_FAIL": "FAILED",
-    "BOOT_FAIL": "FAILED",
-    "DEADLINE": "FAILED",
-    "PREEMPTED": "FAILED",
-    "CANCELLED": "CANCELLED",
-    "REVOKED": "CANCELLED",
-}
+
+
+def _packing_state(name: str, phase: SchedulerPhase) -> State:
+    """A packed allocation's view of one Slurm state, read from the one Slurm state table
+    (:data:`vq.dialects.slurm_parse.PHASES`), so a packed and a plain lane job read every
+    state alike: waiting or held is QUEUED, started or finishing is RUNNING, and an end
+    is SUCCEEDED (COMPLETED), CANCELLED (CANCELLED, REVOKED) or FAILED."""
+    if phase in (SchedulerPhase.QUEUED, SchedulerPhase.HELD):
+        return "QUEUED"
+    if phase in (SchedulerPhase.RUNNING, SchedulerPhase.FINISHING):
+        return "RUNNING"
+    if name == "COMPLETED":
+        return "SUCCEEDED"
+    return "CANCELLED" if name in ("CANCELLED", "REVOKED") else "FAILED"
+
+
+_STATES: dict[str, State] = {name: _packing_state(name, phase) for name, phase in PHASES.items()}
 _JOB_ID = re.compile(r"[0-9]{1,12}")
 _CLUSTER = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}|Unknown|None")
