@@ -10,7 +10,9 @@
 * :func:`sacct_ids`: the Slurm job ids accounting holds under a job name (last hour).
 * The slow-submit fault (``scripts/testbed/slow_submit.sh``, the testbed's ``sbatch``):
   :func:`configure_slow_lane`, :func:`set_submit_delay`, :func:`submit_calls`; and
-  :func:`cut_ssh`, which drops a daemon's SSH link mid-call.
+  :func:`cut_ssh`, which drops a daemon's SSH link mid-call, :func:`kill_and_restart`
+  (SIGKILL the daemon, start it again) and :func:`submit_packed` (an array with
+  ``--pack tb``).
 * The config: :data:`LANE_TIMING` (the fast polling and backoff every lane test uses),
   :func:`slurm_lane_keys` (``[hosts.cluster]`` as a Slurm lane on ``vq-local``),
   :func:`toml_table`, :func:`pack_profile_tables` (the ``tb`` profile: two one-CPU tasks
@@ -32,8 +34,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Vq, processes_with_env
+from tests.conftest import Vq, processes_with_env, wait_until
 from tests.testbed import TB, SshTestbed, _read_env, read_testbed, run_up, unavailable
+from vq._proc_stat import is_alive
 
 #: Poll every second, no RPC throttling, quick copy-back retries and absence rechecks:
 #: a lane test sees every transition within seconds.
@@ -240,3 +243,18 @@ def cut_ssh(vq: Vq, control_dir: Path) -> int:
                 continue
             killed += 1
     return killed
+
+
+def kill_and_restart(vq: Vq) -> None:
+    """SIGKILL ``vq``'s daemon, wait until it is gone, and start it again."""
+    pid = vq.daemon_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not is_alive(pid), 20)
+    vq.start_daemon()
+
+
+def submit_packed(vq: Vq, indices: str, *words: str) -> list[str]:
+    """``vq submit cluster --array INDICES --pack tb -- WORDS``: the elements' job ids."""
+    done = vq.run("submit", "cluster", "--json", "--array", indices, "--pack", "tb", *words)
+    return [job["id"] for job in json.loads(done.stdout)["jobs"]]

@@ -10,10 +10,8 @@ runs a bounded plan, the slow suite (``make soak``) the issue's 50 submits.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import signal
 import tempfile
 import time
 from pathlib import Path
@@ -25,10 +23,12 @@ from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
     configure_slow_lane,
     cut_ssh,
+    kill_and_restart,
     sacct_ids,
     set_submit_delay,
     slurm_testbed,  # noqa: F401 - the fixture
     submit_calls,
+    submit_packed,
 )
 from tests.system.test_scheduler_slurm import (
     _configure,
@@ -36,17 +36,8 @@ from tests.system.test_scheduler_slurm import (
     scratch,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
-from vq._proc_stat import is_alive
 
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
-
-
-def _kill_and_restart(vq: Vq) -> None:
-    pid = vq.daemon_pid()
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not is_alive(pid), 20)
-    vq.start_daemon()
 
 
 def _slurm_jobs_by_name(testbed: SshTestbed, job_ids: list[str]) -> dict[str, list[str]]:
@@ -91,11 +82,11 @@ def _run_chaos(
         expected[job] = code
         if killed < kills and rng.random() < kills / jobs * 1.5:
             time.sleep(rng.uniform(0, 2))  # lets the kill land anywhere in the job's path
-            _kill_and_restart(vq)
+            kill_and_restart(vq)
             killed += 1
     while killed < kills and not all(vq.state(j) in TERMINAL for j in expected):
         time.sleep(rng.uniform(0.5, 3))
-        _kill_and_restart(vq)
+        kill_and_restart(vq)
         killed += 1
     wait_until(lambda: all(vq.state(j) in TERMINAL for j in expected), 60 + 6 * jobs)
     vq.stop_daemon()
@@ -163,20 +154,7 @@ def _run_slow_submit_chaos(
         if kind == "plain":
             singles.append(vq.submit("cluster", "--", "sh", "-c", "echo ran"))
         else:
-            done = vq.run(
-                "submit",
-                "cluster",
-                "--json",
-                "--array",
-                "0-1",
-                "--pack",
-                "tb",
-                "--",
-                "sh",
-                "-c",
-                "echo ran",
-            )
-            arrays.append([job["id"] for job in json.loads(done.stdout)["jobs"]])
+            arrays.append(submit_packed(vq, "0-1", "--", "sh", "-c", "echo ran"))
         if left and rng.random() < events / len(kinds) * 1.5:
             # Once this submission's sbatch started, anywhere in its stall or just after.
             # (Not a check: a sbatch queued behind slower ones may start later.)
@@ -185,7 +163,7 @@ def _run_slow_submit_chaos(
                 time.sleep(0.5)
             time.sleep(rng.uniform(0, delay + 1))
             if rng.random() < 0.5:
-                _kill_and_restart(vq)
+                kill_and_restart(vq)
             else:
                 cut_ssh(vq, runtime)
             left -= 1

@@ -11,7 +11,6 @@ first ``sbatch`` lands after the daemon died or the link was cut, and it is the 
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -25,12 +24,14 @@ from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
     configure_slow_lane,
     cut_ssh,
+    kill_and_restart,
     sacct_ids,
     scratch,  # noqa: F401 - the fixture
     set_submit_delay,
     slurm_testbed,  # noqa: F401 - the fixture
     ssh_on,
     submit_calls,
+    submit_packed,
 )
 from tests.system.test_scheduler_torque import (
     FAKE_BIN,
@@ -70,27 +71,10 @@ def test_a_slow_sbatch_outliving_its_caller_lands_once_and_is_adopted(
     if kind == "plain":
         jobs = [vq.submit("cluster", "--", "sh", "-c", "echo landed-once")]
     else:
-        done = vq.run(
-            "submit",
-            "cluster",
-            "--json",
-            "--array",
-            "0-1",
-            "--pack",
-            "tb",
-            "--",
-            "sh",
-            "-c",
-            "echo landed-once",
-        )
-        jobs = [job["id"] for job in json.loads(done.stdout)["jobs"]]
+        jobs = submit_packed(vq, "0-1", "--", "sh", "-c", "echo landed-once")
     wait_until(lambda: submit_calls(slurm_testbed, scratch), 60)
     if fault == "daemon_killed":
-        pid = vq.daemon_pid()
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: not is_alive(pid), 20)
-        vq.start_daemon()
+        kill_and_restart(vq)
     else:
         assert cut_ssh(vq, runtime) >= 2  # a client and the master
     # While the first sbatch still stalls, nothing is resubmitted and nothing failed.
@@ -177,11 +161,7 @@ def test_a_slow_qsub_outliving_a_killed_daemon_lands_once_on_torque(
         vq.start_daemon()
         job = vq.submit("torque", "--", "sh", "-c", "echo landed-once")
         wait_until(lambda: submit_calls(testbed, root), 60)
-        pid = vq.daemon_pid()
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: not is_alive(pid), 20)
-        vq.start_daemon()
+        kill_and_restart(vq)
         done = _finished(vq, job, 150)
         assert done["state"] == "COMPLETED", done
         assert (vq.root / "jobs" / job / "stdout.log").read_text() == "landed-once\n"
