@@ -132,7 +132,7 @@ def _pass(fleet: _Fleet, base: Path) -> list[Result]:
 def _relay(fleet: _Fleet, base: Path) -> Result:
     from vq.campaign.artifact import manifest_sha256, parse_manifest
     from vq.campaign.journal import Attempt, InputBinding
-    from vq.hosts_config import HostSettings
+    from vq.config.hosts import HostSettings
     from vq.remote.fleet import Fleet
     from vq.services.campaign_files import read_campaign
     from vq.services.campaign_publish import publish_outputs

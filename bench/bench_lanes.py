@@ -292,9 +292,9 @@ def held_rounds() -> list[Result]:
         slurm_ids = _held_jobs(runner, n)
         assert len(slurm_ids) == n, f"{len(slurm_ids)} of {n} held jobs submitted"
         # (b) first, on the same ids: the round's one squeue, n ids vs 1.
+        from vq.config.hosts import HostSettings
         from vq.dialects import dialect_for
         from vq.executors.scheduler.remote import LaneRemote
-        from vq.hosts_config import HostSettings
 
         lane = HostSettings.model_validate(
             {

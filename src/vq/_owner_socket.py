@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from vq._roots import config_root
+from vq.config.roots import config_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from vq import _multi_root, _roots
+from vq.config import multi_user_root, roots
 
 __all__ = [
     "MultiUserLayout",
@@ -64,12 +64,12 @@ SPEC_SUFFIX = ".json"
 
 def resolve_state_root(env: Mapping[str, str] | None = None) -> Path:
     """The state root for this environment (not created)."""
-    return Path(_roots.state_root(os.environ if env is None else env))
+    return Path(roots.state_root(os.environ if env is None else env))
 
 
 def resolve_config_root(env: Mapping[str, str] | None = None) -> Path:
     """The config root for this environment (not created)."""
-    return Path(_roots.config_root(os.environ if env is None else env))
+    return Path(roots.config_root(os.environ if env is None else env))
 
 
 @dataclass(frozen=True)
@@ -441,12 +441,12 @@ class MultiUserLayout(StateLayout):
 
 
 def client_layout(env: Mapping[str, str] | None = None, euid: int | None = None) -> StateLayout:
-    """The layout a CLI works on: in multi-user mode (:mod:`vq._multi_root`) root gets the
-    whole system root and any other user their own ``users/<euid>`` tree (daemon-wide
+    """The layout a CLI works on: in multi-user mode (:mod:`vq.config.multi_user_root`) root
+    gets the whole system root and any other user their own ``users/<euid>`` tree (daemon-wide
     files such as ``daemon.sock`` stay at the system root); otherwise the single-user
-    state root. Raises :class:`vq._multi_root.UnreadablePolicy` (fail closed)."""
+    state root. Raises :class:`vq.config.multi_user_root.UnreadablePolicy` (fail closed)."""
     env = os.environ if env is None else env
-    root = _multi_root.multi_user_root(env)
+    root = multi_user_root.multi_user_root(env)
     if root is None:
         return StateLayout.from_env(env)
     euid = os.geteuid() if euid is None else euid

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-HEAVY = ("pydantic", "pydantic_core", "vq.config", "vq.hosts_config", "vq.domain.spec")
+HEAVY = ("pydantic", "pydantic_core", "vq.config.settings", "vq.config.hosts", "vq.domain.spec")
 
 
 @pytest.mark.parametrize("module", ["vq.gateway", "vq.cli.common", "vq.cli.inspect"])

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from vq.config_multi_user import MultiUserSettings
+from vq.config.hosts import HostSettings
+from vq.config.multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput, UnsafeArchive
-from vq.hosts_config import HostSettings
 from vq.packing.roster import MAX_STDIN_BYTES, Task
 from vq.paths import StatePaths
 from vq.remote.fetch import _acknowledge, _manifest

@@ -80,7 +80,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from vq.config import WatchdogSettings
+from vq.config.settings import WatchdogSettings
 from vq.daemon.dispatch import Dispatcher
 from vq.daemon.index import JobIndex
 from vq.daemon.recovery import recover

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from vq.client import Client
-from vq.config import load_settings
+from vq.config.settings import load_settings
 from vq.daemon.compose import compose_daemon
 from vq.errors import InvalidInput, UsageError
 from vq.paths import StatePaths

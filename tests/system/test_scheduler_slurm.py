@@ -27,7 +27,7 @@ from tests.system.slurm_lane import (
 from tests.system.slurm_lane import ssh_local as _ssh
 from tests.testbed import SshTestbed
 from vq._proc_stat import is_alive
-from vq.hosts_config import HostSettings
+from vq.config.hosts import HostSettings
 from vq.remote.fleet import Fleet
 from vq.web.fleet.source import FleetSource
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import DaemonSettings, Settings, host_logical_cpus, host_memory_mb, load_settings
+from vq.config.settings import (
+    DaemonSettings,
+    Settings,
+    host_logical_cpus,
+    host_memory_mb,
+    load_settings,
+)
 from vq.domain.admission import Caps
 from vq.errors import ConfigError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vq.config import line_of, load_settings
+from vq.config.settings import line_of, load_settings
 
 KEYS = ("max_jobs", "max_cpus", "default_job_mem_mb")
 layer = st.fixed_dictionaries({}, optional={key: st.integers(1, 64) for key in KEYS})

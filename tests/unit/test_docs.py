@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.errors import EXIT_CODES
 
 DOCS = Path(__file__).parent.parent.parent / "docs"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import load_settings
+from vq.config.hosts import daemon_hosts, is_local_name, lanes_of
+from vq.config.settings import load_settings
 from vq.errors import ConfigError
-from vq.hosts_config import daemon_hosts, is_local_name, lanes_of
 
 
 def _load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
@@ -121,7 +121,7 @@ def test_lane_defaults(tmp_path: Path) -> None:
 
 
 def test_a_lane_program_registry_entry_is_checked() -> None:
-    from vq.hosts_config import HostSettings
+    from vq.config.hosts import HostSettings
 
     lane = {"ssh": "login", "scheduler_dialect": "slurm", "scratch_root": "/scratch"}
     entry = {"python": "/opt/fit/bin/python", "git_dir": "/opt/fit/src"}

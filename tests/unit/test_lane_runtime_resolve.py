@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from vq.config_programs import VenvProgram
+from vq.config.hosts import HostSettings, LaneProgramSettings
+from vq.config.programs import VenvProgram
 from vq.errors import InvalidInput
-from vq.hosts_config import HostSettings, LaneProgramSettings
 from vq.services.lane_runtime import LaneRuntime, is_managed, resolve, wrapper_generation
 from vq.services.lane_runtime_probe import ProbedRuntime, TargetUnavailable, parse_probe
 from vq.services.runtime_deployments import DeploymentRecord, UnreadableRecord

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import check_file, load_settings, packing_profiles
+from vq.config.settings import check_file, load_settings, packing_profiles
 from vq.errors import ConfigError
 from vq.packing.profiles import ProfileError, select_profile
 from vq.packing.timelimit import TimeLimitError, format_minutes, parse_time_limit

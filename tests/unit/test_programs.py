@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import Settings, check_file
-from vq.config_programs import BinaryProgram, ImportProgram, VenvProgram
+from vq.config.programs import BinaryProgram, ImportProgram, VenvProgram
+from vq.config.settings import Settings, check_file
 from vq.domain.programs import (
     ProgramStatus,
     dispatch_refusal,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import load_settings
+from vq.config.settings import load_settings
 from vq.domain.admission import Caps, Request, Usage, pending_reason, plan_dispatch
 from vq.domain.quotas import (
     Holder,

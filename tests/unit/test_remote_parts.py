@@ -163,8 +163,8 @@ def test_a_keyed_answer_settles_only_the_same_host_and_key(tmp_path: Path) -> No
 
 
 def test_a_missing_vq_and_output_that_is_not_json_are_protocol_errors(tmp_path: Path) -> None:
+    from vq.config.hosts import HostSettings
     from vq.errors import RemoteProtocolError
-    from vq.hosts_config import HostSettings
     from vq.protocol.remote_answers import ListAnswer
     from vq.remote.host import RemoteHost
     from vq.transport.local import LocalRunner

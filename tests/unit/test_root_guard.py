@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vq.config import Settings, load_settings
-from vq.config_multi_user import multi_user_root, system_config_path
+from vq.config.multi_user import multi_user_root, system_config_path
+from vq.config.settings import Settings, load_settings
 from vq.errors import ConfigError
 from vq.services.root_guard import ROOT_SINGLE_USER_WARNING, start_mode
 

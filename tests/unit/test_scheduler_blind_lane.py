@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from vq.config.hosts import HostSettings, LaneSettings
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.hosts_config import HostSettings, LaneSettings
 from vq.services.status import blind_lane_warning
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from vq.config.hosts import HostSettings, LaneSettings
 from vq.executors.base import NoExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet, SchedulerLane
-from vq.hosts_config import HostSettings, LaneSettings
 
 
 class StubLane:

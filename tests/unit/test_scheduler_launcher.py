@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from vq.config.hosts import HostSettings, LaneSettings
 from vq.domain.spec import JobSpec, ProgramRuntimePin
 from vq.executors.scheduler.outcome import (
     launcher_refusal,
@@ -18,7 +19,6 @@ from vq.executors.scheduler.outcome import (
     shebang_names_python,
     staged_script_path,
 )
-from vq.hosts_config import HostSettings, LaneSettings
 
 
 def _lane(**hooks: Any) -> LaneSettings:

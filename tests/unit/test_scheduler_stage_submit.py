@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from vq.config.hosts import LaneSettings
 from vq.dialects import ParseFailure, SubmitAccepted, dialect_for
 from vq.dialects.submit_guard import GuardState, records_dir
 from vq.errors import (
@@ -21,7 +22,6 @@ from vq.errors import (
 )
 from vq.executors.scheduler.jobs import not_started
 from vq.executors.scheduler.remote import SCRIPT_NAME, LaneRemote, stage_archive
-from vq.hosts_config import LaneSettings
 from vq.transport.local import LocalRunner
 
 

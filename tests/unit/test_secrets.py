@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from vq.config_notifications import NotificationSettings
+from vq.config.notifications import NotificationSettings
+from vq.config.secrets import SecretRef, audit, parse_reference, read_secret
 from vq.daemon.notify import resolve_webhook_url
 from vq.errors import ConfigError
-from vq.secrets import SecretRef, audit, parse_reference, read_secret
 
 SECRET = "https://hooks.example.invalid/T0KEN-never-shown"
 

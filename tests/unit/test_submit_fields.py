@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from vq.cli.control import resubmit
 from vq.cli.submit import submit
 from vq.cli.submit_options import PARAM_OPTION, SUBMIT_OPTIONS
-from vq.config import ProfileSettings
+from vq.config.settings import ProfileSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.submit_fields import SUBMIT_FIELDS, SubmitField, field
 from vq.web.api.models import ResubmitRequest

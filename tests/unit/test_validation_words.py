@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vq.config import check_file
+from vq.config.settings import check_file
 from vq.domain.validation_words import CONFIG_WORDS, JSON_WORDS, describe, first_problem
 from vq.errors import ConfigError
 

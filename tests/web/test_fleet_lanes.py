@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.web.test_fleet_source import ScriptedFleet, ScriptedHost
-from vq.hosts_config import HostSettings
+from vq.config.hosts import HostSettings
 from vq.remote.health import HostHealth
 from vq.web.fleet.lanes import lane_summaries
 from vq.web.fleet.source import FleetSource

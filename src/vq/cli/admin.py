@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from vq.cli.common import echo_json
-from vq.config_multi_user import MultiUserSettings, multi_user_root, system_config_path
+from vq.config.multi_user import MultiUserSettings, multi_user_root, system_config_path
 from vq.errors import ConfigError, PermissionDenied
 
 __all__ = ["admin"]
@@ -22,7 +22,7 @@ __all__ = ["admin"]
 
 def _policy_root() -> tuple[MultiUserSettings, Path]:
     """The enabled system policy and the system root; refused unless root and enabled."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     if os.geteuid() != 0:
         raise PermissionDenied(

@@ -118,7 +118,7 @@ def record(args: list[str], exit_code: int, env: dict[str, str] | None = None) -
             return
         if verb in DRY_UNLESS and DRY_UNLESS[verb] not in args:
             return  # a dry run
-        from vq._roots import state_root
+        from vq.config.roots import state_root
 
         root = state_root(os.environ if env is None else env)
         if not os.path.isdir(root):

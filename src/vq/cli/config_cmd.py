@@ -4,7 +4,7 @@
 (``default``, ``site:/etc/vq/config.toml`` or ``user:<config-root>/config.toml``).
 Secrets are never printed: a literal webhook URL is reduced to its scheme and host;
 ``env:``/``file:``/``credential:`` references are shown as the references they are, never
-resolved (:mod:`vq.config_report`). ``audit`` checks every secret reference (exists, safe
+resolved (:mod:`vq.config.report`). ``audit`` checks every secret reference (exists, safe
 permissions, resolves) and exits 1 when one fails; values are never printed.
 """
 
@@ -28,8 +28,8 @@ def config() -> None:
 @click.option("--json", "as_json", is_flag=True, help='{"settings": ..., "sources": ...}.')
 def show(as_json: bool) -> None:
     """The effective configuration and where each value comes from."""
-    from vq.config import load_settings
-    from vq.config_report import effective_config, effective_values, report_lines
+    from vq.config.report import effective_config, effective_values, report_lines
+    from vq.config.settings import load_settings
 
     settings = load_settings()
     if as_json:
@@ -50,13 +50,13 @@ def check(path: Path | None) -> None:
 
     Without PATH: the files vq reads here (/etc/vq/config.toml, then the user's
     config.toml), each on its own, then their merge."""
-    from vq.config import check_file
+    from vq.config.settings import check_file
 
     if path is not None:
         check_file(path)
         click.echo(f"{path}: valid")
         return
-    from vq.config import SITE_CONFIG, load_settings
+    from vq.config.settings import SITE_CONFIG, load_settings
     from vq.paths import resolve_config_root
 
     user = resolve_config_root() / "config.toml"
@@ -76,8 +76,8 @@ def audit(as_json: bool) -> None:
     """Check that every secret reference exists, is private and resolves (exit 1 if not)."""
     import os
 
-    from vq.config import load_settings
-    from vq.config_audit import audit_report, audit_settings
+    from vq.config.audit import audit_report, audit_settings
+    from vq.config.settings import load_settings
 
     findings = audit_settings(load_settings(), os.environ)
     report = audit_report(findings)

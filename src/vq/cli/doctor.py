@@ -15,7 +15,7 @@ _MARKS = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "bold
 @click.option("--json", "as_json", is_flag=True, help='Print {"ok": bool, "checks": [...]}.')
 def doctor(as_json: bool) -> None:
     """Check the state root, daemon, config, cgroup mode, programs, specs, disk and clock."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
     from vq.domain.spec import utcnow
     from vq.services.doctor import run_checks
 

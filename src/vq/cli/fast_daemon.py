@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from vq import _multi_root, _roots
+from vq.config import multi_user_root, roots
 
 __all__ = ["local_daemon_socket"]
 
@@ -19,14 +19,14 @@ def local_daemon_socket() -> str | None:
     answers), configured ``[hosts.NAME]`` (the job may live on another host), or no
     socket at all."""
     try:
-        if _multi_root.multi_user_root(os.environ) is not None:
+        if multi_user_root.multi_user_root(os.environ) is not None:
             return None
-    except _multi_root.UnreadablePolicy:
+    except multi_user_root.UnreadablePolicy:
         return None
-    socket_path = _roots.daemon_socket(os.environ)
+    socket_path = roots.daemon_socket(os.environ)
     if not os.path.exists(socket_path):
         return None
-    from vq._hostnames import configured_names
+    from vq.config.host_names import configured_names
     from vq.errors import VqError
 
     try:

@@ -85,6 +85,6 @@ def _may_name_host(rest: list[str]) -> bool:
     index = first_positional("submit", rest)
     if index is None:
         return False
-    from vq._hostnames import LOCAL_NAMES, configured_names
+    from vq.config.host_names import LOCAL_NAMES, configured_names
 
     return rest[index] in LOCAL_NAMES or rest[index] in configured_names()

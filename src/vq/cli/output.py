@@ -35,7 +35,7 @@ def storage_failure(exc: BaseException) -> StorageError | None:
     None for any other exception."""
     import os
 
-    from vq._roots import state_root
+    from vq.config.roots import state_root
     from vq.errors import storage_error_under
 
     return storage_error_under(exc, state_root(os.environ))

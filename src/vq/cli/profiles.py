@@ -13,7 +13,7 @@ __all__ = ["profiles"]
 @click.option("--json", "as_json", is_flag=True, help="Print {name: {field: value}}.")
 def profiles(as_json: bool) -> None:
     """List submit presets (use one with `vq submit --profile NAME`; flags given win)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     presets = {
         name: profile.model_dump(exclude_none=True)

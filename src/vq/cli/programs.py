@@ -21,7 +21,7 @@ __all__ = ["programs"]
 @click.option("--json", "as_json", is_flag=True, help="Print a list of status objects.")
 def programs(as_json: bool) -> None:
     """Probe the registered programs (use one with `vq submit --program NAME`)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
     from vq.services.programs import probe_all
 
     statuses = probe_all(load_settings().programs)

@@ -87,7 +87,7 @@ def _lane_route(verb: str, word: str, rest: list[str]) -> int | list[str] | None
     over SSH (the source packed and sent as for ``vq submit HOST``), which must drive the
     lane itself. Any other verb naming a lane is refused (the lane's jobs are in the
     driver's queue: use the job id alone)."""
-    from vq._hostnames import configured_lanes, configured_names, is_local_name
+    from vq.config.host_names import configured_lanes, configured_names, is_local_name
 
     lanes = configured_lanes()
     if word not in lanes:
@@ -141,11 +141,11 @@ def _route(args: list[str]) -> int | list[str] | None:
         from vq.cli.remote_fleet import run_usage_by_host
 
         return run_usage_by_host(_without_by(rest))
-    from vq._hostnames import configured_names
+    from vq.config.host_names import configured_names
 
     names = configured_names()
     if word is not None and index is not None:
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
 
         lane = _lane_route(verb, word, rest[:index] + rest[index + 1 :])
         if lane is not None:

@@ -77,9 +77,9 @@ def _deploy_to_lane(
     as_json: bool,
 ) -> None:
     from vq.cli.common import paths
-    from vq.config import load_settings
+    from vq.config.hosts import lanes_of
+    from vq.config.settings import load_settings
     from vq.errors import NotFound, UsageError
-    from vq.hosts_config import lanes_of
     from vq.services.lane_runtime_probe import ssh_runner_for
     from vq.services.runtime_deployments import deploy_to_lane
     from vq.transport.local import LocalRunner

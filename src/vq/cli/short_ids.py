@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from vq import _roots
+from vq.config import roots
 from vq.domain.ids import is_job_id, resolve_prefix
 
 __all__ = ["known_ids", "resolve_job_id"]
@@ -19,7 +19,7 @@ _SUFFIX = ".json"
 
 def known_ids(state_root: str | None = None) -> list[str]:
     """Ids of every spec file in the queue directory (names only)."""
-    root = state_root if state_root is not None else _roots.state_root(os.environ)
+    root = state_root if state_root is not None else roots.state_root(os.environ)
     try:
         names = os.listdir(os.path.join(root, "queue"))
     except OSError:

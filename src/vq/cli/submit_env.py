@@ -1,7 +1,7 @@
 """``[submit] export`` read cheaply for ``vq submit``'s fast path (no pydantic, no Click),
 and the environment options of a remote submit (:func:`remote_environment_options`).
 
-The full configuration is validated by :func:`vq.config.load_settings` (the daemon and
+The full configuration is validated by :func:`vq.config.settings.load_settings` (the daemon and
 ``vq config check`` refuse a bad ``submit.export``); here only that one key is needed, so
 each layer is read as bytes and parsed with ``tomllib`` only when it mentions ``submit``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from vq import _roots
+from vq.config import roots
 from vq.errors import ConfigError
 
 TYPE_CHECKING = False
@@ -25,8 +25,8 @@ SITE_CONFIG = "/etc/vq/config.toml"
 def _read_layer(path: str) -> bytes | None:
     """The bytes of one config layer; None when it is missing or this user may not read
     it (the daemon reports unreadable layers). A FIFO, directory or oversized file
-    planted there is a ConfigError at once (:mod:`vq._config_bytes`: never blocks)."""
-    from vq._config_bytes import read_config_bytes
+    planted there is a ConfigError at once (:mod:`vq.config.raw`: never blocks)."""
+    from vq.config.raw import read_config_bytes
 
     try:
         return read_config_bytes(path)
@@ -43,7 +43,7 @@ def _layer_export(path: str) -> str | None:
     raw = _read_layer(path)
     if raw is None or b"submit" not in raw:
         return None
-    from vq._toml_file import parse_toml
+    from vq.config.raw import parse_toml
 
     data, _ = parse_toml(path, raw)
     section = data.get("submit")
@@ -69,7 +69,7 @@ def _layer_export(path: str) -> str | None:
 
 def configured_export(environ: Mapping[str, str], *, site_config: str = SITE_CONFIG) -> str | None:
     """The effective ``[submit] export`` (user layer over site layer), or None if unset."""
-    user = os.path.join(_roots.config_root(environ), "config.toml")
+    user = os.path.join(roots.config_root(environ), "config.toml")
     found = None
     for path in (site_config, user):
         value = _layer_export(path)

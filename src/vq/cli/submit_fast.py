@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 
-from vq import _multi_root, _roots
 from vq.cli.output import NO_DAEMON, echo_json, note, print_error, storage_failure, warn
 from vq.cli.submit_options import build_params, parse_fast
+from vq.config import multi_user_root, roots
 from vq.errors import DaemonNotRunning, VqError
 
 # typing is imported for the type checker only: this module is on the Click-free
@@ -44,9 +44,9 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     from vq.client import Client
 
     try:
-        system_root = _multi_root.multi_user_root(os.environ)
+        system_root = multi_user_root.multi_user_root(os.environ)
         multi_user = system_root is not None
-    except _multi_root.UnreadablePolicy:
+    except multi_user_root.UnreadablePolicy:
         system_root, multi_user = None, True  # the layout below reports it (fail closed)
     if multi_user:
         # Multi-user mode: the job goes to the submitter's own tree, where the daemon finds
@@ -59,7 +59,7 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
         from vq.cli.common import gateway
 
         return gateway().submit_on_disk(params)
-    sock = _roots.daemon_socket(os.environ)
+    sock = roots.daemon_socket(os.environ)
     if os.path.exists(sock):
         try:
             payload: dict[str, Any] = Client(sock).call("submit", params)

@@ -337,9 +337,9 @@ def _spool_stdin_tar() -> str:
     import sys
     import tempfile
 
-    from vq import _roots
+    from vq.config import roots
 
-    incoming = os.path.join(_roots.state_root(os.environ), "incoming")
+    incoming = os.path.join(roots.state_root(os.environ), "incoming")
     os.makedirs(incoming, mode=0o700, exist_ok=True)
     fd, path = tempfile.mkstemp(prefix="stdin-", suffix=".tar", dir=incoming)
     try:

@@ -12,8 +12,8 @@ import os
 import sys
 
 from vq._fs import open_log
-from vq.config import Settings, load_settings
-from vq.config_multi_user import allow_root_from_env, multi_user_root
+from vq.config.multi_user import allow_root_from_env, multi_user_root
+from vq.config.settings import Settings, load_settings
 from vq.errors import VqError, storage_error_under
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.admin_token import admin_token_path

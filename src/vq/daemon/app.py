@@ -39,7 +39,7 @@ import vq as vq_package
 from vq import __version__
 from vq._fault_points import hold_point
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
 from vq.executors.base import HostExecutor
 from vq.executors.registry import ExecutorRegistry

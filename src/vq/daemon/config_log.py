@@ -2,7 +2,7 @@
 
 Logged once when the daemon starts and again after every successful reload, one line per
 key with its source, secrets redacted exactly as ``vq config show`` redacts them
-(:mod:`vq.config_report`). Never raises: a report that cannot be built is logged as such.
+(:mod:`vq.config.report`). Never raises: a report that cannot be built is logged as such.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from vq.config import Settings
+from vq.config.settings import Settings
 
 __all__ = ["log_effective_config"]
 
@@ -22,7 +22,7 @@ def log_effective_config(
     settings: Settings, overrides: Mapping[str, Any] | None, when: str
 ) -> None:
     """Log the effective configuration (``when``: ``start`` or ``reload``)."""
-    from vq.config_report import report_lines
+    from vq.config.report import report_lines
 
     try:
         lines = report_lines(settings, overrides=overrides)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vq.config_multi_user import MultiUserSettings
+from vq.config.multi_user import MultiUserSettings
 from vq.domain.quotas import QuotaHold, QuotaPolicy
 from vq.errors import PermissionDenied
 from vq.paths import OwnerMap

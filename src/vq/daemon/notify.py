@@ -6,7 +6,7 @@ Contract:
   daemon starts: a literal ``http(s)://`` URL, ``env:NAME`` (read from the daemon's
   environment), ``file:/abs/path`` (a regular file that group and others cannot access,
   i.e. mode 0600 or stricter; its stripped content is the URL) or ``credential:NAME``
-  (that file in systemd's ``$CREDENTIALS_DIRECTORY``), see :mod:`vq.secrets`. Anything
+  (that file in systemd's ``$CREDENTIALS_DIRECTORY``), see :mod:`vq.config.secrets`. Anything
   unusable raises :class:`~vq.errors.ConfigError` (exit 9), with ``chmod 600 PATH`` as
   the hint for a file that is too open. The value is copied once: a config change needs
   a daemon restart.
@@ -48,12 +48,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vq import __version__
-from vq.config_notifications import NotificationSettings
+from vq.config.notifications import NotificationSettings
+from vq.config.secrets import parse_reference, read_secret
 from vq.domain.lifecycle import describe_exit
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import ConfigError
-from vq.secrets import parse_reference, read_secret
 
 __all__ = [
     "MAX_PENDING",
@@ -103,7 +103,7 @@ def resolve_webhook_url(settings: NotificationSettings, env: Mapping[str, str]) 
     """The webhook URL to POST to, or ``""`` when notifications are disabled.
 
     A reference (``env:``, ``file:``, ``credential:``) is read through
-    :mod:`vq.secrets`. Raises :class:`ConfigError` for an unset variable, an unreadable
+    :mod:`vq.config.secrets`. Raises :class:`ConfigError` for an unset variable, an unreadable
     or too-open file, or a value that is not an http(s) URL. Messages name the
     reference, never the value.
     """

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from vq.config import WatchdogSettings
+from vq.config.settings import WatchdogSettings
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import VqError

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 
 from vq._safe_open import append_line_beneath
-from vq.config import WatchdogSettings
+from vq.config.settings import WatchdogSettings
 from vq.domain.admission import effective_mem_mb
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState

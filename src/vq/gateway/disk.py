@@ -13,7 +13,7 @@ from vq.paths import StatePaths
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from vq.config import Settings
+    from vq.config.settings import Settings
     from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
     from vq.services.cleanup import CleanupPolicy, CleanupReport
@@ -46,7 +46,7 @@ class DiskVerbs:
         every_tree = isinstance(self.paths, MultiUserLayout)
         if not every_tree and self.paths.owner_dir is None:
             return None
-        from vq.config import load_settings
+        from vq.config.settings import load_settings
         from vq.errors import ConfigError
         from vq.services.ownership import Caller, OwnerCheck, admin_gid_of
 
@@ -68,8 +68,8 @@ class DiskVerbs:
         """A service context over the disk (no daemon needed): the configured caps as the
         budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
         caps the capacity classification uses; None, so null, when none is readable."""
-        from vq.config import load_settings
-        from vq.hosts_config import lanes_of
+        from vq.config.hosts import lanes_of
+        from vq.config.settings import load_settings
         from vq.services.context import ServiceContext
         from vq.services.control import read_capacity
         from vq.services.submit_pack import pack_configuration

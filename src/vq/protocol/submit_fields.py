@@ -5,7 +5,7 @@ The models and option tables that accept submit fields are derived from
 
 * ``vq submit``'s options (:mod:`vq.cli.submit_options`, Click and the fast path);
 * the ``submit`` RPC params (:class:`vq.protocol.messages.SubmitParams`);
-* the ``[profile.NAME]`` presets (:class:`vq.config.ProfileSettings`: the ``profile``
+* the ``[profile.NAME]`` presets (:class:`vq.config.settings.ProfileSettings`: the ``profile``
   fields);
 * the resubmit overrides (``vq resubmit``'s options and
   :class:`vq.web.api.models.ResubmitRequest`: the ``override`` fields);

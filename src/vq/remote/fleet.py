@@ -1,7 +1,7 @@
 """The configured hosts as one object: name → :class:`~vq.remote.host.RemoteHost`.
 
 Everything that acts on a host goes through :func:`load_fleet`, which validates the
-configuration (:func:`vq._hostnames.configured_names` is the cheap, unvalidated check).
+configuration (:func:`vq.config.host_names.configured_names` is the cheap, unvalidated check).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vq._hostnames import LOCAL_NAMES, is_local_name
+from vq.config.host_names import LOCAL_NAMES, is_local_name
+from vq.config.hosts import HostSettings
 from vq.domain.text import escape_controls
 from vq.errors import NotFound
-from vq.hosts_config import HostSettings
 from vq.paths import resolve_state_root
 from vq.remote.host import RemoteHost
 
@@ -70,11 +70,11 @@ class Fleet:
 
 def load_fleet(env: Mapping[str, str] | None = None) -> Fleet:
     """The validated configuration's hosts (a ConfigError names a bad key)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     env = os.environ if env is None else env
     settings = load_settings(env)
-    from vq.hosts_config import daemon_hosts
+    from vq.config.hosts import daemon_hosts
 
     # Scheduler lanes run no vq: they are reached by the driver daemon, never as a fleet.
     return Fleet(daemon_hosts(settings.hosts), settings.default_host, resolve_state_root(env))

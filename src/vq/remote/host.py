@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from vq.config.hosts import HostSettings
 from vq.domain.ids import is_id_or_prefix
 from vq.domain.spec import SPEC_VERSION
 from vq.errors import (
@@ -52,7 +53,6 @@ from vq.errors import (
     VqError,
     error_from_payload,
 )
-from vq.hosts_config import HostSettings
 from vq.protocol.answer_mark import MARK_ENV, MarkSkipper, after_mark
 from vq.protocol.remote_answers import BadAnswer, read_answer
 from vq.remote.health import mark_down, record_failure, record_ok, remote_text

@@ -197,7 +197,7 @@ class HostDirectory:
 
     def _lane_drivers(self) -> dict[str, str]:
         if self._lanes is None:
-            from vq._hostnames import configured_lanes
+            from vq.config.host_names import configured_lanes
 
             self._lanes = configured_lanes(self.env)
         return self._lanes
@@ -211,7 +211,7 @@ class HostDirectory:
 
     def problem(self, name: str | None) -> str | None:
         """Why this controller cannot run a node on ``name`` (None when it can)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
 
         if name is None or is_local_name(name):
             return None
@@ -235,7 +235,7 @@ class HostDirectory:
         submitting); on a scheduler lane only the root's form is checked, because only the
         job's compute node sees the deployment (its script exits 126 when it does not
         verify)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
         from vq.services.runtime_generations import generation_problem, root_problem
 
         problem = root_problem(root)
@@ -247,7 +247,7 @@ class HostDirectory:
 
     def __call__(self, name: str | None) -> CampaignHost:
         """The host a node names (None = this machine)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
 
         key = "localhost" if name is None or is_local_name(name) else name
         if key in self._made:

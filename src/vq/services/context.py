@@ -38,7 +38,7 @@ class ServiceContext:
     random_bytes: Callable[[int], bytes] = os.urandom
     #: ``[profile.NAME]`` presets (name → pydantic model with JobSpec field names)
     profiles: Mapping[str, Any] = field(default_factory=dict)
-    #: ``[programs.NAME]`` registry (name → ``vq.config.ProgramSettings``), §3.4
+    #: ``[programs.NAME]`` registry (name → ``vq.config.settings.ProgramSettings``), §3.4
     programs: Mapping[str, Any] = field(default_factory=dict)
     base_caps: Caps | None = None
     #: set (by the daemon) while the configuration files on disk are invalid: what is
@@ -53,7 +53,7 @@ class ServiceContext:
     #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
     packing: Mapping[str, Any] = field(default_factory=dict)
     pack_lanes: Mapping[str, Any] = field(default_factory=dict)
-    #: the scheduler lanes (name → :class:`vq.hosts_config.LaneSettings`) a lane submit
+    #: the scheduler lanes (name → :class:`vq.config.hosts.LaneSettings`) a lane submit
     #: resolves a managed runtime on, and how to reach one (lane → a
     #: :class:`vq.transport.runner.Runner`; None: the lane's own SSH runner)
     lanes: Mapping[str, Any] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vq._fs import atomic_write_json, read_json_regular, try_lock_file
-from vq.config_multi_user import MultiUserSettings
+from vq.config.multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput
 from vq.paths import StateLayout
 from vq.services.system_tree import USER_DIRS, Account, provision_user

@@ -39,10 +39,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vq.config_programs import VenvProgram
+from vq.config.hosts import LaneProgramSettings, LaneSettings
+from vq.config.programs import VenvProgram
 from vq.domain.spec import ProgramRuntimePin
 from vq.errors import InvalidInput
-from vq.hosts_config import LaneProgramSettings, LaneSettings
 
 from .lane_runtime_probe import ProbedRuntime, TargetUnavailable
 from .runtime_deployments import DeploymentRecord, UnreadableRecord

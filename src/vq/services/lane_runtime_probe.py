@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vq.config.hosts import LaneProgramSettings, LaneSettings
 from vq.errors import TransportError, VqError
-from vq.hosts_config import LaneProgramSettings, LaneSettings
 from vq.transport.runner import Runner
 
 __all__ = [

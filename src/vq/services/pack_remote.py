@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
 from vq.errors import ConfigError
 from vq.packing import slurm_rounds, slurm_steps, slurm_text

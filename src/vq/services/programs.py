@@ -28,7 +28,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from vq.config_programs import BinaryProgram, ImportProgram, ProgramSettings, VenvProgram
+from vq.config.programs import BinaryProgram, ImportProgram, ProgramSettings, VenvProgram
 from vq.domain.programs import (
     ProgramStatus,
     pin_mismatches,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from vq.config import Settings
-from vq.config_multi_user import system_config_path
+from vq.config.multi_user import system_config_path
+from vq.config.settings import Settings
 from vq.errors import ConfigError
 
 __all__ = ["ROOT_SINGLE_USER_WARNING", "StartMode", "start_mode"]
@@ -65,7 +65,7 @@ def start_mode(
             hint=exc.hint or _DOCS,
         ) from exc
     if settings.multi_user.enabled:
-        from vq.config_multi_user import multi_user_root
+        from vq.config.multi_user import multi_user_root
         from vq.services.system_tree import check_system_tree
 
         if settings.multi_user.privilege_drop != "collector":

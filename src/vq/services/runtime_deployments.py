@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from vq._fs import atomic_write_json, read_json_regular
+from vq.config.hosts import LaneSettings
 from vq.dialects.runtime_check import VERIFIED_LINE, generation_verify_script
 from vq.errors import InvalidInput, TransportError, VqError
-from vq.hosts_config import LaneSettings
 from vq.paths import StateLayout
 from vq.transport.runner import Runner
 

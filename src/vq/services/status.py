@@ -12,12 +12,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from vq.config.hosts import LaneSettings
 from vq.domain.admission import Caps, Usage
 from vq.domain.quotas import QuotaHold
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, NotFound
-from vq.hosts_config import LaneSettings
 from vq.services.context import ServiceContext
 from vq.services.query import status_view
 from vq.services.queue_eta import unavailable_eta

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vq._fs import LOG_MODE
-from vq.config_multi_user import MultiUserSettings
+from vq.config.multi_user import MultiUserSettings
 from vq.errors import ConfigError, NotFound
 from vq.paths import StateLayout
 

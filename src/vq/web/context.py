@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vq._multi_root import UnreadablePolicy
-from vq.config import load_settings
+from vq.config.multi_user_root import UnreadablePolicy
+from vq.config.settings import load_settings
 from vq.errors import ConfigError
 from vq.paths import StatePaths, client_layout, resolve_config_root
 from vq.web.waits import PER_PEER, PER_TOKEN, TOTAL

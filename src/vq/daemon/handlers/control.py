@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 
-from vq.config import WatchdogSettings
+from vq.config.settings import WatchdogSettings
 from vq.domain.admission import Usage
 from vq.domain.spec import JobSpec, utcnow
 from vq.protocol.methods import (

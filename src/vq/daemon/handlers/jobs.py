@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from vq.config.hosts import LaneSettings
 from vq.domain.admission import Usage
 from vq.domain.quotas import QuotaHold
 from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import SchedulerLane
-from vq.hosts_config import LaneSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vq._safe_open import read_regular_beneath
+from vq.config.hosts import LaneSettings
 from vq.dialects import dialect_for
 from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, TransportError, VqError
-from vq.hosts_config import LaneSettings
 from vq.packing.profiles import PackingProfile
 from vq.transport.runner import Runner
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from vq.hosts_config import HostSettings, LaneSettings, is_local_name, lanes_of
+from vq.config.hosts import HostSettings, LaneSettings, is_local_name, lanes_of
 
 from .lane import SchedulerLane
 

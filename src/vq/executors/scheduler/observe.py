@@ -22,6 +22,7 @@ from typing import Any
 
 from vq import _fault_points
 from vq._safe_open import append_line_beneath, read_regular_beneath
+from vq.config.hosts import LaneSettings
 from vq.dialects import (
     AccountingRecord,
     ControlOutcome,
@@ -32,7 +33,6 @@ from vq.dialects import (
 )
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
-from vq.hosts_config import LaneSettings
 from vq.remote.health import record_failure, record_ok, record_slow
 
 from .jobs import ACTIVE_PHASES, LaneJob, ambiguous

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from vq.config.hosts import LaneSettings
 from vq.dialects import ProgramHooks, ScriptRequest
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.hosts_config import LaneSettings
 
 __all__ = [
     "SHEBANG_LIMIT",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from vq._tar import extract_checked, tar_member
+from vq.config.hosts import LaneSettings
 from vq.dialects import (
     AccountingReport,
     CommandResult,
@@ -43,7 +44,6 @@ from vq.dialects import (
 from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
 from vq.domain.archive_rules import check_members
 from vq.errors import OutputTooLarge, UnsafeArchive
-from vq.hosts_config import LaneSettings
 from vq.transport.runner import Runner
 
 __all__ = ["SCRIPT_NAME", "LaneRemote", "stage_archive"]

@@ -45,7 +45,7 @@ from pydantic import (
 )
 from starlette.concurrency import run_in_threadpool
 
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.domain.environment import BadEnvironment, CapturedEnvironment
 from vq.domain.text import refuse_surrogates
 from vq.errors import ProtocolError

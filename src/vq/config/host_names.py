@@ -1,7 +1,7 @@
 """Host names without pydantic: what names this queue, and which names are configured.
 
 Stdlib only, so the CLI can decide whether a word on the command line names a host
-without validating the configuration (:mod:`vq.hosts_config` does that).
+without validating the configuration (:mod:`vq.config.hosts` does that).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import re
 import socket
 
-from vq import _roots
+from vq.config import roots
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ def is_local_name(name: str) -> bool:
 def _hosts_tables(env: Mapping[str, str] | None) -> list[dict[str, object]]:
     env = os.environ if env is None else env
     tables: list[dict[str, object]] = []
-    from vq._toml_file import read_toml
+    from vq.config.raw import read_toml
     from vq.errors import ConfigError
 
-    for path in (SITE_CONFIG, os.path.join(_roots.config_root(env), "config.toml")):
+    for path in (SITE_CONFIG, os.path.join(roots.config_root(env), "config.toml")):
         try:
             hosts = read_toml(path)[0].get("hosts", {})
         except ConfigError as exc:

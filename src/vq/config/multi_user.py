@@ -1,4 +1,4 @@
-"""``[multi_user]``: the system multi-user policy (§7.1), a section of :mod:`vq.config`.
+"""``[multi_user]``: the system multi-user policy (§7.1), a section of :mod:`vq.config.settings`.
 
 A leaf module (pydantic and ``os`` only). The policy is system configuration: it is read
 from the system config file, ``$VQ_CONFIG_DIR/config.toml`` when ``VQ_CONFIG_DIR`` is set,

@@ -1,7 +1,7 @@
 """``vq config audit`` (§7.4): every secret setting is a reference that resolves safely.
 
-For each configuration key that holds a secret (:data:`vq.config_report.SECRET_KEYS`)
-and is set, :func:`audit_settings` checks through :func:`vq.secrets.audit` that the
+For each configuration key that holds a secret (:data:`vq.config.report.SECRET_KEYS`)
+and is set, :func:`audit_settings` checks through :func:`vq.config.secrets.audit` that the
 reference exists, has safe permissions (a file only its owner can access) and resolves
 to a usable value. An inline secret fails the audit: it lives in the config file. The
 report never contains a secret value.
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from vq.secrets import Finding, audit
+from vq.config.secrets import Finding, audit
 
 if TYPE_CHECKING:
-    from vq.config import Settings
+    from vq.config.settings import Settings
 
 __all__ = ["audit_report", "audit_settings"]
 

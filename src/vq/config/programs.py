@@ -1,6 +1,6 @@
 """The ``[programs.NAME]`` entries of the settings (§3.4): the program registry's three
 kinds (binary, venv, import), each with the form its probe needs, and the rule for a
-program's name. Part of :class:`vq.config.Settings`; :mod:`vq.services.programs` probes
+program's name. Part of :class:`vq.config.settings.Settings`; :mod:`vq.services.programs` probes
 them."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from vq.config import Settings
+    from vq.config.settings import Settings
 
 __all__ = [
     "SECRET_KEYS",
@@ -32,7 +32,7 @@ __all__ = [
 
 #: Configuration keys whose value is a secret or a reference to one (§7.4).
 SECRET_KEYS = frozenset({"notifications.webhook_url"})
-#: Prefixes of a secret reference (see :mod:`vq.secrets`).
+#: Prefixes of a secret reference (see :mod:`vq.config.secrets`).
 REFERENCE_PREFIXES = ("env:", "file:", "credential:")
 
 
@@ -64,7 +64,7 @@ def effective_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """(redacted flat settings, the source of each key)."""
-    from vq.config import config_layers
+    from vq.config.settings import config_layers
 
     dumped = settings.model_dump(mode="json")
     dumped["profile"] = {
@@ -98,7 +98,7 @@ def effective_values(settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[
     """Each key's value in effect: unset caps become what the daemon detects on this host
     (``max_cpus``: logical CPUs, ``max_mem_mb``: physical memory) and the keys of
     :data:`UNSET_MEANS` say what unset means; the list names the detected keys."""
-    from vq.config import host_logical_cpus, host_memory_mb
+    from vq.config.settings import host_logical_cpus, host_memory_mb
 
     detect = {"daemon.max_cpus": host_logical_cpus, "daemon.max_mem_mb": host_memory_mb}
     resolved = dict(settings)

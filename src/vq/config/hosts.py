@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vq._hostnames import HOST_NAME, LOCAL_NAMES, is_local_name
-from vq.config_programs import check_program_names
+from vq.config.host_names import HOST_NAME, LOCAL_NAMES, is_local_name
+from vq.config.programs import check_program_names
 
 __all__ = [
     "HOST_NAME",

@@ -1,6 +1,6 @@
-"""``[web]``: limits of the HTTP submission API (§10.2), a section of :mod:`vq.config`.
+"""``[web]``: limits of the HTTP submission API (§10.2), a section of :mod:`vq.config.settings`.
 
-Kept in its own leaf module (pydantic only) so ``vq.config`` stays small; the web layer
+Kept in its own leaf module (pydantic only) so ``vq.config.settings`` stays small; the web layer
 reads these through ``load_settings().web``. ``docs/config.md`` documents every key.
 """
 

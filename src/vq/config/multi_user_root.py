@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from vq._config_bytes import read_config_bytes
+from vq.config.raw import read_config_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -23,18 +23,18 @@ from pydantic import (
     model_validator,
 )
 
-from vq._toml_file import read_toml
-from vq.config_multi_user import MultiUserSettings, QuotaSettings
-from vq.config_notifications import NotificationSettings
-from vq.config_programs import ProgramSettings, check_program_names
-from vq.config_web import WebSettings
+from vq.config.hosts import HostSettings, check_default_host, check_host_names
+from vq.config.multi_user import MultiUserSettings, QuotaSettings
+from vq.config.notifications import NotificationSettings
+from vq.config.programs import ProgramSettings, check_program_names
+from vq.config.raw import read_toml
+from vq.config.roots import config_root
+from vq.config.web import WebSettings
 from vq.domain.admission import Caps
 from vq.domain.durations import parse_duration
 from vq.domain.sizes import parse_mem_mb
 from vq.domain.validation_words import CONFIG_WORDS, describe
 from vq.errors import ConfigError, InvalidInput
-from vq.hosts_config import HostSettings, check_default_host, check_host_names
-from vq.paths import resolve_config_root
 from vq.protocol.submit_fields import constraints
 
 if TYPE_CHECKING:
@@ -206,13 +206,13 @@ class Settings(BaseModel):
     programs: dict[str, ProgramSettings] = Field(default_factory=dict)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
-    #: System policy only (see :mod:`vq.config_multi_user`); a personal config may not set it.
+    #: System policy only (see :mod:`vq.config.multi_user`); a personal config may not set it.
     multi_user: MultiUserSettings = Field(default_factory=MultiUserSettings)
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     #: ``[packing.NAME.target|resources]``: validated by :func:`vq.packing.profiles.parse_profiles`.
     packing: dict[str, Any] = Field(default_factory=dict)
     default_packing: str | None = None
-    # Remote vq daemons (§2.2), see vq.hosts_config.
+    # Remote vq daemons (§2.2), see vq.config.hosts.
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
     default_host: str | None = Field(default=None, min_length=1, max_length=63)
 
@@ -235,7 +235,7 @@ class Settings(BaseModel):
 
 
 def _read_layer(path: Path) -> tuple[dict[str, Any], str]:
-    """The parsed TOML of one config file and its text (see :func:`vq._toml_file.read_toml`:
+    """The parsed TOML of one config file and its text (see :func:`vq.config.raw.read_toml`:
     ``({}, "")`` when absent, every other failure a ConfigError naming the file)."""
     return read_toml(path)
 
@@ -344,7 +344,7 @@ def config_layers(
     """The file layers in merge order, as (source, data); empty files are skipped."""
     env = os.environ if env is None else env
     layers = []
-    for label, path in (("site", site_config), ("user", resolve_config_root(env) / "config.toml")):
+    for label, path in (("site", site_config), ("user", Path(config_root(env)) / "config.toml")):
         data, _ = _read_layer(path)
         if data:
             layers.append((f"{label}:{path}", data))
@@ -365,7 +365,7 @@ def load_settings(
     """
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
-    user = resolve_config_root(env) / "config.toml"
+    user = Path(config_root(env)) / "config.toml"
     personal = None if env.get("VQ_CONFIG_DIR") else user
     for path in (site_config, user):
         layer, text = _read_layer(path)

@@ -1,5 +1,5 @@
 """The ``[notifications]`` section of the settings (§6.2): the daemon-wide terminal
-webhook and the states it reports. Part of :class:`vq.config.Settings`; the daemon
+webhook and the states it reports. Part of :class:`vq.config.settings.Settings`; the daemon
 resolves a secret reference when it starts (:mod:`vq.daemon.notify`)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class NotificationSettings(BaseModel):
     """``[notifications]``: the daemon-wide terminal webhook (§6.2), copied at daemon start.
 
     ``webhook_url`` is empty (disabled), an ``http(s)://`` URL, or a secret reference
-    (§7.4, :mod:`vq.secrets`): ``env:NAME``, ``file:/absolute/path`` or ``credential:NAME``
+    (§7.4, :mod:`vq.config.secrets`): ``env:NAME``, ``file:/absolute/path`` or ``credential:NAME``
     (systemd ``LoadCredential=``). Only the *form* is checked here; the
     daemon resolves a reference when it starts (``vq.daemon.notify.resolve_webhook_url``)
     so reading the configuration never reads a secret. Error messages never echo the value.
@@ -44,7 +44,7 @@ class NotificationSettings(BaseModel):
         value = value.strip()
         if not value:
             return ""
-        from vq.secrets import parse_reference
+        from vq.config.secrets import parse_reference
 
         try:
             reference = parse_reference(value)
