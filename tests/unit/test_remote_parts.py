@@ -15,13 +15,13 @@ from vq.errors import (
     SshUnreachable,
     UnsupportedSpecVersion,
 )
-from vq.remote.discovery import Discovery
-from vq.remote.health import (
+from vq.hosts.health import (
     backoff_seconds,
     read_health,
     record_failure,
     record_ok,
 )
+from vq.remote.discovery import Discovery
 from vq.remote.host import check_spec_versions, remote_error
 from vq.transport.runner import RunResult
 

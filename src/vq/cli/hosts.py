@@ -6,7 +6,7 @@ whose backoff (2, 4 … 300 s after consecutive failures) has elapsed, in parall
 within its ``ssh_timeout``; ``--force`` ignores the backoff. An answer that is not
 ``vq, version X`` marks the host ``invalid`` (:func:`~vq.protocol.remote_answers.read_version`);
 every text shown comes from the health record, whose remote words are escaped there
-(:func:`vq.remote.health.remote_text`). Exits 0 when every probed
+(:func:`vq.hosts.health.remote_text`). Exits 0 when every probed
 host answered, 11 otherwise. Each row also counts ``unresolved_submits``: delegated
 submits whose outcome is unknown, kept in the outbox (:mod:`vq.remote.outbox`).
 """
@@ -22,9 +22,9 @@ import click
 
 from vq.cli.output import echo_json
 from vq.errors import TransportError, VqError
+from vq.hosts.health import HostHealth, mark_down, read_health, record_ok
 from vq.protocol.remote_answers import BadAnswer, read_version
 from vq.remote.fleet import Fleet, load_fleet
-from vq.remote.health import HostHealth, mark_down, read_health, record_ok
 from vq.remote.outbox import outbox_dir, unresolved
 
 __all__ = ["hosts", "probe_host"]
@@ -41,7 +41,7 @@ def probe_host(fleet: Fleet, name: str) -> HostHealth:
     except VqError:
         return read_health(fleet.state_root, name)
     if result.rc != 0:
-        from vq.remote.health import record_failure
+        from vq.hosts.health import record_failure
 
         said = result.stderr.decode(errors="replace").strip().splitlines()
         return record_failure(

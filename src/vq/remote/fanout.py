@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from vq.errors import VqError
+from vq.hosts.health import mark_down, read_health
 from vq.remote.fleet import Fleet
-from vq.remote.health import mark_down, read_health
 
 __all__ = ["LOCAL", "HostAnswer", "fan_out"]
 

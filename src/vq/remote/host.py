@@ -24,7 +24,7 @@ Contract of :class:`RemoteHost`:
   checked first and always after ``--`` (:func:`job_words`), so a remote never reads one
   as an option.
 - Text a remote wrote that ends up in a message or in the host's health is shown with
-  its control characters escaped (:func:`vq.remote.health.remote_text`).
+  its control characters escaped (:func:`vq.hosts.health.remote_text`).
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ from vq.errors import (
     VqError,
     error_from_payload,
 )
+from vq.hosts.health import mark_down, record_failure, record_ok, remote_text
 from vq.protocol.answer_mark import MARK_ENV, MarkSkipper, after_mark
 from vq.protocol.remote_answers import BadAnswer, read_answer
-from vq.remote.health import mark_down, record_failure, record_ok, remote_text
 from vq.transport.framing import new_nonce
 from vq.transport.runner import RunResult
 from vq.transport.ssh import SshRunner, SshStream

@@ -45,8 +45,8 @@ from vq.errors import (
     TransportError,
     UnsupportedSpecVersion,
 )
+from vq.hosts.health import remote_text
 from vq.protocol.remote_answers import SubmitAnswer
-from vq.remote.health import remote_text
 from vq.remote.host import RemoteHost, may_have_run, remote_error, said_vq_error
 from vq.remote.outbox import Staged, discard, outbox_dir, resolve, stage
 from vq.transport.runner import RunResult

@@ -35,7 +35,7 @@ from vq.errors import (
     RemoteProtocolError,
     VqError,
 )
-from vq.remote.health import read_health
+from vq.hosts.health import read_health
 from vq.web import deps
 from vq.web.auth.accounts import any_accounts
 from vq.web.auth.guard import enforce

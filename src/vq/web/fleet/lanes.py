@@ -21,7 +21,7 @@ from typing import Any
 
 from vq.config.hosts import LaneSettings, is_local_name, lanes_of
 from vq.errors import VqError
-from vq.remote.health import HostHealth
+from vq.hosts.health import HostHealth
 
 __all__ = ["driven_lanes_here", "lane_summaries"]
 

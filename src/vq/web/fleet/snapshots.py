@@ -28,8 +28,8 @@ from vq.domain.ids import is_job_id
 from vq.domain.spec import utcnow
 from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
+from vq.hosts.health import read_health
 from vq.paths import StatePaths
-from vq.remote.health import read_health
 from vq.services.status import blind_lane_warning
 from vq.services.top import parse_sample
 from vq.web.fleet.lanes import driven_lanes_here, lane_summaries

@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from vq.errors import HostDown, TransportError, VqError
+from vq.hosts.health import mark_down, read_health
 from vq.protocol.remote_answers import (
     ActionAnswer,
     FleetJobAnswer,
@@ -49,7 +50,6 @@ from vq.protocol.remote_answers import (
     StatusAnswer,
 )
 from vq.remote.fleet import Fleet
-from vq.remote.health import mark_down, read_health
 from vq.remote.host import job_words
 
 __all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
