@@ -130,15 +130,15 @@ def _pass(fleet: _Fleet, base: Path) -> list[Result]:
 
 
 def _relay(fleet: _Fleet, base: Path) -> Result:
-    from vq.campaign.artifact import manifest_sha256, parse_manifest
+    from vq.campaign.files import read_campaign
     from vq.campaign.journal import Attempt, InputBinding
+    from vq.campaign.publish import publish_outputs
+    from vq.campaign.remote import RemoteQueue
+    from vq.campaign.rundir import RunDir
+    from vq.campaign.stage import stage_payload
     from vq.config.hosts import HostSettings
+    from vq.domain.artifact import manifest_sha256, parse_manifest
     from vq.remote.fleet import Fleet
-    from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_publish import publish_outputs
-    from vq.services.campaign_remote import RemoteQueue
-    from vq.services.campaign_rundir import RunDir
-    from vq.services.campaign_stage import stage_payload
 
     mib = max(8, int(200 * scale()))
     job = fleet.vq(

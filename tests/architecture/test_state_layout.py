@@ -17,7 +17,7 @@ from vq.paths import StateLayout
 SRC = Path(__file__).parent.parent.parent / "src" / "vq"
 #: Modules allowed to name state-root files: the layout itself, and the campaign run
 #: directory's own layout (a directory the user chooses, not a state root).
-ALLOWED = {"paths.py", "services/campaign_rundir.py"}
+ALLOWED = {"paths.py", "campaign/rundir.py"}
 
 
 def _string_constants(tree: ast.Module) -> set[str]:

@@ -32,8 +32,8 @@ def test_names_and_commands_with_markup_print_literally(vq: Vq, colour: bool) ->
 def test_campaign_cleanup_failures_print_literally(capsys: pytest.CaptureFixture[str]) -> None:
     from pathlib import Path
 
+    from vq.campaign.cleanup import CleanupItem, CleanupReport
     from vq.cli.campaign_render import print_cleanup
-    from vq.services.campaign_cleanup import CleanupItem, CleanupReport
 
     report = CleanupReport(applied=True)
     report.items.append(CleanupItem(Path("/d/[red]x"), 10, "why [b]", error="[bold]denied"))

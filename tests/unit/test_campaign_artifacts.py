@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_support import raw
-from vq.campaign.artifact import ArtifactManifest, parse_manifest
+from vq.campaign.files import LoadedCampaign, publish, read_campaign, verify
+from vq.domain.artifact import ArtifactManifest, parse_manifest
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
-from vq.services.campaign_files import LoadedCampaign, publish, read_campaign, verify
 
 
 @pytest.fixture

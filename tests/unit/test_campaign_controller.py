@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 
 from tests.campaign_support import raw
+from vq.campaign.controller import Controller, not_accepted
+from vq.campaign.files import LoadedCampaign, read_campaign
+from vq.campaign.hosts import Observation, SubmitRequest
+from vq.campaign.rundir import RunDir
 from vq.errors import (
     CommandTimeout,
     Conflict,
@@ -21,10 +25,6 @@ from vq.errors import (
     SshUnreachable,
     VqError,
 )
-from vq.services.campaign_controller import Controller, not_accepted
-from vq.services.campaign_files import LoadedCampaign, read_campaign
-from vq.services.campaign_hosts import Observation, SubmitRequest
-from vq.services.campaign_rundir import RunDir
 
 
 class MemoryHost:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_support import raw
+from vq.campaign.files import LoadedCampaign, read_campaign
 from vq.campaign.journal import Attempt
-from vq.services.campaign_files import LoadedCampaign, read_campaign
-from vq.services.campaign_publish import publish_outputs
-from vq.services.campaign_rundir import RunDir
+from vq.campaign.publish import publish_outputs
+from vq.campaign.rundir import RunDir
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Status checks every published artifact again, cheaply: one lstat per untouched file,
-a full read of any file touched since it was sealed (:mod:`vq.services.campaign_published`)."""
+a full read of any file touched since it was sealed (:mod:`vq.campaign.published`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_support import raw
+from vq.campaign.files import LoadedCampaign, read_campaign
 from vq.campaign.journal import Attempt, empty_journal
 from vq.campaign.planner import plan
-from vq.services.campaign_files import LoadedCampaign, read_campaign
-from vq.services.campaign_publish import publish_outputs
-from vq.services.campaign_published import PublishedCopy, check_published
-from vq.services.campaign_rundir import RunDir
+from vq.campaign.publish import publish_outputs
+from vq.campaign.published import PublishedCopy, check_published
+from vq.campaign.rundir import RunDir
 
 BIG = 16 << 20
 

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from tests.campaign_support import raw
+from vq.campaign.files import read_campaign
+from vq.campaign.run import register
+from vq.campaign.rundir import RunDir
+from vq.campaign.view import registered_views
 from vq.paths import StateLayout
-from vq.services.campaign_files import read_campaign
-from vq.services.campaign_run import register
-from vq.services.campaign_rundir import RunDir
-from vq.services.campaign_view import registered_views
 
 
 def test_a_registered_campaign_is_evaluated_and_an_edited_one_is_a_row_saying_so(

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vq.campaign.canonical import sha256_of
 from vq.campaign.problems import Problem, field_path
+from vq.domain.canonical import sha256_of
 from vq.domain.validation_words import JSON_WORDS, describe
 from vq.errors import InvalidInput
 

@@ -1,8 +1,8 @@
 """``vq campaign``: validate a campaign, publish and verify artifacts, read its progress,
 authorize retries and clean up its run directory. See docs/campaigns.md.
 
-Thin commands: parse → :mod:`vq.services.campaign_files` / ``campaign_rundir`` /
-``campaign_retry`` / ``campaign_cleanup`` → render (:mod:`vq.cli.campaign_render`).
+Thin commands: parse → :mod:`vq.campaign.files` / ``vq.campaign.rundir`` /
+``vq.campaign.retry`` / ``vq.campaign.cleanup`` → render (:mod:`vq.cli.campaign_render`).
 Exit codes: 0 success; 1 a sources pin that does not match, or a copy that does not match
 its manifest; 3 a missing file; 4 a refused campaign, manifest or journal; 6 a retry
 that the journal's state refuses or a run directory held by another process.
@@ -40,9 +40,9 @@ def validate(file: Path, as_json: bool) -> int:
     link, or does not match its pin (the actual digest is printed).
     """
     from vq.campaign.checks import campaign_order, edges
+    from vq.campaign.files import check_sources, read_campaign
     from vq.campaign.model import CampaignRefused
     from vq.cli.campaign_render import print_validation
-    from vq.services.campaign_files import check_sources, read_campaign
 
     try:
         loaded = read_campaign(file)
@@ -97,7 +97,7 @@ def artifact_publish(
     Symbolic links and special files are refused anywhere in the output, including a
     linked component of its path.
     """
-    from vq.services.campaign_files import publish, read_campaign
+    from vq.campaign.files import publish, read_campaign
 
     loaded = read_campaign(file)
     manifest = publish(loaded, workspace, node_id, attempt, output_name)
@@ -112,7 +112,7 @@ def artifact_publish(
 def artifact_verify(manifest: Path, copy: Path, as_json: bool) -> int:
     """Compare COPY with MANIFEST: exit 0 only when they are identical, else 1 naming each
     problem, worst first (unsafe, missing, partial, digest_mismatch, unexpected)."""
-    from vq.services.campaign_files import read_manifest, verify
+    from vq.campaign.files import read_manifest, verify
 
     parsed = read_manifest(manifest)
     status, problems = verify(parsed, copy)
@@ -164,13 +164,13 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     """
     import time
 
+    from vq.campaign.files import read_campaign
+    from vq.campaign.hosts import HostDirectory
+    from vq.campaign.published import check_published
+    from vq.campaign.run import run_campaign
+    from vq.campaign.rundir import RunDir, read_journal
     from vq.cli.campaign_render import print_status, status_json
     from vq.cli.common import gateway
-    from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_hosts import HostDirectory
-    from vq.services.campaign_published import check_published
-    from vq.services.campaign_run import run_campaign
-    from vq.services.campaign_rundir import RunDir, read_journal
 
     loaded = read_campaign(file)
     access = gateway()
@@ -220,11 +220,11 @@ def status(file: Path, journal: Path, as_json: bool) -> int:
     """Each node's status, reasons and next action, what each attempt ran with, the
     retention list, and whether each published artifact is still the verified copy, from
     FILE and its JOURNAL (RUN_DIR/journal.json)."""
+    from vq.campaign.files import read_campaign
     from vq.campaign.planner import plan
+    from vq.campaign.published import check_published
+    from vq.campaign.rundir import RunDir, read_journal
     from vq.cli.campaign_render import print_status, status_json
-    from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_published import check_published
-    from vq.services.campaign_rundir import RunDir, read_journal
 
     loaded = read_campaign(file)
     checked = read_journal(journal, loaded)
@@ -248,9 +248,9 @@ def retry(file: Path, run_dir: Path, node: str, as_json: bool) -> int:
     Records it (retry_of: n, its own key) and submits nothing: the next `vq campaign run`
     sends it.
     """
-    from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_retry import retry as record_retry
-    from vq.services.campaign_rundir import RunDir
+    from vq.campaign.files import read_campaign
+    from vq.campaign.retry import retry as record_retry
+    from vq.campaign.rundir import RunDir
 
     loaded = read_campaign(file)
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -274,10 +274,10 @@ def retry(file: Path, run_dir: Path, node: str, as_json: bool) -> int:
 def cleanup(file: Path, run_dir: Path, intermediate: bool, apply: bool, as_json: bool) -> int:
     """List what RUN_DIR no longer needs, with each path's size and reason; remove it with
     --apply. Never the journal, a manifest, a retained or unconsumed output."""
+    from vq.campaign.cleanup import cleanup as plan_cleanup
+    from vq.campaign.files import read_campaign
+    from vq.campaign.rundir import RunDir
     from vq.cli.campaign_render import print_cleanup
-    from vq.services.campaign_cleanup import cleanup as plan_cleanup
-    from vq.services.campaign_files import read_campaign
-    from vq.services.campaign_rundir import RunDir
 
     loaded = read_campaign(file)
     report = plan_cleanup(loaded, RunDir(run_dir), intermediate=intermediate, apply=apply)

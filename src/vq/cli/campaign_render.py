@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vq.campaign.checks import Edge
+    from vq.campaign.cleanup import CleanupReport
+    from vq.campaign.files import LoadedCampaign, SourcesCheck
     from vq.campaign.journal import Journal
     from vq.campaign.planner import CampaignPlan
-    from vq.services.campaign_cleanup import CleanupReport
-    from vq.services.campaign_files import LoadedCampaign, SourcesCheck
-    from vq.services.campaign_published import PublishedCopy
+    from vq.campaign.published import PublishedCopy
 
 __all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
 

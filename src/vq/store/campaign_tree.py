@@ -27,7 +27,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from vq.campaign.artifact import ArtifactEntry, Observed
+from vq.domain.artifact import ArtifactEntry, Observed
 from vq.errors import NotFound, UnsafeArchive
 
 __all__ = ["KnownDigest", "descend", "file_keys", "hash_fd", "hash_strict", "observe", "stat_key"]

@@ -5,11 +5,11 @@ Contracts:
 
 * Read-only, behind the same read guard as every fleet page
   (:func:`vq.web.fleet.pages.guarded`).
-* The data is :mod:`vq.services.campaign_view`: the campaigns ``vq campaign run``
+* The data is :mod:`vq.campaign.view`: the campaigns ``vq campaign run``
   registered on this console's state root, evaluated with the same checks and planner as
   ``vq campaign status``. A campaign that cannot be read is a row with its reason.
 * A campaign's page checks its published artifacts again, as ``vq campaign status`` does
-  (:mod:`vq.services.campaign_published`): an output the journal calls verified is shown
+  (:mod:`vq.campaign.published`): an output the journal calls verified is shown
   ``tampered`` or ``missing`` when its copy no longer is, with a "Needs attention" line.
 * The graph is server-rendered SVG: node boxes with status badges, success edges solid,
   completion edges dashed. Each node links its latest job: ``/fleet/jobs/HOST/ID`` on a
@@ -26,9 +26,9 @@ from fastapi.responses import Response
 
 from vq.campaign.journal import Attempt
 from vq.campaign.layout import BOX_H, BOX_W
-from vq.services.campaign_published import PublishedCopy, check_published
-from vq.services.campaign_rundir import RunDir
-from vq.services.campaign_view import CampaignView, campaign_view, registered
+from vq.campaign.published import PublishedCopy, check_published
+from vq.campaign.rundir import RunDir
+from vq.campaign.view import CampaignView, campaign_view, registered
 from vq.web.deps import web_config
 from vq.web.fleet.api import source_of
 from vq.web.fleet.pages import guarded

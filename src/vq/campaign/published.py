@@ -2,7 +2,7 @@
 enough for every ``vq campaign status``, ``run`` and console refresh.
 
 A published output is verified once, when the controller publishes it
-(:mod:`vq.services.campaign_publish`); nothing stops a person or a program from editing
+(:mod:`vq.campaign.publish`); nothing stops a person or a program from editing
 ``artifacts/`` afterwards, and the journal would go on saying ``verified``.
 :func:`check_published` looks again at every output the journal records as verified:
 
@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vq._fs import atomic_write_json, read_json_regular
-from vq.campaign.artifact import compare, manifest_sha256
 from vq.campaign.cleanup_rules import intermediate_outputs
+from vq.campaign.files import LoadedCampaign, read_manifest
 from vq.campaign.journal import Attempt, Journal, OutputRecord
 from vq.campaign.planner import CampaignPlan
+from vq.campaign.rundir import RunDir
+from vq.domain.artifact import compare, manifest_sha256
 from vq.errors import VqError
-from vq.services.campaign_files import LoadedCampaign, read_manifest
-from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import file_keys, observe, stat_key
 
 __all__ = ["CopyStatus", "PublishedCopy", "check_published", "seal_published"]

@@ -25,15 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from vq._fs import FileTooLarge, NotRegularFile, read_regular
-from vq.campaign.artifact import (
-    ArtifactEntry,
-    ArtifactManifest,
-    VerifyProblem,
-    compare,
-    entries_sha256,
-    parse_manifest,
-    verdict,
-)
 from vq.campaign.checks import check_campaign, check_source_placement
 from vq.campaign.model import (
     Campaign,
@@ -44,6 +35,15 @@ from vq.campaign.model import (
     parse_campaign,
 )
 from vq.campaign.problems import Problem
+from vq.domain.artifact import (
+    ArtifactEntry,
+    ArtifactManifest,
+    VerifyProblem,
+    compare,
+    entries_sha256,
+    parse_manifest,
+    verdict,
+)
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
 from vq.store.campaign_tree import descend, hash_strict, observe
 

@@ -5,7 +5,7 @@ directory has size 0 and no sha256. A directory output lists every entry below i
 before children, sorted by path; a file output has the single entry ``"."`` (the file).
 
 :func:`compare` is pure: it takes what a walk of the copy observed (see
-:mod:`vq.services.campaign_files`) and returns every problem, worst first. The statuses,
+:mod:`vq.campaign.files`) and returns every problem, worst first. The statuses,
 from worst to mildest, are :data:`STATUSES`.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vq.campaign.canonical import sha256_of
+from vq.domain.canonical import sha256_of
 from vq.domain.validation_words import JSON_WORDS, describe
 from vq.errors import InvalidInput
 

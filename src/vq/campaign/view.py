@@ -1,7 +1,7 @@
 """The campaigns registered on a state root, evaluated as ``vq campaign status`` does.
 
 The console (``/fleet/campaigns``) reads only this: the registry
-``campaigns.json`` of a state (:mod:`vq.services.campaign_run`), each run directory's
+``campaigns.json`` of a state (:mod:`vq.campaign.run`), each run directory's
 campaign file and journal, and the same checks and planner as the CLI. Nothing here
 writes. A registered campaign that can no longer be read (its file moved or was edited,
 its journal refused) is a row with the reason, never an error of the whole page; the
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vq.campaign.files import LoadedCampaign, read_campaign, read_json_file
 from vq.campaign.journal import Journal
 from vq.campaign.layout import GraphLayout, layout
 from vq.campaign.planner import CampaignPlan, attention, plan
+from vq.campaign.rundir import RunDir, load_journal
 from vq.errors import VqError
 from vq.paths import StateLayout
-from vq.services.campaign_files import LoadedCampaign, read_campaign, read_json_file
-from vq.services.campaign_rundir import RunDir, load_journal
 
 __all__ = ["CampaignView", "campaign_view", "registered", "registered_views"]
 

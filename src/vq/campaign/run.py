@@ -3,9 +3,9 @@
 Contracts:
 
 * Preflight, before anything is submitted: every node's host must be one this controller
-  reaches (:meth:`vq.services.campaign_hosts.HostDirectory.problem`), a node's runtime
+  reaches (:meth:`vq.campaign.hosts.HostDirectory.problem`), a node's runtime
   generation must be one ``vq submit`` would accept there as far as this machine can tell
-  (:meth:`~vq.services.campaign_hosts.HostDirectory.runtime_problem`), and every sources
+  (:meth:`~vq.campaign.hosts.HostDirectory.runtime_problem`), and every sources
   pin must match (exit 1 otherwise, as ``vq campaign validate``).
 * The loop holds ``controller.lock`` throughout (a second controller is refused), passes
   until the campaign succeeds or nothing more can run (no job in flight, no queue call to
@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vq._fs import atomic_write_json, spec_lock
+from vq.campaign.controller import Controller, PassResult
+from vq.campaign.files import LoadedCampaign, check_sources, read_json_file
+from vq.campaign.hosts import CampaignHost
 from vq.campaign.planner import CampaignPlan, attention
+from vq.campaign.rundir import RunDir, hold_lock, write_journal
 from vq.errors import InvalidInput, PermissionDenied, VqError
 from vq.paths import StateLayout
-from vq.services.campaign_controller import Controller, PassResult
-from vq.services.campaign_files import LoadedCampaign, check_sources, read_json_file
-from vq.services.campaign_hosts import CampaignHost
-from vq.services.campaign_rundir import RunDir, hold_lock, write_journal
 
 __all__ = ["REGISTRY_SCHEMA", "RunReport", "preflight", "register", "run_campaign"]
 

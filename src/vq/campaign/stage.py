@@ -19,18 +19,18 @@ import os
 import shutil
 from pathlib import Path
 
-from vq.campaign.artifact import (
+from vq.campaign.files import LoadedCampaign, read_manifest
+from vq.campaign.journal import InputBinding
+from vq.campaign.model import Node
+from vq.campaign.rundir import RunDir
+from vq.domain.artifact import (
     ArtifactEntry,
     VerifyProblem,
     compare_entries,
     entries_sha256,
     manifest_sha256,
 )
-from vq.campaign.journal import InputBinding
-from vq.campaign.model import Node
 from vq.errors import Conflict, NotFound, UnsafeArchive
-from vq.services.campaign_files import LoadedCampaign, read_manifest
-from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import descend, hash_strict, observe
 
 __all__ = ["check_payload", "expected_payload", "stage_payload"]

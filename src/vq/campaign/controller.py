@@ -7,7 +7,7 @@ recomputed from the journal, :mod:`vq.campaign.planner`):
    COMPLETED makes it
    succeeded, KILLED cancelled, any other terminal state failed; a job is never moved
    backwards (one seen running and later pending again stays running).
-2. **Publish** each output of a succeeded attempt (:mod:`vq.services.campaign_publish`).
+2. **Publish** each output of a succeeded attempt (:mod:`vq.campaign.publish`).
 3. **Stage and submit** each ready node: build and verify its payload, record the
    attempt as ``submitting`` (the journal is written before the request is sent), then
    submit under the attempt's idempotency key and record the job. **Reconcile** an attempt
@@ -22,7 +22,7 @@ that would invite a retry under a new key), in the words of what happened
 have reached the queue: reconciled under the same key), the queue not reached, or the
 queue's refusal. The journal is rewritten atomically after every change,
 so stopping at any point and running again picks up where it left off. Hosts are reached
-only through :class:`vq.services.campaign_hosts.CampaignHost`.
+only through :class:`vq.campaign.hosts.CampaignHost`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vq.campaign.files import LoadedCampaign
+from vq.campaign.hosts import CampaignHost, Observation, SubmitRequest
 from vq.campaign.journal import Attempt, AttemptState, InputBinding, Journal
 from vq.campaign.model import Node
 from vq.campaign.planner import CampaignPlan, plan
+from vq.campaign.publish import pending_outputs, publish_outputs
+from vq.campaign.rundir import RunDir, load_journal, write_journal
+from vq.campaign.stage import check_payload, stage_payload
 from vq.errors import (
     CommandTimeout,
     DaemonBusy,
@@ -45,11 +50,6 @@ from vq.errors import (
     TransportError,
     VqError,
 )
-from vq.services.campaign_files import LoadedCampaign
-from vq.services.campaign_hosts import CampaignHost, Observation, SubmitRequest
-from vq.services.campaign_publish import pending_outputs, publish_outputs
-from vq.services.campaign_rundir import RunDir, load_journal, write_journal
-from vq.services.campaign_stage import check_payload, stage_payload
 
 __all__ = [
     "Controller",

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vq._fs import atomic_write_json, try_lock_file
+from vq.campaign.files import LoadedCampaign, read_json_file
 from vq.campaign.journal import Journal, check_journal, empty_journal, parse_journal
 from vq.errors import Conflict, NotFound
-from vq.services.campaign_files import LoadedCampaign, read_json_file
 
 __all__ = ["RunDir", "hold_lock", "load_journal", "read_journal", "write_journal"]
 

@@ -12,7 +12,7 @@ copy. ``<output>.manifest.json`` is written beside it afterwards. A copy already
 manifest, and removed and published again when it does not. The journal record says what
 happened: ``verified`` with the manifest's digest, or the worst problem. The fetched copy
 is removed once every output was handled, and only then is each verified output sealed
-(:func:`vq.services.campaign_published.seal_published`: its files' stat keys, which the
+(:func:`vq.campaign.published.seal_published`: its files' stat keys, which the
 removal of the hard-linked fetched copy would otherwise change).
 """
 
@@ -23,21 +23,21 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 from vq._fs import atomic_write_json
-from vq.campaign.artifact import (
+from vq.campaign.files import LoadedCampaign, build_manifest, hash_output
+from vq.campaign.journal import Attempt, OutputRecord
+from vq.campaign.model import Node, Output
+from vq.campaign.planner import REPUBLISH_STATUSES
+from vq.campaign.published import seal_published
+from vq.campaign.rundir import RunDir
+from vq.domain.artifact import (
     ArtifactManifest,
     VerifyProblem,
     compare,
     manifest_sha256,
     verdict,
 )
-from vq.campaign.journal import Attempt, OutputRecord
-from vq.campaign.model import Node, Output
-from vq.campaign.planner import REPUBLISH_STATUSES
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
 from vq.publish import Draft, copy_tree, publish, publish_file
-from vq.services.campaign_files import LoadedCampaign, build_manifest, hash_output
-from vq.services.campaign_published import seal_published
-from vq.services.campaign_rundir import RunDir
 from vq.store.campaign_tree import observe
 
 __all__ = ["pending_outputs", "publish_outputs"]

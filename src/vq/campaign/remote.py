@@ -1,6 +1,6 @@
 """A campaign node's host that is a remote vq daemon host (``[hosts.NAME]``), over SSH.
 
-:class:`RemoteQueue` implements :class:`vq.services.campaign_hosts.CampaignHost` with the
+:class:`RemoteQueue` implements :class:`vq.campaign.hosts.CampaignHost` with the
 same remote verbs ``vq HOST …`` uses (:mod:`vq.remote`), over the host's one SSH
 connection:
 
@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vq.campaign.hosts import Observation, SubmitRequest, observation_of, runtime_of
 from vq.protocol.remote_answers import ListAnswer, StatusAnswer
 from vq.remote.fetch import fetch_workspace_copy
 from vq.remote.host import RemoteHost, job_words
 from vq.remote.submit import delegate_submit, options_from_fields
-from vq.services.campaign_hosts import Observation, SubmitRequest, observation_of, runtime_of
 
 __all__ = ["RemoteQueue"]
 

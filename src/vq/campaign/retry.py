@@ -9,12 +9,12 @@ journal is rewritten atomically. Nothing is submitted.
 
 from __future__ import annotations
 
-from vq.campaign.artifact import manifest_sha256
+from vq.campaign.files import LoadedCampaign, read_manifest, verify
 from vq.campaign.journal import Attempt, attempt_key
 from vq.campaign.planner import stage_bindings
+from vq.campaign.rundir import RunDir, hold_lock, read_journal, write_journal
+from vq.domain.artifact import manifest_sha256
 from vq.errors import Conflict, NotFound
-from vq.services.campaign_files import LoadedCampaign, read_manifest, verify
-from vq.services.campaign_rundir import RunDir, hold_lock, read_journal, write_journal
 
 __all__ = ["retry"]
 

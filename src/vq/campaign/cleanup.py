@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from vq.campaign.cleanup_rules import accepted_payloads, intermediate_outputs
+from vq.campaign.files import LoadedCampaign
 from vq.campaign.planner import plan
-from vq.services.campaign_files import LoadedCampaign
-from vq.services.campaign_rundir import RunDir, hold_lock, read_journal
+from vq.campaign.rundir import RunDir, hold_lock, read_journal
 
 __all__ = ["CleanupItem", "CleanupReport", "cleanup"]
 

@@ -11,7 +11,7 @@ job's workspace. :class:`HostDirectory` maps a node's ``host`` to one:
 * a scheduler lane this queue drives: :class:`LocalHost` submitting with
   ``scheduler_target`` (its jobs are in this queue; a lane's runtime is taken as run only
   once the job COMPLETED with exit code 0, because its ``started_at`` proves nothing);
-* a configured ``[hosts.NAME]`` daemon host: :class:`vq.services.campaign_remote.RemoteQueue`
+* a configured ``[hosts.NAME]`` daemon host: :class:`vq.campaign.remote.RemoteQueue`
   (``vq submit/list/status/fetch`` over SSH).
 
 Any other name is a problem reported before anything is submitted (:meth:`HostDirectory.problem`).
@@ -261,7 +261,7 @@ class HostDirectory:
         elif key in self._lane_drivers():
             host = LocalHost(self.gateway, lane=key)
         else:
-            from vq.services.campaign_remote import RemoteQueue
+            from vq.campaign.remote import RemoteQueue
 
             host = RemoteQueue(self._daemon_fleet().host(key))
         self._made[key] = host
