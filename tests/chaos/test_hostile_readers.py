@@ -30,18 +30,18 @@ import pytest
 from vq.config.hosts import HostSettings
 from vq.config.multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput, UnsafeArchive
-from vq.packing.roster import MAX_STDIN_BYTES, Task
-from vq.paths import StatePaths
-from vq.remote.fetch import _acknowledge, _manifest
-from vq.remote.host import RemoteHost
-from vq.services.fetch_records import interrupted_fetches
-from vq.services.fetch_snapshot import (
+from vq.fetch.records import interrupted_fetches
+from vq.fetch.remote import _acknowledge, _manifest
+from vq.fetch.snapshot import (
     DIAGNOSIS_NAME,
     MANIFEST_NAME,
     SIDECAR_MAX_BYTES,
     fetch_manifest,
     previous_fetch,
 )
+from vq.packing.roster import MAX_STDIN_BYTES, Task
+from vq.paths import StatePaths
+from vq.remote.host import RemoteHost
 from vq.services.import_tree import import_tree
 from vq.services.pack_roster import (
     MAX_PACK_FILE_BYTES,
@@ -63,7 +63,7 @@ DEADLINE = 20.0
 #: Over-limit files up to this size are valid content padded with spaces; larger limits
 #: get a sparse file (its size alone must refuse it).
 PAD_UP_TO = 8 << 20
-#: 64 KiB: a fetch record's limit in ``vq.services.fetch_records``.
+#: 64 KiB: a fetch record's limit in ``vq.fetch.records``.
 RECORD_LIMIT = 64 * 1024
 NOBODY = 65534
 

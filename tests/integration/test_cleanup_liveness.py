@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
+from vq.cleanup.jobs import CleanupPolicy, plan_cleanup, sweep_workdir
 from vq.domain.admission import Caps
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict
@@ -25,7 +26,6 @@ from vq.executors.base import JobHandle
 from vq.executors.procs import is_alive, start_ticks
 from vq.executors.registry import local_only
 from vq.paths import StatePaths
-from vq.services.cleanup import CleanupPolicy, plan_cleanup, sweep_workdir
 from vq.services.context import ServiceContext
 from vq.store.specs import encode_spec
 

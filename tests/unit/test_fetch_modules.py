@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 
-@pytest.mark.parametrize("name", ["vq.services.fetch", "vq.services.fetch_snapshot"])
+@pytest.mark.parametrize("name", ["vq.fetch.local", "vq.fetch.snapshot"])
 def test_fetch_modules_are_small_and_documented(name: str) -> None:
     module = importlib.import_module(name)
     source = inspect.getsource(module)
@@ -17,8 +17,9 @@ def test_fetch_modules_are_small_and_documented(name: str) -> None:
 
 
 def test_one_manifest_writer_for_fetch_and_outputs() -> None:
-    from vq.services import fetch, fetch_snapshot, outputs
+    from vq.fetch import local, snapshot
+    from vq.services import outputs
 
-    assert fetch.fetch_manifest is fetch_snapshot.fetch_manifest
-    assert outputs.fetch_manifest is fetch_snapshot.fetch_manifest
-    assert fetch.MANIFEST_SCHEMA == "vq.fetch-manifest.v1"
+    assert local.fetch_manifest is snapshot.fetch_manifest
+    assert outputs.fetch_manifest is snapshot.fetch_manifest
+    assert local.MANIFEST_SCHEMA == "vq.fetch-manifest.v1"

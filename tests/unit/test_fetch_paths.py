@@ -15,7 +15,7 @@ from vq.domain.diagnosis import diagnose, terminal_diagnosis
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import InvalidInput, NotFound, UnsafeArchive
-from vq.services.fetch import default_dest_name
+from vq.fetch.local import default_dest_name
 from vq.store.tree import link_stays_inside, open_file_below, open_root, relative_parts, walk_tree
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

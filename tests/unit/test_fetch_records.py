@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from vq._proc_stat import read_stat
-from vq.services.fetch_records import interrupted_fetches, recorded_fetch
+from vq.fetch.records import interrupted_fetches, recorded_fetch
 
 
 def _dead_pid() -> int:

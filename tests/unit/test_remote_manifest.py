@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vq.remote.fetch import skipped_entries
+from vq.fetch.remote import skipped_entries
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from vq.cleanup.files import remove_tree as _remove_tree
 from vq.errors import UnsafeArchive
-from vq.services.cleanup_files import remove_tree as _remove_tree
 
 
 def test_a_jobs_directory_swapped_for_a_link_is_refused_and_kept(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ connection:
 * ``runtime``: ``vq status ID --json`` once the job was dispatched (a daemon host resolves
   the runtime itself, so a started job's record is proof).
 * ``fetch``: the workspace snapshot streamed by the host's ``vq fetch ID --tar-stream``,
-  every member checked (:func:`vq.remote.fetch.fetch_workspace_copy`: one SSH call; like
+  every member checked (:func:`vq.fetch.remote.fetch_workspace_copy`: one SSH call; like
   an artifact fetch it does not stamp the job's ``last_fetched_at``).
 
 A transport failure is a :class:`~vq.errors.TransportError` (a VqError): the controller
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from vq.campaign.hosts import Observation, SubmitRequest, observation_of, runtime_of
+from vq.fetch.remote import fetch_workspace_copy
 from vq.protocol.remote_answers import ListAnswer, StatusAnswer
-from vq.remote.fetch import fetch_workspace_copy
 from vq.remote.host import RemoteHost, job_words
 from vq.remote.submit import delegate_submit, options_from_fields
 

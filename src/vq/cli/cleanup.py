@@ -1,7 +1,7 @@
 """``vq cleanup``: list, and with ``--execute`` archive or sweep, old terminal jobs.
 
 A dry run unless ``--execute`` (it then changes nothing at all). Disk only; the work is
-:mod:`vq.services.cleanup`. Exit code 1 when ``--execute`` left any selected job undone.
+:mod:`vq.cleanup.jobs`. Exit code 1 when ``--execute`` left any selected job undone.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import click
 from vq.cli.common import echo_json, gateway
 
 if TYPE_CHECKING:
-    from vq.services.cleanup import CleanupReport
+    from vq.cleanup.jobs import CleanupReport
 
 __all__ = ["cleanup"]
 
@@ -39,7 +39,7 @@ def cleanup(
     to VQ_ARCHIVE_DIR (else <state-root>/archive) as NAME-ID.tar.bz2; the spec stays, so
     `vq status ID` shows archive_path.
     """
-    from vq.services.cleanup import CleanupPolicy
+    from vq.cleanup.jobs import CleanupPolicy
 
     policy = CleanupPolicy.parse(older_than, states, archive)
     report = gateway().cleanup(policy, execute=execute)

@@ -1,7 +1,7 @@
 """``vq fetch ID [DEST] [--workdir] [--name FILE] [--json]``: copy a job's files out (§4.6).
 
-Disk only (no daemon needed); the work is :mod:`vq.services.fetch`. Prints one line for
-humans, or the :class:`~vq.services.fetch.FetchResult` document with ``--json``.
+Disk only (no daemon needed); the work is :mod:`vq.fetch.local`. Prints one line for
+humans, or the :class:`~vq.fetch.local.FetchResult` document with ``--json``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = ["fetch"]
 @click.option("--workdir", is_flag=True, help="Copy the job's workdir ($VQ_WORKDIR) instead.")
 @click.option("--name", "name", metavar="FILE", help="Copy just this file (a relative path).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was fetched as JSON.")
-# Hidden: the owning side of `vq fetch HOST ID` (vq.services.fetch_stream).
+# Hidden: the owning side of `vq fetch HOST ID` (vq.fetch.stream).
 @click.option("--tar-stream", is_flag=True, hidden=True)
 @click.option("--ack-fetched", "receipt", hidden=True)
 @owner_option
@@ -49,7 +49,7 @@ def fetch(
     if tar_stream or receipt is not None:
         import sys
 
-        from vq.services.fetch_stream import acknowledge_fetch, stream_snapshot
+        from vq.fetch.stream import acknowledge_fetch, stream_snapshot
 
         ctx = gateway(uid).local_context()
         if receipt is not None:

@@ -11,9 +11,9 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
+from vq.cleanup.jobs import sweep_workdir
 from vq.domain.spec import JobSpec
 from vq.errors import VqError
-from vq.services.cleanup import sweep_workdir
 from vq.services.context import ServiceContext
 from vq.services.rerun import maybe_rerun
 

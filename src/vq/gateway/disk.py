@@ -13,13 +13,13 @@ from vq.paths import StatePaths
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from vq.cleanup.jobs import CleanupPolicy, CleanupReport
     from vq.config.settings import Settings
     from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
-    from vq.services.cleanup import CleanupPolicy, CleanupReport
+    from vq.fetch.local import FetchResult
+    from vq.fetch.snapshot import SourceKind
     from vq.services.context import ServiceContext
-    from vq.services.fetch import FetchResult
-    from vq.services.fetch_snapshot import SourceKind
     from vq.services.ownership import OwnerCheck
 
 __all__ = ["DiskVerbs"]
@@ -148,7 +148,7 @@ class DiskVerbs:
 
     def fetch_tree(self, job_id: str, dest: Path | None, kind: SourceKind) -> FetchResult:
         """Copy the job's workspace or workdir to ``dest`` (``vq fetch``)."""
-        from vq.services.fetch import fetch_tree
+        from vq.fetch.local import fetch_tree
 
         return fetch_tree(self.local_context(), job_id, dest, kind=kind)
 
@@ -156,13 +156,13 @@ class DiskVerbs:
         self, job_id: str, name: str, dest: Path | None, kind: SourceKind
     ) -> FetchResult:
         """Copy one regular file of the job's workspace or workdir (``vq fetch --name``)."""
-        from vq.services.fetch import fetch_artifact
+        from vq.fetch.local import fetch_artifact
 
         ctx = self.local_context()
         return fetch_artifact(ctx, job_id, name, dest, kind=kind)
 
     def cleanup(self, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
         """Sweep or archive ended jobs (``vq cleanup``; a dry run unless ``execute``)."""
-        from vq.services.cleanup import run_cleanup
+        from vq.cleanup.jobs import run_cleanup
 
         return run_cleanup(self.local_context(), policy, execute=execute)

@@ -1,7 +1,7 @@
 """Receive a snapshot tar stream into a hidden staging directory as it arrives.
 
 Contract of :func:`receive_snapshot` (used by ``vq fetch HOST ID`` and the campaign
-controller's relay, :mod:`vq.remote.fetch`):
+controller's relay, :mod:`vq.fetch.remote`):
 
 - The stream is read once and never spooled: each entry is checked before it is written
   (:func:`vq._tar.tar_member` and :class:`vq.domain.archive_rules.MemberLedger`: no

@@ -6,7 +6,7 @@ Contracts:
   (descriptor-relative, never following a symlink); a symlink is kept only when it
   provably stays inside the tree, other symlinks and special files are skipped and listed
   in the manifest's ``skipped``; then ``_vq/fetch-manifest.json`` (transport ``http``)
-  and ``_vq/terminal-diagnosis.json`` (:func:`vq.services.fetch.fetch_manifest`,
+  and ``_vq/terminal-diagnosis.json`` (:func:`vq.fetch.local.fetch_manifest`,
   :func:`vq.domain.diagnosis.terminal_diagnosis`), replacing same-named workspace files.
 * Every member lies under one top directory, ``<job_name>-<id>/`` (``<id>/`` when
   unnamed): ``tar -xzf`` gives what ``vq fetch ID`` gives.
@@ -32,8 +32,8 @@ from vq.domain.archive_rules import META_DIR
 from vq.domain.diagnosis import terminal_diagnosis
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, NotFound, VqError
+from vq.fetch.local import default_dest_name, fetch_manifest, stamp_fetched
 from vq.services.context import ServiceContext
-from vq.services.fetch import default_dest_name, fetch_manifest, stamp_fetched
 from vq.store.tree import link_stays_inside, open_regular, open_root, walk_tree
 
 __all__ = ["OutputsArchive"]

@@ -12,7 +12,7 @@ Contracts:
   ``_vq/terminal-diagnosis.json`` (``vq.terminal-diagnosis.v1``), then published by one
   rename (first fetch) or an atomic exchange (refetch; two renames where the kernel has
   no ``RENAME_EXCHANGE``), so DEST always holds one whole snapshot (the sidecars, the
-  earlier-fetch check and publishing live in :mod:`vq.services.fetch_snapshot`; this
+  earlier-fetch check and publishing live in :mod:`vq.fetch.snapshot`; this
   module copies the tree and runs the use cases). File modes and times are kept;
   directories also get owner ``rwx`` so a snapshot can always be replaced.
 * A DEST that exists and is not a previous fetch of the same job *and* source kind is
@@ -45,13 +45,12 @@ from typing import IO, Any
 
 from vq._fault_points import crash_point
 from vq._fs import atomic_write_json
+from vq.cleanup.recovery import sweep_fetch_staging
 from vq.domain.archive_rules import META_DIR
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, NotFound, VqError
-from vq.services.cleanup_recovery import sweep_fetch_staging
-from vq.services.context import ServiceContext
-from vq.services.fetch_records import recorded_fetch
-from vq.services.fetch_snapshot import (
+from vq.fetch.records import recorded_fetch
+from vq.fetch.snapshot import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
     SourceKind,
@@ -60,6 +59,7 @@ from vq.services.fetch_snapshot import (
     publish,
     write_sidecars,
 )
+from vq.services.context import ServiceContext
 from vq.store.tree import (
     link_stays_inside,
     open_file_below,

@@ -1,6 +1,6 @@
 """Snapshots of a ``vq fetch`` tree copy (§4.6): sidecars, earlier fetches, publishing.
 
-The tree copy itself is :mod:`vq.services.fetch`; this module holds what surrounds it:
+The tree copy itself is :mod:`vq.fetch.local`; this module holds what surrounds it:
 
 * :func:`fetch_manifest` — the ``vq.fetch-manifest.v1`` document (also written into
   ``outputs.tar.gz`` by :mod:`vq.services.outputs`); :func:`write_sidecars` writes it and

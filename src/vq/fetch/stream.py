@@ -21,9 +21,9 @@ from typing import IO, Any
 
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput
+from vq.fetch.local import fetch_tree
+from vq.fetch.snapshot import SourceKind
 from vq.services.context import ServiceContext
-from vq.services.fetch import fetch_tree
-from vq.services.fetch_snapshot import SourceKind
 
 __all__ = ["acknowledge_fetch", "stream_snapshot"]
 

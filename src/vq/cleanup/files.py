@@ -11,7 +11,7 @@
   synced.
 
 The decisions (what is a candidate, when a job is blocked, the order of record and
-removal) are :mod:`vq.services.cleanup`'s.
+removal) are :mod:`vq.cleanup.jobs`'s.
 """
 
 from __future__ import annotations
@@ -29,9 +29,17 @@ from typing import BinaryIO
 from vq._fs import fsync_dir
 from vq._safe_open import UnsafePath, open_dir_beneath
 from vq.errors import NotFound, UnsafeArchive, VqError
+from vq.services.context import ServiceContext
 from vq.store.tree import open_regular, open_root, walk_tree
 
-__all__ = ["add_tree", "atomic_file", "make_writable", "remove_tree", "tar_header"]
+__all__ = [
+    "add_tree",
+    "atomic_file",
+    "make_writable",
+    "remove_job_trees",
+    "remove_tree",
+    "tar_header",
+]
 
 
 def make_writable(root: Path) -> None:
@@ -123,3 +131,10 @@ def atomic_file(target: Path) -> Iterator[BinaryIO]:
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def remove_job_trees(ctx: ServiceContext, job_id: str) -> None:
+    """Remove a job's workdir and workspace (no-follow); the last step of an archive."""
+    tree = ctx.paths.tree_of(job_id)
+    remove_tree(tree, ctx.paths.workdir(job_id), "workdir")
+    remove_tree(tree, ctx.paths.workspace(job_id), "workspace")

@@ -33,9 +33,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vq.cleanup.files import remove_job_trees
 from vq.errors import VqError
+from vq.fetch.records import interrupted_fetches, staging_entries
 from vq.services.context import ServiceContext
-from vq.services.fetch_records import interrupted_fetches, staging_entries
 
 __all__ = [
     "STALE_SECONDS",
@@ -84,8 +85,6 @@ def finish_archives(
     ``job_ids``: look only at these jobs (a caller that already knows which specs record
     an archive, as the daemon's start does), each read afresh; None: every spec.
     """
-    from vq.services.cleanup import remove_job_trees
-
     found: list[Leftover] = []
     scan = ctx.store.scan(None if job_ids is None else sorted(job_ids))
     for spec in scan.specs.values():
@@ -218,7 +217,7 @@ def find_leftovers(
 
 def sweep_interrupted_fetches(ctx: ServiceContext, *, execute: bool = True) -> list[Leftover]:
     """The staging entries of fetches killed mid-way, found through their records
-    (:mod:`vq.services.fetch_records`), removed when ``execute``."""
+    (:mod:`vq.fetch.records`), removed when ``execute``."""
     return [
         Leftover("fetch-staging", str(item.path), action)
         for item, action in interrupted_fetches(ctx.paths.fetches_dir, execute=execute)

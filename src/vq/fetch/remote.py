@@ -10,7 +10,7 @@ Contract:
   (:func:`vq.remote.snapshot_stream.receive_snapshot`). A refused, truncated or failed
   stream leaves nothing visible: the temp directory is removed.
 - The streamed sidecars (``_vq/fetch-manifest.json``, ``_vq/terminal-diagnosis.json``)
-  are read only through :func:`vq.services.fetch_snapshot.read_sidecar`: a link is never
+  are read only through :func:`vq.fetch.snapshot.read_sidecar`: a link is never
   followed, an oversized file is not read, and one that cannot be read counts as absent;
   a ``_vq`` that is a link or not a directory refuses the snapshot.
 - ``_vq/fetch-manifest.json`` is rewritten by this receiving side: ``transport: "ssh"``,
@@ -39,11 +39,8 @@ from typing import Any, TextIO
 from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
 from vq.errors import UnsafeArchive, UsageError, VqError
-from vq.protocol.remote_answers import FetchAckAnswer, StatusAnswer
-from vq.remote.host import RemoteHost, job_words
-from vq.remote.snapshot_stream import receive_snapshot
-from vq.services.fetch import default_dest_name
-from vq.services.fetch_snapshot import (
+from vq.fetch.local import default_dest_name
+from vq.fetch.snapshot import (
     DIAGNOSIS_NAME,
     MANIFEST_NAME,
     fetch_manifest,
@@ -51,6 +48,9 @@ from vq.services.fetch_snapshot import (
     publish,
     read_sidecar,
 )
+from vq.protocol.remote_answers import FetchAckAnswer, StatusAnswer
+from vq.remote.host import RemoteHost, job_words
+from vq.remote.snapshot_stream import receive_snapshot
 
 __all__ = ["fetch_remote", "fetch_workspace_copy", "skipped_entries"]
 

@@ -40,16 +40,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vq._fault_points import crash_point
+from vq.cleanup.files import add_tree, atomic_file, remove_job_trees, remove_tree
+from vq.cleanup.recovery import find_leftovers, recover
 from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import Conflict, InvalidInput, UnsafeArchive, VqError
 from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
+from vq.fetch.local import default_dest_name
 from vq.paths import StatePaths
-from vq.services.cleanup_files import add_tree, atomic_file, remove_tree
 from vq.services.context import ServiceContext
-from vq.services.fetch import default_dest_name
 from vq.store.specs import encode_spec
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "archive_job",
     "archive_path_for",
     "plan_cleanup",
-    "remove_job_trees",
     "run_cleanup",
     "sweep_workdir",
 ]
@@ -122,7 +122,7 @@ class CleanupReport:
     dry_run: bool
     jobs: list[CleanupItem] = field(default_factory=list)
     #: What an interrupted earlier run left, and what was done about it
-    #: (:mod:`vq.services.cleanup_recovery`).
+    #: (:mod:`vq.cleanup.recovery`).
     recovered: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -223,8 +223,6 @@ def run_cleanup(
 ) -> CleanupReport:
     """Plan, and with ``execute`` act on every unblocked candidate (errors are per job)."""
     report = CleanupReport(dry_run=not execute)
-    from vq.services.cleanup_recovery import find_leftovers, recover
-
     report.recovered = [
         leftover.as_dict() for leftover in (recover(ctx) if execute else find_leftovers(ctx))
     ]
@@ -289,13 +287,6 @@ def sweep_workdir(
 
 
 # --- archiving --------------------------------------------------------------------------------
-def remove_job_trees(ctx: ServiceContext, job_id: str) -> None:
-    """Remove a job's workdir and workspace (no-follow); the last step of an archive."""
-    tree = ctx.paths.tree_of(job_id)
-    remove_tree(tree, ctx.paths.workdir(job_id), "workdir")
-    remove_tree(tree, ctx.paths.workspace(job_id), "workspace")
-
-
 def archive_job(
     ctx: ServiceContext, spec: JobSpec, *, executors: ExecutorRegistry | None = None
 ) -> JobSpec:
