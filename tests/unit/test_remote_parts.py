@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vq.cli.remote_route import first_positional
+from vq.cli.host_words import first_positional
 from vq.errors import (
     Conflict,
     HostUnavailable,

@@ -3,9 +3,9 @@
 Contracts:
 
 * Preflight, before anything is submitted: every node's host must be one this controller
-  reaches (:meth:`vq.campaign.hosts.HostDirectory.problem`), a node's runtime
+  reaches (:meth:`vq.campaign.host_directory.HostDirectory.problem`), a node's runtime
   generation must be one ``vq submit`` would accept there as far as this machine can tell
-  (:meth:`~vq.campaign.hosts.HostDirectory.runtime_problem`), and every sources
+  (:meth:`~vq.campaign.host_directory.HostDirectory.runtime_problem`), and every sources
   pin must match (exit 1 otherwise, as ``vq campaign validate``).
 * The loop holds ``controller.lock`` throughout (a second controller is refused), passes
   until the campaign succeeds or nothing more can run (no job in flight, no queue call to

@@ -165,7 +165,7 @@ def run(file: Path, run_dir: Path, interval: float, once: bool, as_json: bool) -
     import time
 
     from vq.campaign.files import read_campaign
-    from vq.campaign.hosts import HostDirectory
+    from vq.campaign.host_directory import HostDirectory
     from vq.campaign.published import check_published
     from vq.campaign.run import run_campaign
     from vq.campaign.rundir import RunDir, read_journal

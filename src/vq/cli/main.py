@@ -80,7 +80,7 @@ def _nul_argument(args: list[str]) -> int | None:
 
 def _may_name_host(rest: list[str]) -> bool:
     """Whether ``vq submit``'s first positional word may be a HOST (then Click decides)."""
-    from vq.cli.remote_route import first_positional
+    from vq.cli.host_words import first_positional
 
     index = first_positional("submit", rest)
     if index is None:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import click
 
+from vq.cli.host_words import first_positional
 from vq.cli.remote_fleet import HOST_VIEWS, run_host_view
-from vq.cli.remote_route import first_positional
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
 from vq.remote.host import RemoteHost
