@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from vq.dialects.slurm_alloc import State
 from vq.packing.lane_intent import PackIntent
-from vq.packing.slurm_text import State
 
 __all__ = ["KillAction", "Member", "RecoveryStep", "kill_action", "recovery_step"]
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from vq import _fault_points
 from vq._fs import atomic_write_bytes
+from vq.dialects.slurm_alloc import ObservationError, parse_receipt
 from vq.dialects.submit_guard import GuardState, records_dir
 from vq.domain.dependencies import evaluate
 from vq.domain.spec import JobSpec
@@ -59,7 +60,6 @@ from vq.packing.planner import PlanRefused
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import RosterRefused
 from vq.packing.script import sbatch_args
-from vq.packing.slurm_text import ObservationError, parse_parsable
 
 from .jobs import SubmitVerdict, ambiguous, controller_unreached
 from .outcome import unreached_retry
@@ -89,7 +89,7 @@ def answer_verdict(state: GuardState) -> tuple[SubmitVerdict, str]:
     ambiguous)."""
     if state.rc == 0:
         try:
-            return "accepted", parse_parsable(state.stdout).job_id
+            return "accepted", parse_receipt(state.stdout).scheduler_job_id
         except ObservationError as exc:
             return "ambiguous", str(exc)
     detail = state.stderr.strip()[-300:] or f"exit status {state.rc}"

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vq._safe_open import atomic_write_beneath
+from vq.dialects.slurm_alloc import ObservationError
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
@@ -39,7 +40,6 @@ from vq.packing.lane_control import kill_action
 from vq.packing.lane_intent import PackIntent
 from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_rounds import Watched, rounds
-from vq.packing.slurm_text import ObservationError
 
 from .packed_copy import SlotCopy, restore_slots
 from .ports import PackRemotePort
