@@ -30,6 +30,13 @@ import pytest
 from vq.config_multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput, UnsafeArchive
 from vq.hosts_config import HostSettings
+from vq.packing.cases.rosters import (
+    MAX_PACK_FILE_BYTES,
+    MAX_TASK_FILE_BYTES,
+    load_pack,
+    open_pack,
+    read_tasks_file,
+)
 from vq.packing.roster import MAX_STDIN_BYTES, Task
 from vq.paths import StatePaths
 from vq.remote.fetch import _acknowledge, _manifest
@@ -43,13 +50,6 @@ from vq.services.fetch_snapshot import (
     previous_fetch,
 )
 from vq.services.import_tree import import_tree
-from vq.services.pack_roster import (
-    MAX_PACK_FILE_BYTES,
-    MAX_TASK_FILE_BYTES,
-    load_pack,
-    open_pack,
-    read_tasks_file,
-)
 from vq.services.runtime_generations import (
     RECORD_MAX_BYTES,
     Generation,

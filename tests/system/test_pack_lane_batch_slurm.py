@@ -23,10 +23,10 @@ from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
 from vq.dialects.model import SubmitAccepted
 from vq.dialects.slurm_alloc import parse_receipt
+from vq.packing.cases.remote import PackRemote
 from vq.packing.evidence import AttemptEvidence, attempt_evidence
 from vq.packing.lane_batch import Batch, Element, element_ending, next_batch
 from vq.packing.profiles import PackingProfile
-from vq.services.pack_remote import PackRemote
 from vq.transport.ssh import SshRunner
 
 pytestmark = pytest.mark.timeout(300)

@@ -44,13 +44,13 @@ from vq.dialects.slurm_alloc import (
     submit_argv,
 )
 from vq.errors import Conflict, InvalidInput, OutcomeUnknown, TransportError, VqError
+from vq.packing.cases.inspection import observation_refused, observe_attempt
+from vq.packing.cases.plans import LoadedPlan, load_plan
+from vq.packing.cases.remote import PackRemote, RunnerFor
+from vq.packing.cases.rosters import load_pack, now_utc, update_pack
 from vq.packing.evidence import ACTIVE, TERMINAL
 from vq.packing.roster import Attempt, AttemptIntent, PackDocument
 from vq.paths import StatePaths
-from vq.services.pack_inspect import observation_refused, observe_attempt
-from vq.services.pack_plan import LoadedPlan, load_plan
-from vq.services.pack_remote import PackRemote, RunnerFor
-from vq.services.pack_roster import load_pack, now_utc, update_pack
 
 __all__ = ["submit_plan", "validate_plan"]
 
