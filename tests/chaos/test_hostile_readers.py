@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from vq.config_multi_user import MultiUserSettings
+from vq.config.multi_user import MultiUserSettings
 from vq.errors import Conflict, CorruptSpec, InvalidInput, UnsafeArchive
-from vq.hosts_config import HostSettings
+from vq.config.hosts import HostSettings
 from vq.packing.cases.rosters import (
     MAX_PACK_FILE_BYTES,
     MAX_TASK_FILE_BYTES,
@@ -39,10 +39,10 @@ from vq.packing.cases.rosters import (
 )
 from vq.packing.roster import MAX_STDIN_BYTES, Task
 from vq.paths import StatePaths
-from vq.remote.fetch import _acknowledge, _manifest
+from vq.fetch.remote import _acknowledge, _manifest
 from vq.remote.host import RemoteHost
-from vq.services.fetch_records import interrupted_fetches
-from vq.services.fetch_snapshot import (
+from vq.fetch.records import interrupted_fetches
+from vq.fetch.snapshot import (
     DIAGNOSIS_NAME,
     MANIFEST_NAME,
     SIDECAR_MAX_BYTES,
@@ -63,7 +63,7 @@ DEADLINE = 20.0
 #: Over-limit files up to this size are valid content padded with spaces; larger limits
 #: get a sparse file (its size alone must refuse it).
 PAD_UP_TO = 8 << 20
-#: 64 KiB: a fetch record's limit in ``vq.services.fetch_records``.
+#: 64 KiB: a fetch record's limit in ``vq.fetch.records``.
 RECORD_LIMIT = 64 * 1024
 NOBODY = 65534
 

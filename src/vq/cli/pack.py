@@ -165,7 +165,7 @@ def plan(
     """
     from vq.cli.common import paths
     from vq.cli.output import warn
-    from vq.config import load_settings, packing_profiles
+    from vq.config.settings import load_settings, packing_profiles
     from vq.errors import ConfigError
     from vq.packing.cases.inspection import inspect_pack
     from vq.packing.cases.plans import make_plan, write_plan

@@ -25,7 +25,7 @@ _PLAN = click.Path(path_type=Path)
 
 
 def _runner_for() -> Any:
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
     from vq.packing.cases.remote import lane_runner
 
     return lane_runner(load_settings())

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from vq.domain.dependencies import Lookup
 from vq.errors import TransportError
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 
 from .ports import LaneContext, LaneLifecycle
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from vq.packing.lane_submit import LaneFacts, PackRequest, check_pack_submission
 
 if TYPE_CHECKING:
-    from vq.config import Settings
+    from vq.config.settings import Settings
     from vq.packing.profiles import PackingProfile
     from vq.protocol.messages import SubmitParams
     from vq.services.context import ServiceContext
@@ -20,8 +20,8 @@ def pack_configuration(
     settings: Settings,
 ) -> tuple[dict[str, PackingProfile], dict[str, LaneFacts]]:
     """The packing profiles and the scheduler lanes of ``settings``, for the context."""
-    from vq.config import packing_profiles
-    from vq.hosts_config import lanes_of
+    from vq.config.settings import packing_profiles
+    from vq.config.hosts import lanes_of
 
     lanes = {
         name: LaneFacts(lane.dialect, lane.accounting)

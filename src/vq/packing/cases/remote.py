@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.dialects import slurm_alloc, slurm_steps
 from vq.dialects.slurm_alloc import (
     COMMAND_DEADLINE_S,
