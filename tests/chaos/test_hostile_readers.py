@@ -39,17 +39,17 @@ from vq.fetch.snapshot import (
     fetch_manifest,
     previous_fetch,
 )
-from vq.packing.roster import MAX_STDIN_BYTES, Task
-from vq.paths import StatePaths
-from vq.remote.host import RemoteHost
-from vq.services.import_tree import import_tree
-from vq.services.pack_roster import (
+from vq.packing.cases.rosters import (
     MAX_PACK_FILE_BYTES,
     MAX_TASK_FILE_BYTES,
     load_pack,
     open_pack,
     read_tasks_file,
 )
+from vq.packing.roster import MAX_STDIN_BYTES, Task
+from vq.paths import StatePaths
+from vq.remote.host import RemoteHost
+from vq.services.import_tree import import_tree
 from vq.services.runtime_generations import (
     RECORD_MAX_BYTES,
     Generation,

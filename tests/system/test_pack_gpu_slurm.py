@@ -20,15 +20,15 @@ from tests.conftest import wait_until
 from tests.private_slurm import ClusterUnavailable, PrivateCluster, private_cluster
 from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed, unavailable
-from vq.packing.lane_batch import Batch, Element, next_batch
-from vq.packing.profiles import PackingProfile
-from vq.packing.slurm_text import (
+from vq.dialects.slurm_alloc import (
     SbatchRefused,
-    parse_parsable,
+    parse_receipt,
     parse_sbatch_test_only,
     sbatch_test_only_argv,
     submit_argv,
 )
+from vq.packing.lane_batch import Batch, Element, next_batch
+from vq.packing.profiles import PackingProfile
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -127,7 +127,7 @@ def test_each_slot_runs_with_one_whole_gpu_of_its_own(gpu_slurm: GpuSlurm) -> No
     batch = _batch(profile, 4, ("sh", "-c", 'echo "gpu=$CUDA_VISIBLE_DEVICES"; sleep 1'))
     done = gpu_slurm.run(submit_argv(), batch.script)
     assert done.returncode == 0, done.stderr
-    job = parse_parsable(done.stdout).job_id
+    job = parse_receipt(done.stdout).scheduler_job_id
     alloc = batch.allocation_id
     work = gpu_slurm.root / "work" / alloc
     markers = [work / str(slot) / "_vq" / "exit-code" for slot in range(4)]

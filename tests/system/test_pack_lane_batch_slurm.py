@@ -21,11 +21,12 @@ import pytest
 from tests.conftest import wait_until
 from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.testbed import SshTestbed
+from vq.dialects.model import SubmitAccepted
+from vq.dialects.slurm_alloc import parse_receipt
+from vq.packing.cases.remote import PackRemote
 from vq.packing.evidence import AttemptEvidence, attempt_evidence
 from vq.packing.lane_batch import Batch, Element, element_ending, next_batch
 from vq.packing.profiles import PackingProfile
-from vq.packing.slurm_text import Receipt, parse_parsable
-from vq.services.pack_remote import PackRemote
 from vq.transport.ssh import SshRunner
 
 pytestmark = pytest.mark.timeout(300)
@@ -89,16 +90,16 @@ def test_a_batch_runs_each_element_in_its_slot_and_one_failure_fails_alone(
     command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
     result = pack_remote.submit(command, batch.script)
     assert result.rc == 0, result.stderr
-    receipt = parse_parsable(result.stdout.decode())
+    receipt = parse_receipt(result.stdout.decode())
     alloc = batch.allocation_id
     keys = [e.job_id for e in batch.elements]
 
     def ended() -> AttemptEvidence | None:
         evidence = attempt_evidence(
             alloc,
-            receipt.job_id,
+            receipt.scheduler_job_id,
             keys,
-            pack_remote.queue_row(receipt.job_id, alloc),
+            pack_remote.queue_row(receipt.scheduler_job_id, alloc),
             pack_remote.accounting(alloc, since),
             pack_remote.markers(f"{profile.target.work_root}/{alloc}"),
         )
@@ -111,15 +112,17 @@ def test_a_batch_runs_each_element_in_its_slot_and_one_failure_fails_alone(
     assert [(e.state, e.exit_code) if e else None for e in endings] == [(None, 0), (None, 3)]
     # exactly one allocation of that name in accounting (the batch identity is exact)
     records = pack_remote.accounting(alloc, since)
-    assert {record.job_id for record in records} == {receipt.job_id}
+    assert {record.job_id for record in records} == {receipt.scheduler_job_id}
     # each slot's own logs exist; the failing one's .err holds its stderr
-    log = pack_remote.tail(f"{profile.target.log_root}/{alloc}-{receipt.job_id}-1.err", 4096)
+    log = pack_remote.tail(
+        f"{profile.target.log_root}/{alloc}-{receipt.scheduler_job_id}-1.err", 4096
+    )
     assert log is not None and b"failing" in log
 
 
 def _send(
     pack_remote: PackRemote, profile: PackingProfile, commands: list[tuple[str, ...]]
-) -> tuple[Batch, Receipt, str]:
+) -> tuple[Batch, SubmitAccepted, str]:
     group = secrets.token_hex(6)
     pending = [Element(f"{group[:6]}{i:06x}", i, 0, args) for i, args in enumerate(commands)]
     batch = next_batch("cluster", group, pending, profile, free=10)
@@ -128,7 +131,7 @@ def _send(
     command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
     result = pack_remote.submit(command, batch.script)
     assert result.rc == 0, result.stderr
-    return batch, parse_parsable(result.stdout.decode()), since
+    return batch, parse_receipt(result.stdout.decode()), since
 
 
 def _evidence(
@@ -151,7 +154,7 @@ def test_killing_one_slot_cancels_its_step_only(remote: tuple[PackRemote, str]) 
     batch, receipt, since = _send(
         pack_remote, profile, [("sh", "-c", "sleep 8; echo done"), ("sleep", "300")]
     )
-    alloc, job = batch.allocation_id, receipt.job_id
+    alloc, job = batch.allocation_id, receipt.scheduler_job_id
     steps = wait_until(lambda: len(s := pack_remote.running_slots(job, alloc)) == 2 and s, 150)
     assert set(steps) == {0, 1}
     assert pack_remote.cancel_slot(job, alloc, 1) == "sent"
@@ -174,7 +177,7 @@ def test_killing_the_pack_cancels_the_allocation(remote: tuple[PackRemote, str])
     pack_remote, root = remote
     profile = _profile(root)
     batch, receipt, since = _send(pack_remote, profile, [("sleep", "300"), ("sleep", "300")])
-    alloc, job = batch.allocation_id, receipt.job_id
+    alloc, job = batch.allocation_id, receipt.scheduler_job_id
     wait_until(lambda: len(pack_remote.running_slots(job, alloc)) == 2, 150)
     assert pack_remote.cancel(job) == "sent"
 
@@ -205,7 +208,7 @@ def test_a_lost_receipt_is_found_by_the_rederived_identity_and_a_blind_resubmit_
     command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
     sent = pack_remote.submit(command, batch.script)  # its receipt is "lost"
     assert sent.rc == 0, sent.stderr
-    actual = parse_parsable(sent.stdout.decode()).job_id
+    actual = parse_receipt(sent.stdout.decode()).scheduler_job_id
 
     # after a restart the same pending elements give the same identity, found by name
     again = next_batch("cluster", group, pending, profile, free=10)
@@ -252,7 +255,7 @@ def test_each_slot_sees_its_elements_variables(remote: tuple[PackRemote, str]) -
     command = PackRemote.submit_command(profile.target.log_root, profile.target.work_root)
     result = pack_remote.submit(command, batch.script)
     assert result.rc == 0, result.stderr
-    job = parse_parsable(result.stdout.decode()).job_id
+    job = parse_receipt(result.stdout.decode()).scheduler_job_id
     for slot, value in enumerate(values):
         path = f"{profile.target.log_root}/{batch.allocation_id}-{job}-{slot}.out"
         expected = f"{pending[slot].job_id}|{slot}|{value}\n".encode()

@@ -16,13 +16,13 @@ import pytest
 
 from tests.unit.packing_support import profile
 from vq.errors import CommandTimeout, Conflict, OutcomeUnknown, ProtocolError
+from vq.packing.cases.inspection import inspect_pack
+from vq.packing.cases.plans import make_plan, write_plan
+from vq.packing.cases.resolve import resolve_attempt
+from vq.packing.cases.rosters import open_pack
+from vq.packing.cases.submit import MAX_IN_FLIGHT, submit_plan
 from vq.packing.roster import Task
 from vq.paths import StatePaths
-from vq.services.pack_inspect import inspect_pack
-from vq.services.pack_plan import make_plan, write_plan
-from vq.services.pack_resolve import resolve_attempt
-from vq.services.pack_roster import open_pack
-from vq.services.pack_submit import MAX_IN_FLIGHT, submit_plan
 from vq.transport.runner import Argv, RunResult
 
 Answer = Callable[[list[str], bytes | None], RunResult]

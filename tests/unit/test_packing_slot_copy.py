@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import UnsafeArchive
 from vq.executors.scheduler.packed_copy import SlotCopy, restore_slots
-from vq.packing.slurm_text import ObservationError
-from vq.services.pack_remote import PackRemote
+from vq.packing.cases.remote import PackRemote
 from vq.transport.local import LocalRunner
 
 

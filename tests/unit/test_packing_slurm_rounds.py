@@ -7,23 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from vq.packing.slurm_rounds import (
-    ROUND_SIZE,
-    Watched,
-    markers_round_argv,
-    parse_markers_round,
-    parse_sacct_round,
-    parse_squeue_round,
-    rounds,
-    sacct_round_argv,
-    squeue_round_argv,
-)
-from vq.packing.slurm_text import (
+from vq.dialects.slurm_alloc import (
     MAX_COMMAND_TEXT,
     MAX_LINES,
     ForeignJob,
     ObservationError,
     QueueRow,
+    parse_sacct_round,
+    parse_squeue_round,
+    sacct_round_argv,
+    squeue_round_argv,
+)
+from vq.packing.slurm_rounds import (
+    ROUND_SIZE,
+    Watched,
+    markers_round_argv,
+    parse_markers_round,
+    rounds,
 )
 from vq.transport.local import LocalRunner
 

@@ -1,6 +1,6 @@
 """``vq pack``: packed Slurm sweeps — rosters (open, seal, show) and plans. See docs/packing.md.
 
-Thin commands: parse → :mod:`vq.services.pack_roster` / :mod:`vq.services.pack_plan` →
+Thin commands: parse → :mod:`vq.packing.cases.rosters` / :mod:`vq.packing.cases.plans` →
 render; the Slurm verbs live in :mod:`vq.cli.pack_run`. A pack with accepted attempts is
 planned on an inspected view (the scheduler is asked). Exit codes: 3 a missing pack or
 file; 4 a refused task file or plan input; 6 a roster change that is not an exact append,
@@ -51,7 +51,7 @@ def open_(name: str, tasks_file: Path, as_json: bool) -> None:
     anything else is refused (exit 6).
     """
     from vq.cli.common import paths
-    from vq.services.pack_roster import open_pack, read_tasks_file, read_tasks_stream
+    from vq.packing.cases.rosters import open_pack, read_tasks_file, read_tasks_stream
 
     if str(tasks_file) == "-":
         tasks = read_tasks_stream(sys.stdin.buffer, Path.cwd())
@@ -78,7 +78,7 @@ def open_(name: str, tasks_file: Path, as_json: bool) -> None:
 def seal(name: str, as_json: bool) -> None:
     """End authoring of pack NAME for good (idempotent): no task can be added after."""
     from vq.cli.common import paths
-    from vq.services.pack_roster import seal_pack
+    from vq.packing.cases.rosters import seal_pack
 
     document, changed = seal_pack(paths(), name)
     if as_json:
@@ -94,7 +94,7 @@ def seal(name: str, as_json: bool) -> None:
 def show(name: str, as_json: bool) -> None:
     """The roster of pack NAME: revision, sealed, task keys and attempts (no args or stdin)."""
     from vq.cli.common import paths
-    from vq.services.pack_roster import load_pack
+    from vq.packing.cases.rosters import load_pack
 
     document = load_pack(paths(), name)
     payload = {
@@ -167,13 +167,13 @@ def plan(
     from vq.cli.output import warn
     from vq.config.settings import load_settings, packing_profiles
     from vq.errors import ConfigError
+    from vq.packing.cases.inspection import inspect_pack
+    from vq.packing.cases.plans import make_plan, write_plan
+    from vq.packing.cases.remote import lane_runner
+    from vq.packing.cases.rosters import load_pack
     from vq.packing.planner import View
     from vq.packing.profiles import ProfileError, select_profile
     from vq.packing.roster import PackDocument
-    from vq.services.pack_inspect import inspect_pack
-    from vq.services.pack_plan import make_plan, write_plan
-    from vq.services.pack_remote import lane_runner
-    from vq.services.pack_roster import load_pack
 
     settings = load_settings()
     try:

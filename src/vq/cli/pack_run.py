@@ -1,7 +1,7 @@
 """``vq pack validate|submit|inspect|reconcile|resolve|record|log``: packs on Slurm.
 
-Thin commands over :mod:`vq.services.pack_submit`, :mod:`vq.services.pack_inspect` and
-:mod:`vq.services.pack_resolve`; the profile's ``host`` is a configured Slurm lane.
+Thin commands over :mod:`vq.packing.cases.submit`, :mod:`vq.packing.cases.inspection` and
+:mod:`vq.packing.cases.resolve`; the profile's ``host`` is a configured Slurm lane.
 Exit codes: 3 a missing pack, allocation, task or log, or nothing to adopt; 4 refused
 input or a shape the controller refuses; 6 a stale plan, changed eligibility or an attempt
 already settled; 9 a target that is not a Slurm lane; 10 scheduler output vq cannot trust;
@@ -26,7 +26,7 @@ _PLAN = click.Path(path_type=Path)
 
 def _runner_for() -> Any:
     from vq.config.settings import load_settings
-    from vq.services.pack_remote import lane_runner
+    from vq.packing.cases.remote import lane_runner
 
     return lane_runner(load_settings())
 
@@ -42,7 +42,7 @@ def validate(name: str, plan_path: Path, as_json: bool) -> None:
     holds at the moment it is given.
     """
     from vq.cli.common import paths
-    from vq.services.pack_submit import validate_plan
+    from vq.packing.cases.submit import validate_plan
 
     answers = validate_plan(paths(), name, plan_path, _runner_for())
     if as_json:
@@ -65,7 +65,7 @@ def submit(name: str, plan_path: Path, as_json: bool) -> None:
     """Submit every allocation of PLAN.json: intent recorded first, then sbatch, then the
     receipt. A missing receipt stops here (exit 12): reconcile or resolve it."""
     from vq.cli.common import paths
-    from vq.services.pack_submit import submit_plan
+    from vq.packing.cases.submit import submit_plan
 
     receipts: list[dict[str, Any]] = []
 
@@ -88,7 +88,7 @@ def submit(name: str, plan_path: Path, as_json: bool) -> None:
 def inspect(name: str, as_json: bool) -> None:
     """Observe every accepted attempt of pack NAME (squeue, sacct, slot markers)."""
     from vq.cli.common import paths
-    from vq.services.pack_inspect import inspect_pack
+    from vq.packing.cases.inspection import inspect_pack
 
     view = inspect_pack(paths(), name, _runner_for()).as_dict()
     if as_json:
@@ -118,7 +118,7 @@ def inspect(name: str, as_json: bool) -> None:
 def reconcile(name: str, allocation: str, as_json: bool) -> None:
     """Adopt from accounting the one job of ALLOCATION whose acceptance is unknown."""
     from vq.cli.common import paths
-    from vq.services.pack_resolve import reconcile_attempt
+    from vq.packing.cases.resolve import reconcile_attempt
 
     attempt = reconcile_attempt(paths(), name, allocation, _runner_for())
     if as_json:
@@ -144,7 +144,7 @@ def resolve(
 ) -> None:
     """Record an operator's word on ALLOCATION: --job-id N [--cluster C] or --not-submitted."""
     from vq.cli.common import paths
-    from vq.services.pack_resolve import resolve_attempt
+    from vq.packing.cases.resolve import resolve_attempt
 
     attempt = resolve_attempt(
         paths(), name, allocation, job_id=job_id, cluster=cluster, not_submitted=not_submitted
@@ -164,8 +164,8 @@ def resolve(
 def record(name: str, as_json: bool) -> None:
     """Print the redacted operational record of pack NAME (observes the scheduler)."""
     from vq.cli.common import paths
-    from vq.services.pack_inspect import inspect_pack
-    from vq.services.pack_resolve import record_bytes
+    from vq.packing.cases.inspection import inspect_pack
+    from vq.packing.cases.resolve import record_bytes
 
     del as_json
     data = record_bytes(inspect_pack(paths(), name, _runner_for()))
@@ -206,7 +206,7 @@ def log(name: str, allocation: str, task: str | None, count: int, as_json: bool)
     Log bytes are untrusted: on a terminal, control bytes are shown escaped.
     """
     from vq.cli.common import paths
-    from vq.services.pack_resolve import read_log
+    from vq.packing.cases.resolve import read_log
 
     snapshot = read_log(
         paths(), name, allocation, task=task, max_bytes=count, runner_for=_runner_for()

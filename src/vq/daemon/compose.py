@@ -22,11 +22,11 @@ from vq.executors.local import LocalExecutor
 from vq.executors.owner_drop import PrivilegeDrop
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
+from vq.packing.cases.array_submit import pack_configuration
+from vq.packing.cases.remote import PackRemote
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
-from vq.services.pack_remote import PackRemote
-from vq.services.submit_pack import pack_configuration
 from vq.store.owned import MultiOwnerSpecStore
 from vq.transport.local import LocalRunner
 

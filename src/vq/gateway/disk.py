@@ -70,9 +70,9 @@ class DiskVerbs:
         caps the capacity classification uses; None, so null, when none is readable."""
         from vq.config.hosts import lanes_of
         from vq.config.settings import load_settings
+        from vq.packing.cases.array_submit import pack_configuration
         from vq.services.context import ServiceContext
         from vq.services.control import read_capacity
-        from vq.services.submit_pack import pack_configuration
 
         settings = load_settings(self.env)
         packing, pack_lanes = pack_configuration(settings)

@@ -2,12 +2,12 @@
 
 One accepted attempt is observed by one single-job ``squeue`` (its active row, if any),
 one ``sacct --duplicates --name=vqp-<alloc>`` (its accounting records, already filtered
-to this identity by :func:`vq.packing.slurm_text.parse_sacct`) and one read of its slot
+to this identity by :func:`vq.dialects.slurm_alloc.parse_sacct`) and one read of its slot
 markers. :func:`attempt_evidence` turns them into one state:
 
 * Accounting anchors the attempt: the records with the receipt's job id. Another job id
   carrying the exact comment is a second allocation of one attempt — ambiguous history,
-  so the view is aborted (:class:`~vq.packing.slurm_text.ObservationError`). Another job
+  so the view is aborted (:class:`~vq.dialects.slurm_alloc.ObservationError`). Another job
   id with an empty comment (a site whose accounting stores no comments cannot tell a
   same-name job apart) is listed as *unattributed* and never adopted. Requeues repeat
   the job id with a later submit time: the latest incarnation owns the accounting
@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vq.packing.slurm_text import (
+from vq.dialects.slurm_alloc import (
     MAX_FIELD_BYTES,
     MAX_LINES,
     MAX_STREAM_BYTES,

@@ -9,7 +9,7 @@ the lane sends at most one of:
 * every element of the allocation settled (killed or ended) while it is queued or
   running: ``scancel JOBID``, nothing in it is wanted any more;
 * the slot's step running: ``scancel JOBID.STEP`` (found by the step's name,
-  :meth:`~vq.services.pack_remote.PackRemote.cancel_slot`);
+  :meth:`~vq.packing.cases.remote.PackRemote.cancel_slot`);
 * **a slot not running yet** (the allocation queued with other elements still wanted, or
   started but the slot's step not yet shown): a slot cannot be taken out of a submitted
   script, so the kill stays wanted and is retried every poll; the step is cancelled as
@@ -26,7 +26,7 @@ dispatch is: claim every element (``RUNNING``, ``scheduler_pack_id``,
 * all elements carry one receipt → ``observe`` that job;
 * no receipt and the intent names exactly these elements and attempts → ``look_up``
   (:func:`~vq.packing.lane_intent.decide` over
-  :meth:`~vq.services.pack_remote.PackRemote.allocation_jobs`);
+  :meth:`~vq.packing.cases.remote.PackRemote.allocation_jobs`);
 * no intent file at all and no element past the claim → ``redispatch``: the intent is
   synced before ``sbatch``, so nothing was sent; the elements are submitted again under
   the same identity;
@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from vq.dialects.slurm_alloc import State
 from vq.packing.lane_intent import PackIntent
-from vq.packing.slurm_text import State
 
 __all__ = ["KillAction", "Member", "RecoveryStep", "kill_action", "recovery_step"]
 

@@ -14,7 +14,7 @@ Contracts:
   before the intent (clock skew between this machine and the cluster), the window
   ``vq pack reconcile`` uses.
 * **Decision** (:func:`decide`): for an element whose receipt was lost, the jobs
-  :meth:`~vq.services.pack_remote.PackRemote.allocation_jobs` finds by the identity. One
+  :meth:`~vq.packing.cases.remote.PackRemote.allocation_jobs` finds by the identity. One
   job is adopted; several are ``reattach_failed`` (an operator decides); none is looked
   up again, and only a second empty look with accounting enabled proves it was never
   submitted, so it is submitted under the same identity. Without accounting nothing can

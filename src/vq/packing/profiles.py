@@ -14,7 +14,7 @@ more than an allocation may hold).
 
 ``host`` names a Slurm lane (a ``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``);
 only its syntax is checked here: the submission path resolves it
-(:func:`vq.services.pack_remote.lane_runner`).
+(:func:`vq.packing.cases.remote.lane_runner`).
 """
 
 from __future__ import annotations

@@ -25,26 +25,19 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from vq.dialects.slurm_alloc import comment, job_name
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Task
 from vq.packing.timelimit import format_minutes
 
-__all__ = ["job_name", "render_script", "sbatch_args", "step_argv", "step_name"]
+__all__ = ["comment", "job_name", "render_script", "sbatch_args", "step_argv", "step_name"]
 
 _STDIN_END = "VQ_STDIN_END"
-
-
-def job_name(allocation_id: str) -> str:
-    return f"vqp-{allocation_id}"
 
 
 def step_name(allocation_id: str, slot: int) -> str:
     """The step of one slot: accounting's step rows carry it, so they map to slots."""
     return f"vqp-{allocation_id}-{slot}"
-
-
-def comment(allocation_id: str) -> str:
-    return f"vq-pack:{allocation_id}"
 
 
 def sbatch_args(allocation_id: str, tasks: int, profile: PackingProfile) -> list[str]:

@@ -25,11 +25,11 @@ from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
 from vq.errors import ConfigError, InvalidInput, NotFound, storage_error
+from vq.packing.cases.array_submit import packed_fields
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
-from vq.services.submit_pack import packed_fields
 from vq.store.environment import write_environment
 from vq.store.events import append_event
 from vq.store.group_commit import commit_group

@@ -1,6 +1,6 @@
 """A packed allocation's ended slots brought back into their elements' workspaces.
 
-One copy-back tar (:meth:`vq.services.pack_remote.PackRemote.collect`) holds, per ended
+One copy-back tar (:meth:`vq.packing.cases.remote.PackRemote.collect`) holds, per ended
 slot, ``logs/<slot>.out`` and ``logs/<slot>.err`` (the tails of its step's logs) and
 ``<slot>/…``, the slot's directory on the cluster. :func:`restore_slots` extracts each
 slot's files into its element's local workspace through the same checks as a lane job's

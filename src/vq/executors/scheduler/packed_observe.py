@@ -1,11 +1,12 @@
-"""Observation, completion and kill of a lane's packed allocations (a mixin of
+"""Observation, completion and kill of a lane's packed allocations (a part of
 :class:`~.packed.PackedLane`; every method runs on the daemon loop, every cluster call on
 the lane's worker).
 
 * Every allocation due in a tick is observed in rounds of up to
   :data:`~vq.packing.slurm_rounds.ROUND_SIZE`, one token of the host's bucket each: one
-  ``squeue --jobs=…``, one ``sacct --name=vqp-<a1>,vqp-<a2>,…`` and one read of the slot
-  markers for the whole round (:mod:`vq.packing.slurm_rounds`), turned into one
+  ``squeue --jobs=…``, one ``sacct --name=vqp-<a1>,vqp-<a2>,…`` (read by the Slurm
+  dialect, :mod:`vq.dialects.slurm_alloc`) and one read of the slot markers for the
+  whole round (:mod:`vq.packing.slurm_rounds`), turned into one
   :class:`~vq.packing.evidence.AttemptEvidence` per allocation (an allocation whose
   answer cannot be trusted fails alone). Each is due again ``poll_interval`` later.
   ``UNKNOWN`` (accounting has not shown the allocation yet) changes nothing; an
@@ -27,27 +28,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from vq._safe_open import atomic_write_beneath
+from vq.dialects.slurm_alloc import ObservationError
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
 from vq.packing.lane_batch import ElementEnding, element_ending
 from vq.packing.lane_control import kill_action
-from vq.packing.lane_intent import PackIntent
-from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_rounds import Watched, rounds
-from vq.packing.slurm_text import ObservationError
 
 from .packed_copy import SlotCopy, restore_slots
-from .ports import PackRemotePort
+from .packed_ports import PackHost
+from .packed_state import PackedAllocation, PackedAllocations
 
-if TYPE_CHECKING:
-    from .lane import SchedulerLane
-
-__all__ = ["MAX_SLOT_LOG_BYTES", "ObservingPacks", "PackedAllocation"]
+__all__ = ["MAX_SLOT_LOG_BYTES", "PackedObservation"]
 
 log = logging.getLogger(__name__)
 
@@ -55,83 +50,23 @@ log = logging.getLogger(__name__)
 MAX_SLOT_LOG_BYTES = 1 << 20
 
 
-@dataclass
-class PackedAllocation:
-    """One allocation holding lane capacity for its unfinished elements (loop-owned)."""
+class PackedObservation:
+    """Poll, complete and kill the allocations of ``packs`` (see the module docstring)."""
 
-    allocation_id: str
-    #: None only for an allocation in doubt whose profile or intent is gone: it holds
-    #: capacity (``reattach_failed``) and never reaches the cluster
-    profile: PackingProfile | None
-    intent: PackIntent | None
-    script: bytes | None
-    members: dict[str, int]  # element job id -> slot, while it holds capacity
-    job_id: str | None = None  # the receipt
-    phase: str = "submitting"  # submitting, looking_up, queued, running, reattach_failed
-    busy: bool = False
-    due: float = 0.0
-    absent_looks: int = 0
-    #: The submit guard's token of a call in doubt (the scheduler decides), of a call
-    #: proved never submitted (the next call supersedes it), and how many submits could
-    #: not reach the controller so far (the retry backoff).
-    in_doubt: str | None = None
-    supersede: str | None = None
-    unreached: int = 0
-    kills: set[str] = field(default_factory=set)
-    copy_tries: dict[str, int] = field(default_factory=dict)
+    def __init__(self, packs: PackedAllocations) -> None:
+        self.packs = packs
 
     @property
-    def known(self) -> tuple[PackingProfile, PackIntent]:
-        """The profile and intent of an allocation that reaches the cluster."""
-        if self.profile is None or self.intent is None:
-            raise RuntimeError(f"allocation {self.allocation_id} has no profile or intent")
-        return self.profile, self.intent
+    def host(self) -> PackHost:
+        return self.packs.host
 
-    @property
-    def keys(self) -> list[str]:
-        return [job for job, _ in self.known[1].members]
-
-    @property
-    def work(self) -> str:
-        return f"{self.known[0].target.work_root}/{self.allocation_id}"
-
-    @property
-    def log_prefix(self) -> str:
-        """What every slot's log name starts with: ``<log_root>/<alloc>-<job>-`` (then
-        ``<slot>.out``, its stdout, and ``<slot>.err``, its stderr)."""
-        log_root = self.known[0].target.log_root
-        return f"{log_root}/{self.allocation_id}-{self.job_id}-"
-
-
-class ObservingPacks:
-    """Poll, complete and kill (see the module docstring)."""
-
-    lane: SchedulerLane
-    remote: PackRemotePort | None
-    allocations: dict[str, PackedAllocation]
-
-    def _record(
-        self, job_id: str, fields: dict[str, Any], *, durable: bool = True, event: Any = None
-    ) -> None:
-        try:
-            self.lane.lifecycle.record_scheduler(job_id, fields, durable=durable, event=event)
-        except VqError as exc:
-            log.warning("lane %s: job %s not updated: %s", self.lane.name, job_id, exc.message)
-
-    def _forget(self, alloc: PackedAllocation) -> None:
-        self.allocations.pop(alloc.allocation_id, None)
-        if not alloc.members:
-            self.lane.ctx.paths.lane_pack_intent(self.lane.name, alloc.allocation_id).unlink(
-                missing_ok=True
-            )
-
-    def _poll_due(self, due: list[PackedAllocation], now: float) -> None:
+    def poll_due(self, due: list[PackedAllocation], now: float) -> None:
         """Observe every due allocation, a round of up to ``ROUND_SIZE`` per token of the
         host's scheduler budget; those left when the bucket is empty wait a second."""
         watched = {Watched(a.allocation_id, a.job_id or "", a.work): a for a in due}
         for group in rounds(list(watched)):
             allocs = [watched[item] for item in group]
-            if not self.lane.take_token():
+            if not self.host.take_token():
                 for alloc in allocs:
                     alloc.due = now + 1.0
                 continue
@@ -140,7 +75,7 @@ class ObservingPacks:
     def _poll(self, allocs: list[PackedAllocation], group: list[Watched]) -> None:
         """One round (``squeue``, ``sacct``, markers) over ``allocs``; each allocation's
         evidence, or its own error, goes to :meth:`_polled`."""
-        remote = self.remote
+        remote = self.packs.remote
         assert remote is not None
         for alloc in allocs:
             alloc.busy = True
@@ -166,17 +101,17 @@ class ObservingPacks:
 
         def done(result: object) -> None:
             if isinstance(result, TransportError):
-                self.lane.host_failed(result)  # once for the round
+                self.host.host_failed(result)  # once for the round
             for index, alloc in enumerate(allocs):
                 self._polled(alloc, result[index] if isinstance(result, list) else result)
 
-        self.lane.run_on_worker(work, done)
+        self.host.run_on_worker(work, done)
 
     def _polled(self, alloc: PackedAllocation, result: object) -> None:
         alloc.busy = False
-        alloc.due = self.lane.monotonic() + self.lane.settings.poll_interval
+        alloc.due = self.host.monotonic() + self.host.settings.poll_interval
         if not isinstance(result, AttemptEvidence):
-            log.warning("lane %s: observing %s failed: %s", self.lane.name, alloc, result)
+            log.warning("lane %s: observing %s failed: %s", self.host.name, alloc, result)
             return
         if result.state == "UNKNOWN":
             return  # accounting has not shown the allocation yet: not final
@@ -199,7 +134,7 @@ class ObservingPacks:
             if ending is not None:
                 endings[element] = ending
             elif not ended:
-                self._record(element, {"scheduler_state": alloc.phase}, durable=False)
+                self.packs.record(element, {"scheduler_state": alloc.phase}, durable=False)
         self._kill_wanted(alloc, result, endings)
         if endings:
             self._collect(alloc, endings)
@@ -208,11 +143,11 @@ class ObservingPacks:
         """Copy every ended slot back in one remote call (its directory into the element's
         workspace, its logs as ``stdout.log`` and ``stderr.log``), then write each
         element's outcome."""
-        remote = self.remote
+        remote = self.packs.remote
         assert remote is not None
         alloc.busy = True
         slots = {element: alloc.members[element] for element in endings}
-        paths = self.lane.ctx.paths
+        paths = self.host.ctx.paths
         destinations = {slot: paths.workspace(element) for element, slot in slots.items()}
         where, log_prefix = alloc.work, alloc.log_prefix
 
@@ -235,23 +170,23 @@ class ObservingPacks:
                 copied[element] = copy
             return copied
 
-        self.lane.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
+        self.host.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
 
     def _collected(
         self, alloc: PackedAllocation, endings: dict[str, ElementEnding], result: object
     ) -> None:
         alloc.busy = False
         copied: Mapping[str, object] = result if isinstance(result, dict) else {}
-        delays = self.lane.settings.copy_back_delays
+        delays = self.host.settings.copy_back_delays
         for element, ending in endings.items():
             data = copied.get(element, result)
             if isinstance(data, BaseException):
                 tries = alloc.copy_tries.get(element, 0)
                 if tries < len(delays):
                     alloc.copy_tries[element] = tries + 1
-                    alloc.due = self.lane.monotonic() + delays[tries]
+                    alloc.due = self.host.monotonic() + delays[tries]
                     continue  # observed again, and copied again, after the delay
-                log.warning("lane %s: copy-back of %s failed: %s", self.lane.name, element, data)
+                log.warning("lane %s: copy-back of %s failed: %s", self.host.name, element, data)
                 self._finish(alloc, element, ending, artifacts=False)
                 continue
             if isinstance(data, SlotCopy):
@@ -261,25 +196,25 @@ class ObservingPacks:
     def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:
         """The element's ``stdout.log`` and ``stderr.log`` (a missing slot log: none)."""
         try:
-            spec = self.lane.ctx.store.read(element)
-            workspace = self.lane.ctx.paths.workspace(element)
+            spec = self.host.ctx.store.read(element)
+            workspace = self.host.ctx.paths.workspace(element)
             for name, data in ((spec.stdout_path, stdout), (spec.stderr_path, stderr)):
                 if data is None:
                     continue
-                tree = self.lane.ctx.paths.tree_of(element)
+                tree = self.host.ctx.paths.tree_of(element)
                 atomic_write_beneath(
                     tree, workspace / name, data, mode=0o600, durable=False, parents=True
                 )
         except (VqError, OSError) as exc:
-            log.warning("lane %s: logs of %s not written: %s", self.lane.name, element, exc)
+            log.warning("lane %s: logs of %s not written: %s", self.host.name, element, exc)
 
     def _finish(
         self, alloc: PackedAllocation, element: str, ending: ElementEnding, *, artifacts: bool
     ) -> None:
         state = "ended" if artifacts else "artifacts_unavailable"
         # Settled first: a restart between the two writes re-reads the same ending.
-        self._record(element, {"scheduler_state": state, "scheduler_queued_reason": None})
-        lifecycle = self.lane.lifecycle
+        self.packs.record(element, {"scheduler_state": state, "scheduler_queued_reason": None})
+        lifecycle = self.host.lifecycle
         if ending.state is None:
             lifecycle.finish_attempt(element, ending.exit_code)
         else:
@@ -290,20 +225,20 @@ class ObservingPacks:
         alloc.kills.discard(element)
         lifecycle.ended(element)
         if not alloc.members:
-            self._forget(alloc)
+            self.packs.forget(alloc)
 
     # --- kill -------------------------------------------------------------------------------------
     def request_kill(self, job_id: str) -> None:
         """On the loop: the element is KILLED already; stop its slot (module doc)."""
-        for alloc in self.allocations.values():
+        for alloc in self.packs.by_id.values():
             if job_id in alloc.members:
                 alloc.kills.add(job_id)
-                alloc.due = min(alloc.due, self.lane.monotonic())
+                alloc.due = min(alloc.due, self.host.monotonic())
 
     def _kill_wanted(
         self, alloc: PackedAllocation, evidence: AttemptEvidence, endings: Mapping[str, object]
     ) -> None:
-        remote, job = self.remote, alloc.job_id
+        remote, job = self.packs.remote, alloc.job_id
         if not alloc.kills or remote is None or job is None:
             return
         slot_state = {alloc.keys[t.slot]: t.state for t in evidence.tasks}
@@ -334,10 +269,10 @@ class ObservingPacks:
                 else:
                     remote.cancel_slot(scheduler_job, alloc.allocation_id, slot)
 
-        self.lane.run_on_worker(work, self._cancel_sent)
+        self.host.run_on_worker(work, self._cancel_sent)
 
     def _cancel_sent(self, result: object) -> None:
         if isinstance(result, TransportError):
-            self.lane.host_failed(result)
+            self.host.host_failed(result)
         elif isinstance(result, BaseException):
-            log.warning("lane %s: cancel failed (%s); retried", self.lane.name, result)
+            log.warning("lane %s: cancel failed (%s); retried", self.host.name, result)

@@ -83,7 +83,7 @@ class LaneContext:
 
 class PackRemotePort(Protocol):
     """The bounded Slurm reads and writes of packed allocations
-    (:class:`vq.services.pack_remote.PackRemote`), as a lane uses them."""
+    (:class:`vq.packing.cases.remote.PackRemote`), as a lane uses them."""
 
     def stage_submit_command(
         self,

@@ -41,7 +41,6 @@ from vq.domain.states import ACTIVE
 from vq.errors import TransportError, VqError
 
 from .jobs import submit_verdict
-from .packed_recovery import recover_packed
 
 if TYPE_CHECKING:
     from .jobs import LaneJob
@@ -91,7 +90,7 @@ def adopt_all(lane: SchedulerLane) -> None:
         else:
             lane.track(LaneJob(job_id, "staging"))
         log.info("lane %s: job %s adopted (%s)", lane.name, job_id, spec.scheduler_state)
-    recover_packed(lane.packed, packed)
+    lane.packed.recover(packed)
 
 
 def _written_at(intent: dict[str, Any] | None) -> datetime | None:

@@ -8,7 +8,7 @@ own frozen inputs and requires identical bytes; a pack that moved to another rev
 makes the plan stale.
 
 The view comes from ``observe`` (the CLI passes scheduler inspection when the pack has
-accepted attempts, :mod:`vq.services.pack_inspect`); without it every task is unobserved.
+accepted attempts, :mod:`vq.packing.cases.inspection`); without it every task is unobserved.
 A plan records how many attempts the pack had; reloading regenerates it against that
 prefix of the (append-only) attempt list, so submitting some of its allocations does not
 make the rest unreadable; a genuine plan whose bytes no longer regenerate is stale.
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import Conflict, InvalidInput, NotFound
+from vq.packing.cases.rosters import load_pack
 from vq.packing.planner import (
     PlanInputs,
     PlanRefused,
@@ -37,7 +38,6 @@ from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Attempt, PackDocument
 from vq.paths import StatePaths
 from vq.publish import publish_file
-from vq.services.pack_roster import load_pack
 
 __all__ = ["LoadedPlan", "load_plan", "make_plan", "unobserved_view", "write_plan"]
 

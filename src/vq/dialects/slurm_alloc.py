@@ -1,8 +1,13 @@
 """Slurm commands of packed allocations: argument vectors and bounded parsers (pure).
 
-The seam for submission and inspection: these functions build the exact ``sbatch``,
-``squeue`` and ``sacct`` argument vectors and parse their recorded output; running them
-(over SSH, with a 30 s deadline and 1 MiB per stream) belongs to the caller.
+The Slurm dialect's half for packed allocations (the other half, :mod:`slurm_parse`,
+reads plain lane jobs): these functions build the exact ``sbatch``, ``squeue`` and
+``sacct`` argument vectors, for one allocation or for one observation round over several
+(``*_round_*``), and parse their recorded output; running them (over SSH, with a 30 s
+deadline and 1 MiB per stream) belongs to the caller. A state name is read through the
+one Slurm state table (:data:`~vq.dialects.slurm_parse.PHASES`), and an ``sbatch
+--parsable`` answer through the one receipt parser
+(:func:`~vq.dialects.slurm_parse.parse_submit`), exactly as for a plain lane job.
 
 Bounds (any breach raises :class:`ObservationError` and aborts the whole view): at most
 16 arguments and 16 KiB of command text; at most 128 output lines and 4 KiB per field.
@@ -17,33 +22,45 @@ job and is ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from vq.dialects.model import SchedulerPhase
-from vq.dialects.slurm_parse import PHASES
-from vq.packing.script import comment, job_name
+from vq.dialects.model import CommandResult, ParseFailure, SchedulerPhase, SubmitAccepted
+from vq.dialects.slurm_parse import PHASES, parse_submit
 
 __all__ = [
     "COMMAND_DEADLINE_S",
+    "MAX_COMMAND_TEXT",
+    "MAX_FIELD_BYTES",
+    "MAX_LINES",
     "MAX_STREAM_BYTES",
     "AccountingRecord",
     "ForeignJob",
     "ObservationError",
     "QueueRow",
-    "Receipt",
     "SbatchRefused",
     "SbatchTestOnlyAnswer",
+    "State",
     "bounded",
+    "bounded_lines",
+    "checked",
+    "comment",
+    "job_name",
     "normalize_state",
-    "parse_parsable",
+    "parse_receipt",
     "parse_sacct",
+    "parse_sacct_round",
     "parse_sbatch_test_only",
     "parse_squeue",
+    "parse_squeue_named",
+    "parse_squeue_round",
     "sacct_argv",
+    "sacct_round_argv",
     "sbatch_test_only_argv",
     "squeue_argv",
+    "squeue_named_argv",
+    "squeue_round_argv",
     "submit_argv",
 ]
 
@@ -56,6 +73,16 @@ MAX_FIELD_BYTES = 4096
 ENV = ("env", "LC_ALL=C", "TZ=UTC")
 
 State = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]
+
+
+def job_name(allocation_id: str) -> str:
+    """An allocation's Slurm job name: queue and accounting rows are found by it."""
+    return f"vqp-{allocation_id}"
+
+
+def comment(allocation_id: str) -> str:
+    """An allocation's Slurm comment: a row must repeat it (or, in accounting, be empty)."""
+    return f"vq-pack:{allocation_id}"
 
 
 def _packing_state(name: str, phase: SchedulerPhase) -> State:
@@ -108,7 +135,8 @@ def bounded(argv: Sequence[str]) -> list[str]:
     return full
 
 
-def _lines(text: str, what: str, max_lines: int = MAX_LINES) -> list[str]:
+def bounded_lines(text: str, what: str, max_lines: int = MAX_LINES) -> list[str]:
+    """``text``'s non-empty lines, refused beyond the stream, line and field bounds."""
     if len(text.encode()) > MAX_STREAM_BYTES:
         raise ObservationError(f"{what}: output over {MAX_STREAM_BYTES} bytes")
     lines = [line for line in text.split("\n") if line]
@@ -150,7 +178,7 @@ class SbatchTestOnlyAnswer:
 
 def parse_sbatch_test_only(rc: int, stderr: str) -> SbatchTestOnlyAnswer:
     """Parse ``sbatch --test-only``'s answer (it is written to stderr)."""
-    lines = _lines(stderr, "sbatch --test-only")
+    lines = bounded_lines(stderr, "sbatch --test-only")
     if rc == 0:
         for line in lines:
             match = _TEST_ONLY.fullmatch(line.strip())
@@ -162,21 +190,15 @@ def parse_sbatch_test_only(rc: int, stderr: str) -> SbatchTestOnlyAnswer:
     raise SbatchRefused(f"sbatch --test-only refused the allocation: {why}")
 
 
-@dataclass(frozen=True)
-class Receipt:
-    job_id: str
-    cluster: str | None
-
-
-def parse_parsable(stdout: str) -> Receipt:
-    """``sbatch --parsable``: ``JOBID`` or ``JOBID;CLUSTER`` on one line."""
-    lines = _lines(stdout, "sbatch --parsable")
-    if len(lines) != 1:
-        raise ObservationError("sbatch --parsable: expected one line")
-    job, _, cluster = lines[0].strip().partition(";")
-    if not _JOB_ID.fullmatch(job) or (cluster and not _CLUSTER.fullmatch(cluster)):
-        raise ObservationError(f"sbatch --parsable: {lines[0][:80]!r} is not a receipt")
-    return Receipt(job, cluster or None)
+def parse_receipt(stdout: str) -> SubmitAccepted:
+    """``sbatch --parsable``'s receipt (``JOBID`` or ``JOBID;CLUSTER``), read by the one
+    receipt parser of the Slurm dialect (:func:`~vq.dialects.slurm_parse.parse_submit`)
+    under this module's bounds; no readable receipt raises :class:`ObservationError`."""
+    bounded_lines(stdout, "sbatch --parsable")
+    accepted = parse_submit(CommandResult(0, stdout, ""))
+    if isinstance(accepted, ParseFailure):
+        raise ObservationError(f"sbatch --parsable: {accepted.detail[:80]}")
+    return accepted
 
 
 # --- squeue --------------------------------------------------------------------------
@@ -202,7 +224,7 @@ def parse_squeue(rc: int, stdout: str, stderr: str, allocation_id: str) -> Queue
         if "Invalid job id specified" in stderr:
             return None  # the single-job form's "no such active job"
         raise ObservationError(f"squeue failed (exit status {rc})")
-    lines = _lines(stdout, "squeue")
+    lines = bounded_lines(stdout, "squeue")
     if not lines:
         return None
     if len(lines) != 1:
@@ -238,7 +260,7 @@ def parse_squeue_named(rc: int, stdout: str, allocation_id: str) -> list[str]:
     if rc != 0:
         raise ObservationError(f"squeue failed (exit status {rc})")
     jobs = []
-    for line in _lines(stdout, "squeue"):
+    for line in bounded_lines(stdout, "squeue"):
         parts = line.split("|")
         if len(parts) != 4 or not _JOB_ID.fullmatch(parts[0]):
             raise ObservationError("squeue: a malformed row")
@@ -297,7 +319,7 @@ def parse_sacct(
     records: list[AccountingRecord] = []
     current: dict[str, AccountingRecord] = {}
     foreign: set[str] = set()
-    for line in _lines(stdout, "sacct", max_lines):
+    for line in bounded_lines(stdout, "sacct", max_lines):
         parts = line.split("|")
         if len(parts) != len(_SACCT_FIELDS):
             raise ObservationError("sacct: a malformed row")
@@ -333,3 +355,91 @@ def parse_sacct(
         current[job] = record
         records.append(record)
     return sorted(records, key=lambda record: record.submit)
+
+
+# --- one observation round over several allocations ------------------------------------
+# The rules above, per allocation: a queue row must repeat its allocation's exact name and
+# comment (otherwise that allocation's observation fails, not its neighbours'), and
+# accounting is parsed per allocation by :func:`parse_sacct`. The line bound grows with
+# the allocations observed (:data:`MAX_LINES` each); the command text bound and the
+# 1 MiB per stream stay.
+def checked(argv: list[str], what: str) -> list[str]:
+    """``argv`` under ``env LC_ALL=C TZ=UTC``, refused beyond the command text bound (a
+    round's argument count grows with its allocations, so only the text is bounded)."""
+    full = [*ENV, *argv]
+    if sum(len(arg.encode()) + 1 for arg in full) > MAX_COMMAND_TEXT:
+        raise ObservationError(f"{what}: the command is over {MAX_COMMAND_TEXT} bytes")
+    if any("\x00" in arg or "\n" in arg for arg in full):
+        raise ObservationError(f"{what}: an argument holds a NUL or a newline")
+    return full
+
+
+def squeue_round_argv(job_ids: Sequence[str]) -> list[str]:
+    if not job_ids or not all(_JOB_ID.fullmatch(job) for job in job_ids):
+        raise ObservationError("squeue: a round needs job ids")
+    jobs = ",".join(job_ids)
+    argv = ["squeue", "--noheader", f"--jobs={jobs}", f"--format={_SQUEUE_FORMAT}"]
+    return checked(argv, "squeue")
+
+
+def parse_squeue_round(
+    rc: int, stdout: str, stderr: str, allocations: Mapping[str, str]
+) -> dict[str, QueueRow | ObservationError]:
+    """Each asked job's active row (job id → row); a job without one is absent (ended or
+    purged). ``allocations``: job id → its allocation id. A row under another name or
+    comment is that job's :class:`ForeignJob`; a failed command or a malformed row
+    raises for the whole round."""
+    if rc != 0:
+        if len(allocations) == 1 and "Invalid job id specified" in stderr:
+            return {}  # the single-job form's "no such active job"
+        raise ObservationError(f"squeue failed (exit status {rc})")
+    rows: dict[str, QueueRow | ObservationError] = {}
+    for line in bounded_lines(stdout, "squeue", MAX_LINES * len(allocations)):
+        parts = line.split("|")
+        if len(parts) != 4 or not _JOB_ID.fullmatch(parts[0]):
+            raise ObservationError("squeue: a malformed row")
+        job, name, found_comment, raw = parts
+        allocation_id = allocations.get(job)
+        if allocation_id is None:
+            raise ObservationError(f"squeue answered job {job}, which was not asked")
+        if job in rows:
+            raise ObservationError(f"squeue: more than one row for job {job}")
+        if name != job_name(allocation_id) or found_comment != comment(allocation_id):
+            rows[job] = ForeignJob(f"squeue: job {job} is not allocation {allocation_id}")
+            continue
+        rows[job] = QueueRow(job, normalize_state(raw), raw)
+    return rows
+
+
+def sacct_round_argv(allocation_ids: Sequence[str], since: str) -> list[str]:
+    """Every accounting record (requeues too) named after one of ``allocation_ids``."""
+    if not allocation_ids:
+        raise ObservationError("sacct: a round needs allocations")
+    if not _TIME.fullmatch(since) or since in ("Unknown", "None"):
+        raise ObservationError(f"{since!r} is not a YYYY-MM-DDTHH:MM:SS time")
+    names = ",".join(job_name(allocation) for allocation in allocation_ids)
+    argv = [
+        "sacct",
+        "--duplicates",
+        "--noheader",
+        "--parsable2",
+        f"--name={names}",
+        f"--starttime={since}",
+        f"--format={','.join(_SACCT_FIELDS)}",
+    ]
+    return checked(argv, "sacct")
+
+
+def parse_sacct_round(
+    stdout: str, allocation_ids: Sequence[str]
+) -> dict[str, list[AccountingRecord] | ObservationError]:
+    """Each allocation's records (:func:`parse_sacct`), or the error that makes its
+    accounting untrustworthy."""
+    bound = MAX_LINES * len(allocation_ids)
+    found: dict[str, list[AccountingRecord] | ObservationError] = {}
+    for allocation in allocation_ids:
+        try:
+            found[allocation] = parse_sacct(stdout, allocation, max_lines=bound)
+        except ObservationError as exc:
+            found[allocation] = exc
+    return found

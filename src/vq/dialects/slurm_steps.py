@@ -1,4 +1,5 @@
-"""Step-level control of a packed allocation (pure text): find a slot's step, cancel it.
+"""Step-level control of a packed allocation (pure, the Slurm dialect's): find a slot's
+step, cancel it.
 
 Slurm numbers the steps of an allocation in launch order, and the slots' background
 ``srun`` calls start in any order, so a slot's step id is found by its name
@@ -15,7 +16,7 @@ Slurm numbers the steps of an allocation in launch order, and the slots' backgro
   exits 0 for a whole job that already ended (or never existed), so ``sent`` is a request
   taken, not proof: the caller confirms the end by observation.
 
-Every command runs under :func:`~vq.packing.slurm_text.bounded`.
+Every command runs under :func:`~vq.dialects.slurm_alloc.bounded`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from vq.packing.script import job_name
-from vq.packing.slurm_text import ObservationError, bounded
+from vq.dialects.slurm_alloc import ObservationError, bounded, job_name
 
 __all__ = ["parse_scancel", "parse_squeue_steps", "scancel_argv", "squeue_steps_argv"]
 

@@ -36,21 +36,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vq.errors import Conflict, InvalidInput, OutcomeUnknown, TransportError, VqError
-from vq.packing.evidence import ACTIVE, TERMINAL
-from vq.packing.roster import Attempt, AttemptIntent, PackDocument
-from vq.packing.slurm_text import (
+from vq.dialects.model import SubmitAccepted
+from vq.dialects.slurm_alloc import (
     ObservationError,
-    Receipt,
     SbatchRefused,
-    parse_parsable,
+    parse_receipt,
     submit_argv,
 )
+from vq.errors import Conflict, InvalidInput, OutcomeUnknown, TransportError, VqError
+from vq.packing.cases.inspection import observation_refused, observe_attempt
+from vq.packing.cases.plans import LoadedPlan, load_plan
+from vq.packing.cases.remote import PackRemote, RunnerFor
+from vq.packing.cases.rosters import load_pack, now_utc, update_pack
+from vq.packing.evidence import ACTIVE, TERMINAL
+from vq.packing.roster import Attempt, AttemptIntent, PackDocument
 from vq.paths import StatePaths
-from vq.services.pack_inspect import observation_refused, observe_attempt
-from vq.services.pack_plan import LoadedPlan, load_plan
-from vq.services.pack_remote import PackRemote, RunnerFor
-from vq.services.pack_roster import load_pack, now_utc, update_pack
 
 __all__ = ["submit_plan", "validate_plan"]
 
@@ -276,7 +276,7 @@ def _first_unknown(name: str, unknown: dict[str, OutcomeUnknown]) -> OutcomeUnkn
     )
 
 
-def _record_receipts(paths: StatePaths, name: str, receipts: dict[str, Receipt]) -> None:
+def _record_receipts(paths: StatePaths, name: str, receipts: dict[str, SubmitAccepted]) -> None:
     """Record every receipt of ``receipts`` (allocation id → receipt) in one synced write."""
     if not receipts:
         return
@@ -289,7 +289,7 @@ def _record_receipts(paths: StatePaths, name: str, receipts: dict[str, Receipt])
             else attempt.model_copy(
                 update={
                     "outcome": "accepted",
-                    "job_id": receipts[attempt.allocation_id].job_id,
+                    "job_id": receipts[attempt.allocation_id].scheduler_job_id,
                     "cluster": receipts[attempt.allocation_id].cluster,
                     "revision": pack.revision,
                     "how": "sbatch",
@@ -305,7 +305,7 @@ def _record_receipts(paths: StatePaths, name: str, receipts: dict[str, Receipt])
 
 def _sbatch(
     name: str, alloc: str, remote: PackRemote, command: list[str], script: bytes
-) -> Receipt | OutcomeUnknown:
+) -> SubmitAccepted | OutcomeUnknown:
     """One allocation's ``sbatch``: its receipt, or why its acceptance is unknown."""
     try:
         result = remote.submit(command, script)
@@ -317,14 +317,14 @@ def _sbatch(
             name, alloc, f"sbatch exited {result.rc} without a receipt ({last[0][:200]})"
         )
     try:
-        return parse_parsable(result.stdout.decode("utf-8", "replace"))
+        return parse_receipt(result.stdout.decode("utf-8", "replace"))
     except ObservationError as exc:
         return _ambiguous(name, alloc, str(exc))
 
 
 def _send(
     name: str, remote: PackRemote, command: list[str], plan: LoadedPlan, sent: list[dict[str, Any]]
-) -> dict[str, Receipt | OutcomeUnknown]:
+) -> dict[str, SubmitAccepted | OutcomeUnknown]:
     """``sbatch`` of every allocation of ``sent`` (their intents are on disk), at most
     :data:`MAX_IN_FLIGHT` at once over the login host's one multiplexed connection."""
     ids = [allocation["allocation_id"] for allocation in sent]
@@ -360,14 +360,14 @@ def submit_plan(
                 _refresh_retries(pack, plan, allocation, remote)
         decided = _record_intents(paths, name, plan, window)
         answers = _send(name, remote, command, plan, decided.sent)
-        receipts = {alloc: a for alloc, a in answers.items() if isinstance(a, Receipt)}
+        receipts = {alloc: a for alloc, a in answers.items() if isinstance(a, SubmitAccepted)}
         _record_receipts(paths, name, receipts)
         for allocation in window:
             alloc = allocation["allocation_id"]
             if alloc in decided.already:
                 job, action = decided.already[alloc].job_id, "already"
             elif alloc in receipts:
-                job, action = receipts[alloc].job_id, "submitted"
+                job, action = receipts[alloc].scheduler_job_id, "submitted"
             else:
                 continue
             report({"allocation_id": alloc, "job_id": job, "action": action})

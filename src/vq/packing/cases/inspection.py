@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import Conflict, ProtocolError
+from vq.packing.cases.remote import PackRemote, RunnerFor
+from vq.packing.cases.rosters import load_pack, now_utc
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
 from vq.packing.planner import TaskView, View
 from vq.packing.roster import Attempt, PackDocument
-from vq.packing.slurm_text import ObservationError
 from vq.paths import StatePaths
-from vq.services.pack_remote import PackRemote, RunnerFor
-from vq.services.pack_roster import load_pack, now_utc
 
 __all__ = [
     "WINDOW_SLACK",

@@ -21,14 +21,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import Conflict, InvalidInput, NotFound
+from vq.packing.cases.inspection import PackView, observation_refused, window_start
+from vq.packing.cases.remote import MAX_LOG_BYTES, PackRemote, RunnerFor
+from vq.packing.cases.rosters import load_pack, now_utc, update_pack
 from vq.packing.planner import digest
 from vq.packing.roster import Attempt, PackDocument, roster_digest
-from vq.packing.slurm_text import ObservationError
 from vq.paths import StatePaths
-from vq.services.pack_inspect import PackView, observation_refused, window_start
-from vq.services.pack_remote import MAX_LOG_BYTES, PackRemote, RunnerFor
-from vq.services.pack_roster import load_pack, now_utc, update_pack
 
 __all__ = [
     "RECORD_SCHEMA",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from vq.packing.slurm_steps import (
+from vq.dialects.slurm_alloc import ObservationError
+from vq.dialects.slurm_steps import (
     parse_scancel,
     parse_squeue_steps,
     scancel_argv,
     squeue_steps_argv,
 )
-from vq.packing.slurm_text import ObservationError
 
 ALLOC = "0123456789abcdef"
 

@@ -11,8 +11,7 @@ if TYPE_CHECKING:
     from vq.config.settings import Settings
     from vq.packing.profiles import PackingProfile
     from vq.protocol.messages import SubmitParams
-
-    from .context import ServiceContext
+    from vq.services.context import ServiceContext
 
 __all__ = ["pack_configuration", "packed_fields"]
 

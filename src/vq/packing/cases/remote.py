@@ -2,11 +2,11 @@
 
 :func:`lane_runner` resolves a profile's ``host`` to a configured Slurm lane
 (``[hosts.NAME]`` with ``scheduler_dialect = "slurm"``) and builds its SSH runner.
-:class:`PackRemote` runs the bounded commands of :mod:`vq.packing.slurm_text` (and the
-step control of :mod:`vq.packing.slurm_steps`) through it:
+:class:`PackRemote` runs the bounded commands of :mod:`vq.dialects.slurm_alloc` (and the
+step control of :mod:`vq.dialects.slurm_steps`) through it:
 30 s per command, 1 MiB per stream (an overflow raises
 :class:`~vq.errors.OutputTooLarge`), ``env LC_ALL=C TZ=UTC``. Untrustworthy output raises
-:class:`~vq.packing.slurm_text.ObservationError`; a transport failure raises the
+:class:`~vq.dialects.slurm_alloc.ObservationError`; a transport failure raises the
 runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
 """
 
@@ -16,14 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from vq.config.settings import Settings
-from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
-from vq.errors import ConfigError
-from vq.packing import slurm_rounds, slurm_steps, slurm_text
-from vq.packing.evidence import parse_markers
-from vq.packing.lane_batch import STAGED_SCRIPT
-from vq.packing.script import comment
-from vq.packing.slurm_rounds import RoundAnswer, Watched
-from vq.packing.slurm_text import (
+from vq.dialects import slurm_alloc, slurm_steps
+from vq.dialects.slurm_alloc import (
     COMMAND_DEADLINE_S,
     MAX_STREAM_BYTES,
     AccountingRecord,
@@ -31,6 +25,13 @@ from vq.packing.slurm_text import (
     QueueRow,
     SbatchTestOnlyAnswer,
 )
+from vq.dialects.submit_guard import GuardState, guarded_submit_argv, parse_guard, probe_argv
+from vq.errors import ConfigError
+from vq.packing import slurm_rounds
+from vq.packing.evidence import parse_markers
+from vq.packing.lane_batch import STAGED_SCRIPT
+from vq.packing.script import comment
+from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.transport.runner import Runner, RunResult
 from vq.transport.ssh import SshRunner
 
@@ -99,8 +100,8 @@ class PackRemote:
         )
 
     def test_only(self, script: bytes) -> SbatchTestOnlyAnswer:
-        result = self._run(slurm_text.sbatch_test_only_argv(), script)
-        return slurm_text.parse_sbatch_test_only(result.rc, _text(result.stderr))
+        result = self._run(slurm_alloc.sbatch_test_only_argv(), script)
+        return slurm_alloc.parse_sbatch_test_only(result.rc, _text(result.stderr))
 
     @staticmethod
     def submit_command(log_root: str, work_root: str) -> list[str]:
@@ -108,7 +109,7 @@ class PackRemote:
         allocation's log before the script runs), then runs ``sbatch --parsable``.
         Built before the intent is recorded: a refusal here sends nothing."""
         argv = ["sh", "-c", _SUBMIT, "sh", log_root, work_root, "sbatch", "--parsable"]
-        return slurm_text.bounded(argv)
+        return slurm_alloc.bounded(argv)
 
     @staticmethod
     def stage_submit_command(
@@ -125,7 +126,7 @@ class PackRemote:
         script, unless an earlier call for this allocation already did (its recorded
         answer) or still may (``busy``)."""
         script = f"{allocation_work}/{STAGED_SCRIPT}"
-        submit = slurm_text.bounded(
+        submit = slurm_alloc.bounded(
             ["sh", "-c", _LOGS_THEN, "sh", log_root, "sbatch", "--parsable", script]
         )
         return guarded_submit_argv(
@@ -156,16 +157,16 @@ class PackRemote:
         )
 
     def queue_row(self, job_id: str, allocation_id: str) -> QueueRow | None:
-        result = self._run(slurm_text.squeue_argv(job_id))
-        return slurm_text.parse_squeue(
+        result = self._run(slurm_alloc.squeue_argv(job_id))
+        return slurm_alloc.parse_squeue(
             result.rc, _text(result.stdout), _text(result.stderr), allocation_id
         )
 
     def accounting(self, allocation_id: str, since: str) -> list[AccountingRecord]:
-        result = self._run(slurm_text.sacct_argv(allocation_id, since))
+        result = self._run(slurm_alloc.sacct_argv(allocation_id, since))
         if result.rc != 0:
             raise ObservationError(f"sacct failed (exit status {result.rc})")
-        return slurm_text.parse_sacct(_text(result.stdout), allocation_id)
+        return slurm_alloc.parse_sacct(_text(result.stdout), allocation_id)
 
     def observe_round(self, watched: Sequence[Watched], since: str) -> list[RoundAnswer]:
         """One round over ``watched`` (at most one :func:`~vq.packing.slurm_rounds.rounds`
@@ -175,14 +176,14 @@ class PackRemote:
         command or a malformed answer raises for the whole round."""
         jobs = {item.job_id: item.allocation_id for item in watched}
         ids = [item.allocation_id for item in watched]
-        queue = self._run(slurm_rounds.squeue_round_argv(list(jobs)))
-        rows = slurm_rounds.parse_squeue_round(
+        queue = self._run(slurm_alloc.squeue_round_argv(list(jobs)))
+        rows = slurm_alloc.parse_squeue_round(
             queue.rc, _text(queue.stdout), _text(queue.stderr), jobs
         )
-        sacct = self._run(slurm_rounds.sacct_round_argv(ids, since))
+        sacct = self._run(slurm_alloc.sacct_round_argv(ids, since))
         if sacct.rc != 0:
             raise ObservationError(f"sacct failed (exit status {sacct.rc})")
-        records = slurm_rounds.parse_sacct_round(_text(sacct.stdout), ids)
+        records = slurm_alloc.parse_sacct_round(_text(sacct.stdout), ids)
         found = self._run(slurm_rounds.markers_round_argv([item.work for item in watched]))
         if found.rc != 0:
             raise ObservationError(f"reading slot markers failed (exit status {found.rc})")
@@ -203,7 +204,7 @@ class PackRemote:
 
     def markers(self, allocation_work: str) -> dict[int, int | None]:
         """Each slot's exit marker under ``<work_root>/<alloc>`` (none yet: empty)."""
-        result = self._run(slurm_text.bounded(["sh", "-c", _MARKERS, "sh", allocation_work]))
+        result = self._run(slurm_alloc.bounded(["sh", "-c", _MARKERS, "sh", allocation_work]))
         if result.rc != 0:
             raise ObservationError(f"reading the slot markers failed (exit status {result.rc})")
         return parse_markers(_text(result.stdout))
@@ -220,15 +221,15 @@ class PackRemote:
         Exactly one job is the allocation; none means neither the queue nor accounting
         has seen it; several is ambiguous history. Raises :class:`ObservationError` on
         an untrustworthy answer."""
-        named = self._run(slurm_text.squeue_named_argv(allocation_id))
-        active = slurm_text.parse_squeue_named(named.rc, _text(named.stdout), allocation_id)
+        named = self._run(slurm_alloc.squeue_named_argv(allocation_id))
+        active = slurm_alloc.parse_squeue_named(named.rc, _text(named.stdout), allocation_id)
         records = self.accounting(allocation_id, since)
         exact = comment(allocation_id)
         jobs = list(active)
         for job in sorted({record.job_id for record in records if record.submit >= since}):
             try:
                 row = self.queue_row(job, allocation_id)
-            except slurm_text.ForeignJob:
+            except slurm_alloc.ForeignJob:
                 continue  # active under another comment: someone else's job
             known = any(r.job_id == job and r.comment == exact for r in records)
             unlabelled = all(r.comment == "" for r in records if r.job_id == job)
@@ -266,7 +267,7 @@ class PackRemote:
         ``allocation_work`` and the last ``log_bytes`` of each slot's ``<log_prefix><slot>
         .out`` and ``.err``, in one remote command (bounded by :data:`MAX_COLLECT_BYTES`
         and four command deadlines). A failed command raises
-        :class:`~vq.packing.slurm_text.ObservationError`."""
+        :class:`~vq.dialects.slurm_alloc.ObservationError`."""
         words = [str(int(slot)) for slot in slots]
         result = self.runner.run(
             ["sh", "-c", _COLLECT, "sh", allocation_work, log_prefix, str(log_bytes), *words],
@@ -282,7 +283,7 @@ class PackRemote:
     def tail(self, path: str, count: int) -> bytes | None:
         """The last ``count`` bytes of ``path`` (None: no such file), one bounded read."""
         result = self.runner.run(
-            slurm_text.bounded(["sh", "-c", _TAIL, "sh", path, str(count)]),
+            slurm_alloc.bounded(["sh", "-c", _TAIL, "sh", path, str(count)]),
             deadline_s=COMMAND_DEADLINE_S,
             max_output_bytes=max(count, 64 * 1024),  # tail never prints more than count
         )

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from vq.packing.evidence import attempt_evidence
-from vq.packing.slurm_text import (
+from vq.dialects.model import CommandResult, ParseFailure, SubmitAccepted
+from vq.dialects.slurm_alloc import (
     MAX_FIELD_BYTES,
     MAX_LINES,
     ObservationError,
     bounded,
     normalize_state,
-    parse_parsable,
+    parse_receipt,
     parse_sacct,
     parse_sbatch_test_only,
     parse_squeue,
@@ -25,6 +25,8 @@ from vq.packing.slurm_text import (
     squeue_named_argv,
     submit_argv,
 )
+from vq.dialects.slurm_parse import parse_submit
+from vq.packing.evidence import attempt_evidence
 
 RECORDED = Path(__file__).resolve().parents[1] / "golden" / "packing" / "slurm"
 
@@ -50,13 +52,22 @@ def test_argv_are_bounded_and_run_in_the_c_locale() -> None:
         bounded(["x", "y" * 16384])
 
 
-def test_parsable_receipts() -> None:
-    assert parse_parsable("28\n").job_id == "28"
-    receipt = parse_parsable("28;alpha\n")
-    assert (receipt.job_id, receipt.cluster) == ("28", "alpha")
-    for bad in ("", "x\n", "28\n29\n", "28;bad cluster\n"):
-        with pytest.raises(ObservationError):
-            parse_parsable(bad)
+@pytest.mark.parametrize("stdout", ["28\n", "28;alpha\n", "28\n29\n", "  31 \n"])
+def test_an_allocation_reads_its_receipt_as_a_plain_lane_job_does(stdout: str) -> None:
+    """One ``sbatch --parsable`` parser for both: the allocation's receipt is exactly the
+    plain lane's :func:`parse_submit` answer (the last line names the job)."""
+    plain = parse_submit(CommandResult(0, stdout, ""))
+    assert isinstance(plain, SubmitAccepted)
+    assert parse_receipt(stdout) == plain
+
+
+@pytest.mark.parametrize("stdout", ["", "x\n", "28;bad cluster\n", "28\nx\n"])
+def test_an_unreadable_receipt_is_refused_by_both(stdout: str) -> None:
+    assert isinstance(parse_submit(CommandResult(0, stdout, "")), ParseFailure)
+    with pytest.raises(ObservationError, match="sbatch --parsable"):
+        parse_receipt(stdout)
+    with pytest.raises(ObservationError, match="sbatch --parsable"):
+        parse_receipt("28\n" * (MAX_LINES + 1))  # beyond the allocation's bounds
 
 
 def test_test_only_answers() -> None:
