@@ -19,11 +19,14 @@ and ``/api/v1`` return the same shapes from the same code:
   ``fetch_tree``, ``fetch_artifact``, ``cleanup``): the spec files and workspaces are
   the truth for them whether or not a daemon runs.
 
-The halves live apart: :mod:`vq.gateway.daemon` (:class:`DaemonLink`: the socket, the
-RPC calls, ``daemon.pid``) and :mod:`vq.gateway.fallback` (:class:`DiskFallbacks`: each
-verb's answer from the disk); :class:`Gateway` here only chooses between them, verb by
-verb. The CLI (:mod:`vq.cli`) and the web console (:mod:`vq.web`) reach the state through
-this class and the services only, never the store (an import contract enforces it).
+The halves live apart, each a class in its own module that the gateway composes (no
+inheritance across files): :mod:`vq.gateway.daemon` (:class:`DaemonLink`: the socket, the
+RPC calls, ``daemon.pid``), :mod:`vq.gateway.disk` (:class:`DiskVerbs`: the disk-only
+verbs and the service context) and :mod:`vq.gateway.fallback` (:class:`DiskFallbacks`:
+each daemon verb's answer from the disk); :class:`Gateway` here only chooses between
+them, verb by verb. The CLI (:mod:`vq.cli`) and the web console (:mod:`vq.web`) reach the
+state through this class and the services only, never the store (an import contract
+enforces it).
 
 Import cost: only the stdlib client, errors and paths at import time; services, pydantic
 and the configuration are imported on the fallback paths. ``vq submit``'s fast path
@@ -43,10 +46,19 @@ from vq.domain.durations import parse_moment
 from vq.paths import MultiUserLayout, StatePaths
 
 from .daemon import SNAPSHOT_TIMEOUT_SECONDS, DaemonLink
+from .disk import DiskVerbs
 from .fallback import DiskFallbacks
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from vq.domain.admission import Caps
+    from vq.domain.spec import JobSpec
+    from vq.services.cleanup import CleanupPolicy, CleanupReport
+    from vq.services.context import ServiceContext
+    from vq.services.fetch import FetchResult
+    from vq.services.fetch_snapshot import SourceKind
+    from vq.services.ownership import OwnerCheck
 
 __all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "Gateway", "since_moment"]
 
@@ -61,8 +73,13 @@ def since_moment(text: str | None) -> datetime | None:
     return parse_moment(text, datetime.now(UTC), ago=True)
 
 
-class Gateway(DaemonLink, DiskFallbacks):
+class Gateway:
     """The daemon-or-disk access to one state root.
+
+    Composed of a :class:`DaemonLink` (``link``: the socket), a :class:`DiskVerbs`
+    (``disk``: the files, the service context) and a :class:`DiskFallbacks`
+    (``fallback``: each daemon verb's answer from the disk); this class only chooses
+    between them, verb by verb, and forwards the verbs that need no choice.
 
     ``env`` selects the configuration (``VQ_CONFIG_DIR`` and its fallbacks) used for the
     caps, profiles and programs of the no-daemon path; None means ``os.environ``.
@@ -79,6 +96,78 @@ class Gateway(DaemonLink, DiskFallbacks):
         self.env = env
         self.timeout = timeout
         self.owner = owner
+        self.link = DaemonLink(paths, timeout)
+        self.disk = DiskVerbs(paths, env, owner)
+        self.fallback = DiskFallbacks(self.disk)
+
+    # --- the daemon alone ---------------------------------------------------------------
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any | None:
+        """:meth:`DaemonLink.call`: the daemon's answer, or None when none answers."""
+        return self.link.call(method, params)
+
+    def ask(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        timeout: float = SNAPSHOT_TIMEOUT_SECONDS,
+    ) -> Any | None:
+        """:meth:`DaemonLink.ask`: also None when the daemon fails mid-call (reads only)."""
+        return self.link.ask(method, params, timeout)
+
+    def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """:meth:`DaemonLink.daemon_only`: DaemonNotRunning when no daemon answers."""
+        return self.link.daemon_only(method, params)
+
+    def daemon_pid(self) -> int | None:
+        """:meth:`DaemonLink.daemon_pid`: the live pid in ``daemon.pid``, or None."""
+        return self.link.daemon_pid()
+
+    # --- the disk alone -----------------------------------------------------------------
+    def local_context(self) -> ServiceContext:
+        """:meth:`DiskVerbs.local_context`: a service context over the disk."""
+        return self.disk.local_context()
+
+    def owner_check(self) -> OwnerCheck | None:
+        """:meth:`DiskVerbs.owner_check`: the ownership helper (None: single-user)."""
+        return self.disk.owner_check()
+
+    def known_ids(self) -> list[str]:
+        """:meth:`DiskVerbs.known_ids`: every job id with a spec file."""
+        return self.disk.known_ids()
+
+    def spec(self, job_id: str) -> JobSpec:
+        """:meth:`DiskVerbs.spec`: the job's spec, behind the ownership helper."""
+        return self.disk.spec(job_id)
+
+    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
+        """:meth:`DiskVerbs.events`: the job's timeline."""
+        return self.disk.events(job_id, refuse_archived=refuse_archived)
+
+    def final_state(self, job_id: str) -> dict[str, Any] | None:
+        """:meth:`DiskVerbs.final_state`: how the job ended, or None while it has not."""
+        return self.disk.final_state(job_id)
+
+    def fetch_tree(self, job_id: str, dest: Path | None, kind: SourceKind) -> FetchResult:
+        """:meth:`DiskVerbs.fetch_tree` (``vq fetch``)."""
+        return self.disk.fetch_tree(job_id, dest, kind)
+
+    def fetch_artifact(
+        self, job_id: str, name: str, dest: Path | None, kind: SourceKind
+    ) -> FetchResult:
+        """:meth:`DiskVerbs.fetch_artifact` (``vq fetch --name``)."""
+        return self.disk.fetch_artifact(job_id, name, dest, kind)
+
+    def cleanup(self, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
+        """:meth:`DiskVerbs.cleanup` (``vq cleanup``; a dry run unless ``execute``)."""
+        return self.disk.cleanup(policy, execute=execute)
+
+    def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
+        """:meth:`DiskFallbacks.usage` (``vq usage``: always from the spec files)."""
+        return self.fallback.usage(by, since)
+
+    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`DiskFallbacks.submit_on_disk` (``vq submit`` without a daemon)."""
+        return self.fallback.submit_on_disk(params)
 
     # --- reads --------------------------------------------------------------------------
     def list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -90,14 +179,14 @@ class Gateway(DaemonLink, DiskFallbacks):
         """
         result = self.call("list", params)
         if result is None:
-            return self.disk_list_rows(params)
+            return self.fallback.disk_list_rows(params)
         if "counts" not in result:
-            return self.disk_list_rows(params)
+            return self.fallback.disk_list_rows(params)
         if "total" not in result:
             from vq.services.listing import page_params
 
             if page_params(params) is not None:
-                return self.disk_list_rows(params)
+                return self.fallback.disk_list_rows(params)
         return dict(result)
 
     def status(self, job_id: str, uid: int | None = None) -> dict[str, Any]:
@@ -109,7 +198,7 @@ class Gateway(DaemonLink, DiskFallbacks):
         view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
             return dict(view)
-        return self.disk_status(job_id, uid)
+        return self.fallback.disk_status(job_id, uid)
 
     def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
         """The ids of the jobs in ``states`` carrying every tag in ``tags``."""
@@ -135,7 +224,7 @@ class Gateway(DaemonLink, DiskFallbacks):
         else:  # no daemon (or it stopped between the calls): the disk, the last caps
             from vq.services.control import read_capacity
 
-            rows, caps, pid = self.disk_top_rows(), read_capacity(self.paths), None
+            rows, caps, pid = self.fallback.disk_top_rows(), read_capacity(self.paths), None
         samples = {
             row["id"]: read_latest_sample(self.paths.samples(row["id"]))
             for row in rows
@@ -151,7 +240,7 @@ class Gateway(DaemonLink, DiskFallbacks):
         from vq.services.reports import build_overview, caps_from_ping
 
         now = datetime.now(UTC)
-        quotas = self._quota_policy()
+        quotas = self.fallback.quota_policy()
         ping = self.ask("ping")
         listing = self.ask("list", {"states": []}) if isinstance(ping, dict) else None
         if isinstance(ping, dict) and isinstance(listing, dict):
@@ -163,7 +252,7 @@ class Gateway(DaemonLink, DiskFallbacks):
                 quarantined=len(listing["quarantined"]),
                 quotas=quotas,
             )
-        return self.disk_overview(now, quotas)
+        return self.fallback.disk_overview(now, quotas)
 
     # --- submission ---------------------------------------------------------------------
     def submit(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +289,7 @@ class Gateway(DaemonLink, DiskFallbacks):
         result = self._call_for_owner("kill", job_id)
         if result is not None:
             return dict(result)
-        return self.disk_kill(job_id)
+        return self.fallback.disk_kill(job_id)
 
     def pause(self, job_id: str) -> dict[str, Any]:
         return self._pause_or_resume("pause", job_id)
@@ -212,14 +301,14 @@ class Gateway(DaemonLink, DiskFallbacks):
         result = self._call_for_owner(verb, job_id)
         if result is not None:
             return dict(result)
-        return self.disk_pause_or_resume(verb, job_id)
+        return self.fallback.disk_pause_or_resume(verb, job_id)
 
     def resubmit(self, job_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
         """The new job's spec (``vq resubmit --json``)."""
         spec = self.call("resubmit", {"id": job_id, "overrides": overrides})
         if spec is not None:
             return dict(spec)
-        return self.disk_resubmit(job_id, overrides)
+        return self.fallback.disk_resubmit(job_id, overrides)
 
     # --- queue control ------------------------------------------------------------------
     def drain(self, *, full: bool, reject_submits: bool, reason: str | None) -> dict[str, Any]:
@@ -229,14 +318,14 @@ class Gateway(DaemonLink, DiskFallbacks):
         result = self.call("drain", params)
         if result is not None:
             return dict(result)
-        return self.disk_drain(mode, reject_submits, reason)
+        return self.fallback.disk_drain(mode, reject_submits, reason)
 
     def undrain(self) -> dict[str, Any]:
         """Dispatch again and resume the jobs a full drain paused."""
         result = self.call("undrain", {})
         if result is not None:
             return dict(result)
-        return self.disk_undrain()
+        return self.fallback.disk_undrain()
 
     def throttle(
         self,
@@ -251,6 +340,6 @@ class Gateway(DaemonLink, DiskFallbacks):
         result = self.call("throttle", {k: v for k, v in params.items() if v is not None})
         if result is not None:
             return dict(result)
-        return self.disk_throttle(
+        return self.fallback.disk_throttle(
             clear=clear, max_jobs=max_jobs, max_cpus=max_cpus, seconds=seconds
         )

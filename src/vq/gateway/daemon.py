@@ -27,8 +27,9 @@ SNAPSHOT_TIMEOUT_SECONDS = 10.0
 class DaemonLink:
     """The RPC side of a gateway: ``paths`` names the socket, ``timeout`` bounds a call."""
 
-    paths: StatePaths
-    timeout: float
+    def __init__(self, paths: StatePaths, timeout: float = 60.0) -> None:
+        self.paths = paths
+        self.timeout = timeout
 
     def client(self, timeout: float | None = None) -> Client:
         return Client(str(self.paths.daemon_sock), timeout=timeout or self.timeout)

@@ -2,9 +2,9 @@
 
 Every method here runs the matching :mod:`vq.services` function over a
 :class:`~vq.services.context.ServiceContext` built from the configured caps
-(:meth:`DiskVerbs.local_context`) and answers the shape the daemon's RPC method answers
-(``tests/integration/test_gateway_parity.py``). None of them talks to the daemon; the
-choice between the two halves is :class:`vq.gateway.Gateway`'s.
+(:meth:`DiskVerbs.local_context`, composed, not inherited) and answers the shape the
+daemon's RPC method answers (``tests/integration/test_gateway_parity.py``). None of them
+talks to the daemon; the choice between the two halves is :class:`vq.gateway.Gateway`'s.
 
 Import cost: services, pydantic and the configuration are imported inside the methods,
 so importing the gateway stays cheap for the paths that never fall back.
@@ -40,8 +40,19 @@ def root_does_not_submit() -> PermissionDenied:
     )
 
 
-class DiskFallbacks(DiskVerbs):
-    """The no-daemon answers of the daemon verbs, for one state root."""
+class DiskFallbacks:
+    """The no-daemon answers of the daemon verbs, for the state root of ``disk`` (whose
+    service context and ownership helper they run on)."""
+
+    def __init__(self, disk: DiskVerbs) -> None:
+        self.disk = disk
+        self.paths = disk.paths
+        self.env = disk.env
+        self.owner = disk.owner
+
+    def local_context(self) -> ServiceContext:
+        """The service context over the disk (:meth:`DiskVerbs.local_context`)."""
+        return self.disk.local_context()
 
     # --- reads --------------------------------------------------------------------------
     def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +136,7 @@ class DiskFallbacks(DiskVerbs):
         owner_dir = self.paths.owner_dir
         if owner_dir is None or isinstance(self.paths, MultiUserLayout):
             return None
-        policy = self._quota_policy()
+        policy = self.quota_policy()
         if policy is None or policy.unlimited:
             return None
         from vq.domain.quotas import Holder, load_of
@@ -155,7 +166,7 @@ class DiskFallbacks(DiskVerbs):
         snapshot = read_capacity(self.paths)  # the last advertised caps, or None
         return build_overview(rows, snapshot, now, None, quarantined=quarantined, quotas=quotas)
 
-    def _quota_policy(self) -> QuotaPolicy | None:
+    def quota_policy(self) -> QuotaPolicy | None:
         """Multi-user mode: the system config's ``[quotas]`` (validated; ConfigError when it
         is not); None in single-user mode."""
         if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
