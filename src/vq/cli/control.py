@@ -17,6 +17,7 @@ from vq.protocol.submit_fields import SUBMIT_FIELDS
 
 if TYPE_CHECKING:
     from vq.gateway import Gateway
+    from vq.protocol.answers import JobRefusal, PauseAnswer
 
 __all__ = ["job_exit_status", "kill", "pause", "resubmit", "resume", "wait"]
 
@@ -200,7 +201,7 @@ def _pause_or_resume(
     from vq.errors import PermissionDenied
 
     access = gateway(uid)
-    results: list[dict[str, Any]] = []
+    results: list[PauseAnswer | JobRefusal] = []
     refused: PermissionDenied | None = None
     for job_id in job_ids:
         try:

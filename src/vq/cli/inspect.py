@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vq.cli.common import echo_json, gateway, owner_option, since_moment
 from vq.cli.job_ids import GROUP_ID, JOB_ID
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import GroupSummary, ListAnswer, ListRow
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -73,7 +77,7 @@ def list_jobs(
         click.echo(result["group"]["summary"])
 
 
-def list_rows(params: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
+def list_rows(params: Mapping[str, object], uid: int | None = None) -> ListAnswer:
     """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one.
 
     ``uid`` (multi-user mode): only the rows whose ``submitter`` is that owner, with
@@ -82,14 +86,15 @@ def list_rows(params: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
     result = gateway(uid).list_rows(params)
     if uid is None:
         return result
-    rows = [row for row in result["jobs"] if row.get("submitter") == str(uid)]
-    counts = dict.fromkeys(result.get("counts") or {}, 0)
+    rows = [row for row in result["jobs"] if row["submitter"] == str(uid)]
+    counts = dict.fromkeys(result["counts"], 0)
     for row in rows:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
-    return {**result, "jobs": rows, "counts": counts}
+    mine: ListAnswer = {**result, "jobs": rows, "counts": counts}
+    return mine
 
 
-def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def group_summary(group: str, rows: list[ListRow]) -> GroupSummary:
     """Counts per state of a group's elements, and one human line."""
     counts: dict[str, int] = {}
     for row in rows:

@@ -39,11 +39,25 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from vq.client import submit_to_owner_socket
 from vq.domain.durations import parse_moment
 from vq.paths import MultiUserLayout, StatePaths
+from vq.protocol import answers as rpc
+from vq.protocol.answers import (
+    DrainAnswer,
+    KillAnswer,
+    ListAnswer,
+    ListRow,
+    PauseAnswer,
+    Rpc,
+    SpecJSON,
+    StatusView,
+    SubmitAnswer,
+    ThrottleAnswer,
+    UndrainAnswer,
+)
 
 from .daemon import SNAPSHOT_TIMEOUT_SECONDS, DaemonLink
 from .disk import DiskVerbs
@@ -61,6 +75,8 @@ if TYPE_CHECKING:
     from vq.services.ownership import OwnerCheck
 
 __all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "Gateway", "since_moment"]
+
+A = TypeVar("A")
 
 
 def since_moment(text: str | None) -> datetime | None:
@@ -101,20 +117,20 @@ class Gateway:
         self.fallback = DiskFallbacks(self.disk)
 
     # --- the daemon alone ---------------------------------------------------------------
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any | None:
+    def call(self, method: Rpc[A], params: Mapping[str, object] | None = None) -> A | None:
         """:meth:`DaemonLink.call`: the daemon's answer, or None when none answers."""
         return self.link.call(method, params)
 
     def ask(
         self,
-        method: str,
-        params: dict[str, Any] | None = None,
+        method: Rpc[A],
+        params: Mapping[str, object] | None = None,
         timeout: float = SNAPSHOT_TIMEOUT_SECONDS,
-    ) -> Any | None:
+    ) -> A | None:
         """:meth:`DaemonLink.ask`: also None when the daemon fails mid-call (reads only)."""
         return self.link.ask(method, params, timeout)
 
-    def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def daemon_only(self, method: Rpc[A], params: Mapping[str, object] | None = None) -> A:
         """:meth:`DaemonLink.daemon_only`: DaemonNotRunning when no daemon answers."""
         return self.link.daemon_only(method, params)
 
@@ -165,19 +181,19 @@ class Gateway:
         """:meth:`DiskFallbacks.usage` (``vq usage``: always from the spec files)."""
         return self.fallback.usage(by, since)
 
-    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+    def submit_on_disk(self, params: Mapping[str, object]) -> SubmitAnswer:
         """:meth:`DiskFallbacks.submit_on_disk` (``vq submit`` without a daemon)."""
         return self.fallback.submit_on_disk(params)
 
     # --- reads --------------------------------------------------------------------------
-    def list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
+    def list_rows(self, params: Mapping[str, object]) -> ListAnswer:
         """``{"jobs", "quarantined", "counts"}``: the ``vq list --json`` payload.
 
         ``counts``: every job by state. With paging parameters (:mod:`vq.services.listing`)
         one page, plus ``total`` and ``total_jobs``. A daemon of an older version that
         does not page or count is answered from the disk instead.
         """
-        result = self.call("list", params)
+        result = self.call(rpc.LIST, params)
         if result is None:
             return self.fallback.disk_list_rows(params)
         if "counts" not in result:
@@ -187,17 +203,17 @@ class Gateway:
 
             if page_params(params) is not None:
                 return self.fallback.disk_list_rows(params)
-        return dict(result)
+        return result
 
-    def status(self, job_id: str, uid: int | None = None) -> dict[str, Any]:
+    def status(self, job_id: str, uid: int | None = None) -> StatusView:
         """The ``vq status --json`` view of one job (with ``queue_eta`` when PENDING).
 
         ``uid`` (multi-user mode): the copy in that owner's tree, for an id several
         owners' trees hold (a bare lookup of it is ambiguous)."""
         uid = self.owner if uid is None else uid
-        view = self.call("status", {"id": job_id, **({"uid": uid} if uid is not None else {})})
+        view = self.call(rpc.STATUS, {"id": job_id, **({"uid": uid} if uid is not None else {})})
         if view is not None:
-            return dict(view)
+            return view
         return self.fallback.disk_status(job_id, uid)
 
     def job_ids(self, states: list[str], tags: list[str]) -> list[str]:
@@ -210,14 +226,15 @@ class Gateway:
         from vq.services.reports import caps_from_ping
         from vq.services.top import build_top, read_latest_sample
 
-        ping = self.ask("ping", timeout=timeout)
+        ping = self.ask(rpc.PING, timeout=timeout)
         live = {"states": sorted(live_states)}
-        listing = self.ask("list", live, timeout=timeout) if isinstance(ping, dict) else None
+        listing = self.ask(rpc.LIST, live, timeout=timeout) if isinstance(ping, dict) else None
         counts: dict[str, int] | None = None
         caps: Caps | None
         answered = isinstance(ping, dict) and isinstance(listing, dict)
+        rows: list[ListRow]
         if isinstance(ping, dict) and isinstance(listing, dict):
-            rows: list[dict[str, Any]] = listing["jobs"]
+            rows = listing["jobs"]
             counts = listing.get("counts")  # every job's state, counted by the daemon
             caps = caps_from_ping(ping)
             pid = ping.get("pid")
@@ -241,8 +258,8 @@ class Gateway:
 
         now = datetime.now(UTC)
         quotas = self.fallback.quota_policy()
-        ping = self.ask("ping")
-        listing = self.ask("list", {"states": []}) if isinstance(ping, dict) else None
+        ping = self.ask(rpc.PING)
+        listing = self.ask(rpc.LIST, {"states": []}) if isinstance(ping, dict) else None
         if isinstance(ping, dict) and isinstance(listing, dict):
             return build_overview(
                 listing["jobs"],
@@ -255,7 +272,7 @@ class Gateway:
         return self.fallback.disk_overview(now, quotas)
 
     # --- submission ---------------------------------------------------------------------
-    def submit(self, params: dict[str, Any]) -> dict[str, Any]:
+    def submit(self, params: Mapping[str, object]) -> SubmitAnswer:
         """The ``vq submit --json`` payload of one submission (job, array or chain).
 
         In multi-user mode the job always lands in the submitter's own tree, never through
@@ -269,62 +286,63 @@ class Gateway:
                 return answered
         if self.paths.owner_dir is not None or isinstance(self.paths, MultiUserLayout):
             return self.submit_on_disk(params)
-        payload = self.call("submit", params)
+        payload = self.call(rpc.SUBMIT, params)
         if payload is not None:
-            return dict(payload)
+            return payload
         return self.submit_on_disk(params)
 
     # --- job control --------------------------------------------------------------------
-    def _call_for_owner(self, method: str, job_id: str) -> Any | None:
+    def _call_for_owner(self, method: Rpc[A], job_id: str) -> A | None:
         """``method`` on the daemon, after the daemon confirmed (``status --uid``) that
         the job is the named owner's when one was named (NotFound otherwise)."""
-        if self.owner is not None and self.call("status", {"id": job_id, "uid": self.owner}):
+        owner = self.owner
+        if owner is not None and self.call(rpc.STATUS, {"id": job_id, "uid": owner}) is not None:
             return self.call(method, {"id": job_id})
         if self.owner is not None:
             return None  # no daemon: the disk path applies the ownership helper
         return self.call(method, {"id": job_id})
 
-    def kill(self, job_id: str) -> dict[str, Any]:
+    def kill(self, job_id: str) -> KillAnswer:
         """The ``vq kill --json`` item. Without a daemon, waits out the grace itself."""
-        result = self._call_for_owner("kill", job_id)
+        result = self._call_for_owner(rpc.KILL, job_id)
         if result is not None:
-            return dict(result)
+            return result
         return self.fallback.disk_kill(job_id)
 
-    def pause(self, job_id: str) -> dict[str, Any]:
+    def pause(self, job_id: str) -> PauseAnswer:
         return self._pause_or_resume("pause", job_id)
 
-    def resume(self, job_id: str) -> dict[str, Any]:
+    def resume(self, job_id: str) -> PauseAnswer:
         return self._pause_or_resume("resume", job_id)
 
-    def _pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
-        result = self._call_for_owner(verb, job_id)
+    def _pause_or_resume(self, verb: Literal["pause", "resume"], job_id: str) -> PauseAnswer:
+        result = self._call_for_owner(rpc.PAUSE if verb == "pause" else rpc.RESUME, job_id)
         if result is not None:
-            return dict(result)
+            return result
         return self.fallback.disk_pause_or_resume(verb, job_id)
 
-    def resubmit(self, job_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    def resubmit(self, job_id: str, overrides: Mapping[str, object]) -> SpecJSON:
         """The new job's spec (``vq resubmit --json``)."""
-        spec = self.call("resubmit", {"id": job_id, "overrides": overrides})
+        spec = self.call(rpc.RESUBMIT, {"id": job_id, "overrides": overrides})
         if spec is not None:
-            return dict(spec)
+            return spec
         return self.fallback.disk_resubmit(job_id, overrides)
 
     # --- queue control ------------------------------------------------------------------
-    def drain(self, *, full: bool, reject_submits: bool, reason: str | None) -> dict[str, Any]:
+    def drain(self, *, full: bool, reject_submits: bool, reason: str | None) -> DrainAnswer:
         """Stop dispatching (``drain.json``); a full drain also pauses running jobs."""
         mode = "full" if full else "new"
         params = {"mode": mode, "reject_submits": reject_submits, "reason": reason}
-        result = self.call("drain", params)
+        result = self.call(rpc.DRAIN, params)
         if result is not None:
-            return dict(result)
+            return result
         return self.fallback.disk_drain(mode, reject_submits, reason)
 
-    def undrain(self) -> dict[str, Any]:
+    def undrain(self) -> UndrainAnswer:
         """Dispatch again and resume the jobs a full drain paused."""
-        result = self.call("undrain", {})
+        result = self.call(rpc.UNDRAIN, {})
         if result is not None:
-            return dict(result)
+            return result
         return self.fallback.disk_undrain()
 
     def throttle(
@@ -334,12 +352,12 @@ class Gateway:
         max_jobs: int | None = None,
         max_cpus: int | None = None,
         seconds: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> ThrottleAnswer:
         """Lower the caps for a while (``throttle.json``), or clear the throttle."""
         params = {"max_jobs": max_jobs, "max_cpus": max_cpus, "seconds": seconds, "clear": clear}
-        result = self.call("throttle", {k: v for k, v in params.items() if v is not None})
+        result = self.call(rpc.THROTTLE, {k: v for k, v in params.items() if v is not None})
         if result is not None:
-            return dict(result)
+            return result
         return self.fallback.disk_throttle(
             clear=clear, max_jobs=max_jobs, max_cpus=max_cpus, seconds=seconds
         )

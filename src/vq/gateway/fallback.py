@@ -19,10 +19,25 @@ from typing import TYPE_CHECKING, Any
 from vq.client import ring_doorbell
 from vq.errors import PermissionDenied, VqError
 from vq.paths import MultiUserLayout
+from vq.protocol.answers import (
+    DrainAnswer,
+    KillAnswer,
+    ListAnswer,
+    ListRow,
+    PauseAnswer,
+    ReportRow,
+    SpecJSON,
+    StatusView,
+    SubmitAnswer,
+    ThrottleAnswer,
+    UndrainAnswer,
+)
 
 from .disk import DiskVerbs
 
 if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
+    from collections.abc import Mapping
+
     from vq.domain.quotas import QuotaHold, QuotaPolicy
     from vq.domain.spec import JobSpec
     from vq.hosts_config import LaneSettings
@@ -55,7 +70,7 @@ class DiskFallbacks:
         return self.disk.local_context()
 
     # --- reads --------------------------------------------------------------------------
-    def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
+    def disk_list_rows(self, params: Mapping[str, object]) -> ListAnswer:
         """``vq list --json``'s payload from the spec files, whether or not a daemon runs.
 
         A tree the filesystem does not let this user read (another owner's, in multi-user
@@ -79,7 +94,7 @@ class DiskFallbacks:
             hint="check the permissions of the state root",
         )
 
-    def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
+    def disk_status(self, job_id: str, uid: int | None) -> StatusView:
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
         multi-user root only), with the owner's quota as the pending reason when it holds
         the job back, and on a user's own tree why the root daemon holds it, if it does
@@ -147,7 +162,7 @@ class DiskFallbacks:
         load = load_of(Holder(owner, s.id, s.cpus) for s in active)
         return policy.hold(owner, spec.cpus, load)
 
-    def disk_top_rows(self) -> list[dict[str, Any]]:
+    def disk_top_rows(self) -> list[ListRow]:
         """Every job's list row from the spec files (``vq top`` without a daemon)."""
         from vq.services.query import ListFilter, list_row, select
 
@@ -183,7 +198,7 @@ class DiskFallbacks:
         rows, _ = self.disk_report_rows(now)
         return build_usage(rows, by, since, now)
 
-    def disk_report_rows(self, now: datetime) -> tuple[list[dict[str, Any]], int]:
+    def disk_report_rows(self, now: datetime) -> tuple[list[ReportRow], int]:
         """Report rows of every readable spec, and the number of unreadable ones."""
         from vq.services.reports import report_row
         from vq.store.owned import store_for
@@ -192,7 +207,7 @@ class DiskFallbacks:
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
 
     # --- submission ---------------------------------------------------------------------
-    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+    def submit_on_disk(self, params: Mapping[str, object]) -> SubmitAnswer:
         """``vq submit`` without a daemon: validate, then write the spec(s) ourselves."""
         from vq.protocol.messages import SubmitParams, parse_params
         from vq.services.submit import result_payload, submit
@@ -227,7 +242,7 @@ class DiskFallbacks:
         )
 
     # --- job control --------------------------------------------------------------------
-    def disk_kill(self, job_id: str) -> dict[str, Any]:
+    def disk_kill(self, job_id: str) -> KillAnswer:
         """``vq kill --json``'s item, waiting out the grace here."""
         from vq.services.kill import kill_and_wait
 
@@ -236,37 +251,36 @@ class DiskFallbacks:
         ring_doorbell(self.paths.doorbell)
         return outcome.as_dict()
 
-    def disk_pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
+    def disk_pause_or_resume(self, verb: str, job_id: str) -> PauseAnswer:
         from vq.services import pause as pausing
 
         fn = pausing.pause_job if verb == "pause" else pausing.resume_job
         return fn(self.local_context(), job_id).as_dict()
 
-    def disk_resubmit(self, job_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    def disk_resubmit(self, job_id: str, overrides: Mapping[str, object]) -> SpecJSON:
+        from vq.services.query import spec_json
         from vq.services.resubmit import resubmit
 
-        return resubmit(self.local_context(), job_id, overrides).model_dump(mode="json")
+        return spec_json(resubmit(self.local_context(), job_id, dict(overrides)))
 
     # --- queue control ------------------------------------------------------------------
-    def disk_drain(self, mode: str, reject_submits: bool, reason: str | None) -> dict[str, Any]:
+    def disk_drain(self, mode: str, reject_submits: bool, reason: str | None) -> DrainAnswer:
         """Write ``drain.json`` with no daemon to tell."""
-        from dataclasses import asdict
-
         from vq.domain.spec import utcnow
-        from vq.services.control import DrainState, write_drain
+        from vq.services.control import DrainState, drain_json, write_drain
 
         state = DrainState(mode, reject_submits, reason, utcnow().isoformat())
         write_drain(self.paths, state)
-        return asdict(state)
+        return drain_json(state)
 
-    def disk_undrain(self) -> dict[str, Any]:
+    def disk_undrain(self) -> UndrainAnswer:
         from vq.services.control import undrain_on_disk
 
         return undrain_on_disk(self.local_context())
 
     def disk_throttle(
         self, *, clear: bool, max_jobs: int | None, max_cpus: int | None, seconds: int | None
-    ) -> dict[str, Any]:
+    ) -> ThrottleAnswer:
         from vq.domain.spec import utcnow
         from vq.services.control import throttle_on_disk
 

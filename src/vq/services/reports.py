@@ -34,6 +34,7 @@ from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.quotas import Holder, OwnerLoad, QuotaPolicy, load_of
 from vq.domain.states import JobState
 from vq.domain.summary import Listed
+from vq.protocol.answers import ReportRow
 from vq.services.query import list_row
 from vq.services.queue_eta import ETA_HISTORY, EtaBasis, eta_basis, queue_eta
 from vq.services.rows import (
@@ -70,15 +71,14 @@ USAGE_GROUPINGS = ("tag", "name", "day", "state", "submitter", "total")
 _RUNNING = JobState.RUNNING.value
 
 
-def report_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
-    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before, target)."""
-    row = list_row(spec, caps, now)
-    row["paused_seconds_total"] = spec.paused_seconds_total
-    row["paused_at"] = spec.paused_at.isoformat() if spec.paused_at else None
-    row["not_before"] = spec.not_before.isoformat() if spec.not_before else None
-    row["scheduler_target"] = spec.scheduler_target
-    row["submitter"] = spec.submitter
-    return row
+def report_row(spec: Listed, caps: Caps | None, now: datetime) -> ReportRow:
+    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before)."""
+    return {
+        **list_row(spec, caps, now),
+        "paused_seconds_total": spec.paused_seconds_total,
+        "paused_at": spec.paused_at.isoformat() if spec.paused_at else None,
+        "not_before": spec.not_before.isoformat() if spec.not_before else None,
+    }
 
 
 def caps_from_ping(ping: Mapping[str, Any]) -> Caps:

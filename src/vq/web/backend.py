@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastapi import Request
 
@@ -38,8 +38,21 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
+from vq.protocol.answers import (
+    DrainAnswer,
+    KillAnswer,
+    ListAnswer,
+    PauseAnswer,
+    QuarantinedItem,
+    SpecJSON,
+    StatusView,
+    UndrainAnswer,
+)
 from vq.services.top import parse_sample
 from vq.web.context import WebConfig
+
+if TYPE_CHECKING:
+    from vq.web.cockpit import QueueSummary
 
 __all__ = [
     "FAILED_STATES",
@@ -161,7 +174,7 @@ class Backend:
         since: str | None = None,
         group: str | None = None,
         **paging: Any,
-    ) -> dict[str, Any]:
+    ) -> ListAnswer:
         """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count.
 
         ``paging``: the parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``,
@@ -169,9 +182,9 @@ class Backend:
         page is listed and ``total`` and ``total_jobs`` are added.
         """
 
-        def work() -> dict[str, Any]:
+        def work() -> ListAnswer:
             moment = since_moment(since) if since else None
-            params: dict[str, Any] = {
+            params = {
                 "states": [s.upper() for s in states or []],
                 "tags": list(tags or []),
                 "name": name,
@@ -185,15 +198,16 @@ class Backend:
 
         return self._run(work)
 
-    def _quarantined(self, item: dict[str, Any]) -> dict[str, Any]:
-        job_id = str(item.get("id", ""))
+    def _quarantined(self, item: QuarantinedItem) -> QuarantinedItem:
+        fields: Mapping[str, object] = item  # an item names no ``id`` (the path says "")
+        job_id = str(fields.get("id", ""))
         return {
             **item,
             "path": f"queue/{job_id}.json",
-            "reason": self._scrub(str(item.get("reason", ""))),
+            "reason": self._scrub(item["reason"]) or "",
         }
 
-    def status(self, job_id: str) -> dict[str, Any]:
+    def status(self, job_id: str) -> StatusView:
         """The ``vq status --json`` view."""
         return self._by_id(job_id, self.gateway.status)
 
@@ -288,7 +302,7 @@ class Backend:
         return data if isinstance(data, dict) else None
 
     # --- snapshots ----------------------------------------------------------------------
-    def queue_summary(self, max_age: float | None = None) -> dict[str, Any]:
+    def queue_summary(self, max_age: float | None = None) -> QueueSummary:
         """The §6.3 cockpit (:func:`vq.web.cockpit.queue_summary`)."""
         from vq.web.cockpit import queue_summary
 
@@ -305,28 +319,28 @@ class Backend:
         return self._run(lambda: self.gateway.usage(by, since_moment(since)))
 
     # --- control ------------------------------------------------------------------------
-    def kill(self, job_id: str) -> dict[str, Any]:
+    def kill(self, job_id: str) -> KillAnswer:
         """``vq kill --json`` item; Conflict when the job already ended otherwise."""
         return self._by_id(job_id, self.gateway.kill)
 
-    def pause(self, job_id: str) -> dict[str, Any]:
+    def pause(self, job_id: str) -> PauseAnswer:
         return self._by_id(job_id, self.gateway.pause)
 
-    def resume(self, job_id: str) -> dict[str, Any]:
+    def resume(self, job_id: str) -> PauseAnswer:
         return self._by_id(job_id, self.gateway.resume)
 
-    def resubmit(self, job_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    def resubmit(self, job_id: str, overrides: Mapping[str, object] | None = None) -> SpecJSON:
         """The new job's spec (``vq resubmit --json``)."""
         return self._by_id(job_id, lambda jid: self.gateway.resubmit(jid, overrides or {}))
 
     def drain(
         self, full: bool = False, reject_submits: bool = False, reason: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DrainAnswer:
         return self._run(
             lambda: self.gateway.drain(full=full, reject_submits=reject_submits, reason=reason)
         )
 
-    def undrain(self) -> dict[str, Any]:
+    def undrain(self) -> UndrainAnswer:
         return self._run(self.gateway.undrain)
 
     def cleanup_failed(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 
+from vq.protocol.answers import DrainAnswer, UndrainAnswer
 from vq.web.api.models import DrainRequest, DrainResult
 from vq.web.backend import Backend, backend_of
 from vq.web.deps import need
@@ -33,7 +34,7 @@ Gate = Annotated[Backend, Depends(backend_of)]
     dependencies=[Reader],
 )
 def queue_summary(backend: Gate) -> dict[str, Any]:
-    return backend.queue_summary()
+    return dict(backend.queue_summary())
 
 
 @router.get(
@@ -69,7 +70,7 @@ def usage(
     "`reject_submits` refuses new submissions.",
     dependencies=[Controller],
 )
-def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) -> dict[str, Any]:
+def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) -> DrainAnswer:
     request = body or DrainRequest()
     return backend.drain(request.full, request.reject_submits, request.reason)
 
@@ -81,5 +82,5 @@ def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) ->
     description="Start dispatching again (and resume the jobs a full drain paused).",
     dependencies=[Controller],
 )
-def undrain(backend: Gate) -> dict[str, Any]:
+def undrain(backend: Gate) -> UndrainAnswer:
     return backend.undrain()
