@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Vq
+from tests.conftest import Vq, wait_until
 from vq.domain.spec import JobSpec, ProgramRuntimePin, RuntimeGeneration
 from vq.gateway import Gateway
 from vq.paths import StateLayout
 from vq.protocol import answers
+from vq.protocol import report_answers as reports
 from vq.protocol.methods import CONTRACTS
 from vq.services.query import list_row
 from vq.services.reports import report_row
@@ -146,6 +147,28 @@ def test_the_disk_answers_match_their_types(gateway: Gateway) -> None:
     assert final is not None
     assert mismatch(answers.FinalState, final) == MATCH
     assert mismatch(answers.SpecJSON, gateway.resubmit(job_id, {})) == MATCH
+    check_reports(gateway)
+
+
+def check_reports(gateway: Gateway) -> None:
+    """The report verbs' answers (``overview``, ``usage``, ``top``) against their types."""
+    overview = gateway.overview()
+    assert mismatch(reports.OverviewAnswer, overview) == MATCH
+    assert mismatch(reports.DaemonSummary, overview["daemon"]) == MATCH
+    assert mismatch(reports.RecentTerminal, overview["recent_terminal"]) == MATCH
+    assert mismatch(reports.Reservation, overview["reserved"]) == MATCH
+    usage = gateway.usage("total", None)
+    assert mismatch(reports.UsageAnswer, usage) == MATCH
+    assert mismatch(reports.UsageTotals, usage["total"]) == MATCH
+    for group in usage["groups"]:
+        assert mismatch(reports.UsageGroup, group) == MATCH
+    top = gateway.top(("RUNNING", "SUSPENDED"), 10.0)
+    assert mismatch(reports.TopAnswer, top) == MATCH
+    assert mismatch(reports.TopCapacity, top["capacity"]) == MATCH
+    for use in (top["capacity"]["cpus"], top["capacity"]["mem_mb"], top["capacity"]["jobs"]):
+        assert mismatch(reports.CapUse, use) == MATCH
+    for job in top["jobs"]:
+        assert mismatch(reports.TopJob, job) == MATCH
 
 
 # --- against a real daemon ----------------------------------------------------------------
@@ -176,6 +199,8 @@ def test_a_daemon_answers_match_their_types(vq: Vq) -> None:
     assert mismatch(answers.ListAnswer, listing) == MATCH
     for row in listing["jobs"]:
         assert mismatch(answers.ListRow, row) == MATCH
+    wait_until(lambda: gateway.status(job_id)["state"] == "RUNNING")
+    check_reports(gateway)  # with a live job in top's rows and usage's groups
     assert mismatch(answers.KillAnswer, gateway.kill(job_id)) == MATCH
 
 

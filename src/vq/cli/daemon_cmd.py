@@ -322,13 +322,15 @@ def undrain() -> None:
 
 def throttle_table(result: ThrottleAnswer) -> str:
     """``vq daemon throttle``'s answer as an aligned table (``--json`` has the object)."""
-    limits, effective = result["throttle"], result["effective_caps"]
-    expires = limits["expires_at"] if limits else None
+    limits, effective = result.get("throttle"), result.get("effective_caps")
+    expires = limits.get("expires_at") if limits else None
     lines = [f"throttled {'until ' + expires if expires else 'until cleared (--clear)'}"]
     rows = [("CAP", "THROTTLE", "EFFECTIVE")]
+    jobs_now = effective.get("max_jobs") if effective else None
+    cpus_now = effective.get("max_cpus") if effective else None
     caps = (
-        ("max_jobs", limits["max_jobs"] if limits else None, effective["max_jobs"]),
-        ("max_cpus", limits["max_cpus"] if limits else None, effective["max_cpus"]),
+        ("max_jobs", limits.get("max_jobs") if limits else None, jobs_now),
+        ("max_cpus", limits.get("max_cpus") if limits else None, cpus_now),
     )
     for cap, value, now in caps:
         rows.append((cap, "-" if value is None else str(value), "-" if now is None else str(now)))

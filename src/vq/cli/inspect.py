@@ -86,8 +86,8 @@ def list_rows(params: Mapping[str, object], uid: int | None = None) -> ListAnswe
     result = gateway(uid).list_rows(params)
     if uid is None:
         return result
-    rows = [row for row in result["jobs"] if row["submitter"] == str(uid)]
-    counts = dict.fromkeys(result["counts"], 0)
+    rows = [row for row in result["jobs"] if row.get("submitter") == str(uid)]
+    counts = dict.fromkeys(result.get("counts") or {}, 0)
     for row in rows:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
     mine: ListAnswer = {**result, "jobs": rows, "counts": counts}

@@ -72,7 +72,7 @@ def _submit_params(params: dict[str, Any]) -> SubmitAnswer:
     from vq.paths import StatePaths
 
     payload = Gateway(StatePaths.from_env()).submit_on_disk(params)
-    count = len(payload["jobs"]) if "jobs" in payload else 1
+    count = (len(payload["jobs"]) if "jobs" in payload else 0) or 1
     note(f"{'the job is' if count == 1 else f'the {count} jobs are'} PENDING; {NO_DAEMON}")
     return payload
 
@@ -85,7 +85,7 @@ def emit(payload: SubmitAnswer, as_json: bool) -> None:
     else:
         created = [payload["id"]] if payload["id"] else []
     note_jobs(created)
-    for message in payload["capacity_warnings"]:
+    for message in payload.get("capacity_warnings", []):
         warn(message)
     if as_json:
         echo_json(payload)

@@ -58,6 +58,7 @@ from vq.protocol.answers import (
     ThrottleAnswer,
     UndrainAnswer,
 )
+from vq.protocol.report_answers import OverviewAnswer, TopAnswer, UsageAnswer
 
 from .daemon import SNAPSHOT_TIMEOUT_SECONDS, DaemonLink
 from .disk import DiskVerbs
@@ -177,7 +178,7 @@ class Gateway:
         """:meth:`DiskVerbs.cleanup` (``vq cleanup``; a dry run unless ``execute``)."""
         return self.disk.cleanup(policy, execute=execute)
 
-    def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
+    def usage(self, by: str, since: datetime | None) -> UsageAnswer:
         """:meth:`DiskFallbacks.usage` (``vq usage``: always from the spec files)."""
         return self.fallback.usage(by, since)
 
@@ -221,7 +222,7 @@ class Gateway:
         listing = self.list_rows({"states": states, "tags": tags})
         return [str(row["id"]) for row in listing["jobs"]]
 
-    def top(self, live_states: tuple[str, ...], timeout: float) -> dict[str, Any]:
+    def top(self, live_states: tuple[str, ...], timeout: float) -> TopAnswer:
         """The ``vq top --json`` snapshot: the daemon's jobs and caps, or the disk's."""
         from vq.services.reports import caps_from_ping
         from vq.services.top import build_top, read_latest_sample
@@ -251,7 +252,7 @@ class Gateway:
             rows, samples, caps, datetime.now(UTC), pid, counts=counts, daemon_running=answered
         )
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> OverviewAnswer:
         """The ``vq overview --json`` snapshot (without a daemon: the last advertised caps,
         unknown when none is readable)."""
         from vq.services.reports import build_overview, caps_from_ping

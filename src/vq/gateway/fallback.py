@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.client import ring_doorbell
 from vq.errors import PermissionDenied, VqError
@@ -32,6 +32,7 @@ from vq.protocol.answers import (
     ThrottleAnswer,
     UndrainAnswer,
 )
+from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 
 from .disk import DiskVerbs
 
@@ -171,7 +172,7 @@ class DiskFallbacks:
         specs = select(ctx.store.scan().specs.values(), ListFilter())
         return [list_row(spec, ctx.base_caps, now) for spec in specs]
 
-    def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> dict[str, Any]:
+    def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> OverviewAnswer:
         """``vq overview --json`` from the spec files and the last advertised caps (unknown
         when none is readable)."""
         from vq.services.control import read_capacity
@@ -190,7 +191,7 @@ class DiskFallbacks:
 
         return load_settings(self.env).quotas.policy()
 
-    def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
+    def usage(self, by: str, since: datetime | None) -> UsageAnswer:
         """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""
         from vq.services.reports import build_usage
 

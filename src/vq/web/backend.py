@@ -48,6 +48,7 @@ from vq.protocol.answers import (
     StatusView,
     UndrainAnswer,
 )
+from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 from vq.services.top import parse_sample
 from vq.web.context import WebConfig
 
@@ -204,7 +205,7 @@ class Backend:
         return {
             **item,
             "path": f"queue/{job_id}.json",
-            "reason": self._scrub(item["reason"]) or "",
+            "reason": self._scrub(str(item.get("reason", ""))) or "",
         }
 
     def status(self, job_id: str) -> StatusView:
@@ -308,11 +309,11 @@ class Backend:
 
         return self._run(lambda: queue_summary(self.gateway, self.paths, max_age))
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> OverviewAnswer:
         """``vq overview --json``."""
         return self._run(self.gateway.overview)
 
-    def usage(self, by: str = "tag", since: str | None = None) -> dict[str, Any]:
+    def usage(self, by: str = "tag", since: str | None = None) -> UsageAnswer:
         """``vq usage --json`` (``by``: tag, name, day or state)."""
         if by not in ("tag", "name", "day", "state"):
             raise InvalidInput("by must be tag, name, day or state")

@@ -44,7 +44,8 @@ def queue_summary(backend: Gate) -> dict[str, Any]:
     dependencies=[Reader],
 )
 def overview(backend: Gate) -> dict[str, Any]:
-    return backend.overview()
+    # the route's JSON is the snapshot as built (no response model re-validates it)
+    return dict(backend.overview())
 
 
 @router.get(
@@ -59,7 +60,7 @@ def usage(
     by: Literal["tag", "name", "day", "state", "total"] = "tag",
     since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
-    return backend.usage(by, since)
+    return dict(backend.usage(by, since))
 
 
 @router.post(

@@ -101,7 +101,7 @@ class Snapshots:
         now = utcnow()
         warnings: dict[str, SchedulerWarning] = {}
         for row in active:
-            lane = lanes.get(str(row["scheduler_target"]))
+            lane = lanes.get(str(row.get("scheduler_target")))
             if lane is not None and lane.accounting == "none":
                 warning = blind_lane_warning(self.gateway.spec(row["id"]), lane, now)
                 if warning is not None:
@@ -126,7 +126,7 @@ class Snapshots:
         page = self.gateway.list_rows({**filters, "sort": "-submitted_at", "limit": limit + 1})
         rows = page["jobs"]
         cut = 0 < limit < len(rows)
-        if cut and rows[limit]["submitted_at"] == rows[limit - 1]["submitted_at"]:
+        if cut and rows[limit].get("submitted_at") == rows[limit - 1].get("submitted_at"):
             rows = self.gateway.list_rows(filters)["jobs"]
             return _newest_first(rows)[:limit], len(rows)
         return _newest_first(rows)[:limit], int(page.get("total", len(rows)))
@@ -142,7 +142,7 @@ class Snapshots:
         # the console's copy of the view: whether a key was used, never its hash
         shown: dict[str, object] = {
             **view,
-            "idempotency_key_used": bool(view["idempotency_key_hash"]),
+            "idempotency_key_used": bool(view.get("idempotency_key_hash")),
         }
         for key in _HIDDEN:
             shown.pop(key, None)
@@ -161,7 +161,9 @@ class Snapshots:
 
 def _newest_first(rows: list[ListRow]) -> list[ListRow]:
     """The fleet table's order on one host: newest submitted first, ties by id."""
-    return sorted(rows, key=lambda row: (row["submitted_at"] or "", row["id"]), reverse=True)
+    return sorted(
+        rows, key=lambda row: (str(row.get("submitted_at") or ""), str(row.get("id"))), reverse=True
+    )
 
 
 def _inside(workspace: Path, relative: str) -> Path | None:

@@ -148,9 +148,9 @@ def _pause_or_resume(request: Request, job_id: str, csrf: str, verb: str) -> Res
         data = backend(request)
         result = data.pause(job_id) if verb == "pause" else data.resume(job_id)
         done = "paused" if verb == "pause" else "resumed"
-        if result["changed"]:
-            return Outcome(f"Job {job_id} {done} (now {result['state']}).")
-        return Outcome(f"Job {job_id} was not {done}: it is {result['state']}.", ok=False)
+        if result.get("changed", True):
+            return Outcome(f"Job {job_id} {done} (now {result.get('state')}).")
+        return Outcome(f"Job {job_id} was not {done}: it is {result.get('state')}.", ok=False)
 
     return _act(request, csrf, _job_back(job_id), work)
 
