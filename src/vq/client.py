@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from vq.protocol.answers import SubmitAnswer
+    from vq.protocol.answers import PingAnswer, SubmitAnswer
 
 
 __all__ = ["Client", "owner_hold", "ring_doorbell", "submit_to_owner_socket"]
@@ -88,10 +88,10 @@ class Client:
                 ) from exc
         return result_of(line, method)
 
-    def ping(self, timeout: float = 2.0) -> dict[str, Any] | None:
+    def ping(self, timeout: float = 2.0) -> PingAnswer | None:
         """The daemon's ping answer, or None if no daemon answers."""
         try:
-            result = self.call("ping", timeout=timeout)
+            result: PingAnswer | None = self.call("ping", timeout=timeout)
         except (DaemonNotRunning, OSError, ProtocolError):
             return None
         return result if isinstance(result, dict) else None

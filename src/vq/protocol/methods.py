@@ -185,8 +185,8 @@ class PingResult(Result):
     #: a root daemon started with --allow-root / VQ_ALLOW_ROOT=1 (every job runs as root)
     root_single_user: bool = False
     #: the configured (base) caps, and the caps in force after a throttle
-    caps: dict[str, Any]
-    effective_caps: dict[str, Any]
+    caps: dict[str, int | None]
+    effective_caps: dict[str, int | None]
 
 
 class SubmitResult(View):
@@ -267,7 +267,7 @@ class UndrainResult(Result):
 class ThrottleResult(Result):
     """``throttle``: the throttle in force (None when cleared) and the caps it leaves."""
 
-    throttle: dict[str, Any] | None
+    throttle: dict[str, int | str | None] | None
     effective_caps: dict[str, int | None]
 
 
@@ -282,8 +282,8 @@ class CapacityResult(Result):
 class AdminStatusResult(Result):
     """``admin_status``: drain, throttle, configuration health and dispatch holds."""
 
-    drain: dict[str, Any]
-    throttle: dict[str, Any] | None
+    drain: dict[str, str | bool | None]
+    throttle: dict[str, int | str | None] | None
     config_error: str | None
     #: loaded config files that have disappeared (dispatch is held until one is back)
     config_missing: list[str] = Field(default_factory=list)
@@ -302,7 +302,7 @@ class HealthResult(Result):
 
     ok: bool
     checked_at: str
-    checks: list[dict[str, Any]]
+    checks: list[dict[str, str | bool]]
 
 
 class ReloadResult(View):
