@@ -47,6 +47,7 @@ from vq.paths import MultiUserLayout, StatePaths
 from vq.protocol import answers as rpc
 from vq.protocol.answers import (
     DrainAnswer,
+    FinalState,
     KillAnswer,
     ListAnswer,
     ListRow,
@@ -160,7 +161,7 @@ class Gateway:
         """:meth:`DiskVerbs.events`: the job's timeline."""
         return self.disk.events(job_id, refuse_archived=refuse_archived)
 
-    def final_state(self, job_id: str) -> dict[str, Any] | None:
+    def final_state(self, job_id: str) -> FinalState | None:
         """:meth:`DiskVerbs.final_state`: how the job ended, or None while it has not."""
         return self.disk.final_state(job_id)
 

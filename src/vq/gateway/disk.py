@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from vq.config import Settings
     from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
+    from vq.protocol.answers import FinalState
     from vq.services.cleanup import CleanupPolicy, CleanupReport
     from vq.services.context import ServiceContext
     from vq.services.fetch import FetchResult
@@ -145,7 +146,7 @@ class DiskVerbs:
             )
         return read_events(self.paths, job_id)
 
-    def final_state(self, job_id: str) -> dict[str, Any] | None:
+    def final_state(self, job_id: str) -> FinalState | None:
         """``{id, state, exit_code, failure_reason}`` once the job has ended, else None."""
         spec = self.spec(job_id)
         if not spec.is_terminal:

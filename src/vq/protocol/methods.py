@@ -224,7 +224,7 @@ class ListResult(Result):
     """``list``: the rows, the unreadable specs and every state's count (plus paging)."""
 
     jobs: list[dict[str, Any]]
-    quarantined: list[dict[str, Any]]
+    quarantined: list[dict[str, str]]
     counts: dict[str, int]
     total: int | None = None
     total_jobs: int | None = None
