@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,7 +10,7 @@ from vq.cli.common import echo_json, gateway, owner_option, since_moment
 from vq.cli.job_ids import GROUP_ID, JOB_ID
 
 if TYPE_CHECKING:
-    from vq.protocol.answers import GroupSummary, ListAnswer, ListRow
+    from vq.protocol.answers import GroupSummary, ListAnswer, ListQuery, ListRow
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -53,7 +52,7 @@ def list_jobs(
     Ids are always shown in full; any unique prefix of 4 or more characters names a job
     in every other command.
     """
-    params: dict[str, Any] = {
+    params: ListQuery = {
         "states": [s.upper() for s in states],
         "tags": list(tags),
         "name": name,
@@ -77,7 +76,7 @@ def list_jobs(
         click.echo(result["group"]["summary"])
 
 
-def list_rows(params: Mapping[str, object], uid: int | None = None) -> ListAnswer:
+def list_rows(params: ListQuery, uid: int | None = None) -> ListAnswer:
     """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one.
 
     ``uid`` (multi-user mode): only the rows whose ``submitter`` is that owner, with

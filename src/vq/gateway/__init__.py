@@ -50,6 +50,7 @@ from vq.protocol.answers import (
     FinalState,
     KillAnswer,
     ListAnswer,
+    ListQuery,
     ListRow,
     PauseAnswer,
     Rpc,
@@ -188,7 +189,7 @@ class Gateway:
         return self.fallback.submit_on_disk(params)
 
     # --- reads --------------------------------------------------------------------------
-    def list_rows(self, params: Mapping[str, object]) -> ListAnswer:
+    def list_rows(self, params: ListQuery) -> ListAnswer:
         """``{"jobs", "quarantined", "counts"}``: the ``vq list --json`` payload.
 
         ``counts``: every job by state. With paging parameters (:mod:`vq.services.listing`)

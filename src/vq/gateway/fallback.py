@@ -23,6 +23,7 @@ from vq.protocol.answers import (
     DrainAnswer,
     KillAnswer,
     ListAnswer,
+    ListQuery,
     ListRow,
     PauseAnswer,
     ReportRow,
@@ -71,7 +72,7 @@ class DiskFallbacks:
         return self.disk.local_context()
 
     # --- reads --------------------------------------------------------------------------
-    def disk_list_rows(self, params: Mapping[str, object]) -> ListAnswer:
+    def disk_list_rows(self, params: ListQuery) -> ListAnswer:
         """``vq list --json``'s payload from the spec files, whether or not a daemon runs.
 
         A tree the filesystem does not let this user read (another owner's, in multi-user

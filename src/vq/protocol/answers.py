@@ -39,6 +39,7 @@ __all__ = [
     "KillAnswer",
     "LaneChanges",
     "ListAnswer",
+    "ListQuery",
     "ListRow",
     "Overage",
     "PauseAnswer",
@@ -292,6 +293,25 @@ class GroupSummary(TypedDict):
     total: int
     counts: dict[str, int]
     summary: str
+
+
+class ListQuery(TypedDict, total=False):
+    """``list``'s parameters (:class:`vq.protocol.methods.ListParams`): the filters, the
+    paging and ordering of :mod:`vq.services.listing`, and how fresh the daemon's view of
+    other writers' changes must be."""
+
+    states: list[str]
+    tags: list[str]
+    name: str | None
+    since: str | None
+    group: str | None
+    sort: str | None
+    table_sort: str | None
+    table_dir: str | None
+    offset: int | None
+    limit: int | None
+    count_only: bool | None
+    max_age: float | None
 
 
 class ListAnswer(TypedDict):

@@ -15,10 +15,11 @@ grow: a new field is optional in params and additive in results.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .answers import ListQuery
 from .messages import SubmitParams
 
 __all__ = [
@@ -118,9 +119,9 @@ class ListParams(Params):
     #: how old (seconds) a check for other writers' spec changes may be
     max_age: Annotated[Seconds, Field(le=60)] | None = None
 
-    def query(self) -> dict[str, Any]:
+    def query(self) -> ListQuery:
         """The filter and paging parameters as the services read them (no ``max_age``)."""
-        return self.model_dump(exclude={"max_age"}, exclude_none=True)
+        return cast("ListQuery", self.model_dump(exclude={"max_age"}, exclude_none=True))
 
 
 class ResubmitParams(JobIdParams):

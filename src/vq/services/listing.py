@@ -233,7 +233,7 @@ def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> ListAnswer:
     """
     from vq.services.query import ListFilter, list_row, select
 
-    flt = ListFilter.from_params(dict(params))
+    flt = ListFilter.from_params(params)
     paging = page_params(params)
     scan = ctx.store.scan()
     now = ctx.now()

@@ -11,7 +11,7 @@ Stable schemas (documented in ``docs/json.md``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -217,7 +217,7 @@ class ListFilter:
     group: str | None = None
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ListFilter:
+    def from_params(cls, params: Mapping[str, Any]) -> ListFilter:
         try:
             states = frozenset(JobState(s.upper()) for s in params.get("states") or [])
         except ValueError as exc:

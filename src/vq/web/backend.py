@@ -42,6 +42,7 @@ from vq.protocol.answers import (
     DrainAnswer,
     KillAnswer,
     ListAnswer,
+    ListQuery,
     PauseAnswer,
     QuarantinedItem,
     SpecJSON,
@@ -174,7 +175,13 @@ class Backend:
         name: str | None = None,
         since: str | None = None,
         group: str | None = None,
-        **paging: Any,
+        *,
+        sort: str | None = None,
+        table_sort: str | None = None,
+        table_dir: str | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+        count_only: bool | None = None,
     ) -> ListAnswer:
         """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count.
 
@@ -185,15 +192,27 @@ class Backend:
 
         def work() -> ListAnswer:
             moment = since_moment(since) if since else None
-            params = {
+            params: ListQuery = {
                 "states": [s.upper() for s in states or []],
                 "tags": list(tags or []),
                 "name": name,
                 "since": moment.isoformat() if moment else None,
                 "group": group,
             }
-            asked = {key: value for key, value in paging.items() if value is not None}
-            result = self.gateway.list_rows({**params, **asked})
+            # the paging asked for (none: the whole listing, without totals)
+            if sort is not None:
+                params["sort"] = sort
+            if table_sort is not None:
+                params["table_sort"] = table_sort
+            if table_dir is not None:
+                params["table_dir"] = table_dir
+            if offset is not None:
+                params["offset"] = offset
+            if limit is not None:
+                params["limit"] = limit
+            if count_only is not None:
+                params["count_only"] = count_only
+            result = self.gateway.list_rows(params)
             result["quarantined"] = [self._quarantined(q) for q in result["quarantined"]]
             return result
 

@@ -16,7 +16,7 @@ from vq.domain.states import ACTIVE, JobState
 from vq.gateway import Gateway
 from vq.paths import StatePaths
 from vq.protocol import answers as rpc
-from vq.protocol.answers import CapsJSON, DrainAnswer, ListRow
+from vq.protocol.answers import CapsJSON, DrainAnswer, ListQuery, ListRow
 from vq.services.control import read_drain, read_throttle
 from vq.services.reports import state_counts
 
@@ -70,7 +70,7 @@ def queue_summary(
     """
     ping = gateway.ask(rpc.PING)
     # Only the RUNNING/SUSPENDED rows: every other state is counted, never listed.
-    params: dict[str, object] = {"states": sorted(_ACTIVE_NAMES), "offset": 0}
+    params: ListQuery = {"states": sorted(_ACTIVE_NAMES), "offset": 0}
     if max_age is not None:
         params["max_age"] = max_age
     listing = gateway.list_rows(params)

@@ -29,7 +29,7 @@ from vq.domain.spec import utcnow
 from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
 from vq.paths import StatePaths
-from vq.protocol.answers import ListRow, SchedulerWarning
+from vq.protocol.answers import ListQuery, ListRow, SchedulerWarning
 from vq.remote.health import read_health
 from vq.services.status import blind_lane_warning
 from vq.services.top import parse_sample
@@ -109,7 +109,7 @@ class Snapshots:
         health = {name: read_health(self.paths.root, name) for name in lanes}
         return lane_summaries(lanes, [*pending, *active], health, warnings)
 
-    def listing(self, filters: dict[str, Any], limit: int) -> dict[str, Any]:
+    def listing(self, filters: ListQuery, limit: int) -> dict[str, Any]:
         """``{"jobs": [ROW…], "total": n}``: the newest ``limit`` rows of ``vq list --json``
         matching ``filters`` (its ``states``, ``tags``, ``name``, ``since`` (ISO),
         ``group`` parameters), in :meth:`host`'s order, and how many match."""
@@ -117,7 +117,7 @@ class Snapshots:
             rows, total = self._newest(filters, limit)
         return {"jobs": rows, "total": total}
 
-    def _newest(self, filters: dict[str, Any], limit: int) -> tuple[list[ListRow], int]:
+    def _newest(self, filters: ListQuery, limit: int) -> tuple[list[ListRow], int]:
         """The newest ``limit`` rows matching ``filters`` in :func:`_newest_first`'s order,
         and how many match. The queue sends only ``limit + 1`` rows, newest submitted
         first; when the last row kept and the first row dropped were submitted at the same
