@@ -10,12 +10,12 @@ on disk and the daemon socket and run in the threadpool.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from fastapi.responses import FileResponse, PlainTextResponse
 
-from vq.protocol.answers import KillAnswer, PauseAnswer
+from vq.protocol.answers import KillAnswer, ListRow, PauseAnswer, QuarantinedItem
 from vq.web.api.models import (
     CleanupRequest,
     CleanupResult,
@@ -32,6 +32,17 @@ from vq.web.deps import need
 __all__ = ["router"]
 
 router = APIRouter(tags=["jobs"])
+
+
+class JobPageAnswer(TypedDict):
+    """``GET /api/v1/jobs``: one page of list rows, the paging, every state's count."""
+
+    jobs: list[ListRow]
+    total: int
+    limit: int
+    offset: int
+    counts: dict[str, int]
+    quarantined: list[QuarantinedItem]
 
 
 class KillResubmitAnswer(KillAnswer):
@@ -84,7 +95,7 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
     sort: Sort = "submitted_at",
-) -> dict[str, Any]:
+) -> JobPageAnswer:
     # The daemon (or the disk path) sorts and pages: only this page's rows are built.
     result = backend.list_jobs(
         state, tag, name, since, group, sort=sort, offset=offset, limit=limit
