@@ -38,7 +38,7 @@ __all__ = [
 def paths() -> StatePaths:
     """This CLI's layout (:func:`vq.paths.client_layout`): in multi-user mode the caller's
     own tree (root: the whole system root), else the single-user state root."""
-    from vq._multi_root import UnreadablePolicy
+    from vq.config.multi_user_root import UnreadablePolicy
 
     try:
         layout = client_layout()

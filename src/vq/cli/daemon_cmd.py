@@ -211,8 +211,8 @@ def _check_root_start(allow_root: bool) -> None:
     """
     if os.geteuid() != 0:
         return
-    from vq.config import load_settings
-    from vq.config_multi_user import allow_root_from_env
+    from vq.config.settings import load_settings
+    from vq.config.multi_user import allow_root_from_env
     from vq.errors import ConfigError
     from vq.services.root_guard import start_mode
 

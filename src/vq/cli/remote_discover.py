@@ -46,7 +46,7 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
 
 def _lane_drivers() -> dict[str, str]:
     """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
-    from vq._hostnames import configured_lanes, is_local_name
+    from vq.config.host_names import configured_lanes, is_local_name
 
     return {
         lane: LOCAL if is_local_name(driver) else driver

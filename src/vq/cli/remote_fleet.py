@@ -27,7 +27,7 @@ from vq.protocol.answers import ListQuery
 from vq.protocol.remote_answers import ListAnswer, OverviewAnswer, TopAnswer, UsageAnswer
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
-from vq.remote.health import read_health
+from vq.hosts.health import read_health
 from vq.remote.host import RemoteHost
 
 __all__ = ["HOST_VIEWS", "run_fleet", "run_host_view", "run_usage_by_host"]

@@ -6,7 +6,7 @@ here, with the usual message, before anything is sent), then:
 - ``submit``: packed and delegated (:mod:`vq.remote.submit`); prints the remote id.
 - ``logs``: streamed; ``-f`` resumes by byte offset after a drop (:mod:`vq.remote.follow`).
 - ``wait``: rides out partitions and exits with the remote job's code.
-- ``fetch``: a tar stream extracted here (:mod:`vq.remote.fetch`).
+- ``fetch``: a tar stream extracted here (:mod:`vq.fetch.remote`).
 - ``top``, ``overview``, ``usage``: one host's fleet view
   (:func:`vq.cli.remote_fleet.run_host_view`: an unreachable host is one row, exit 11).
 - ``kill``, ``pause``, ``resume``: sent once; an answer lost after the call may have
@@ -125,7 +125,7 @@ def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
     if verb == "wait":
         return _wait(host, ctx)
     if verb == "fetch":
-        from vq.remote.fetch import fetch_remote
+        from vq.fetch.remote import fetch_remote
 
         return fetch_remote(host, ctx.params, out=sys.stdout)
     if verb == "top" and ctx.params.get("watch"):

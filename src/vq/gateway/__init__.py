@@ -71,10 +71,10 @@ if TYPE_CHECKING:
 
     from vq.domain.admission import Caps
     from vq.domain.spec import JobSpec
-    from vq.services.cleanup import CleanupPolicy, CleanupReport
+    from vq.cleanup.jobs import CleanupPolicy, CleanupReport
     from vq.services.context import ServiceContext
-    from vq.services.fetch import FetchResult
-    from vq.services.fetch_snapshot import SourceKind
+    from vq.fetch.local import FetchResult
+    from vq.fetch.snapshot import SourceKind
     from vq.services.ownership import OwnerCheck
 
 __all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "Gateway", "since_moment"]

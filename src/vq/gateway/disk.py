@@ -13,14 +13,14 @@ from vq.paths import StatePaths
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from vq.config import Settings
+    from vq.config.settings import Settings
     from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
     from vq.protocol.answers import FinalState
-    from vq.services.cleanup import CleanupPolicy, CleanupReport
+    from vq.cleanup.jobs import CleanupPolicy, CleanupReport
     from vq.services.context import ServiceContext
-    from vq.services.fetch import FetchResult
-    from vq.services.fetch_snapshot import SourceKind
+    from vq.fetch.local import FetchResult
+    from vq.fetch.snapshot import SourceKind
     from vq.services.ownership import OwnerCheck
 
 __all__ = ["DiskVerbs"]
@@ -58,7 +58,7 @@ class DiskVerbs:
         every_tree = isinstance(self.paths, MultiUserLayout)
         if not every_tree and self.paths.owner_dir is None:
             return None
-        from vq.config import load_settings
+        from vq.config.settings import load_settings
         from vq.errors import ConfigError
         from vq.services.ownership import Caller, OwnerCheck, admin_gid_of
 
@@ -80,11 +80,11 @@ class DiskVerbs:
         """A service context over the disk (no daemon needed): the configured caps as the
         budget, and the last advertised snapshot (``daemon_capacity.json``) as the base
         caps the capacity classification uses; None, so null, when none is readable."""
-        from vq.config import load_settings
-        from vq.hosts_config import lanes_of
+        from vq.config.settings import load_settings
+        from vq.config.hosts import lanes_of
         from vq.services.context import ServiceContext
         from vq.services.control import read_capacity
-        from vq.services.submit_pack import pack_configuration
+        from vq.packing.cases.array_submit import pack_configuration
 
         settings = load_settings(self.env)
         packing, pack_lanes = pack_configuration(settings)
@@ -160,7 +160,7 @@ class DiskVerbs:
 
     def fetch_tree(self, job_id: str, dest: Path | None, kind: SourceKind) -> FetchResult:
         """Copy the job's workspace or workdir to ``dest`` (``vq fetch``)."""
-        from vq.services.fetch import fetch_tree
+        from vq.fetch.local import fetch_tree
 
         return fetch_tree(self.local_context(), job_id, dest, kind=kind)
 
@@ -168,13 +168,13 @@ class DiskVerbs:
         self, job_id: str, name: str, dest: Path | None, kind: SourceKind
     ) -> FetchResult:
         """Copy one regular file of the job's workspace or workdir (``vq fetch --name``)."""
-        from vq.services.fetch import fetch_artifact
+        from vq.fetch.local import fetch_artifact
 
         ctx = self.local_context()
         return fetch_artifact(ctx, job_id, name, dest, kind=kind)
 
     def cleanup(self, policy: CleanupPolicy, *, execute: bool) -> CleanupReport:
         """Sweep or archive ended jobs (``vq cleanup``; a dry run unless ``execute``)."""
-        from vq.services.cleanup import run_cleanup
+        from vq.cleanup.jobs import run_cleanup
 
         return run_cleanup(self.local_context(), policy, execute=execute)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` 
 
     from vq.domain.quotas import QuotaHold, QuotaPolicy
     from vq.domain.spec import JobSpec
-    from vq.hosts_config import LaneSettings
+    from vq.config.hosts import LaneSettings
     from vq.services.context import ServiceContext
 
 __all__ = ["DiskFallbacks", "root_does_not_submit"]
@@ -188,7 +188,7 @@ class DiskFallbacks:
         is not); None in single-user mode."""
         if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
             return None
-        from vq.config import load_settings
+        from vq.config.settings import load_settings
 
         return load_settings(self.env).quotas.policy()
 
@@ -300,8 +300,8 @@ def _configured_lane(target: str | None) -> LaneSettings | None:
     """The configured settings of scheduler lane ``target`` (None: none, or no config)."""
     if target is None:
         return None
-    from vq.config import load_settings
-    from vq.hosts_config import lanes_of
+    from vq.config.settings import load_settings
+    from vq.config.hosts import lanes_of
 
     try:
         return lanes_of(load_settings().hosts).get(target)

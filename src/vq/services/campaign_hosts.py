@@ -11,7 +11,7 @@ job's workspace. :class:`HostDirectory` maps a node's ``host`` to one:
 * a scheduler lane this queue drives: :class:`LocalHost` submitting with
   ``scheduler_target`` (its jobs are in this queue; a lane's runtime is taken as run only
   once the job COMPLETED with exit code 0, because its ``started_at`` proves nothing);
-* a configured ``[hosts.NAME]`` daemon host: :class:`vq.services.campaign_remote.RemoteQueue`
+* a configured ``[hosts.NAME]`` daemon host: :class:`vq.campaign.remote.RemoteQueue`
   (``vq submit/list/status/fetch`` over SSH).
 
 Any other name is a problem reported before anything is submitted (:meth:`HostDirectory.problem`).
@@ -198,7 +198,7 @@ class HostDirectory:
 
     def _lane_drivers(self) -> dict[str, str]:
         if self._lanes is None:
-            from vq._hostnames import configured_lanes
+            from vq.config.host_names import configured_lanes
 
             self._lanes = configured_lanes(self.env)
         return self._lanes
@@ -212,7 +212,7 @@ class HostDirectory:
 
     def problem(self, name: str | None) -> str | None:
         """Why this controller cannot run a node on ``name`` (None when it can)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
 
         if name is None or is_local_name(name):
             return None
@@ -236,7 +236,7 @@ class HostDirectory:
         submitting); on a scheduler lane only the root's form is checked, because only the
         job's compute node sees the deployment (its script exits 126 when it does not
         verify)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
         from vq.services.runtime_generations import generation_problem, root_problem
 
         problem = root_problem(root)
@@ -248,7 +248,7 @@ class HostDirectory:
 
     def __call__(self, name: str | None) -> CampaignHost:
         """The host a node names (None = this machine)."""
-        from vq._hostnames import is_local_name
+        from vq.config.host_names import is_local_name
 
         key = "localhost" if name is None or is_local_name(name) else name
         if key in self._made:
@@ -262,7 +262,7 @@ class HostDirectory:
         elif key in self._lane_drivers():
             host = LocalHost(self.gateway, lane=key)
         else:
-            from vq.services.campaign_remote import RemoteQueue
+            from vq.campaign.remote import RemoteQueue
 
             host = RemoteQueue(self._daemon_fleet().host(key))
         self._made[key] = host

@@ -17,8 +17,8 @@ from vq.store.owned import store_for
 from vq.store.specs import SpecStore
 
 if TYPE_CHECKING:  # types only: the configuration models load pydantic and the config
-    from vq.config_programs import ProgramSettings
-    from vq.hosts_config import LaneSettings
+    from vq.config.programs import ProgramSettings
+    from vq.config.hosts import LaneSettings
     from vq.packing.lane_submit import LaneFacts
     from vq.packing.profiles import PackingProfile
     from vq.transport.runner import Runner
@@ -70,7 +70,7 @@ class ServiceContext:
     #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
     packing: Mapping[str, PackingProfile] = field(default_factory=dict)
     pack_lanes: Mapping[str, LaneFacts] = field(default_factory=dict)
-    #: the scheduler lanes (name → :class:`vq.hosts_config.LaneSettings`) a lane submit
+    #: the scheduler lanes (name → :class:`vq.config.hosts.LaneSettings`) a lane submit
     #: resolves a managed runtime on, and how to reach one (lane → a
     #: :class:`vq.transport.runner.Runner`; None: the lane's own SSH runner)
     lanes: Mapping[str, LaneSettings] = field(default_factory=dict)

@@ -267,9 +267,9 @@ def check_specs(paths: StatePaths, now: datetime) -> list[Check]:
 
 
 def check_leftovers(paths: StatePaths) -> Check:
-    """Traces of an interrupted ``vq cleanup`` (see :mod:`vq.services.cleanup_recovery`)."""
+    """Traces of an interrupted ``vq cleanup`` (see :mod:`vq.cleanup.recovery`)."""
     from vq.domain.admission import Caps
-    from vq.services.cleanup_recovery import find_leftovers
+    from vq.cleanup.recovery import find_leftovers
     from vq.services.context import ServiceContext
 
     found = find_leftovers(ServiceContext(paths, Caps()))

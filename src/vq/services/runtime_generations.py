@@ -10,7 +10,7 @@
     ROOT/current -> generations/<digest>        what the deployment currently selects
 
 The digest is the campaign tree digest of DIR (every entry's path, type, size and
-SHA-256; :func:`vq.campaign.artifact.entries_sha256`), so a node's ``runtime_digest`` is
+SHA-256; :func:`vq.domain.artifact.entries_sha256`), so a node's ``runtime_digest`` is
 exactly a generation's name. A generation is published atomically (:mod:`vq.publish`),
 with group and world write bits cleared; a second deploy of the same bytes is a no-op.
 
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TypedDict
 
 from vq._fs import read_json_regular
-from vq.campaign.artifact import ArtifactEntry, entries_sha256
-from vq.campaign.canonical import canonical_bytes
+from vq.domain.artifact import ArtifactEntry, entries_sha256
+from vq.domain.canonical import canonical_bytes
 from vq.errors import Conflict, InvalidInput, NotFound, UnsafeArchive
 from vq.publish import Draft, copy_tree, publish
 from vq.store.campaign_tree import descend, hash_strict

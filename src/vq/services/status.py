@@ -16,7 +16,7 @@ from vq.domain.quotas import QuotaHold
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, NotFound
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 from vq.protocol.answers import SchedulerWarning, StatusView
 from vq.services.context import ServiceContext
 from vq.services.query import status_view

@@ -31,7 +31,7 @@ from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
 from vq.services.query import spec_json
-from vq.services.submit_pack import packed_fields
+from vq.packing.cases.array_submit import packed_fields
 from vq.store.environment import write_environment
 from vq.store.events import append_event
 from vq.store.group_commit import commit_group

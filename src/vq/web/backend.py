@@ -375,11 +375,11 @@ class Backend:
 
         A dry run unless ``execute``; ``states`` narrows among the failed states;
         ``older_than`` None, ``""``, ``"0"`` or ``"0s"`` means any age (just-failed jobs
-        too). Only terminal jobs are ever candidates (:mod:`vq.services.cleanup`). Archive
+        too). Only terminal jobs are ever candidates (:mod:`vq.cleanup.jobs`). Archive
         (default) writes ``.tar.bz2`` archives and removes workspaces; otherwise only
         workdirs are swept. The specs stay (``archive_path`` records where).
         """
-        from vq.services.cleanup import CleanupPolicy
+        from vq.cleanup.jobs import CleanupPolicy
 
         def work() -> dict[str, Any]:
             chosen = [s.upper() for s in states] if states else sorted(FAILED_STATES)

@@ -110,7 +110,7 @@ def configured_hosts(flags: Iterable[str] = ()) -> tuple[str, ...]:
     """The allowed host names: ``[web] allowed_hosts`` of the configuration, then
     ``flags`` (``--allowed-host``), normalized and deduplicated. A broken configuration
     raises its ConfigError (the server does not start on it)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     names = [*load_settings().web.allowed_hosts, *flags]
     return tuple(dict.fromkeys(normalize_host(name) for name in names if name.strip()))
@@ -118,6 +118,6 @@ def configured_hosts(flags: Iterable[str] = ()) -> tuple[str, ...]:
 
 def fleet_configured() -> bool:
     """``[web] fleet`` of the configuration (a broken configuration raises ConfigError)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     return load_settings().web.fleet

@@ -32,8 +32,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vq._hostnames import LOCAL_NAMES
-from vq.config import Settings, load_settings
+from vq.config.host_names import LOCAL_NAMES
+from vq.config.settings import Settings, load_settings
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.errors import UnsafeArchive, VqError
 from vq.gateway import Gateway

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vq.errors import VqError
-from vq.hosts_config import LaneSettings, is_local_name, lanes_of
+from vq.config.hosts import LaneSettings, is_local_name, lanes_of
 from vq.protocol.answers import SchedulerWarning
-from vq.remote.health import HostHealth
+from vq.hosts.health import HostHealth
 
 __all__ = ["driven_lanes_here", "lane_summaries"]
 
@@ -32,7 +32,7 @@ _WAITING = ("submitting", "queued", "held", "hold")
 
 def driven_lanes_here() -> dict[str, LaneSettings]:
     """The configured lanes this host's daemon drives (none when the config is unreadable)."""
-    from vq.config import load_settings
+    from vq.config.settings import load_settings
 
     try:
         lanes = lanes_of(load_settings().hosts)

@@ -30,7 +30,7 @@ from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
 from vq.paths import StatePaths
 from vq.protocol.answers import ListQuery, ListRow, SchedulerWarning
-from vq.remote.health import read_health
+from vq.hosts.health import read_health
 from vq.services.status import blind_lane_warning
 from vq.services.top import parse_sample
 from vq.web.fleet.lanes import driven_lanes_here, lane_summaries
