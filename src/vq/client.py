@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from vq.protocol.answers import PingAnswer, SubmitAnswer
+
 
 __all__ = ["Client", "owner_hold", "ring_doorbell", "submit_to_owner_socket"]
 
@@ -62,11 +64,17 @@ class Client:
         return sock
 
     def call(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        method: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Any:
-        """Send one request and return its result (or raise the daemon's error)."""
+        """Send one request and return its result (or raise the daemon's error): the
+        decoded JSON, typed by the caller (:class:`vq.gateway.daemon.DaemonLink` types it
+        per method)."""
         request_id = next(_ids)
-        data = encode_message({"id": request_id, "method": method, "params": params or {}})
+        data = encode_message({"id": request_id, "method": method, "params": dict(params or {})})
         with self._connect(self.timeout if timeout is None else timeout) as sock:
             try:
                 sock.sendall(data)
@@ -80,10 +88,10 @@ class Client:
                 ) from exc
         return result_of(line, method)
 
-    def ping(self, timeout: float = 2.0) -> dict[str, Any] | None:
+    def ping(self, timeout: float = 2.0) -> PingAnswer | None:
         """The daemon's ping answer, or None if no daemon answers."""
         try:
-            result = self.call("ping", timeout=timeout)
+            result: PingAnswer | None = self.call("ping", timeout=timeout)
         except (DaemonNotRunning, OSError, ProtocolError):
             return None
         return result if isinstance(result, dict) else None
@@ -103,7 +111,7 @@ def ring_doorbell(path: str | os.PathLike[str]) -> bool:
 
 def submit_to_owner_socket(
     system_root: str | None, params: Mapping[str, Any], env: Mapping[str, str]
-) -> dict[str, Any] | None:
+) -> SubmitAnswer | None:
     """Multi-user mode: the daemon's answer on this user's ``users/<euid>/submit.sock``
     (:mod:`vq._owner_socket`), or None when the submit is not one it serves, the caller
     is root, or no daemon answers there (nothing was written then: the caller writes the
@@ -116,7 +124,7 @@ def submit_to_owner_socket(
     if not os.path.exists(sock):
         return None
     try:
-        payload: dict[str, Any] = Client(sock).call("submit", dict(params))
+        payload: SubmitAnswer = Client(sock).call("submit", dict(params))
     except DaemonNotRunning:
         return None
     return payload

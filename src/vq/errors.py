@@ -46,7 +46,19 @@ import errno
 # `vq submit` fast path, where importing typing costs milliseconds.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from typing import Any, ClassVar, NotRequired, TypedDict
+
+    class ErrorPayload(TypedDict):
+        """An error over RPC and HTTP (:meth:`VqError.to_payload`); defined for the type
+        checker only, so this module still imports no ``typing`` at run time."""
+
+        code: int
+        reference: str
+        message: str
+        hint: str | None
+        type: str
+        #: a transport error only: whether retrying may help
+        transient: NotRequired[bool]
 
 
 __all__ = [
@@ -103,7 +115,7 @@ class VqError(Exception):
         self.hint = hint
         self.reference = reference or self.default_reference
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> ErrorPayload:
         """The JSON-safe form used by the RPC protocol and the HTTP API."""
         return {
             "code": self.exit_code,
@@ -244,7 +256,7 @@ class TransportError(VqError):
             self.transient = transient
         self.detail = detail
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> ErrorPayload:
         return {**super().to_payload(), "transient": self.transient}
 
 

@@ -13,16 +13,17 @@ from typing import Any
 from tests.conftest import Vq
 from vq.gateway import Gateway
 from vq.paths import StateLayout
+from vq.protocol.answers import PING
 
 
 def _both(vq: Vq, ask: Callable[[Gateway], Any]) -> tuple[Any, Any]:
     """``ask`` answered with the daemon up, then with it stopped."""
     gateway = Gateway(StateLayout(vq.root), vq.env)
     vq.start_daemon()
-    assert gateway.call("ping") is not None
+    assert gateway.call(PING) is not None
     up = ask(gateway)
     vq.stop_daemon()
-    assert gateway.call("ping") is None
+    assert gateway.call(PING) is None
     down = ask(gateway)
     return up, down
 

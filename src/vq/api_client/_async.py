@@ -131,7 +131,7 @@ class AsyncClient:
     async def wait(
         self, job_id: str, timeout: float = 60.0, since_state: str | None = None
     ) -> WaitResult:
-        params: dict[str, Any] = {"timeout": timeout}
+        params: dict[str, str | float] = {"timeout": timeout}
         if since_state is not None:
             params["since_state"] = since_state
         response = await self._send(
@@ -156,7 +156,7 @@ class AsyncClient:
                 return result
 
     async def logs(self, job_id: str, stream: str = "stdout", tail: int = 200) -> str:
-        params: dict[str, Any] = {"stream": stream, "tail": tail}
+        params: dict[str, str | int] = {"stream": stream, "tail": tail}
         response = await self._send(
             lambda: self.http.get(f"/api/v1/jobs/{job_id}/logs", params=params), retry=True
         )

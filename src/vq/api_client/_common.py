@@ -11,6 +11,7 @@ import os
 import tarfile
 import tempfile
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from vq._tar import extract_checked
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.domain.states import TERMINAL_NAMES
 from vq.errors import UnsafeArchive
+from vq.protocol.answers import StatusView, SubmitAnswer
 
 __all__ = [
     "TERMINAL",
@@ -72,7 +74,7 @@ class SubmitResult:
     #: False when the idempotency key named an earlier job (HTTP 200).
     created: bool
     #: The whole ``vq submit --json`` object.
-    spec: dict[str, Any] = field(repr=False)
+    spec: SubmitAnswer = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class WaitResult:
     changed: bool
     timed_out: bool
     #: The ``vq status --json`` view.
-    job: dict[str, Any] = field(repr=False)
+    job: StatusView = field(repr=False)
 
     @property
     def terminal(self) -> bool:
@@ -137,7 +139,7 @@ class RunResult:
     @classmethod
     def of(cls, job_id: str, final: WaitResult, outputs_dir: Path | None) -> RunResult:
         """The result of a finished wait (``final``) and the downloaded outputs."""
-        job = final.job if final.state in TERMINAL else {}
+        job: Mapping[str, object] = final.job if final.state in TERMINAL else {}
 
         def text(key: str) -> str | None:
             value = job.get(key)

@@ -120,7 +120,7 @@ class Client:
         self, job_id: str, timeout: float = 60.0, since_state: str | None = None
     ) -> WaitResult:
         """One long-poll: returns on the next state change, or after ``timeout`` seconds."""
-        params: dict[str, Any] = {"timeout": timeout}
+        params: dict[str, str | float] = {"timeout": timeout}
         if since_state is not None:
             params["since_state"] = since_state
         data = self._send(
@@ -146,7 +146,7 @@ class Client:
 
     def logs(self, job_id: str, stream: str = "stdout", tail: int = 200) -> str:
         """The last ``tail`` lines of the job's stdout or stderr."""
-        params: dict[str, Any] = {"stream": stream, "tail": tail}
+        params: dict[str, str | int] = {"stream": stream, "tail": tail}
         return self._send(
             lambda: self.http.get(f"/api/v1/jobs/{job_id}/logs", params=params), retry=True
         ).text

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from vq.domain.states import TERMINAL_NAMES
 from vq.gateway import Gateway
+from vq.protocol.answers import submitted_id
 
 __all__ = [
     "CampaignHost",
@@ -135,7 +136,7 @@ class LocalHost:
         }
         if self.lane is not None:
             params["scheduler_target"] = self.lane
-        return str(self.gateway.submit(params)["id"])
+        return str(submitted_id(self.gateway.submit(params)))
 
     def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
         wanted = set(job_ids)
@@ -160,7 +161,7 @@ class LocalHost:
         return None
 
 
-def runtime_of(view: dict[str, Any]) -> dict[str, Any] | None:
+def runtime_of(view: Mapping[str, Any]) -> dict[str, Any] | None:
     """The runtime a job's queue resolved once it was dispatched: its program pin
     (program, version, git SHA, artifact identity) and the runtime generation it is bound
     to (``artifact_identity`` its digest, ``runtime_root`` its payload); None rather than

@@ -89,7 +89,9 @@ owner_option = click.option(
 
 def daemon_answers() -> bool:
     """Whether a daemon answers on this state root's socket right now (a quick ping)."""
-    return gateway().ask("ping") is not None
+    from vq.protocol.answers import PING
+
+    return gateway().ask(PING) is not None
 
 
 def stdout_is_tty() -> bool:

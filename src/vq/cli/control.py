@@ -17,6 +17,7 @@ from vq.protocol.submit_fields import SUBMIT_FIELDS
 
 if TYPE_CHECKING:
     from vq.gateway import Gateway
+    from vq.protocol.answers import FinalState, JobRefusal, PauseAnswer
 
 __all__ = ["job_exit_status", "kill", "pause", "resubmit", "resume", "wait"]
 
@@ -145,7 +146,7 @@ def wait(
     for job_id in job_ids:
         access.spec(job_id)  # fail fast on unknown or corrupt ids
     remaining = list(job_ids)
-    final: dict[str, Any] = {}
+    final: dict[str, FinalState] = {}
     delay = 0.02
     next_daemon_check, told = time.monotonic() + 0.5, False
     while remaining:
@@ -200,7 +201,7 @@ def _pause_or_resume(
     from vq.errors import PermissionDenied
 
     access = gateway(uid)
-    results: list[dict[str, Any]] = []
+    results: list[PauseAnswer | JobRefusal] = []
     refused: PermissionDenied | None = None
     for job_id in job_ids:
         try:

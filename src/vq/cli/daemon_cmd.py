@@ -13,12 +13,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vq.cli.common import client, echo_json, paths
 from vq.cli.types import AsciiIntRange
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import ThrottleAnswer
 from vq.errors import (
     Conflict,
     DaemonNotRunning,
@@ -317,16 +320,19 @@ def undrain() -> None:
     click.echo("dispatch resumed")
 
 
-def throttle_table(result: dict[str, Any]) -> str:
+def throttle_table(result: ThrottleAnswer) -> str:
     """``vq daemon throttle``'s answer as an aligned table (``--json`` has the object)."""
-    limits = result.get("throttle") or {}
-    effective = result.get("effective_caps") or {}
-    expires = limits.get("expires_at")
+    limits, effective = result.get("throttle"), result.get("effective_caps")
+    expires = limits.get("expires_at") if limits else None
     lines = [f"throttled {'until ' + expires if expires else 'until cleared (--clear)'}"]
     rows = [("CAP", "THROTTLE", "EFFECTIVE")]
-    for cap in ("max_jobs", "max_cpus"):
-        value = limits.get(cap)
-        now = effective.get(cap) if effective else None
+    jobs_now = effective.get("max_jobs") if effective else None
+    cpus_now = effective.get("max_cpus") if effective else None
+    caps = (
+        ("max_jobs", limits.get("max_jobs") if limits else None, jobs_now),
+        ("max_cpus", limits.get("max_cpus") if limits else None, cpus_now),
+    )
+    for cap, value, now in caps:
         rows.append((cap, "-" if value is None else str(value), "-" if now is None else str(now)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
@@ -368,16 +374,22 @@ def throttle(
 def reload(as_json: bool) -> None:
     """Re-read the configuration; report what changed and what needs a restart."""
     from vq.cli.common import gateway
+    from vq.protocol.answers import RELOAD
 
-    result = gateway().daemon_only("reload")
+    result = gateway().daemon_only(RELOAD)
     if as_json:
         echo_json(result)
         return
     click.echo("changed: " + (", ".join(result["changed"]) or "nothing"))
-    lanes = result.get("lanes") or {}
-    for what in ("added", "changed", "removed"):
-        if lanes.get(what):
-            click.echo(f"scheduler lanes {what}: " + ", ".join(lanes[what]))
+    lanes = result.get("lanes")
+    if lanes is not None:
+        for what, names in (
+            ("added", lanes["added"]),
+            ("changed", lanes["changed"]),
+            ("removed", lanes["removed"]),
+        ):
+            if names:
+                click.echo(f"scheduler lanes {what}: " + ", ".join(names))
     if result["needs_restart"]:
         click.echo("needs a daemon restart: " + ", ".join(result["needs_restart"]))
 
@@ -387,8 +399,9 @@ def reload(as_json: bool) -> None:
 def ping(as_json: bool) -> None:
     """Ask the daemon to answer (version, pid, uptime, methods); exit 5 if none does."""
     from vq.cli.common import gateway
+    from vq.protocol.answers import PING
 
-    answer = gateway().daemon_only("ping")
+    answer = gateway().daemon_only(PING)
     if as_json:
         echo_json(answer)
     else:
@@ -400,8 +413,9 @@ def ping(as_json: bool) -> None:
 def admin_status(as_json: bool) -> None:
     """Drain, throttle, config and pressure holds, and the effective caps."""
     from vq.cli.common import gateway
+    from vq.protocol.answers import ADMIN_STATUS
 
-    answer = gateway().daemon_only("admin_status")
+    answer = gateway().daemon_only(ADMIN_STATUS)
     if as_json:
         echo_json(answer)
         return

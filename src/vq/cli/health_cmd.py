@@ -7,12 +7,11 @@ daemon's ``health`` RPC method (:mod:`vq.daemon.handlers.health`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from vq.cli.common import echo_json, gateway, paths
 from vq.errors import DaemonNotRunning
+from vq.protocol.answers import HEALTH
 
 __all__ = ["health"]
 
@@ -21,7 +20,7 @@ __all__ = ["health"]
 @click.option("--json", "as_json", is_flag=True, help='{"ok", "checked_at", "checks"}.')
 def health(as_json: bool) -> None:
     """Check the daemon's loop, dispatch, fork server, index and state root (exit 1 if not)."""
-    answer: dict[str, Any] | None = gateway().call("health")
+    answer = gateway().call(HEALTH)
     if answer is None:
         if as_json:
             echo_json({"ok": False, "running": False, "checks": []})

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from vq.cli.common import echo_json, gateway, owner_option, since_moment
 from vq.cli.job_ids import GROUP_ID, JOB_ID
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import GroupSummary, ListAnswer, ListQuery, ListRow
 
 __all__ = ["events", "list_jobs", "status"]
 
@@ -49,7 +52,7 @@ def list_jobs(
     Ids are always shown in full; any unique prefix of 4 or more characters names a job
     in every other command.
     """
-    params: dict[str, Any] = {
+    params: ListQuery = {
         "states": [s.upper() for s in states],
         "tags": list(tags),
         "name": name,
@@ -73,7 +76,7 @@ def list_jobs(
         click.echo(result["group"]["summary"])
 
 
-def list_rows(params: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
+def list_rows(params: ListQuery, uid: int | None = None) -> ListAnswer:
     """``{"jobs", "quarantined"}`` from the daemon, or from the disk without one.
 
     ``uid`` (multi-user mode): only the rows whose ``submitter`` is that owner, with
@@ -86,10 +89,11 @@ def list_rows(params: dict[str, Any], uid: int | None = None) -> dict[str, Any]:
     counts = dict.fromkeys(result.get("counts") or {}, 0)
     for row in rows:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
-    return {**result, "jobs": rows, "counts": counts}
+    mine: ListAnswer = {**result, "jobs": rows, "counts": counts}
+    return mine
 
 
-def group_summary(group: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def group_summary(group: str, rows: list[ListRow]) -> GroupSummary:
     """Counts per state of a group's elements, and one human line."""
     counts: dict[str, int] = {}
     for row in rows:

@@ -68,7 +68,7 @@ def resolve_group_id(text: str) -> str:
     from vq.cli.common import gateway
 
     rows = gateway().list_rows({"states": [], "tags": []})["jobs"]
-    groups = {row.get(key) for row in rows for key in ("array_group_id", "chain_group_id")}
+    groups = {g for row in rows for g in (row.get("array_group_id"), row.get("chain_group_id"))}
     return resolve_prefix(text, (g for g in groups if g), what="group id")
 
 

@@ -30,10 +30,10 @@ __all__ = ["run_hostless"]
 
 
 def _local_listing() -> dict[str, Any]:
+    """The local ``list`` answer, as the discovery reads every host's: plain JSON."""
     from vq.cli.inspect import list_rows
 
-    params: dict[str, Any] = {"states": [], "tags": [], "name": None, "since": None, "group": None}
-    return list_rows(params)
+    return dict(list_rows({"states": [], "tags": [], "name": None, "since": None, "group": None}))
 
 
 def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:

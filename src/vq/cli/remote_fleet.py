@@ -24,6 +24,7 @@ from vq.cli.output import echo_json
 from vq.domain.text import escape_controls
 from vq.errors import TransportError
 from vq.hosts.health import read_health
+from vq.protocol.answers import ListQuery
 from vq.protocol.remote_answers import ListAnswer, OverviewAnswer, TopAnswer, UsageAnswer
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
@@ -39,7 +40,7 @@ def _local_list(rest: list[str]) -> Any:
     from vq.cli.inspect import list_jobs, list_rows
 
     ctx = list_jobs.make_context("vq queue --all", list(rest))
-    params = {
+    params: ListQuery = {
         "states": [s.upper() for s in ctx.params["states"]],
         "tags": list(ctx.params["tags"]),
         "name": ctx.params["name"],

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -33,6 +34,9 @@ from vq.cli.remote_fleet import HOST_VIEWS, run_host_view
 from vq.errors import UsageError
 from vq.remote.fleet import load_fleet
 from vq.remote.host import RemoteHost
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import SubmitAnswer
 
 __all__ = ["remote_words", "run_remote"]
 
@@ -201,7 +205,8 @@ def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
     payload = delegate_submit(
         host, options, command, source, idempotency_key=ctx.params.get("idempotency_key")
     )
-    emit(payload, as_json)
+    # the remote vq's `submit --json` (validated by the remote-answer model): the local shape
+    emit(cast("SubmitAnswer", payload), as_json)
     for entry in payload.get("reconciled_outbox", []):
         sys.stderr.write(
             f"vq: the earlier submit kept in {entry} (outcome unknown) is job "

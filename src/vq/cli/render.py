@@ -5,7 +5,7 @@ rich is imported here only, and this module only by commands that print for huma
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,6 +16,9 @@ from vq.cli.render_text import field_rows, later_rows
 from vq.cli.render_text import short_time as _short_time
 from vq.cli.rich_console import human_console
 from vq.domain.durations import format_duration
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import ListRow, QuarantinedItem, StatusView
 
 __all__ = ["print_events", "print_jobs", "print_status", "state_text"]
 
@@ -45,7 +48,7 @@ def state_text(state: str, over_capacity: bool | None = None) -> Text:
     return text
 
 
-def _index(row: dict[str, Any]) -> str:
+def _index(row: ListRow) -> str:
     """``[i]`` of an array element, ``#i`` of a chain segment, else ``-``."""
     if row.get("array_index") is not None:
         return f"[{row['array_index']}]"
@@ -96,7 +99,7 @@ def _cut(text: str, limit: int | None) -> str:
 
 
 def print_jobs(
-    rows: list[dict[str, Any]], quarantined: list[dict[str, Any]], *, raw: bool = False
+    rows: list[ListRow], quarantined: list[QuarantinedItem], *, raw: bool = False
 ) -> None:
     """The ``vq list`` table. Names, commands and reasons are shown with control
     characters escaped (:func:`vq.domain.text.escape_controls`) unless ``raw``. Ids are
@@ -160,7 +163,7 @@ def print_jobs(
         console.print(Text(f"unreadable spec {item['path']}: {item['reason']}", style="bold red"))
 
 
-def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
+def print_status(view: StatusView, *, raw: bool = False) -> None:
     """One job's fields; user text escaped as in :func:`print_jobs` unless ``raw``."""
     if not raw:
         view = _escaped(view)
@@ -188,9 +191,10 @@ def print_status(view: dict[str, Any], *, raw: bool = False) -> None:
     if warning:
         console.print(Text(f"warning: {warning['message']}", style="bold yellow"))
         console.print(Text(f"hint: {warning['hint']}", style="yellow"))
-    if view.get("failure_tail"):
+    tail = view.get("failure_tail")
+    if tail:
         console.print(Text("stderr tail:", style="bold"))
-        console.print(Text(view["failure_tail"], style="red"))
+        console.print(Text(tail, style="red"))
 
 
 def print_events(events: list[dict[str, Any]], *, raw: bool = False) -> None:

@@ -14,10 +14,13 @@ import re
 import sys
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vq.domain.durations import format_duration
 from vq.domain.text import escape_controls
+
+if TYPE_CHECKING:
+    from vq.protocol.answers import StatusView
 
 __all__ = [
     "escaped",
@@ -96,7 +99,7 @@ def field_text(key: str, value: Any) -> str:
     return str(value)
 
 
-def group_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+def group_rows(view: StatusView) -> list[tuple[str, str]]:
     """The ``array``/``chain`` lines of ``vq status``: index, total, value and group."""
     rows: list[tuple[str, str]] = []
     if view.get("array_index") is not None:
@@ -110,12 +113,13 @@ def group_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def usage_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+def usage_rows(view: StatusView) -> list[tuple[str, str]]:
     """``paused by`` (who and since when) and an ended job's receipt figures."""
     rows: list[tuple[str, str]] = []
-    if view.get("paused_by"):
+    paused_by = view.get("paused_by")
+    if paused_by:
         who = {"operator": "an operator (vq pause)", "memory-pressure": "memory pressure"}
-        text = who.get(view["paused_by"], str(view["paused_by"]))
+        text = who.get(paused_by, paused_by)
         if view.get("paused_at"):
             text += f", since {short_time(view['paused_at'])}"
         rows.append(("paused by", text))
@@ -134,7 +138,7 @@ def usage_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def eta_text(view: dict[str, Any]) -> str | None:
+def eta_text(view: StatusView) -> str | None:
     """The ``queue ETA`` line's text, None when the view has no estimate."""
     eta = view.get("queue_eta")
     if eta is None:
@@ -148,18 +152,19 @@ def eta_text(view: dict[str, Any]) -> str | None:
     return f"unavailable ({basis})"
 
 
-def field_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+def field_rows(view: StatusView) -> list[tuple[str, str]]:
     """The id and the spec fields a status view has, as (label, text), in order."""
     rows = [("id", str(view["id"]))]
+    fields: Mapping[str, object] = view  # read by name, from the table of fields below
     for key, label in STATUS_FIELDS:
-        value = view.get(key)
+        value = fields.get(key)
         if value is None or value == [] or (key == "retry_count" and not value):
             continue
         rows.append((label, field_text(key, value)))
     return rows
 
 
-def later_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+def later_rows(view: StatusView) -> list[tuple[str, str]]:
     """The rows after the fields (and after the over-capacity row, when there is one):
     array/chain, paused by and the receipt, the queue ETA."""
     rows = [*group_rows(view), *usage_rows(view)]
@@ -169,7 +174,7 @@ def later_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def status_rows(view: dict[str, Any]) -> list[tuple[str, str]]:
+def status_rows(view: StatusView) -> list[tuple[str, str]]:
     """Every (label, text) row of ``vq status``'s table of a job not over capacity, in
     order; ``view`` already escaped as wanted."""
     return [*field_rows(view), *later_rows(view)]
@@ -210,7 +215,7 @@ def _piped_width(environ: Mapping[str, str]) -> int | None:
     return width or 80
 
 
-def plain_status(view: dict[str, Any], *, raw: bool = False) -> str | None:
+def plain_status(view: StatusView, *, raw: bool = False) -> str | None:
     """``vq status``'s output exactly as :func:`vq.cli.render.print_status` prints it
     to a non-terminal, or None when rich must print it (a terminal, a row that would
     wrap, text rich would interpret or measure otherwise, a warning or stderr tail)."""

@@ -17,7 +17,7 @@ The JSON schemas are built by :mod:`vq.services.reports` and documented in
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +26,8 @@ from vq.domain.durations import format_duration
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 
 __all__ = ["overview", "overview_snapshot", "usage", "usage_report"]
 
@@ -39,7 +41,7 @@ def _console() -> Console:
 # --- vq overview ------------------------------------------------------------------------
 
 
-def overview_snapshot() -> dict[str, Any]:
+def overview_snapshot() -> OverviewAnswer:
     """Gather the inputs (daemon, else disk) and build one overview snapshot."""
     return gateway().overview()
 
@@ -68,7 +70,7 @@ def _percent(used: int, cap: int | None) -> str:
     return f" ({100.0 * used / cap:.0f}%)" if cap else ""
 
 
-def _print_overview(snap: dict[str, Any]) -> None:
+def _print_overview(snap: OverviewAnswer) -> None:
     from rich.text import Text
 
     out = Text()
@@ -97,9 +99,10 @@ def _print_overview(snap: dict[str, Any]) -> None:
         out.append(f"  {snap['quarantined']} unreadable spec file(s)", style="bold red")
     recent = [f"{n} {s.lower()}" for s, n in snap["recent_terminal"]["counts"].items() if n]
     out.append("\nlast 24 h: " + (", ".join(recent) if recent else "nothing ended"))
-    caps = snap["capacity"] or {}
+    caps = snap["capacity"]
     reserved, running = snap["reserved"], snap["running"]
-    cpu_cap, mem_cap = caps.get("max_cpus"), caps.get("max_mem_mb")
+    cpu_cap = caps["max_cpus"] if caps else None
+    mem_cap = caps["max_mem_mb"] if caps else None
     out.append("\ncpus: ", style="bold")
     out.append(
         f"{reserved['cpus']}" + (f"/{cpu_cap}" if cpu_cap else "") + " reserved"
@@ -111,7 +114,7 @@ def _print_overview(snap: dict[str, Any]) -> None:
         f"{reserved['mem_mb']}" + (f"/{mem_cap}" if mem_cap else "") + " MB reserved"
         f"{_percent(reserved['mem_mb'], mem_cap)}"
     )
-    if caps.get("max_jobs"):
+    if caps and caps["max_jobs"]:
         out.append(f"\njob slots: {reserved['jobs']}/{caps['max_jobs']} in use")
     for owner in snap.get("owners") or []:
         out.append(f"\nowner {_owner_name(owner['uid'])}: ", style="bold")
@@ -137,7 +140,7 @@ def _print_overview(snap: dict[str, Any]) -> None:
 # --- vq usage ---------------------------------------------------------------------------
 
 
-def usage_report(by: str, since: str | None) -> dict[str, Any]:
+def usage_report(by: str, since: str | None) -> UsageAnswer:
     """Read the retained specs and build the usage report."""
     return gateway().usage(by, since_moment(since))
 
@@ -177,7 +180,7 @@ def _user_label(submitter: str) -> str:
         return submitter
 
 
-def _print_usage(report: dict[str, Any]) -> None:
+def _print_usage(report: UsageAnswer) -> None:
     from rich.table import Table
     from rich.text import Text
 

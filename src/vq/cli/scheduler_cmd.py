@@ -31,9 +31,9 @@ def resolve(job_id: str, scheduler_job_id: str | None, not_submitted: bool, as_j
             "give exactly one of --job-id N and --not-submitted",
             hint="`squeue --name=vq-ID` / `sacct --name=vq-ID` on the cluster show its jobs",
         )
-    answer = gateway().call(
-        "scheduler_resolve", {"id": job_id, "scheduler_job_id": scheduler_job_id}
-    )
+    from vq.protocol.answers import SCHEDULER_RESOLVE
+
+    answer = gateway().call(SCHEDULER_RESOLVE, {"id": job_id, "scheduler_job_id": scheduler_job_id})
     if answer is None:
         raise DaemonNotRunning(
             "the daemon that drives the lane is not running",

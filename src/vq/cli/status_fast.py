@@ -22,6 +22,10 @@ import sys
 from vq.cli.fast_daemon import local_daemon_socket
 from vq.domain.ids import is_job_id
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time on this fast path
+    from vq.protocol.answers import StatusView
+
 __all__ = ["run_status_fast"]
 
 _FLAGS = frozenset({"--json", "--raw"})
@@ -40,7 +44,7 @@ def run_status_fast(rest: list[str]) -> int | None:
     try:
         from vq.client import Client
 
-        view = Client(socket_path).call("status", {"id": words[0]})
+        view: StatusView = Client(socket_path).call("status", {"id": words[0]})
     except (VqError, OSError, ValueError):
         return None
     if not isinstance(view, dict):

@@ -20,11 +20,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from vq.protocol.answers import SubmitAnswer
+
 
 __all__ = ["emit", "run_fast", "submit_params"]
 
 
-def submit_params(params: dict[str, Any]) -> dict[str, Any]:
+def submit_params(params: dict[str, Any]) -> SubmitAnswer:
     """Submit through the daemon, or write the spec ourselves when none answers."""
     from vq.cli.submit_options import release_spool
 
@@ -34,7 +36,7 @@ def submit_params(params: dict[str, Any]) -> dict[str, Any]:
         release_spool(params)
 
 
-def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
+def _submit_params(params: dict[str, Any]) -> SubmitAnswer:
     """:meth:`vq.gateway.Gateway.submit`, with a cheaper import when a daemon answers.
 
     The daemon is asked with the stdlib client; only when none answers is the gateway
@@ -62,24 +64,27 @@ def _submit_params(params: dict[str, Any]) -> dict[str, Any]:
     sock = roots.daemon_socket(os.environ)
     if os.path.exists(sock):
         try:
-            payload: dict[str, Any] = Client(sock).call("submit", params)
-            return payload
+            answer: SubmitAnswer = Client(sock).call("submit", params)
+            return answer
         except DaemonNotRunning:
             pass
     from vq.gateway import Gateway
     from vq.paths import StatePaths
 
     payload = Gateway(StatePaths.from_env()).submit_on_disk(params)
-    count = len(payload.get("jobs", ())) or 1
+    count = (len(payload["jobs"]) if "jobs" in payload else 0) or 1
     note(f"{'the job is' if count == 1 else f'the {count} jobs are'} PENDING; {NO_DAEMON}")
     return payload
 
 
-def emit(payload: dict[str, Any], as_json: bool) -> None:
+def emit(payload: SubmitAnswer, as_json: bool) -> None:
     from vq.cli.client_log import note_jobs
 
-    created = [job.get("id") for job in payload.get("jobs", [])] or [payload.get("id")]
-    note_jobs([str(job_id) for job_id in created if job_id])
+    if "jobs" in payload:
+        created = [job["id"] for job in payload["jobs"]]
+    else:
+        created = [payload["id"]] if payload["id"] else []
+    note_jobs(created)
     for message in payload.get("capacity_warnings", []):
         warn(message)
     if as_json:
@@ -90,7 +95,7 @@ def emit(payload: dict[str, Any], as_json: bool) -> None:
         print(payload["id"], flush=True)
     if "jobs" in payload:  # the group id on stderr (stdout stays the ids; --json has it)
         kind = "array" if "array_group_id" in payload else "chain"
-        group = payload[f"{kind}_group_id"]
+        group = payload.get("array_group_id") or payload.get("chain_group_id")
         note(f"{kind} group {group}: {len(payload['jobs'])} jobs (`vq list --group {group}`)")
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -36,6 +36,8 @@ from vq.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
+
+    from vq.protocol.report_answers import TopAnswer, TopJob
 
 __all__ = ["snapshot", "top"]
 
@@ -69,7 +71,7 @@ def top(watch: bool, interval: float, as_json: bool) -> None:
 # --- gathering -------------------------------------------------------------------------
 
 
-def snapshot() -> dict[str, Any]:
+def snapshot() -> TopAnswer:
     """One ``vq top`` snapshot (:meth:`vq.gateway.Gateway.top`)."""
     return gateway().top(_LIVE_STATES, CALL_TIMEOUT_SECONDS)
 
@@ -103,7 +105,7 @@ def _level_style(percent: float | None) -> str:
     return "yellow" if percent >= 75 else ""
 
 
-def _header(snap: dict[str, Any]) -> Text:
+def _header(snap: TopAnswer) -> Text:
     from rich.text import Text
 
     moment = datetime.fromisoformat(snap["generated_at"]).astimezone()
@@ -122,7 +124,7 @@ def _header(snap: dict[str, Any]) -> Text:
     return text
 
 
-def _capacity(snap: dict[str, Any]) -> RenderableType:
+def _capacity(snap: TopAnswer) -> RenderableType:
     from rich.progress_bar import ProgressBar
     from rich.table import Table
     from rich.text import Text
@@ -132,8 +134,13 @@ def _capacity(snap: dict[str, Any]) -> RenderableType:
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True)
     known = snap.get("capacity_source") is not None
-    for key, label, unit in (("cpus", "cpus", ""), ("mem_mb", "mem", " MB"), ("jobs", "jobs", "")):
-        reserved, cap = snap["capacity"][key]["reserved"], snap["capacity"][key]["cap"]
+    capacity = snap["capacity"]
+    for use, label, unit in (
+        (capacity["cpus"], "cpus", ""),
+        (capacity["mem_mb"], "mem", " MB"),
+        (capacity["jobs"], "jobs", ""),
+    ):
+        reserved, cap = use["reserved"], use["cap"]
         if cap:
             percent = 100.0 * reserved / cap
             bar: RenderableType = ProgressBar(
@@ -160,7 +167,7 @@ def _with_pct(text: str, percent: float | None) -> Text:
     return out
 
 
-def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
+def _jobs_table(jobs: list[TopJob]) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
@@ -204,7 +211,7 @@ def _jobs_table(jobs: list[dict[str, Any]]) -> RenderableType:
     return table
 
 
-def _render(snap: dict[str, Any]) -> RenderableType:
+def _render(snap: TopAnswer) -> RenderableType:
     from rich.console import Group
 
     return Group(_header(snap), _capacity(snap), _jobs_table(snap["jobs"]))

@@ -24,6 +24,16 @@ import click
 from vq.cli.output import echo_json
 from vq.cli.types import AsciiIntRange
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the web package is imported only by the commands that use it
+    from vq.web.auth.scoped import TokenView
+
+    class TokenRow(TokenView):
+        """A token of ``vq web token list``: its view and the jobs it submitted today."""
+
+        used_today: int
+
+
 __all__ = ["register"]
 
 
@@ -187,7 +197,7 @@ def token_list(as_json: bool) -> None:
     from vq.web.auth.scoped import list_tokens
 
     root, now = _root(), datetime.now(UTC)
-    rows = [
+    rows: list[TokenRow] = [
         {**t.public(now), "used_today": usage_today(root, t.id, now)} for t in list_tokens(root)
     ]
     if as_json:
@@ -203,7 +213,8 @@ def token_list(as_json: bool) -> None:
     for r in rows:
         quota = f"{r['used_today']}/{r['max_jobs_per_day'] or '-'}"
         scopes = ",".join(r["scopes"])
-        limits = "".join(f" {key}={','.join(r[key])}" for key in ("profiles", "programs") if r[key])
+        named = (("profiles", r["profiles"]), ("programs", r["programs"]))
+        limits = "".join(f" {key}={','.join(values)}" for key, values in named if values)
         click.echo(
             f"{r['name']:<{width}}  {r['id']:<12}  {r['state']:<8}  {scopes:<20}  {quota:<9}  "
             f"{r['expires_at'] or 'never'}{limits}"

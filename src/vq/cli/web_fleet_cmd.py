@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from vq.cli.output import echo_json
+from vq.protocol.answers import ListQuery
 
 __all__ = ["register"]
 
@@ -56,7 +57,7 @@ def fleet_list(
     from vq.web.fleet.snapshots import Snapshots
 
     moment = since_moment(since) if since else None
-    filters = {
+    filters: ListQuery = {
         "states": list(states),
         "tags": list(tags),
         "name": name,

@@ -11,12 +11,16 @@ group only). Imports only the stdlib client, errors and paths: no pydantic.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeVar
 
 from vq._fs import read_regular
 from vq.client import Client
 from vq.errors import DaemonNotRunning, PermissionDenied, ProtocolError
 from vq.paths import StatePaths
+from vq.protocol.answers import Rpc
+
+A = TypeVar("A")
 
 __all__ = ["SNAPSHOT_TIMEOUT_SECONDS", "DaemonLink"]
 
@@ -27,36 +31,43 @@ SNAPSHOT_TIMEOUT_SECONDS = 10.0
 class DaemonLink:
     """The RPC side of a gateway: ``paths`` names the socket, ``timeout`` bounds a call."""
 
-    paths: StatePaths
-    timeout: float
+    def __init__(self, paths: StatePaths, timeout: float = 60.0) -> None:
+        self.paths = paths
+        self.timeout = timeout
 
     def client(self, timeout: float | None = None) -> Client:
         return Client(str(self.paths.daemon_sock), timeout=timeout or self.timeout)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any | None:
-        """The daemon's answer, or None when no daemon is answering (use the fallback)."""
+    def call(self, method: Rpc[A], params: Mapping[str, object] | None = None) -> A | None:
+        """The daemon's answer, or None when no daemon is answering (use the fallback).
+
+        ``method`` (:mod:`vq.protocol.answers`) names the RPC and types its answer; the
+        daemon validated the answer against the method's result model before sending it.
+        """
         if not self.paths.daemon_sock.exists():
             return None
         try:
-            return self.client().call(method, params)
+            answer: A = self.client().call(method.name, params)
+            return answer
         except DaemonNotRunning:
             return None
 
     def ask(
         self,
-        method: str,
-        params: dict[str, Any] | None = None,
+        method: Rpc[A],
+        params: Mapping[str, object] | None = None,
         timeout: float = SNAPSHOT_TIMEOUT_SECONDS,
-    ) -> Any | None:
+    ) -> A | None:
         """Like :meth:`call`, but a daemon that fails mid-call also yields None (reads only)."""
         if not self.paths.daemon_sock.exists():
             return None
         try:
-            return self.client(timeout).call(method, params)
+            answer: A = self.client(timeout).call(method.name, params)
+            return answer
         except (DaemonNotRunning, ProtocolError, OSError):
             return None
 
-    def daemon_only(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    def daemon_only(self, method: Rpc[A], params: Mapping[str, object] | None = None) -> A:
         """The daemon's answer to a verb that needs it; DaemonNotRunning when none answers."""
         sock = self.paths.daemon_sock
         if sock.exists() and not os.access(sock, os.R_OK | os.W_OK):

@@ -19,10 +19,18 @@ if TYPE_CHECKING:
     from vq.domain.spec import JobSpec
     from vq.fetch.local import FetchResult
     from vq.fetch.snapshot import SourceKind
+    from vq.protocol.answers import FinalState
     from vq.services.context import ServiceContext
     from vq.services.ownership import OwnerCheck
 
 __all__ = ["DiskVerbs"]
+
+
+class _Unset:
+    """The ownership helper of :meth:`DiskVerbs.spec` before it is first built."""
+
+
+_UNSET = _Unset()
 
 
 class DiskVerbs:
@@ -32,10 +40,14 @@ class DiskVerbs:
     caps, profiles and programs; None means ``os.environ``.
     """
 
-    paths: StatePaths
-    env: Mapping[str, str] | None
-    #: multi-user mode: the owner named with ``--uid`` (None: the caller's own tree)
-    owner: int | None = None
+    def __init__(
+        self, paths: StatePaths, env: Mapping[str, str] | None = None, owner: int | None = None
+    ) -> None:
+        self.paths = paths
+        self.env = env
+        #: multi-user mode: the owner named with ``--uid`` (None: the caller's own tree)
+        self.owner = owner
+        self._spec_check: OwnerCheck | _Unset | None = _UNSET
 
     def owner_check(self, settings: Settings | None = None) -> OwnerCheck | None:
         """The per-verb ownership helper (:mod:`vq.services.ownership`) for this process
@@ -109,9 +121,9 @@ class DiskVerbs:
         multi-user mode (PermissionDenied): ``vq logs``, ``events`` and ``wait`` read it."""
         from vq.store.owned import store_for
 
-        if not hasattr(self, "_spec_check"):  # polled by `logs -f` and `wait`: built once
-            self._spec_check = self.owner_check()
         check = self._spec_check
+        if isinstance(check, _Unset):  # polled by `logs -f` and `wait`: built once
+            check = self._spec_check = self.owner_check()
         if check is not None:
             check.before_reading(job_id)
         spec = store_for(self.paths).read(job_id)
@@ -134,7 +146,7 @@ class DiskVerbs:
             )
         return read_events(self.paths, job_id)
 
-    def final_state(self, job_id: str) -> dict[str, Any] | None:
+    def final_state(self, job_id: str) -> FinalState | None:
         """``{id, state, exit_code, failure_reason}`` once the job has ended, else None."""
         spec = self.spec(job_id)
         if not spec.is_terminal:

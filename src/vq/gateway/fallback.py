@@ -2,9 +2,9 @@
 
 Every method here runs the matching :mod:`vq.services` function over a
 :class:`~vq.services.context.ServiceContext` built from the configured caps
-(:meth:`DiskVerbs.local_context`) and answers the shape the daemon's RPC method answers
-(``tests/integration/test_gateway_parity.py``). None of them talks to the daemon; the
-choice between the two halves is :class:`vq.gateway.Gateway`'s.
+(:meth:`DiskVerbs.local_context`, composed, not inherited) and answers the shape the
+daemon's RPC method answers (``tests/integration/test_gateway_parity.py``). None of them
+talks to the daemon; the choice between the two halves is :class:`vq.gateway.Gateway`'s.
 
 Import cost: services, pydantic and the configuration are imported inside the methods,
 so importing the gateway stays cheap for the paths that never fall back.
@@ -14,15 +14,32 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.client import ring_doorbell
 from vq.errors import PermissionDenied, VqError
 from vq.paths import MultiUserLayout
+from vq.protocol.answers import (
+    DrainAnswer,
+    KillAnswer,
+    ListAnswer,
+    ListQuery,
+    ListRow,
+    PauseAnswer,
+    ReportRow,
+    SpecJSON,
+    StatusView,
+    SubmitAnswer,
+    ThrottleAnswer,
+    UndrainAnswer,
+)
+from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 
 from .disk import DiskVerbs
 
 if TYPE_CHECKING:  # types only: importing them loads pydantic, which `vq list` never needs
+    from collections.abc import Mapping
+
     from vq.config.hosts import LaneSettings
     from vq.domain.quotas import QuotaHold, QuotaPolicy
     from vq.domain.spec import JobSpec
@@ -40,11 +57,22 @@ def root_does_not_submit() -> PermissionDenied:
     )
 
 
-class DiskFallbacks(DiskVerbs):
-    """The no-daemon answers of the daemon verbs, for one state root."""
+class DiskFallbacks:
+    """The no-daemon answers of the daemon verbs, for the state root of ``disk`` (whose
+    service context and ownership helper they run on)."""
+
+    def __init__(self, disk: DiskVerbs) -> None:
+        self.disk = disk
+        self.paths = disk.paths
+        self.env = disk.env
+        self.owner = disk.owner
+
+    def local_context(self) -> ServiceContext:
+        """The service context over the disk (:meth:`DiskVerbs.local_context`)."""
+        return self.disk.local_context()
 
     # --- reads --------------------------------------------------------------------------
-    def disk_list_rows(self, params: dict[str, Any]) -> dict[str, Any]:
+    def disk_list_rows(self, params: ListQuery) -> ListAnswer:
         """``vq list --json``'s payload from the spec files, whether or not a daemon runs.
 
         A tree the filesystem does not let this user read (another owner's, in multi-user
@@ -68,7 +96,7 @@ class DiskFallbacks(DiskVerbs):
             hint="check the permissions of the state root",
         )
 
-    def disk_status(self, job_id: str, uid: int | None) -> dict[str, Any]:
+    def disk_status(self, job_id: str, uid: int | None) -> StatusView:
         """``vq status --json`` of one job from its spec file (``uid``: that owner's copy,
         multi-user root only), with the owner's quota as the pending reason when it holds
         the job back, and on a user's own tree why the root daemon holds it, if it does
@@ -125,7 +153,7 @@ class DiskFallbacks(DiskVerbs):
         owner_dir = self.paths.owner_dir
         if owner_dir is None or isinstance(self.paths, MultiUserLayout):
             return None
-        policy = self._quota_policy()
+        policy = self.quota_policy()
         if policy is None or policy.unlimited:
             return None
         from vq.domain.quotas import Holder, load_of
@@ -136,7 +164,7 @@ class DiskFallbacks(DiskVerbs):
         load = load_of(Holder(owner, s.id, s.cpus) for s in active)
         return policy.hold(owner, spec.cpus, load)
 
-    def disk_top_rows(self) -> list[dict[str, Any]]:
+    def disk_top_rows(self) -> list[ListRow]:
         """Every job's list row from the spec files (``vq top`` without a daemon)."""
         from vq.services.query import ListFilter, list_row, select
 
@@ -145,7 +173,7 @@ class DiskFallbacks(DiskVerbs):
         specs = select(ctx.store.scan().specs.values(), ListFilter())
         return [list_row(spec, ctx.base_caps, now) for spec in specs]
 
-    def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> dict[str, Any]:
+    def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> OverviewAnswer:
         """``vq overview --json`` from the spec files and the last advertised caps (unknown
         when none is readable)."""
         from vq.services.control import read_capacity
@@ -155,7 +183,7 @@ class DiskFallbacks(DiskVerbs):
         snapshot = read_capacity(self.paths)  # the last advertised caps, or None
         return build_overview(rows, snapshot, now, None, quarantined=quarantined, quotas=quotas)
 
-    def _quota_policy(self) -> QuotaPolicy | None:
+    def quota_policy(self) -> QuotaPolicy | None:
         """Multi-user mode: the system config's ``[quotas]`` (validated; ConfigError when it
         is not); None in single-user mode."""
         if self.paths.owner_dir is None and not isinstance(self.paths, MultiUserLayout):
@@ -164,7 +192,7 @@ class DiskFallbacks(DiskVerbs):
 
         return load_settings(self.env).quotas.policy()
 
-    def usage(self, by: str, since: datetime | None) -> dict[str, Any]:
+    def usage(self, by: str, since: datetime | None) -> UsageAnswer:
         """The ``vq usage --json`` report (always from the spec files: they hold pauses)."""
         from vq.services.reports import build_usage
 
@@ -172,7 +200,7 @@ class DiskFallbacks(DiskVerbs):
         rows, _ = self.disk_report_rows(now)
         return build_usage(rows, by, since, now)
 
-    def disk_report_rows(self, now: datetime) -> tuple[list[dict[str, Any]], int]:
+    def disk_report_rows(self, now: datetime) -> tuple[list[ReportRow], int]:
         """Report rows of every readable spec, and the number of unreadable ones."""
         from vq.services.reports import report_row
         from vq.store.owned import store_for
@@ -181,7 +209,7 @@ class DiskFallbacks(DiskVerbs):
         return [report_row(spec, None, now) for spec in scan.specs.values()], len(scan.quarantined)
 
     # --- submission ---------------------------------------------------------------------
-    def submit_on_disk(self, params: dict[str, Any]) -> dict[str, Any]:
+    def submit_on_disk(self, params: Mapping[str, object]) -> SubmitAnswer:
         """``vq submit`` without a daemon: validate, then write the spec(s) ourselves."""
         from vq.protocol.messages import SubmitParams, parse_params
         from vq.services.submit import result_payload, submit
@@ -216,7 +244,7 @@ class DiskFallbacks(DiskVerbs):
         )
 
     # --- job control --------------------------------------------------------------------
-    def disk_kill(self, job_id: str) -> dict[str, Any]:
+    def disk_kill(self, job_id: str) -> KillAnswer:
         """``vq kill --json``'s item, waiting out the grace here."""
         from vq.services.kill import kill_and_wait
 
@@ -225,37 +253,36 @@ class DiskFallbacks(DiskVerbs):
         ring_doorbell(self.paths.doorbell)
         return outcome.as_dict()
 
-    def disk_pause_or_resume(self, verb: str, job_id: str) -> dict[str, Any]:
+    def disk_pause_or_resume(self, verb: str, job_id: str) -> PauseAnswer:
         from vq.services import pause as pausing
 
         fn = pausing.pause_job if verb == "pause" else pausing.resume_job
         return fn(self.local_context(), job_id).as_dict()
 
-    def disk_resubmit(self, job_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    def disk_resubmit(self, job_id: str, overrides: Mapping[str, object]) -> SpecJSON:
+        from vq.services.query import spec_json
         from vq.services.resubmit import resubmit
 
-        return resubmit(self.local_context(), job_id, overrides).model_dump(mode="json")
+        return spec_json(resubmit(self.local_context(), job_id, dict(overrides)))
 
     # --- queue control ------------------------------------------------------------------
-    def disk_drain(self, mode: str, reject_submits: bool, reason: str | None) -> dict[str, Any]:
+    def disk_drain(self, mode: str, reject_submits: bool, reason: str | None) -> DrainAnswer:
         """Write ``drain.json`` with no daemon to tell."""
-        from dataclasses import asdict
-
         from vq.domain.spec import utcnow
-        from vq.services.control import DrainState, write_drain
+        from vq.services.control import DrainState, drain_json, write_drain
 
         state = DrainState(mode, reject_submits, reason, utcnow().isoformat())
         write_drain(self.paths, state)
-        return asdict(state)
+        return drain_json(state)
 
-    def disk_undrain(self) -> dict[str, Any]:
+    def disk_undrain(self) -> UndrainAnswer:
         from vq.services.control import undrain_on_disk
 
         return undrain_on_disk(self.local_context())
 
     def disk_throttle(
         self, *, clear: bool, max_jobs: int | None, max_cpus: int | None, seconds: int | None
-    ) -> dict[str, Any]:
+    ) -> ThrottleAnswer:
         from vq.domain.spec import utcnow
         from vq.services.control import throttle_on_disk
 

@@ -19,6 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from vq.errors import ErrorPayload
+
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -55,7 +57,7 @@ def decode_message(line: bytes) -> dict[str, Any]:
     return message
 
 
-def error_response(request_id: Any, payload: dict[str, Any]) -> dict[str, Any]:
+def error_response(request_id: Any, payload: ErrorPayload) -> dict[str, Any]:
     """The response carrying an error payload (see ``VqError.to_payload``)."""
     return {"id": request_id, "error": payload}
 

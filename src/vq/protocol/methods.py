@@ -15,10 +15,11 @@ grow: a new field is optional in params and additive in results.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .answers import ListQuery
 from .messages import SubmitParams
 
 __all__ = [
@@ -118,9 +119,9 @@ class ListParams(Params):
     #: how old (seconds) a check for other writers' spec changes may be
     max_age: Annotated[Seconds, Field(le=60)] | None = None
 
-    def query(self) -> dict[str, Any]:
+    def query(self) -> ListQuery:
         """The filter and paging parameters as the services read them (no ``max_age``)."""
-        return self.model_dump(exclude={"max_age"}, exclude_none=True)
+        return cast("ListQuery", self.model_dump(exclude={"max_age"}, exclude_none=True))
 
 
 class ResubmitParams(JobIdParams):
@@ -185,8 +186,8 @@ class PingResult(Result):
     #: a root daemon started with --allow-root / VQ_ALLOW_ROOT=1 (every job runs as root)
     root_single_user: bool = False
     #: the configured (base) caps, and the caps in force after a throttle
-    caps: dict[str, Any]
-    effective_caps: dict[str, Any]
+    caps: dict[str, int | None]
+    effective_caps: dict[str, int | None]
 
 
 class SubmitResult(View):
@@ -224,7 +225,7 @@ class ListResult(Result):
     """``list``: the rows, the unreadable specs and every state's count (plus paging)."""
 
     jobs: list[dict[str, Any]]
-    quarantined: list[dict[str, Any]]
+    quarantined: list[dict[str, str]]
     counts: dict[str, int]
     total: int | None = None
     total_jobs: int | None = None
@@ -267,7 +268,7 @@ class UndrainResult(Result):
 class ThrottleResult(Result):
     """``throttle``: the throttle in force (None when cleared) and the caps it leaves."""
 
-    throttle: dict[str, Any] | None
+    throttle: dict[str, int | str | None] | None
     effective_caps: dict[str, int | None]
 
 
@@ -282,8 +283,8 @@ class CapacityResult(Result):
 class AdminStatusResult(Result):
     """``admin_status``: drain, throttle, configuration health and dispatch holds."""
 
-    drain: dict[str, Any]
-    throttle: dict[str, Any] | None
+    drain: dict[str, str | bool | None]
+    throttle: dict[str, int | str | None] | None
     config_error: str | None
     #: loaded config files that have disappeared (dispatch is held until one is back)
     config_missing: list[str] = Field(default_factory=list)
@@ -302,7 +303,7 @@ class HealthResult(Result):
 
     ok: bool
     checked_at: str
-    checks: list[dict[str, Any]]
+    checks: list[dict[str, str | bool]]
 
 
 class ReloadResult(View):

@@ -9,16 +9,24 @@ never turns a job into an over-capacity one; they are ordinary blockers.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from vq.domain.admission import Caps
+from vq.protocol.answers import CapsJSON
 from vq.services.context import ServiceContext
+from vq.services.control import caps_json
 
 __all__ = ["advertised_caps"]
 
 
-def advertised_caps(ctx: ServiceContext) -> dict[str, Any]:
+class AdvertisedCaps(TypedDict):
+    """The caps a ``ping`` answer advertises: the base caps and the effective ones."""
+
+    caps: CapsJSON
+    effective_caps: CapsJSON
+
+
+def advertised_caps(ctx: ServiceContext) -> AdvertisedCaps:
     """``{"caps": base, "effective_caps": effective}`` for the ``ping`` answer."""
     base: Caps = ctx.base_caps if ctx.base_caps is not None else ctx.caps
-    return {"caps": asdict(base), "effective_caps": asdict(ctx.caps)}
+    return {"caps": caps_json(base), "effective_caps": caps_json(ctx.caps)}

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vq.domain.admission import Caps
 from vq.domain.quotas import QuotaLimits
@@ -16,7 +16,24 @@ from vq.services.ownership import OwnerCheck
 from vq.store.owned import store_for
 from vq.store.specs import SpecStore
 
-__all__ = ["ServiceContext"]
+if TYPE_CHECKING:  # types only: the configuration models load pydantic and the config
+    from vq.config.hosts import LaneSettings
+    from vq.config.programs import ProgramSettings
+    from vq.packing.lane_submit import LaneFacts
+    from vq.packing.profiles import PackingProfile
+    from vq.transport.runner import Runner
+
+__all__ = ["ServiceContext", "SubmitProfile"]
+
+
+class SubmitProfile(Protocol):
+    """A ``[profile.NAME]`` preset (``vq.config.ProfileSettings``): the JobSpec field
+    values it sets, read as a submit's defaults."""
+
+    def model_dump(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        """The preset's fields by JobSpec field name (None: not set, with
+        ``exclude_none``)."""
+        ...
 
 
 @dataclass
@@ -36,10 +53,10 @@ class ServiceContext:
     caps: Caps
     now: Callable[[], datetime] = utcnow
     random_bytes: Callable[[int], bytes] = os.urandom
-    #: ``[profile.NAME]`` presets (name → pydantic model with JobSpec field names)
-    profiles: Mapping[str, Any] = field(default_factory=dict)
-    #: ``[programs.NAME]`` registry (name → ``vq.config.settings.ProgramSettings``), §3.4
-    programs: Mapping[str, Any] = field(default_factory=dict)
+    #: ``[profile.NAME]`` presets (name → its JobSpec field values)
+    profiles: Mapping[str, SubmitProfile] = field(default_factory=dict)
+    #: ``[programs.NAME]`` registry (name → its settings), §3.4
+    programs: Mapping[str, ProgramSettings] = field(default_factory=dict)
     base_caps: Caps | None = None
     #: set (by the daemon) while the configuration files on disk are invalid: what is
     #: wrong and where; ``profiles`` and ``programs`` are then the last good ones
@@ -51,13 +68,13 @@ class ServiceContext:
     min_uid: int = 1000
     #: ``[packing.NAME]`` profiles and the scheduler lanes (name →
     #: :class:`vq.packing.lane_submit.LaneFacts`) a ``vq submit --pack`` is checked against
-    packing: Mapping[str, Any] = field(default_factory=dict)
-    pack_lanes: Mapping[str, Any] = field(default_factory=dict)
+    packing: Mapping[str, PackingProfile] = field(default_factory=dict)
+    pack_lanes: Mapping[str, LaneFacts] = field(default_factory=dict)
     #: the scheduler lanes (name → :class:`vq.config.hosts.LaneSettings`) a lane submit
     #: resolves a managed runtime on, and how to reach one (lane → a
     #: :class:`vq.transport.runner.Runner`; None: the lane's own SSH runner)
-    lanes: Mapping[str, Any] = field(default_factory=dict)
-    lane_runner: Callable[[Any], Any] | None = None
+    lanes: Mapping[str, LaneSettings] = field(default_factory=dict)
+    lane_runner: Callable[[LaneSettings], Runner] | None = None
     #: multi-user mode: the per-verb ownership helper (§7.3) of the acting CLI; None in
     #: single-user mode and in the daemon (its socket admits root and the admin group only)
     owner_check: OwnerCheck | None = None

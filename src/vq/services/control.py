@@ -30,6 +30,7 @@ from vq._fs import append_line, atomic_write_json, read_json_regular
 from vq.domain.admission import Caps
 from vq.errors import Conflict, InvalidInput
 from vq.paths import StatePaths
+from vq.protocol.answers import CapsJSON, DrainAnswer, ThrottleAnswer, ThrottleJSON, UndrainAnswer
 
 if TYPE_CHECKING:
     from vq.domain.spec import JobSpec
@@ -261,12 +262,42 @@ def resume_drained(ctx: ServiceContext, job_ids: Iterable[str]) -> list[str]:
     return resumed
 
 
-def undrain_answer() -> dict[str, Any]:
+def caps_json(caps: Caps) -> CapsJSON:
+    """Admission caps as JSON (``ping``, ``throttle``, ``capacity``, ``admin_status``)."""
+    return {
+        "max_jobs": caps.max_jobs,
+        "max_cpus": caps.max_cpus,
+        "max_mem_mb": caps.max_mem_mb,
+        "default_job_mem_mb": caps.default_job_mem_mb,
+    }
+
+
+def throttle_json(throttle: Throttle) -> ThrottleJSON:
+    """A throttle as JSON (``throttle.json``, the ``throttle`` answer)."""
+    return {
+        "max_jobs": throttle.max_jobs,
+        "max_cpus": throttle.max_cpus,
+        "expires_at": throttle.expires_at,
+        "set_at": throttle.set_at,
+    }
+
+
+def drain_json(state: DrainState) -> DrainAnswer:
+    """A drain as JSON (``drain.json``, the ``drain`` answer)."""
+    return {
+        "mode": state.mode,
+        "reject_submits": state.reject_submits,
+        "reason": state.reason,
+        "set_at": state.set_at,
+    }
+
+
+def undrain_answer() -> UndrainAnswer:
     """The answer of ``undrain`` (daemon and disk alike): no drain, drain pauses undone."""
     return {"mode": "none", "resumed_paused_by": PAUSED_BY_DRAIN}
 
 
-def undrain_on_disk(ctx: ServiceContext) -> dict[str, Any]:
+def undrain_on_disk(ctx: ServiceContext) -> UndrainAnswer:
     """``undrain`` without a daemon: remove ``drain.json``, resume the drain's pauses."""
     write_drain(ctx.paths, DrainState())
     resume_drained(ctx, drained_job_ids(ctx.store.scan().specs.values()))
@@ -281,7 +312,7 @@ def throttle_on_disk(
     max_cpus: int | None,
     seconds: int | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> ThrottleAnswer:
     """``throttle`` without a daemon: write ``throttle.json``; the daemon's answer shape.
 
     ``effective_caps`` are ``ctx.caps`` (the configured caps) lowered by the throttle.
@@ -289,6 +320,6 @@ def throttle_on_disk(
     limits = Throttle() if clear else new_throttle(max_jobs, max_cpus, seconds, now)
     write_throttle(ctx.paths, limits)
     return {
-        "throttle": asdict(limits) if limits.active(now) else None,
-        "effective_caps": asdict(effective_caps(ctx.caps, limits, now)),
+        "throttle": throttle_json(limits) if limits.active(now) else None,
+        "effective_caps": caps_json(effective_caps(ctx.caps, limits, now)),
     }

@@ -12,17 +12,28 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq._fs import read_regular, try_lock_file
 from vq.errors import VqError
 from vq.executors.cgroups import CgroupMode
 from vq.paths import StatePaths
+from vq.protocol.answers import PingAnswer
 
-__all__ = ["Check", "run_checks"]
+__all__ = ["Check", "CheckItem", "run_checks"]
+
+
+class CheckItem(TypedDict):
+    """One check of ``vq doctor --json``."""
+
+    name: str
+    status: str
+    message: str
+    hint: str | None
+
 
 LOW_DISK_WARN_BYTES = 1024**3
 LOW_DISK_FAIL_BYTES = 100 * 1024**2
@@ -35,8 +46,13 @@ class Check:
     message: str
     hint: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> CheckItem:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "message": self.message,
+            "hint": self.hint,
+        }
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -71,7 +87,7 @@ def check_state_root(paths: StatePaths) -> Check:
     return Check("state root", "ok", f"{root} is writable, flock and fsync work{note}")
 
 
-def check_daemon(ping: dict[str, Any] | None, paths: StatePaths) -> list[Check]:
+def check_daemon(ping: PingAnswer | None, paths: StatePaths) -> list[Check]:
     if ping is not None:
         checks = [
             Check(
@@ -147,7 +163,7 @@ def check_config(load: Callable[[], object]) -> Check:
     return Check("config", "ok", "configuration is valid")
 
 
-def check_cgroups(ping: dict[str, Any] | None) -> Check:
+def check_cgroups(ping: PingAnswer | None) -> Check:
     if ping is not None and "cgroup_mode" in ping:
         mode, reason = ping["cgroup_mode"], ping["cgroup_reason"]
     else:
@@ -167,7 +183,7 @@ def check_cgroups(ping: dict[str, Any] | None) -> Check:
     )
 
 
-def _affinity_configured(ping: dict[str, Any] | None, load: Callable[[], object]) -> bool:
+def _affinity_configured(ping: PingAnswer | None, load: Callable[[], object]) -> bool:
     """Whether jobs get a CPU affinity: the daemon's answer, else this config."""
     if ping is not None and "cpu_affinity" in ping:
         return bool(ping["cpu_affinity"])
@@ -176,7 +192,7 @@ def _affinity_configured(ping: dict[str, Any] | None, load: Callable[[], object]
     return bool(getattr(daemon, "cpu_affinity", False)) and hasattr(os, "sched_setaffinity")
 
 
-def check_enforcement(ping: dict[str, Any] | None, load: Callable[[], object]) -> Check:
+def check_enforcement(ping: PingAnswer | None, load: Callable[[], object]) -> Check:
     """What this host enforces of a job's declared memory and CPUs, in plain words."""
     if ping is not None and "cgroup_mode" in ping:
         found = CgroupMode(ping["cgroup_mode"], "")
@@ -390,7 +406,7 @@ def check_multi_user(load: Callable[[], object]) -> Check:
 
 def run_checks(
     paths: StatePaths,
-    ping: dict[str, Any] | None,
+    ping: PingAnswer | None,
     load_config: Callable[[], object],
     now: datetime,
 ) -> list[Check]:

@@ -20,10 +20,10 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vq._fs import (
     NotRegularFile,
@@ -230,7 +230,7 @@ def submit_keyed(
     )
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        claim = _read_claim(claim_path)
+        claim: Mapping[str, Any] | None = _read_claim(claim_path)  # raw: as the file says
         if claim is None:
             published = _find_published(ctx, hashed)
             if published is not None:  # the spec landed but the claim did not: repair
@@ -255,7 +255,16 @@ def submit_keyed(
         os.close(lock_fd)
 
 
-def _claim(job_id: str, digest: str | None, hashed: str) -> dict[str, Any]:
+class IdempotencyClaim(TypedDict):
+    """The claim file of an idempotency key: its hash, the intent digest, the job."""
+
+    schema: str
+    key_hash: str
+    intent_digest: str | None
+    job_id: str
+
+
+def _claim(job_id: str, digest: str | None, hashed: str) -> IdempotencyClaim:
     return {
         "schema": "vq.idempotency-claim.v1",
         "key_hash": hashed,

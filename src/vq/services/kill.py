@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
+from vq.protocol.answers import KillAnswer
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 
@@ -45,7 +45,7 @@ class KillOutcome:
     already_killed: bool
     signaled: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> KillAnswer:
         """The ``vq kill --json`` item (a stable schema, see docs/json.md)."""
         return {
             "id": self.spec.id,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from vq.domain.states import JobState
 from vq.errors import InvalidInput
+from vq.protocol.answers import ListAnswer
 
 if TYPE_CHECKING:  # only a type: the CLI imports this module without pydantic's models
     from vq.domain.summary import Listed
@@ -224,7 +225,7 @@ def paged(selected: Sequence[Listed], params: PageParams) -> Page:
     return page_of(order(selected, params), params)
 
 
-def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> dict[str, Any]:
+def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> ListAnswer:
     """The daemon's ``list`` answer, from the spec files (the no-daemon path).
 
     ``{"jobs", "quarantined", "counts"}`` (``counts``: every job by state), plus
@@ -232,7 +233,7 @@ def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> dict[str, An
     """
     from vq.services.query import ListFilter, list_row, select
 
-    flt = ListFilter.from_params(dict(params))
+    flt = ListFilter.from_params(params)
     paging = page_params(params)
     scan = ctx.store.scan()
     now = ctx.now()
@@ -241,11 +242,12 @@ def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> dict[str, An
     counts = {state.value: 0 for state in JobState}
     for spec in scan.specs.values():
         counts[spec.state.value] += 1
-    answer: dict[str, Any] = {
+    answer: ListAnswer = {
         "jobs": [list_row(s, ctx.base_caps, now) for s in (page.specs if page else selected)],
         "quarantined": [item.as_dict() for item in scan.quarantined.values()],
         "counts": counts,
     }
     if page is not None:
-        answer.update(total=page.total, total_jobs=page.total_jobs)
+        answer["total"] = page.total
+        answer["total_jobs"] = page.total_jobs
     return answer

@@ -15,12 +15,12 @@ what an operator paused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.executors.base import Executor, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
+from vq.protocol.answers import PauseAnswer
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.services.lifecycle_decisions import paused_seconds
@@ -44,7 +44,7 @@ class PauseOutcome:
     changed: bool
     signaled: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PauseAnswer:
         """The ``vq pause|resume --json`` item (a stable schema, see docs/json.md)."""
         return {
             "id": self.spec.id,

@@ -11,10 +11,10 @@ Stable schemas (documented in ``docs/json.md``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
 from vq.domain.dependencies import evaluate
@@ -23,12 +23,21 @@ from vq.domain.states import JobState
 from vq.domain.summary import Listed
 from vq.errors import InvalidInput
 from vq.paths import StatePaths
+from vq.protocol.answers import (
+    ListRow,
+    Overage,
+    ResourceUsage,
+    SpecJSON,
+    StatusView,
+    WaitChangeAnswer,
+)
 
 __all__ = [
     "ListFilter",
     "list_row",
     "request_of",
     "select",
+    "spec_json",
     "status_view",
     "usage_summary",
     "wait_answer",
@@ -50,10 +59,19 @@ def request_of(spec: JobSpec) -> Request:
     )
 
 
-def _over_capacity(spec: Listed, caps: Caps | None) -> tuple[bool | None, list[dict[str, Any]]]:
+def spec_json(spec: JobSpec) -> SpecJSON:
+    """The spec as JSON (every field; ``tests/contract`` keeps :class:`SpecJSON` in step
+    with the model's fields)."""
+    return cast("SpecJSON", spec.model_dump(mode="json"))
+
+
+def _over_capacity(spec: Listed, caps: Caps | None) -> tuple[bool | None, list[Overage]]:
     if caps is None or spec.state is not JobState.PENDING or spec.scheduler_target:
         return None, []
-    overages = [o.as_dict() for o in capacity_overages(spec.cpus, spec.mem_mb, caps)]
+    overages: list[Overage] = [
+        {"resource": o.resource, "requested": o.requested, "capacity": o.capacity}
+        for o in capacity_overages(spec.cpus, spec.mem_mb, caps)
+    ]
     return bool(overages), overages
 
 
@@ -84,7 +102,7 @@ def status_view(
     dependency_state: Callable[[str], JobState | str | None] | None = None,
     effective: Caps | None = None,
     hold: str | None = None,
-) -> dict[str, Any]:
+) -> StatusView:
     """Everything known about one job, as JSON-safe data.
 
     ``hold``: why the daemon holds all dispatch (memory pressure, a drain, the config),
@@ -97,16 +115,22 @@ def status_view(
     ``dependency_state`` (id → state, None when gone) lets ``pending_reason`` say which
     predecessors a PENDING job waits for.
     """
-    view: dict[str, Any] = spec.model_dump(mode="json")
     over, overages = _over_capacity(spec, caps)
-    view["workspace"] = str(paths.workspace(spec.id))
-    view["pending_over_capacity"] = over
-    view["configured_capacity_overages"] = overages
-    view["pending_reason"] = (
-        pending_reason(request_of(spec), usage or Usage(), effective or caps, now, caps)
-        if spec.state is JobState.PENDING and caps is not None
-        else None
-    )
+    # the spec's keys first, then the derived ones (the view's documented key order);
+    # a spec dump has none of the view's optional keys (mypy cannot know that of a **)
+    view: StatusView = {
+        **spec_json(spec),  # type: ignore[typeddict-item]
+        "workspace": str(paths.workspace(spec.id)),
+        "pending_over_capacity": over,
+        "configured_capacity_overages": overages,
+        "pending_reason": (
+            pending_reason(request_of(spec), usage or Usage(), effective or caps, now, caps)
+            if spec.state is JobState.PENDING and caps is not None
+            else None
+        ),
+        "elapsed_seconds": None,
+        "active_seconds": None,
+    }
     if spec.state is JobState.PENDING and hold is not None and not overages:
         view["pending_reason"] = hold
     if spec.state is JobState.PENDING and dependency_state is not None:
@@ -122,7 +146,7 @@ def status_view(
     return view
 
 
-def usage_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
+def usage_summary(receipt: dict[str, Any] | None) -> ResourceUsage | None:
     """What ``vq status`` shows of an ended job's receipt: peak RSS (wait4's largest
     resident set of any one process, in MB) and CPU time (user + system, of the command
     and its waited-for descendants). None without a readable receipt."""
@@ -148,7 +172,7 @@ def usage_summary(receipt: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def list_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
+def list_row(spec: Listed, caps: Caps | None, now: datetime) -> ListRow:
     """The compact listing row of one job."""
     over, _ = _over_capacity(spec, caps)
     return {
@@ -193,7 +217,7 @@ class ListFilter:
     group: str | None = None
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ListFilter:
+    def from_params(cls, params: Mapping[str, Any]) -> ListFilter:
         try:
             states = frozenset(JobState(s.upper()) for s in params.get("states") or [])
         except ValueError as exc:
@@ -230,7 +254,7 @@ def select(specs: Iterable[L], flt: ListFilter) -> list[L]:
     )
 
 
-def wait_answer(spec: JobSpec, baseline: JobState, view: dict[str, Any]) -> dict[str, Any]:
+def wait_answer(spec: JobSpec, baseline: JobState, view: StatusView) -> WaitChangeAnswer:
     """The answer of a long-poll (daemon ``wait_change`` and ``GET .../wait`` alike).
 
     ``changed``: the job left ``baseline``; ``timed_out``: it did not and is not terminal

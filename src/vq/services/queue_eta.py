@@ -11,11 +11,11 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.eta import HISTORY, WALL, Queued, Running, estimate_start, remaining_from_history
 from vq.domain.states import JobState
+from vq.protocol.answers import QueueEta
 from vq.services.rows import (
     ACTIVE_NAMES,
     PENDING,
@@ -88,7 +88,7 @@ def _queued(row: Row, median: float | None) -> Queued:
     return Queued(job_id, cpus, mem, None, why_unknown=why)
 
 
-def unavailable_eta(basis: str) -> dict[str, Any]:
+def unavailable_eta(basis: str) -> QueueEta:
     """A ``queue_eta`` with no estimate, and why (``basis``): a job that cannot start."""
     return {
         "eta_seconds": None,
@@ -105,7 +105,7 @@ def queue_eta(
     caps: Caps | None,
     now: datetime,
     basis: EtaBasis | None = None,
-) -> dict[str, Any]:
+) -> QueueEta:
     """Estimated seconds until ``pending_row`` starts (:mod:`vq.domain.eta`).
 
     Returns ``{"eta_seconds": float | None, "basis": str, "median_run_seconds",
@@ -132,7 +132,7 @@ def queue_eta(
     ``basis``: :func:`eta_basis` of ``all_rows`` and ``caps``, when the caller keeps one
     (it depends on the rows and caps only, not on ``now``); ``all_rows`` is then unused.
     """
-    result: dict[str, Any] = {
+    result: QueueEta = {
         "eta_seconds": None,
         "basis": "",
         "median_run_seconds": None,
@@ -158,9 +158,9 @@ def queue_eta(
         _queued(pending_row, basis.median),
         caps,
     )
-    result.update(
-        median_run_seconds=basis.median, jobs_ahead=len(ahead_rows), slots=_slots(pending_row, caps)
-    )
+    result["median_run_seconds"] = basis.median
+    result["jobs_ahead"] = len(ahead_rows)
+    result["slots"] = _slots(pending_row, caps)
     if estimate.seconds is None:
         return {**result, "basis": f"unknown: {estimate.why_unknown}"}
     eta = estimate.seconds

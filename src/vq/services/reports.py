@@ -34,6 +34,15 @@ from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.quotas import Holder, OwnerLoad, QuotaPolicy, load_of
 from vq.domain.states import JobState
 from vq.domain.summary import Listed
+from vq.protocol.answers import PingAnswer, ReportRow
+from vq.protocol.report_answers import (
+    OverviewAnswer,
+    OwnerUse,
+    Reservation,
+    UsageAnswer,
+    UsageGroup,
+    UsageTotals,
+)
 from vq.services.query import list_row
 from vq.services.queue_eta import ETA_HISTORY, EtaBasis, eta_basis, queue_eta
 from vq.services.rows import (
@@ -70,15 +79,14 @@ USAGE_GROUPINGS = ("tag", "name", "day", "state", "submitter", "total")
 _RUNNING = JobState.RUNNING.value
 
 
-def report_row(spec: Listed, caps: Caps | None, now: datetime) -> dict[str, Any]:
-    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before, target)."""
-    row = list_row(spec, caps, now)
-    row["paused_seconds_total"] = spec.paused_seconds_total
-    row["paused_at"] = spec.paused_at.isoformat() if spec.paused_at else None
-    row["not_before"] = spec.not_before.isoformat() if spec.not_before else None
-    row["scheduler_target"] = spec.scheduler_target
-    row["submitter"] = spec.submitter
-    return row
+def report_row(spec: Listed, caps: Caps | None, now: datetime) -> ReportRow:
+    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before)."""
+    return {
+        **list_row(spec, caps, now),
+        "paused_seconds_total": spec.paused_seconds_total,
+        "paused_at": spec.paused_at.isoformat() if spec.paused_at else None,
+        "not_before": spec.not_before.isoformat() if spec.not_before else None,
+    }
 
 
 def caps_from_ping(ping: Mapping[str, Any]) -> Caps:
@@ -100,7 +108,7 @@ def state_counts(rows: Iterable[Row]) -> dict[str, int]:
     return counts
 
 
-def _reservation(rows: Iterable[Row], caps: Caps | None) -> dict[str, int]:
+def _reservation(rows: Iterable[Row], caps: Caps | None) -> Reservation:
     jobs = cpus = mem = 0
     for row in rows:
         jobs += 1
@@ -113,10 +121,10 @@ def build_overview(
     rows: Iterable[Row],
     caps: Caps | None,
     now: datetime,
-    daemon: Mapping[str, Any] | None = None,
+    daemon: PingAnswer | None = None,
     quarantined: int = 0,
     quotas: QuotaPolicy | None = None,
-) -> dict[str, Any]:
+) -> OverviewAnswer:
     """The ``vq overview --json`` snapshot (schema in ``docs/json.md``).
 
     ``caps`` and ``daemon`` come from the daemon's ``ping`` (None when none answered);
@@ -124,7 +132,7 @@ def build_overview(
     """
     rows = list(rows)
     recent_since = now - RECENT_WINDOW
-    recent = {state.value: 0 for state in JobState if state.value in TERMINAL_NAMES}
+    recent: dict[str, int] = {s.value: 0 for s in JobState if s.value in TERMINAL_NAMES}
     for row in rows:
         finished = time_of(row, "finished_at")
         if row["state"] in TERMINAL_NAMES and finished is not None and finished >= recent_since:
@@ -135,11 +143,11 @@ def build_overview(
         "generated_at": now.isoformat(),
         "daemon": {
             "running": daemon is not None,
-            "pid": (daemon or {}).get("pid"),
-            "version": (daemon or {}).get("version"),
-            "started_at": (daemon or {}).get("started_at"),
-            "uptime_seconds": (daemon or {}).get("uptime_seconds"),
-            "cgroup_mode": (daemon or {}).get("cgroup_mode"),
+            "pid": daemon.get("pid") if daemon else None,
+            "version": daemon.get("version") if daemon else None,
+            "started_at": daemon.get("started_at") if daemon else None,
+            "uptime_seconds": daemon.get("uptime_seconds") if daemon else None,
+            "cgroup_mode": daemon.get("cgroup_mode") if daemon else None,
         },
         "counts": state_counts(rows),
         "total_jobs": len(rows),
@@ -165,7 +173,7 @@ def build_overview(
     }
 
 
-def owner_use(rows: Iterable[Row], quotas: QuotaPolicy) -> list[dict[str, Any]]:
+def owner_use(rows: Iterable[Row], quotas: QuotaPolicy) -> list[OwnerUse]:
     """Per owner (the numeric ``submitter``; multi-user mode): the active holders the
     quotas count (running, suspended, reserved; each id once), their CPUs, the owner's
     pending jobs, and the owner's limits (``None``: unlimited), by uid."""
@@ -182,7 +190,7 @@ def owner_use(rows: Iterable[Row], quotas: QuotaPolicy) -> list[dict[str, Any]]:
         elif row["state"] == PENDING:
             pending[owner] = pending.get(owner, 0) + 1
     load = load_of(holders)
-    owners = []
+    owners: list[OwnerUse] = []
     for uid in sorted(set(load) | set(pending)):
         used, limits = load.get(uid, OwnerLoad()), quotas.limits(uid)
         owners.append(
@@ -213,13 +221,11 @@ def _usage_keys(row: Row, by: str) -> list[str | None]:
     return [started.astimezone(UTC).date().isoformat() if started else None]
 
 
-def _totals(jobs: int, wall: float, cpu: float) -> dict[str, Any]:
+def _totals(jobs: int, wall: float, cpu: float) -> UsageTotals:
     return {"jobs": jobs, "wall_hours": round(wall / 3600, 6), "cpu_hours": round(cpu / 3600, 6)}
 
 
-def build_usage(
-    rows: Iterable[Row], by: str, since: datetime | None, now: datetime
-) -> dict[str, Any]:
+def build_usage(rows: Iterable[Row], by: str, since: datetime | None, now: datetime) -> UsageAnswer:
     """The ``vq usage --json`` report: wall- and CPU-hours per group of jobs that ran.
 
     A job counts when it has a measurable attempt (see :func:`active_seconds`) that
@@ -251,7 +257,9 @@ def build_usage(
         total[0] += 1
         total[1] += wall
         total[2] += cpu
-    items = [{"key": key, **_totals(int(a[0]), a[1], a[2])} for key, a in groups.items()]
+    items: list[UsageGroup] = [
+        {"key": key, **_totals(int(a[0]), a[1], a[2])} for key, a in groups.items()
+    ]
     if by == "day":
         items.sort(key=lambda g: (g["key"] is None, g["key"] or ""))
     else:

@@ -32,7 +32,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq._fs import read_json_regular
 from vq.domain.artifact import ArtifactEntry, entries_sha256
@@ -43,12 +43,25 @@ from vq.store.campaign_tree import descend, hash_strict
 
 __all__ = [
     "GENERATION_SCHEMA",
+    "DeployedGeneration",
     "Generation",
     "deploy",
     "generation_problem",
     "root_problem",
     "tree_digest",
 ]
+
+
+class DeployedGeneration(TypedDict):
+    """What :func:`deploy` did (``vq runtime deploy --json``)."""
+
+    digest: str
+    root: str
+    generation: str
+    payload: str
+    entries: int
+    created: bool
+
 
 GENERATION_SCHEMA = "vq.runtime-generation/1"
 #: ``generation.json`` is a few hundred bytes; a larger one is not a record.
@@ -199,7 +212,7 @@ def _point_current(deployment: Path, digest: str) -> None:
     os.replace(temporary, deployment / "current")
 
 
-def deploy(source: Path, root: Path, deployed_at: str) -> dict[str, Any]:
+def deploy(source: Path, root: Path, deployed_at: str) -> DeployedGeneration:
     """Deploy ``source`` as a generation under ``root`` and select it (module docstring).
 
     Returns ``{digest, root, generation, payload, entries, created}``; ``created`` is

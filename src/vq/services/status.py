@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from vq.config.hosts import LaneSettings
 from vq.domain.admission import Caps, Usage
@@ -18,6 +17,7 @@ from vq.domain.quotas import QuotaHold
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import CorruptSpec, NotFound
+from vq.protocol.answers import SchedulerWarning, StatusView
 from vq.services.context import ServiceContext
 from vq.services.query import status_view
 from vq.services.queue_eta import unavailable_eta
@@ -46,7 +46,7 @@ def job_status(
     basis: Callable[[], EtaBasis],
     hold: str | None = None,
     lane: LaneSettings | None = None,
-) -> dict[str, Any]:
+) -> StatusView:
     """The status view of ``spec`` against the base caps (``ctx.base_caps``: the daemon's,
     or its last advertised snapshot; None: unknown) and the ``effective`` ones (after a
     throttle; the daemon knows them). ``basis`` is asked only for a PENDING job whose
@@ -67,7 +67,7 @@ def job_status(
     return view
 
 
-def apply_daemon_hold(view: dict[str, Any], reason: str) -> None:
+def apply_daemon_hold(view: StatusView, reason: str) -> None:
     """Multi-user mode: the root daemon holds this PENDING job and will not start it as
     things stand (another owner's copy of its id, a quarantine): ``reason`` becomes its
     pending reason, and it has no queue ETA."""
@@ -76,7 +76,7 @@ def apply_daemon_hold(view: dict[str, Any], reason: str) -> None:
         view["queue_eta"] = unavailable_eta("held by the daemon")
 
 
-def apply_quota_hold(view: dict[str, Any], hold: QuotaHold) -> None:
+def apply_quota_hold(view: StatusView, hold: QuotaHold) -> None:
     """Multi-user mode: the owner's quota holds this PENDING job. Its reason becomes the
     pending reason; a job that can never start under the quota has no queue ETA (like a
     job over a configured cap)."""
@@ -87,7 +87,7 @@ def apply_quota_hold(view: dict[str, Any], hold: QuotaHold) -> None:
 
 def blind_lane_warning(
     spec: JobSpec, lane: LaneSettings | None, now: datetime
-) -> dict[str, str] | None:
+) -> SchedulerWarning | None:
     """``{code, message, hint}`` when a lane without accounting has gone blind to a job.
 
     Without ``sacct`` the only scheduler record of a job is its queue entry, which the

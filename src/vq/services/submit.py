@@ -26,10 +26,12 @@ from vq.domain.ids import is_job_id, new_job_id
 from vq.domain.spec import JobSpec
 from vq.errors import ConfigError, InvalidInput, NotFound, storage_error
 from vq.packing.cases.array_submit import packed_fields
+from vq.protocol.answers import GroupSubmitAnswer, ReplayAnswer, SubmitAnswer, SubmitAnswerOne
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
 from vq.services.control import check_submits_allowed
 from vq.services.idempotency import KeyedSubmit, submit_keyed
+from vq.services.query import spec_json
 from vq.store.environment import write_environment
 from vq.store.events import append_event
 from vq.store.group_commit import commit_group
@@ -372,7 +374,7 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
     return SubmitResult(specs, warnings, group_id, kind)
 
 
-def submit_payload(result: SubmitResult) -> dict[str, Any]:
+def submit_payload(result: SubmitResult) -> SubmitAnswerOne | ReplayAnswer:
     """The ``vq submit --json`` object of one job: the spec plus ``capacity_warnings``."""
     if not result.specs:  # an idempotent repeat whose original job was deleted since
         return {
@@ -381,22 +383,31 @@ def submit_payload(result: SubmitResult) -> dict[str, Any]:
             "idempotent_replay": True,
             "capacity_warnings": result.capacity_warnings,
         }
-    payload: dict[str, Any] = result.spec.model_dump(mode="json")
-    payload["capacity_warnings"] = result.capacity_warnings
+    payload: SubmitAnswerOne = {
+        **spec_json(result.spec),  # type: ignore[typeddict-item]  # a spec has no such key
+        "capacity_warnings": result.capacity_warnings,
+    }
     if result.replayed:
         payload["idempotent_replay"] = True
     return payload
 
 
-def result_payload(result: SubmitResult) -> dict[str, Any]:
+def result_payload(result: SubmitResult) -> SubmitAnswer:
     """What ``vq submit --json`` prints (and the ``submit`` RPC returns)."""
     return group_payload(result) if result.group_id is not None else submit_payload(result)
 
 
-def group_payload(result: SubmitResult) -> dict[str, Any]:
+def group_payload(result: SubmitResult) -> GroupSubmitAnswer:
     """``--json`` of an array or chain: the group id and every spec in index order."""
+    group_id, jobs, warnings = result.group_id or "", result.specs, result.capacity_warnings
+    if result.group_kind == "array":
+        return {
+            "array_group_id": group_id,
+            "jobs": [spec_json(spec) for spec in jobs],
+            "capacity_warnings": warnings,
+        }
     return {
-        f"{result.group_kind}_group_id": result.group_id,
-        "jobs": [spec.model_dump(mode="json") for spec in result.specs],
-        "capacity_warnings": result.capacity_warnings,
+        "chain_group_id": group_id,
+        "jobs": [spec_json(spec) for spec in jobs],
+        "capacity_warnings": warnings,
     }

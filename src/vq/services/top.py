@@ -65,6 +65,8 @@ from typing import Any
 from vq._fs import read_tail_lines
 from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.states import ACTIVE, JobState
+from vq.protocol.answers import ListRow
+from vq.protocol.report_answers import TopAnswer, TopJob
 
 __all__ = ["STALE_SECONDS", "TAIL_BYTES", "build_top", "parse_sample", "read_latest_sample"]
 
@@ -130,10 +132,10 @@ def _percent(part: float | None, whole: float | None) -> float | None:
 
 
 def _job_row(
-    row: Mapping[str, Any], sample: Mapping[str, Any] | None, caps: Caps | None, now: datetime
-) -> tuple[dict[str, Any], int]:
+    row: ListRow, sample: Mapping[str, Any] | None, caps: Caps | None, now: datetime
+) -> tuple[TopJob, int]:
     """The ``jobs[]`` item of one live job, and the memory it reserves."""
-    mem_mb = row.get("mem_mb")
+    mem_mb = row.get("mem_mb")  # read with .get: an older daemon's row may lack a key
     reserved_mem = effective_mem_mb(mem_mb, caps or Caps())
     limit = reserved_mem or None  # 0: nothing declared and no default
     started = _timestamp(row.get("started_at"))
@@ -172,7 +174,7 @@ def _job_row(
 
 
 def build_top(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[ListRow],
     samples: Mapping[str, Mapping[str, Any] | None],
     caps: Caps | None,
     now: datetime,
@@ -180,7 +182,7 @@ def build_top(
     counts: Mapping[str, int] | None = None,
     *,
     daemon_running: bool | None = None,
-) -> dict[str, Any]:
+) -> TopAnswer:
     """The ``vq top`` snapshot (the module's JSON schema). Pure.
 
     ``rows`` are list rows of every job (they feed ``counts``); ``samples`` maps a job id
@@ -192,16 +194,15 @@ def build_top(
     when given (the daemon counts its whole index), replaces counting ``rows``, which
     may then hold only the live jobs.
     """
-    given = counts
-    counts = {state.value: 0 for state in JobState}
-    jobs: list[dict[str, Any]] = []
+    tally: dict[str, int] = {state.value: 0 for state in JobState}
+    jobs: list[TopJob] = []
     reserved_cpus = reserved_mem = 0
-    if given is not None:
-        counts.update(given)
+    if counts is not None:
+        tally.update(counts)
     for row in rows:
         state = row["state"]
-        if given is None:
-            counts[state] = counts.get(state, 0) + 1
+        if counts is None:
+            tally[state] = tally.get(state, 0) + 1
         if state not in _ACTIVE_NAMES:
             continue
         item, memory = _job_row(row, samples.get(row["id"]), caps, now)
@@ -214,7 +215,7 @@ def build_top(
         "generated_at": now.isoformat(),
         "daemon": {"running": running, "pid": daemon_pid},
         "capacity_source": source,
-        "counts": counts,
+        "counts": tally,
         "capacity": {
             "cpus": {"reserved": reserved_cpus, "cap": caps.max_cpus if caps else None},
             "mem_mb": {"reserved": reserved_mem, "cap": caps.max_mem_mb if caps else None},

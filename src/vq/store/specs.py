@@ -24,6 +24,7 @@ from vq.domain.spec import JobSpec, load_spec
 from vq.domain.states import JobState
 from vq.errors import Conflict, CorruptSpec, InvalidInput, NotFound, storage_error
 from vq.paths import SPEC_SUFFIX, StatePaths
+from vq.protocol.answers import QuarantinedItem
 
 __all__ = ["Quarantined", "ScanResult", "Signature", "SpecStore", "Updated", "encode_spec"]
 
@@ -48,7 +49,7 @@ class Quarantined:
     reason: str
     reference: str
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> QuarantinedItem:
         return {
             "name": self.name,
             "path": self.path,

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from fastapi import Request
 
@@ -38,8 +38,23 @@ from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
 from vq.gateway import Gateway, since_moment
+from vq.protocol.answers import (
+    DrainAnswer,
+    KillAnswer,
+    ListAnswer,
+    ListQuery,
+    PauseAnswer,
+    QuarantinedItem,
+    SpecJSON,
+    StatusView,
+    UndrainAnswer,
+)
+from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 from vq.services.top import parse_sample
 from vq.web.context import WebConfig
+
+if TYPE_CHECKING:
+    from vq.web.cockpit import QueueSummary
 
 __all__ = [
     "FAILED_STATES",
@@ -160,8 +175,14 @@ class Backend:
         name: str | None = None,
         since: str | None = None,
         group: str | None = None,
-        **paging: Any,
-    ) -> dict[str, Any]:
+        *,
+        sort: str | None = None,
+        table_sort: str | None = None,
+        table_dir: str | None = None,
+        offset: int | None = None,
+        limit: int | None = None,
+        count_only: bool | None = None,
+    ) -> ListAnswer:
         """``{"jobs", "quarantined", "counts"}``: ``vq list --json`` plus every state's count.
 
         ``paging``: the parameters of :mod:`vq.services.listing` (``sort``, ``table_sort``,
@@ -169,31 +190,44 @@ class Backend:
         page is listed and ``total`` and ``total_jobs`` are added.
         """
 
-        def work() -> dict[str, Any]:
+        def work() -> ListAnswer:
             moment = since_moment(since) if since else None
-            params: dict[str, Any] = {
+            params: ListQuery = {
                 "states": [s.upper() for s in states or []],
                 "tags": list(tags or []),
                 "name": name,
                 "since": moment.isoformat() if moment else None,
                 "group": group,
             }
-            asked = {key: value for key, value in paging.items() if value is not None}
-            result = self.gateway.list_rows({**params, **asked})
+            # the paging asked for (none: the whole listing, without totals)
+            if sort is not None:
+                params["sort"] = sort
+            if table_sort is not None:
+                params["table_sort"] = table_sort
+            if table_dir is not None:
+                params["table_dir"] = table_dir
+            if offset is not None:
+                params["offset"] = offset
+            if limit is not None:
+                params["limit"] = limit
+            if count_only is not None:
+                params["count_only"] = count_only
+            result = self.gateway.list_rows(params)
             result["quarantined"] = [self._quarantined(q) for q in result["quarantined"]]
             return result
 
         return self._run(work)
 
-    def _quarantined(self, item: dict[str, Any]) -> dict[str, Any]:
-        job_id = str(item.get("id", ""))
+    def _quarantined(self, item: QuarantinedItem) -> QuarantinedItem:
+        fields: Mapping[str, object] = item  # an item names no ``id`` (the path says "")
+        job_id = str(fields.get("id", ""))
         return {
             **item,
             "path": f"queue/{job_id}.json",
-            "reason": self._scrub(str(item.get("reason", ""))),
+            "reason": self._scrub(str(item.get("reason", ""))) or "",
         }
 
-    def status(self, job_id: str) -> dict[str, Any]:
+    def status(self, job_id: str) -> StatusView:
         """The ``vq status --json`` view."""
         return self._by_id(job_id, self.gateway.status)
 
@@ -288,45 +322,45 @@ class Backend:
         return data if isinstance(data, dict) else None
 
     # --- snapshots ----------------------------------------------------------------------
-    def queue_summary(self, max_age: float | None = None) -> dict[str, Any]:
+    def queue_summary(self, max_age: float | None = None) -> QueueSummary:
         """The §6.3 cockpit (:func:`vq.web.cockpit.queue_summary`)."""
         from vq.web.cockpit import queue_summary
 
         return self._run(lambda: queue_summary(self.gateway, self.paths, max_age))
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> OverviewAnswer:
         """``vq overview --json``."""
         return self._run(self.gateway.overview)
 
-    def usage(self, by: str = "tag", since: str | None = None) -> dict[str, Any]:
+    def usage(self, by: str = "tag", since: str | None = None) -> UsageAnswer:
         """``vq usage --json`` (``by``: tag, name, day or state)."""
         if by not in ("tag", "name", "day", "state"):
             raise InvalidInput("by must be tag, name, day or state")
         return self._run(lambda: self.gateway.usage(by, since_moment(since)))
 
     # --- control ------------------------------------------------------------------------
-    def kill(self, job_id: str) -> dict[str, Any]:
+    def kill(self, job_id: str) -> KillAnswer:
         """``vq kill --json`` item; Conflict when the job already ended otherwise."""
         return self._by_id(job_id, self.gateway.kill)
 
-    def pause(self, job_id: str) -> dict[str, Any]:
+    def pause(self, job_id: str) -> PauseAnswer:
         return self._by_id(job_id, self.gateway.pause)
 
-    def resume(self, job_id: str) -> dict[str, Any]:
+    def resume(self, job_id: str) -> PauseAnswer:
         return self._by_id(job_id, self.gateway.resume)
 
-    def resubmit(self, job_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    def resubmit(self, job_id: str, overrides: Mapping[str, object] | None = None) -> SpecJSON:
         """The new job's spec (``vq resubmit --json``)."""
         return self._by_id(job_id, lambda jid: self.gateway.resubmit(jid, overrides or {}))
 
     def drain(
         self, full: bool = False, reject_submits: bool = False, reason: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DrainAnswer:
         return self._run(
             lambda: self.gateway.drain(full=full, reject_submits=reject_submits, reason=reason)
         )
 
-    def undrain(self) -> dict[str, Any]:
+    def undrain(self) -> UndrainAnswer:
         return self._run(self.gateway.undrain)
 
     def cleanup_failed(

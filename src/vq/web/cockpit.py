@@ -9,38 +9,74 @@ and raises :class:`~vq.errors.VqError` unscrubbed: call it through ``Backend``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from vq.domain.spec import utcnow
 from vq.domain.states import ACTIVE, JobState
 from vq.gateway import Gateway
 from vq.paths import StatePaths
+from vq.protocol import answers as rpc
+from vq.protocol.answers import CapsJSON, DrainAnswer, ListQuery, ListRow
 from vq.services.control import read_drain, read_throttle
 from vq.services.reports import state_counts
 
-__all__ = ["queue_summary"]
+__all__ = ["QueueSummary", "queue_summary"]
+
+
+class DaemonFacts(TypedDict):
+    """Whether the daemon answers, and who it is."""
+
+    running: bool
+    pid: int | None
+    version: str | None
+    uptime_seconds: float | None
+
+
+class ThrottleHold(TypedDict):
+    """A throttle in force, as the cockpit shows it."""
+
+    max_jobs: int | None
+    max_cpus: int | None
+    expires_at: str | None
+
+
+class QueueSummary(TypedDict):
+    """``GET /api/v1/queue``: the cockpit's counts, reservations, caps and holds."""
+
+    total: int
+    active: int
+    pending: int
+    counts: dict[str, int]
+    active_cpus: int
+    declared_mem_mb: int
+    undeclared_mem_jobs: int
+    quarantined: int
+    caps: CapsJSON | None
+    daemon: DaemonFacts
+    drain: DrainAnswer
+    throttle: ThrottleHold | None
+
 
 _ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 
 
 def queue_summary(
     gateway: Gateway, paths: StatePaths, max_age: float | None = None
-) -> dict[str, Any]:
+) -> QueueSummary:
     """The cockpit summary (the JSON of ``GET /api/v1/queue``).
 
     ``max_age``: the daemon may skip re-checking the spec files for other writers'
     changes when it did so at most that many seconds ago (its ``list`` parameter).
     """
-    ping = gateway.ask("ping")
+    ping = gateway.ask(rpc.PING)
     # Only the RUNNING/SUSPENDED rows: every other state is counted, never listed.
-    params: dict[str, Any] = {"states": sorted(_ACTIVE_NAMES), "offset": 0}
+    params: ListQuery = {"states": sorted(_ACTIVE_NAMES), "offset": 0}
     if max_age is not None:
         params["max_age"] = max_age
     listing = gateway.list_rows(params)
-    active: list[dict[str, Any]] = listing["jobs"]
+    active: list[ListRow] = listing["jobs"]
     counts = {**state_counts(()), **listing["counts"]}
-    info: dict[str, Any] = ping if isinstance(ping, dict) else {}
-    caps = info.get("caps")
+    caps = ping.get("caps") if ping is not None else None
     drain = read_drain(paths)
     throttle = read_throttle(paths)
     now = utcnow()
@@ -55,8 +91,10 @@ def queue_summary(
         "quarantined": len(listing["quarantined"]),
         "caps": caps,
         "daemon": {
-            "running": isinstance(ping, dict),
-            **{key: info.get(key) for key in ("pid", "version", "uptime_seconds")},
+            "running": ping is not None,
+            "pid": ping.get("pid") if ping is not None else None,
+            "version": ping.get("version") if ping is not None else None,
+            "uptime_seconds": ping.get("uptime_seconds") if ping is not None else None,
         },
         "drain": {
             "mode": drain.mode,

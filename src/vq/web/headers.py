@@ -14,6 +14,8 @@ import hashlib
 import re
 from typing import Any
 
+from starlette.types import Message, Receive, Scope, Send
+
 __all__ = ["API_CSP", "SecurityHeadersMiddleware", "docs_csp"]
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -43,13 +45,13 @@ class SecurityHeadersMiddleware:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         cacheable = str(scope.get("path", "")).startswith("/static/")
 
-        async def with_headers(message: dict[str, Any]) -> None:
+        async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or [])
                 present = {key.lower() for key, _ in headers}

@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from vq.web.binding import is_loopback
 
 __all__ = [
@@ -67,7 +69,7 @@ class HostCheckMiddleware:
         self.app = app
         self.allowed = frozenset(normalize_host(name) for name in allowed_hosts)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return

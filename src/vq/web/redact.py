@@ -16,6 +16,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from starlette.types import Message, Receive, Scope, Send
+
 __all__ = ["PATH_FIELDS", "RedactPathsMiddleware", "redact_paths"]
 
 #: Fields whose value is a server path when it is absolute.
@@ -64,15 +66,15 @@ class RedactPathsMiddleware:
             reverse=True,
         )
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
         if scope["type"] != "http" or not path.startswith("/api/") or path.endswith(".json"):
             await self.app(scope, receive, send)
             return
-        start: dict[str, Any] | None = None
+        start: Message | None = None
         chunks: list[bytes] = []
 
-        async def buffered(message: dict[str, Any]) -> None:
+        async def buffered(message: Message) -> None:
             nonlocal start
             if message["type"] == "http.response.start":
                 headers = dict(message.get("headers") or [])

@@ -164,7 +164,8 @@ def _submit(
     if request is not None and request.host is not None and request.host not in LOCAL_NAMES:
         return _submit_remote(config, params, request)
     gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
-    return gateway.submit(params.model_dump(mode="json", exclude_unset=True))
+    # plain JSON, as a remote host's answer (:func:`_submit_remote`) is
+    return dict(gateway.submit(params.model_dump(mode="json", exclude_unset=True)))
 
 
 def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission) -> dict[str, Any]:

@@ -10,11 +10,12 @@ on disk and the daemon socket and run in the threadpool.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from fastapi.responses import FileResponse, PlainTextResponse
 
+from vq.protocol.answers import KillAnswer, ListRow, PauseAnswer, QuarantinedItem
 from vq.web.api.models import (
     CleanupRequest,
     CleanupResult,
@@ -31,6 +32,24 @@ from vq.web.deps import need
 __all__ = ["router"]
 
 router = APIRouter(tags=["jobs"])
+
+
+class JobPageAnswer(TypedDict):
+    """``GET /api/v1/jobs``: one page of list rows, the paging, every state's count."""
+
+    jobs: list[ListRow]
+    total: int
+    limit: int
+    offset: int
+    counts: dict[str, int]
+    quarantined: list[QuarantinedItem]
+
+
+class KillResubmitAnswer(KillAnswer):
+    """``POST /jobs/{id}/kill``: the kill item, and the copy's id when one was resubmitted."""
+
+    resubmitted: str | None
+
 
 Reader = Depends(need("read"))
 Controller = Depends(need("control"))
@@ -76,7 +95,7 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
     sort: Sort = "submitted_at",
-) -> dict[str, Any]:
+) -> JobPageAnswer:
     # The daemon (or the disk path) sorts and pages: only this page's rows are built.
     result = backend.list_jobs(
         state, tag, name, since, group, sort=sort, offset=offset, limit=limit
@@ -119,11 +138,12 @@ def cleanup_failed(backend: Gate, body: CleanupRequest | None = None) -> dict[st
     "receipt. 404 for an unknown id.",
     dependencies=[Reader],
 )
-def job_detail(backend: Gate, job_id: JobId) -> dict[str, Any]:
+def job_detail(backend: Gate, job_id: JobId) -> dict[str, object]:
+    """The status view, its last events and its receipt (which stands in the view's
+    ``resource_usage`` place when it has one): a document of its own, not a view."""
     view = backend.status(job_id)
-    view["events"] = backend.events(job_id, tail=DETAIL_EVENTS)
-    view["resource_usage"] = backend.receipt(job_id)
-    return view
+    events = backend.events(job_id, tail=DETAIL_EVENTS)
+    return {**view, "events": events, "resource_usage": backend.receipt(job_id)}
 
 
 @router.get(
@@ -185,9 +205,8 @@ def job_samples(
 )
 def kill_job(
     backend: Gate, job_id: JobId, body: Annotated[KillRequest | None, Body()] = None
-) -> dict[str, Any]:
-    result = backend.kill(job_id)
-    result["resubmitted"] = None
+) -> KillResubmitAnswer:
+    result: KillResubmitAnswer = {**backend.kill(job_id), "resubmitted": None}
     if body is not None and body.resubmit:
         result["resubmitted"] = backend.resubmit(job_id, {})["id"]
     return result
@@ -201,7 +220,7 @@ def kill_job(
     "(pausing a SUSPENDED job changes nothing).",
     dependencies=[Controller],
 )
-def pause_job(backend: Gate, job_id: JobId) -> dict[str, Any]:
+def pause_job(backend: Gate, job_id: JobId) -> PauseAnswer:
     return backend.pause(job_id)
 
 
@@ -212,7 +231,7 @@ def pause_job(backend: Gate, job_id: JobId) -> dict[str, Any]:
     description="SIGCONT to its process group. 409 unless SUSPENDED (or already RUNNING).",
     dependencies=[Controller],
 )
-def resume_job(backend: Gate, job_id: JobId) -> dict[str, Any]:
+def resume_job(backend: Gate, job_id: JobId) -> PauseAnswer:
     return backend.resume(job_id)
 
 
@@ -226,4 +245,4 @@ def resume_job(backend: Gate, job_id: JobId) -> dict[str, Any]:
 def resubmit_job(
     backend: Gate, job_id: JobId, body: Annotated[ResubmitRequest | None, Body()] = None
 ) -> dict[str, Any]:
-    return backend.resubmit(job_id, body.overrides() if body else {})
+    return dict(backend.resubmit(job_id, body.overrides() if body else {}))

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 
+from vq.protocol.answers import DrainAnswer, UndrainAnswer
 from vq.web.api.models import DrainRequest, DrainResult
 from vq.web.backend import Backend, backend_of
 from vq.web.deps import need
@@ -33,7 +34,7 @@ Gate = Annotated[Backend, Depends(backend_of)]
     dependencies=[Reader],
 )
 def queue_summary(backend: Gate) -> dict[str, Any]:
-    return backend.queue_summary()
+    return dict(backend.queue_summary())
 
 
 @router.get(
@@ -43,7 +44,8 @@ def queue_summary(backend: Gate) -> dict[str, Any]:
     dependencies=[Reader],
 )
 def overview(backend: Gate) -> dict[str, Any]:
-    return backend.overview()
+    # the route's JSON is the snapshot as built (no response model re-validates it)
+    return dict(backend.overview())
 
 
 @router.get(
@@ -58,7 +60,7 @@ def usage(
     by: Literal["tag", "name", "day", "state", "total"] = "tag",
     since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
-    return backend.usage(by, since)
+    return dict(backend.usage(by, since))
 
 
 @router.post(
@@ -69,7 +71,7 @@ def usage(
     "`reject_submits` refuses new submissions.",
     dependencies=[Controller],
 )
-def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) -> dict[str, Any]:
+def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) -> DrainAnswer:
     request = body or DrainRequest()
     return backend.drain(request.full, request.reject_submits, request.reason)
 
@@ -81,5 +83,5 @@ def drain(backend: Gate, body: Annotated[DrainRequest | None, Body()] = None) ->
     description="Start dispatching again (and resume the jobs a full drain paused).",
     dependencies=[Controller],
 )
-def undrain(backend: Gate) -> dict[str, Any]:
+def undrain(backend: Gate) -> UndrainAnswer:
     return backend.undrain()

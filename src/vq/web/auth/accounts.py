@@ -29,7 +29,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from vq.errors import ConfigError, Conflict, InvalidInput, NotFound
 from vq.web.auth._files import locked, read_json_private, write_json_private
@@ -92,6 +92,18 @@ def validate_password(password: str) -> str:
     return password
 
 
+class PasswordHash(TypedDict):
+    """The stored form of a password (:func:`hash_password`): scrypt, its parameters, the
+    salt and the derived key (base64)."""
+
+    alg: str
+    n: int
+    r: int
+    p: int
+    salt: str
+    hash: str
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -102,7 +114,7 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, dklen: int) -> b
     )
 
 
-def hash_password(password: str, salt: bytes | None = None) -> dict[str, Any]:
+def hash_password(password: str, salt: bytes | None = None) -> PasswordHash:
     """The stored form of ``password``: scrypt parameters, salt and derived key."""
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
     derived = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_DKLEN)
@@ -133,7 +145,7 @@ def verify_password(password: str, stored: Any) -> bool:
 
 
 @functools.cache
-def _dummy() -> dict[str, Any]:
+def _dummy() -> PasswordHash:
     """Verified against when the username is unknown, so a miss costs one scrypt too."""
     return hash_password(secrets.token_urlsafe(16))
 

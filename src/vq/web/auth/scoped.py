@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vq.errors import ConfigError, Conflict, InvalidInput, NotFound
 from vq.web.auth._files import locked, read_json_private, write_json_private
@@ -55,6 +55,22 @@ class TokenRejected(Exception):
     """A scoped token that is unknown, wrong, expired or revoked (message is safe to show)."""
 
 
+class TokenView(TypedDict):
+    """An agent token as ``vq web token list --json`` shows it: everything but the hash."""
+
+    id: str
+    name: str
+    scopes: list[str]
+    profiles: list[str]
+    programs: list[str]
+    max_jobs_per_day: int | None
+    max_upload_bytes_per_day: int | None
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    state: str
+
+
 @dataclass(frozen=True)
 class ScopedToken:
     id: str
@@ -77,7 +93,7 @@ class ScopedToken:
             return "expired"
         return "active"
 
-    def public(self, now: datetime) -> dict[str, Any]:
+    def public(self, now: datetime) -> TokenView:
         """Everything but the hash (what ``vq web token list --json`` shows)."""
         return {
             "id": self.id,

@@ -22,6 +22,7 @@ from typing import Any
 from vq.config.hosts import LaneSettings, is_local_name, lanes_of
 from vq.errors import VqError
 from vq.hosts.health import HostHealth
+from vq.protocol.answers import SchedulerWarning
 
 __all__ = ["driven_lanes_here", "lane_summaries"]
 
@@ -44,7 +45,7 @@ def lane_summaries(
     lanes: Mapping[str, LaneSettings],
     unfinished: Sequence[Mapping[str, Any]],
     health: Mapping[str, HostHealth],
-    warnings: Mapping[str, dict[str, str]],
+    warnings: Mapping[str, SchedulerWarning],
 ) -> list[dict[str, Any]]:
     """One summary per lane (see the module docstring). ``unfinished``: the host's
     PENDING, RUNNING and SUSPENDED rows; ``warnings``: job id → its blind-lane warning."""

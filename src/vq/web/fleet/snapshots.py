@@ -30,6 +30,7 @@ from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
 from vq.hosts.health import read_health
 from vq.paths import StatePaths
+from vq.protocol.answers import ListQuery, ListRow, SchedulerWarning
 from vq.services.status import blind_lane_warning
 from vq.services.top import parse_sample
 from vq.web.fleet.lanes import driven_lanes_here, lane_summaries
@@ -90,7 +91,7 @@ class Snapshots:
             "lanes": lanes,
         }
 
-    def _lanes(self, active: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _lanes(self, active: list[ListRow]) -> list[dict[str, Any]]:
         """The lanes this host drives (:func:`vq.web.fleet.lanes.lane_summaries`), from
         local files only: the configuration, the lanes' health records, the job specs."""
         lanes = driven_lanes_here()
@@ -98,17 +99,17 @@ class Snapshots:
             return []
         pending = self.gateway.list_rows({"states": ["PENDING"]})["jobs"]
         now = utcnow()
-        warnings: dict[str, dict[str, str]] = {}
+        warnings: dict[str, SchedulerWarning] = {}
         for row in active:
             lane = lanes.get(str(row.get("scheduler_target")))
             if lane is not None and lane.accounting == "none":
-                warning = blind_lane_warning(self.gateway.spec(str(row["id"])), lane, now)
+                warning = blind_lane_warning(self.gateway.spec(row["id"]), lane, now)
                 if warning is not None:
-                    warnings[str(row["id"])] = warning
+                    warnings[row["id"]] = warning
         health = {name: read_health(self.paths.root, name) for name in lanes}
         return lane_summaries(lanes, [*pending, *active], health, warnings)
 
-    def listing(self, filters: dict[str, Any], limit: int) -> dict[str, Any]:
+    def listing(self, filters: ListQuery, limit: int) -> dict[str, Any]:
         """``{"jobs": [ROW…], "total": n}``: the newest ``limit`` rows of ``vq list --json``
         matching ``filters`` (its ``states``, ``tags``, ``name``, ``since`` (ISO),
         ``group`` parameters), in :meth:`host`'s order, and how many match."""
@@ -116,14 +117,14 @@ class Snapshots:
             rows, total = self._newest(filters, limit)
         return {"jobs": rows, "total": total}
 
-    def _newest(self, filters: dict[str, Any], limit: int) -> tuple[list[dict[str, Any]], int]:
+    def _newest(self, filters: ListQuery, limit: int) -> tuple[list[ListRow], int]:
         """The newest ``limit`` rows matching ``filters`` in :func:`_newest_first`'s order,
         and how many match. The queue sends only ``limit + 1`` rows, newest submitted
         first; when the last row kept and the first row dropped were submitted at the same
         moment (an array's members are), the queue's tie order may differ from ours, so
         every matching row is read and sorted here instead."""
         page = self.gateway.list_rows({**filters, "sort": "-submitted_at", "limit": limit + 1})
-        rows: list[dict[str, Any]] = page["jobs"]
+        rows = page["jobs"]
         cut = 0 < limit < len(rows)
         if cut and rows[limit].get("submitted_at") == rows[limit - 1].get("submitted_at"):
             rows = self.gateway.list_rows(filters)["jobs"]
@@ -135,15 +136,19 @@ class Snapshots:
         if not is_job_id(job_id):
             raise NotFound("no such job: job ids are 12 lowercase hex characters")
         with self.scrubbed():
-            job = self.gateway.status(job_id)
+            view = self.gateway.status(job_id)
             spec = self.gateway.spec(job_id)
             events = self.gateway.events(job_id, refuse_archived=False)[-EVENTS_TAIL:]
-        job["idempotency_key_used"] = bool(job.get("idempotency_key_hash"))
+        # the console's copy of the view: whether a key was used, never its hash
+        shown: dict[str, object] = {
+            **view,
+            "idempotency_key_used": bool(view.get("idempotency_key_hash")),
+        }
         for key in _HIDDEN:
-            job.pop(key, None)
+            shown.pop(key, None)
         workspace = self.paths.workspace(job_id)
         return {
-            "job": job,
+            "job": shown,
             "events": events,
             "logs": {
                 "stdout": _tail(workspace, spec.stdout_path),
@@ -154,7 +159,7 @@ class Snapshots:
         }
 
 
-def _newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _newest_first(rows: list[ListRow]) -> list[ListRow]:
     """The fleet table's order on one host: newest submitted first, ties by id."""
     return sorted(
         rows, key=lambda row: (str(row.get("submitted_at") or ""), str(row.get("id"))), reverse=True

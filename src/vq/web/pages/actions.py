@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -147,7 +146,7 @@ def kill(
 def _pause_or_resume(request: Request, job_id: str, csrf: str, verb: str) -> Response:
     def work() -> Outcome:
         data = backend(request)
-        result: dict[str, Any] = data.pause(job_id) if verb == "pause" else data.resume(job_id)
+        result = data.pause(job_id) if verb == "pause" else data.resume(job_id)
         done = "paused" if verb == "pause" else "resumed"
         if result.get("changed", True):
             return Outcome(f"Job {job_id} {done} (now {result.get('state')}).")

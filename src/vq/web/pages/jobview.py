@@ -18,13 +18,21 @@ Contracts:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
 from vq.domain.ids import is_job_id
 from vq.web.pages.render import when
 
-__all__ = ["DEFAULT_BACKOFF_SECONDS", "MAX_DEP_LINKS", "dependency_ids", "scrub", "spec_rows"]
+__all__ = [
+    "DEFAULT_BACKOFF_SECONDS",
+    "MAX_DEP_LINKS",
+    "PageLink",
+    "SpecRow",
+    "dependency_ids",
+    "scrub",
+    "spec_rows",
+]
 
 #: The retry backoff base the daemon uses when a spec sets none.
 DEFAULT_BACKOFF_SECONDS = 30
@@ -32,6 +40,22 @@ DEFAULT_BACKOFF_SECONDS = 30
 MAX_DEP_LINKS = 50
 #: View keys never sent to a page: server paths and idempotency digests.
 HIDDEN = ("workspace", "idempotency_key_hash", "idempotency_intent_digest")
+
+
+class PageLink(TypedDict):
+    """A link a page row shows: where to, its text, and a state badge (or none)."""
+
+    href: str
+    text: str
+    state: str | None
+
+
+class SpecRow(TypedDict):
+    """One specification row of the job page: a label, its text, its links."""
+
+    label: str
+    text: str
+    links: list[PageLink]
 
 
 def scrub(job: dict[str, Any]) -> dict[str, Any]:
@@ -48,11 +72,11 @@ def dependency_ids(job: Mapping[str, Any]) -> list[str]:
     return [d for d in dict.fromkeys(str(i) for i in ids) if is_job_id(d)]
 
 
-def _row(label: str, text: str = "", links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _row(label: str, text: str = "", links: list[PageLink] | None = None) -> SpecRow:
     return {"label": label, "text": text, "links": links or []}
 
 
-def _job_link(job_id: str, state: str | None = None) -> dict[str, Any]:
+def _job_link(job_id: str, state: str | None = None) -> PageLink:
     return {"href": f"/jobs/{job_id}", "text": job_id, "state": state}
 
 
@@ -64,14 +88,14 @@ def _seconds(value: Any) -> str:
     return f"{total}s"
 
 
-def _deps(label: str, ids: list[str], dep_states: Mapping[str, str | None]) -> dict[str, Any]:
+def _deps(label: str, ids: list[str], dep_states: Mapping[str, str | None]) -> SpecRow:
     shown = [d for d in ids if is_job_id(d)][:MAX_DEP_LINKS]
     links = [_job_link(d, dep_states.get(d) or "unknown") for d in shown]
     rest = len(ids) - len(shown)
     return _row(label, f"and {rest} more" if rest else "", links)
 
 
-def _program(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def _program(job: Mapping[str, Any]) -> SpecRow | None:
     pin = job.get("program_runtime_pin") or {}
     program = job.get("program") or pin.get("program")
     if not program:
@@ -92,7 +116,7 @@ def _program(job: Mapping[str, Any]) -> dict[str, Any] | None:
     return _row("Program", " · ".join(parts))
 
 
-def _group(job: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+def _group(job: Mapping[str, Any], kind: str) -> SpecRow | None:
     group = job.get(f"{kind}_group_id")
     if not group:
         return None
@@ -103,11 +127,11 @@ def _group(job: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
         text += f" · at most {job['array_max_parallel']} at once"
     if kind == "array" and job.get("array_value") is not None:
         text += f" · value {job['array_value']}"
-    link = {"href": "/?" + urlencode({"open": group}), "text": str(group), "state": None}
+    link: PageLink = {"href": "/?" + urlencode({"open": group}), "text": str(group), "state": None}
     return _row(kind.capitalize(), text, [link])
 
 
-def _retry(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def _retry(job: Mapping[str, Any]) -> SpecRow | None:
     retry_max = int(job.get("retry_max") or 0)
     if not retry_max and not job.get("retry_count"):
         return None
@@ -119,7 +143,7 @@ def _retry(job: Mapping[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def _rerun(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def _rerun(job: Mapping[str, Any]) -> SpecRow | None:
     until = job.get("rerun_until_file_exists")
     if not until and job.get("rerun_max") is None and not job.get("rerun_count"):
         return None
@@ -133,7 +157,7 @@ def _rerun(job: Mapping[str, Any]) -> dict[str, Any] | None:
     return _row("Rerun", " · ".join(parts))
 
 
-def _scheduler(job: Mapping[str, Any]) -> dict[str, Any] | None:
+def _scheduler(job: Mapping[str, Any]) -> SpecRow | None:
     target = job.get("scheduler_target")
     if not target:
         return None
@@ -154,9 +178,9 @@ def _scheduler(job: Mapping[str, Any]) -> dict[str, Any] | None:
     return _row("Scheduler", " · ".join(parts))
 
 
-def spec_rows(job: Mapping[str, Any], dep_states: Mapping[str, str | None]) -> list[dict[str, Any]]:
+def spec_rows(job: Mapping[str, Any], dep_states: Mapping[str, str | None]) -> list[SpecRow]:
     """The specification rows of the job page, in reading order, empty ones skipped."""
-    rows: list[dict[str, Any] | None] = []
+    rows: list[SpecRow | None] = []
     if job.get("submitter"):
         rows.append(_row("Submitter", str(job["submitter"])))
     if job.get("not_before"):

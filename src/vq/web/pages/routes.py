@@ -35,6 +35,7 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 
 from vq._fs import read_tail_lines
 from vq.errors import ConfigError, VqError
+from vq.protocol.answers import ListAnswer
 from vq.web.api.fallback import other_methods
 from vq.web.backend import Backend, Stream
 from vq.web.deps import web_config
@@ -100,7 +101,7 @@ def page(request: Request, template: str, context: dict[str, Any]) -> Response:
 
 
 # --- queue -----------------------------------------------------------------------------
-def _table_page(data: Backend, query: views.TableQuery) -> dict[str, Any]:
+def _table_page(data: Backend, query: views.TableQuery) -> ListAnswer:
     """One page of table entries (an array or chain is one entry) from the listing."""
     return data.list_jobs(
         states=[query.state] if query.state else None,
@@ -166,7 +167,8 @@ def summary_fragment(request: Request) -> Response:
 # --- job detail --------------------------------------------------------------------------
 def _live_context(request: Request, job_id: str) -> dict[str, Any]:
     data = backend(request)
-    job = jobview.scrub(data.status(job_id))  # no server path, no idempotency digest
+    # the page's copy of the view: no server path, no idempotency digest
+    job = jobview.scrub(dict(data.status(job_id)))
     dep_states = data.states_of(jobview.dependency_ids(job)[: jobview.MAX_DEP_LINKS * 2])
     return {
         "job": job,

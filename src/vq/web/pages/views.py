@@ -26,17 +26,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlencode
 
 from vq.domain.states import ACTIVE, TERMINAL, JobState
+from vq.protocol.answers import ListRow
 from vq.services.listing import table_row_key
 from vq.services.reports import active_seconds
 
 __all__ = [
     "SORT_KEYS",
     "STATES",
+    "CapacityBar",
+    "GroupEntry",
+    "JobEntry",
+    "QueueChart",
+    "SampleSeries",
+    "TableEntry",
     "TableQuery",
+    "UsageChart",
     "capacity_bars",
     "queue_over_time",
     "sample_series",
@@ -45,6 +53,91 @@ __all__ = [
 ]
 
 STATES: tuple[str, ...] = tuple(state.value for state in JobState)
+
+
+class JobEntry(TypedDict):
+    """A job of the queue table on its own."""
+
+    kind: Literal["job"]
+    row: ListRow
+
+
+class GroupEntry(TypedDict):
+    """An array or chain of the queue table: its members' rows and their states' counts."""
+
+    kind: Literal["group"]
+    type: str
+    id: str
+    name: str | None
+    rows: list[ListRow]
+    counts: dict[str, int]
+    open: bool
+
+
+TableEntry = JobEntry | GroupEntry
+
+
+class CapacityBar(TypedDict):
+    """One capacity bar of the cockpit: use against the cap, in percent when capped."""
+
+    label: str
+    used: float
+    cap: float | None
+    unit: str
+    percent: float | None
+
+
+class SampleSeries(TypedDict):
+    """The chart columns of a job's watchdog samples (uPlot's data)."""
+
+    t: list[float]
+    elapsed: list[float | None]
+    rss_mb: list[float | None]
+    cpu_percent: list[float | None]
+    mem_limit_mb: list[float] | None
+    mem_mb: int | None
+
+
+class TagSeries(TypedDict):
+    """One tag's CPU-hours per day."""
+
+    label: str
+    values: list[float]
+
+
+class UsageChart(TypedDict):
+    """CPU-hours per day and tag (the overview's usage chart)."""
+
+    days: list[float]
+    labels: list[str]
+    series: list[TagSeries]
+    total_cpu_hours: float
+
+
+class EndedCounts(TypedDict):
+    """Jobs ended in the window, completed or not."""
+
+    completed: int
+    failed: int
+
+
+class QueueChart(TypedDict):
+    """Running and pending jobs over time, and jobs ended per hour."""
+
+    t: list[float]
+    running: list[int]
+    pending: list[int]
+    hours_t: list[float]
+    completed: list[int]
+    failed: list[int]
+    now_running: int
+    now_pending: int
+    peak_running: int
+    peak_pending: int
+    ended: EndedCounts
+    window_hours: int
+
+
 _STATE_ORDER = {name: i for i, name in enumerate(STATES)}
 SORT_KEYS: tuple[str, ...] = ("submitted", "priority", "state", "name")
 #: The overview chart's window and how many tags get their own series.
@@ -83,10 +176,10 @@ class TableQuery:
             page=_page_number(params.get("page", "")),
         )
 
-    def params(self, **changes: Any) -> dict[str, Any]:
+    def params(self, **changes: Any) -> dict[str, str | int | list[str]]:
         """The non-default parameters (``open`` repeated), with ``changes`` applied."""
         query = replace(self, **changes)
-        values: dict[str, Any] = {}
+        values: dict[str, str | int | list[str]] = {}
         for key in ("state", "tag", "name"):
             if getattr(query, key):
                 values[key] = getattr(query, key)
@@ -136,11 +229,11 @@ def _group_of(row: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def table_entries(rows: Sequence[Mapping[str, Any]], query: TableQuery) -> list[dict[str, Any]]:
+def table_entries(rows: Sequence[ListRow], query: TableQuery) -> list[TableEntry]:
     """Sorted table entries: ``{"kind": "job", "row"}`` or ``{"kind": "group", ...}``."""
     ordered = sorted(rows, key=table_row_key(query.sort), reverse=query.dir == "desc")
-    entries: list[dict[str, Any]] = []
-    groups: dict[str, dict[str, Any]] = {}
+    entries: list[TableEntry] = []
+    groups: dict[str, GroupEntry] = {}
     for row in ordered:
         grouped = _group_of(row)
         if grouped is None:
@@ -162,8 +255,10 @@ def table_entries(rows: Sequence[Mapping[str, Any]], query: TableQuery) -> list[
             entries.append(group)
         group["rows"].append(row)
     for group in groups.values():
-        index = "array_index" if group["type"] == "array" else "chain_index"
-        group["rows"].sort(key=lambda r, i=index: (r.get(i) or 0, r["id"]))
+        if group["type"] == "array":
+            group["rows"].sort(key=lambda r: (r.get("array_index") or 0, r["id"]))
+        else:
+            group["rows"].sort(key=lambda r: (r.get("chain_index") or 0, r["id"]))
         counts: dict[str, int] = {}
         for row in group["rows"]:
             counts[row["state"]] = counts.get(row["state"], 0) + 1
@@ -171,14 +266,14 @@ def table_entries(rows: Sequence[Mapping[str, Any]], query: TableQuery) -> list[
     return entries
 
 
-def _bar(label: str, used: float, cap: float | None, unit: str = "") -> dict[str, Any]:
+def _bar(label: str, used: float, cap: float | None, unit: str = "") -> CapacityBar:
     percent = None
     if cap:
         percent = max(0.0, min(100.0, 100.0 * used / cap))
     return {"label": label, "used": used, "cap": cap, "unit": unit, "percent": percent}
 
 
-def capacity_bars(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+def capacity_bars(summary: Mapping[str, Any]) -> list[CapacityBar]:
     """CPUs, memory and jobs in use (declared reservations) against the daemon's caps."""
     caps = summary.get("caps") or {}
     return [
@@ -198,7 +293,7 @@ def _epoch(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> dict[str, Any]:
+def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> SampleSeries:
     """``{"t", "elapsed", "rss_mb", "cpu_percent", "mem_limit_mb", "mem_mb"}`` for uPlot.
 
     ``t`` is epoch seconds, ``elapsed`` the job's active seconds at each sample; charts.js
@@ -233,7 +328,7 @@ def _number(value: Any) -> float | None:
 
 def usage_by_day_and_tag(
     rows: Sequence[Mapping[str, Any]], now: datetime, days: int = USAGE_DAYS
-) -> dict[str, Any]:
+) -> UsageChart:
     """CPU-hours per UTC day (of ``started_at``) and tag over the last ``days`` days.
 
     Days are given as the epoch second of their noon, so a bar is centred on its day.
@@ -268,7 +363,9 @@ def usage_by_day_and_tag(
     rest = ranked[USAGE_TOP_TAGS:]
     if rest:
         kept.append(("other", [sum(values[i] for _, values in rest) for i in range(days)]))
-    series = [{"label": tag, "values": [round(v, 4) for v in values]} for tag, values in kept]
+    series: list[TagSeries] = [
+        {"label": tag, "values": [round(v, 4) for v in values]} for tag, values in kept
+    ]
     return {
         "days": [datetime(d.year, d.month, d.day, 12, tzinfo=UTC).timestamp() for d in day_list],
         "labels": [d.isoformat() for d in day_list],
@@ -328,7 +425,7 @@ def queue_over_time(
     now: datetime,
     hours: int = QUEUE_HOURS,
     step_minutes: int = QUEUE_STEP_MINUTES,
-) -> dict[str, Any]:
+) -> QueueChart:
     """Running and pending jobs over the last ``hours``, and jobs ended per UTC hour.
 
     ``t`` are bucket starts (epoch seconds, aligned to ``step_minutes`` in UTC) and
