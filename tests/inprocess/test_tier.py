@@ -45,6 +45,7 @@ def test_a_test_drives_the_loop_one_pass_at_a_time(
     try:
         assert daemon.start()
         job_id = vq.submit("--", "true")  # written straight to disk: no daemon answers
+        daemon.parts.index.refresh_names()  # what a pass does every rescan interval
 
         def ticked_to_the_end() -> bool:
             daemon.tick()
