@@ -41,6 +41,7 @@ from vq.daemon.compose import compose_daemon
 from vq.paths import StatePaths
 from vq.web.app import create_app
 from vq.web.context import WebConfig
+from vq.web.hosts import configured_hosts, fleet_configured
 
 __all__ = [
     "InprocDaemon",
@@ -60,6 +61,10 @@ THREADS_GONE_TIMEOUT = 15.0
 #: Thread name prefixes of pools this process keeps for every caller, the daemon among
 #: them, by design (the store's group-commit writers): not a daemon's leak.
 PROCESS_POOLS = ("vq-commit",)
+#: The in-process app's base URL: a loopback name the host check admits, on a port nothing
+#: listens on, so a test that opens a real socket to it fails at once (such a test belongs
+#: to ``tests/web``) instead of reaching some other server.
+BASE_URL = "http://127.0.0.1:1"
 #: The verbs :meth:`InprocVq.run` refuses: each forks a daemon or signals its pid.
 PROCESS_VERBS = (("daemon", "start"), ("daemon", "stop"), ("daemon", "run"))
 
@@ -86,12 +91,22 @@ def daemon_overrides(args: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in vars(parsed).items() if value is not None}
 
 
-def run_cli(args: tuple[str, ...], input: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: tuple[str, ...], input: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``vq ARGS`` in this process (the console script's :func:`main`, fast paths
-    included) inside Click's runner isolation; its exit code, stdout and stderr."""
+    included) inside Click's runner isolation; its exit code, stdout and stderr.
+
+    ``env``: the whole environment of the call, as a subprocess's would be (``os.environ``
+    is set to it for the call and restored after); default: ``os.environ`` as it is.
+    """
+    changes: dict[str, str | None] = {}
+    if env is not None:
+        changes = {key: value for key, value in env.items() if os.environ.get(key) != value}
+        changes.update({key: None for key in os.environ if key not in env})
     runner = CliRunner()
     code = 0
-    with runner.isolation(input=input) as (out, err, _):
+    with runner.isolation(input=input, env=changes) as (out, err, _):
         try:
             vq_main(list(args))
         except SystemExit as exc:
@@ -123,31 +138,34 @@ class InprocDaemon:
         self._log_handler: logging.Handler | None = None
         self._log_level = logging.NOTSET
 
-    def compose(self, *args: str) -> Daemon:
-        """The daemon ``vq daemon start ARGS`` would run, built but not started."""
+    def compose(self, *args: str, env: dict[str, str] | None = None) -> Daemon:
+        """The daemon ``vq daemon start ARGS`` would run, built but not started; ``env``:
+        the environment it is started with (its config and its jobs' environment),
+        default ``os.environ``."""
+        environ = dict(os.environ if env is None else env)
         overrides = daemon_overrides(args)
         auto_resume = bool(overrides.pop("auto_resume", False))
         layered = {"daemon": overrides} if overrides else None
-        settings = load_settings(self.env, overrides=layered)
+        settings = load_settings(environ, overrides=layered)
         self.paths.ensure()
         return compose_daemon(
             self.paths,
             settings,
             auto_resume=auto_resume,
             overrides=layered,
-            env={**os.environ, **self.env},
+            env=environ,
         )
 
     @property
     def running(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self, *args: str) -> None:
+    def start(self, *args: str, env: dict[str, str] | None = None) -> None:
         """Compose and run the daemon on a thread; return once it answers on its socket."""
         assert not self.running, "the in-process daemon already runs"
         self._threads_before = set(threading.enumerate())
         self._open_log()
-        self.daemon = self.compose(*args)
+        self.daemon = self.compose(*args, env=env)
         self.exit_code = self.error = None
         self.thread = threading.Thread(target=self._serve, name="vq-inproc-daemon")
         self.thread.start()
@@ -243,7 +261,7 @@ class InprocVq:
             "tier use start_daemon()/stop_daemon(), or keep the test in a subprocess tier"
         )
         del timeout  # an in-process call has no process to time out
-        proc = run_cli(tuple(args), input=input)
+        proc = run_cli(tuple(args), input=input, env=self.env)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"vq {' '.join(args)} exited {proc.returncode}\n"
@@ -275,7 +293,7 @@ class InprocVq:
         return str(wait_until(lambda: self.state(job_id) in states and self.state(job_id), timeout))
 
     def start_daemon(self, *args: str) -> None:
-        self.daemon.start(*args)
+        self.daemon.start(*args, env=self.env)
 
     def stop_daemon(self) -> None:
         self.daemon.stop()
@@ -291,7 +309,7 @@ class InprocWeb:
 
     vq: InprocVq
     fleet: bool = False
-    base_url: str = "http://127.0.0.1:8765"
+    base_url: str = BASE_URL
     http: TestClient = field(init=False)
 
     def __post_init__(self) -> None:
@@ -310,10 +328,13 @@ class InprocWeb:
         return {"Authorization": f"Bearer {self.init_token()}"}
 
 
-def web_client(fleet: bool = False, base_url: str = "http://127.0.0.1:8765") -> TestClient:
-    """An HTTP client of the console app as ``vq web serve`` builds it from the environment,
-    served in-process (no socket; the peer is loopback, as for a local browser)."""
-    config = WebConfig.from_env(fleet=fleet)
+def web_client(fleet: bool = False, base_url: str = BASE_URL) -> TestClient:
+    """An HTTP client of the console app as ``vq web serve [--fleet]`` builds it (from the
+    environment and the config), served in-process (no socket; the peer is loopback, as
+    for a local browser)."""
+    config = WebConfig.from_env(
+        allowed_hosts=configured_hosts(()), fleet=fleet or fleet_configured()
+    )
     return TestClient(
         create_app(config),
         base_url=base_url,
