@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,14 @@ def daemon_overrides(args: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in vars(parsed).items() if value is not None}
 
 
+def refuse_crash_points(env: Mapping[str, str]) -> None:
+    """A crash point (``VQ_TEST_FAULT``) SIGKILLs the process that reaches it: here, the
+    test process. A crash test runs the crashing ``vq`` as a subprocess instead."""
+    assert "VQ_TEST_FAULT" not in env, (
+        "VQ_TEST_FAULT would SIGKILL the test process: run the crashing vq as a subprocess"
+    )
+
+
 def run_cli(
     args: tuple[str, ...], input: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -100,6 +109,7 @@ def run_cli(
     ``env``: the whole environment of the call, as a subprocess's would be (``os.environ``
     is set to it for the call and restored after); default: ``os.environ`` as it is.
     """
+    refuse_crash_points(os.environ if env is None else env)
     changes: dict[str, str | None] = {}
     if env is not None:
         changes = {key: value for key, value in env.items() if os.environ.get(key) != value}
@@ -143,6 +153,7 @@ class InprocDaemon:
         the environment it is started with (its config and its jobs' environment),
         default ``os.environ``."""
         environ = dict(os.environ if env is None else env)
+        refuse_crash_points(environ)
         overrides = daemon_overrides(args)
         auto_resume = bool(overrides.pop("auto_resume", False))
         layered = {"daemon": overrides} if overrides else None
@@ -164,8 +175,8 @@ class InprocDaemon:
         """Compose and run the daemon on a thread; return once it answers on its socket."""
         assert not self.running, "the in-process daemon already runs"
         self._threads_before = set(threading.enumerate())
-        self._open_log()
         self.daemon = self.compose(*args, env=env)
+        self._open_log()
         self.exit_code = self.error = None
         self.thread = threading.Thread(target=self._serve, name="vq-inproc-daemon")
         self.thread.start()

@@ -68,3 +68,11 @@ def test_process_verbs_are_refused_in_process(vq: InprocVq) -> None:
     for verb in ("start", "stop", "run"):
         with pytest.raises(AssertionError, match="forks or signals"):
             vq.run("daemon", verb)
+
+
+def test_a_crash_point_is_refused_before_it_can_kill_the_test_process(vq: InprocVq) -> None:
+    vq.env["VQ_TEST_FAULT"] = "fetch_after_copy"
+    with pytest.raises(AssertionError, match="SIGKILL the test process"):
+        vq.run("list")
+    with pytest.raises(AssertionError, match="SIGKILL the test process"):
+        vq.start_daemon()
