@@ -175,8 +175,12 @@ class InprocDaemon:
         """Compose and run the daemon on a thread; return once it answers on its socket."""
         assert not self.running, "the in-process daemon already runs"
         self._threads_before = set(threading.enumerate())
-        self.daemon = self.compose(*args, env=env)
-        self._open_log()
+        self._open_log()  # composing logs too (the webhook target, say)
+        try:
+            self.daemon = self.compose(*args, env=env)
+        except BaseException:
+            self._close_log()
+            raise
         self.exit_code = self.error = None
         self.thread = threading.Thread(target=self._serve, name="vq-inproc-daemon")
         self.thread.start()
