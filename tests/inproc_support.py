@@ -36,7 +36,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import processes_with_env, wait_until
 from vq.cli.main import main as vq_main
-from vq.config import load_settings
+from vq.config.settings import load_settings
 from vq.daemon.app import Daemon
 from vq.daemon.compose import compose_daemon
 from vq.paths import StatePaths

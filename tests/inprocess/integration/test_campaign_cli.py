@@ -15,7 +15,7 @@ import pytest
 
 from tests.campaign_support import bound, journal, raw, record, verified
 from tests.conftest import VQ_BIN
-from vq.campaign.artifact import manifest_sha256, parse_manifest
+from vq.domain.artifact import manifest_sha256, parse_manifest
 
 
 class Cli:

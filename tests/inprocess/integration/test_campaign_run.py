@@ -211,7 +211,7 @@ def test_a_second_controller_is_refused(vq: Vq, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("state", ["PENDING", "RUNNING"])
 def test_attempt_states_never_move_backwards(state: str) -> None:
-    from vq.services.campaign_controller import attempt_state
+    from vq.campaign.controller import attempt_state
 
     assert attempt_state(state, False, "running") == "running"
     assert attempt_state("COMPLETED", True, "running") == "succeeded"

@@ -25,7 +25,7 @@ from vq.executors.base import JobHandle
 from vq.executors.procs import is_alive, start_ticks
 from vq.executors.registry import local_only
 from vq.paths import StatePaths
-from vq.services.cleanup import CleanupPolicy, plan_cleanup, sweep_workdir
+from vq.cleanup.jobs import CleanupPolicy, plan_cleanup, sweep_workdir
 from vq.services.context import ServiceContext
 from vq.store.specs import encode_spec
 

@@ -14,7 +14,7 @@ import pytest
 
 from vq.domain.admission import Caps
 from vq.errors import InvalidInput
-from vq.hosts_config import HostSettings, LaneSettings
+from vq.config.hosts import HostSettings, LaneSettings
 from vq.paths import StatePaths
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
@@ -168,7 +168,7 @@ def test_a_root_that_cannot_be_written_is_refused_before_anything_is_recorded(
 
 
 def _venv() -> object:
-    from vq.config_programs import VenvProgram
+    from vq.config.programs import VenvProgram
 
     return VenvProgram(kind="venv", python=PYTHON, git_dir="/nonexistent/fit-checkout")
 

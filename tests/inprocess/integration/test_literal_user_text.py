@@ -33,7 +33,7 @@ def test_campaign_cleanup_failures_print_literally(capsys: pytest.CaptureFixture
     from pathlib import Path
 
     from vq.cli.campaign_render import print_cleanup
-    from vq.services.campaign_cleanup import CleanupItem, CleanupReport
+    from vq.campaign.cleanup import CleanupItem, CleanupReport
 
     report = CleanupReport(applied=True)
     report.items.append(CleanupItem(Path("/d/[red]x"), 10, "why [b]", error="[bold]denied"))

@@ -169,7 +169,7 @@ def _configure(vq: Vq, text: str = PROFILE) -> None:
 
 def test_plan_writes_an_owner_only_plan_that_reloads_byte_identical(vq: Vq, tmp_path: Path) -> None:
     from vq.paths import StatePaths
-    from vq.services.pack_plan import load_plan
+    from vq.packing.cases.plans import load_plan
 
     _configure(vq)
     vq.run("pack", "open", "sweep", str(_tasks(tmp_path, [f"t{n}" for n in range(10)])))

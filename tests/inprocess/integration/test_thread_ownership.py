@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.daemon.holds import Holds, LoopCalls
 from vq.daemon.supervisor import Supervisor
 from vq.domain.admission import Caps

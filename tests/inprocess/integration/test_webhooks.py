@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Vq, wait_until
-from vq.config_notifications import NotificationSettings
+from vq.config.notifications import NotificationSettings
 from vq.daemon.notify import display_url, resolve_webhook_url, summary_line
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState

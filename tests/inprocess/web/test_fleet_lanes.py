@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.inprocess.web.test_fleet_source import ScriptedFleet, ScriptedHost
-from vq.hosts_config import HostSettings
-from vq.remote.health import HostHealth
+from vq.config.hosts import HostSettings
+from vq.hosts.health import HostHealth
 from vq.web.fleet.lanes import lane_summaries
 from vq.web.fleet.source import FleetSource
 from vq.web.fleet.views import host_rows

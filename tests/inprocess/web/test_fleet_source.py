@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vq.errors import InvalidInput, SshUnreachable
-from vq.hosts_config import HostSettings
+from vq.config.hosts import HostSettings
 from vq.remote.fleet import Fleet
 from vq.web.audit import describe, describe_fleet
 from vq.web.fleet.listing import fleet_table, queue_filter
