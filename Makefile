@@ -10,12 +10,14 @@ PYTEST_ARGS ?=
 
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv demo check lint types contracts test soak bench clean
+.PHONY: help venv demo check lint types contracts test test-fast soak bench clean
 
 help:
 	@echo "make demo    create the venv, start a daemon on a temp state root, run real jobs"
 	@echo "make test    lint + types + import contracts + the whole test suite (bounded chaos),"
 	@echo "             with the SSH/Slurm testbed up as root (docs/testbed.md)"
+	@echo "make test-fast  the unit, architecture, contract, fuzz and in-process tiers only"
+	@echo "             (needs no testbed and no root; minutes, not the whole suite)"
 	@echo "make soak    the long chaos/soak runs, and the property tests with fresh examples"
 	@echo "make bench   benchmarks against task-spooler and the physical floor"
 	@echo "make check   ruff, mypy --strict, import-linter"
@@ -47,6 +49,16 @@ check: lint types contracts
 test: check
 	@scripts/install-test-deps.sh
 	@scripts/testbed/with-testbed.sh scripts/run-tests.sh $(PY) -m "not slow" $(PYTEST_ARGS)
+
+# The tiers that need no testbed and start no `vq` process per command: unit,
+# architecture, contract, fuzz, and tests/inprocess (the daemon on a thread, the CLI through
+# Click's runner, the web app through an in-process ASGI client; docs: README "Development").
+# VQ_TEST_WORKERS=<n> sets the pytest-xdist workers (default one per CPU; 0: no workers).
+FAST_TIERS := tests/unit tests/architecture tests/contract tests/fuzz tests/inprocess
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $${VQ_TEST_WORKERS:-$$(nproc)} -m "not slow" --suite-phase=hermetic \
+	  $(FAST_TIERS) $(PYTEST_ARGS)
 
 # The slow runs, and every property test with fresh examples (tests/hypothesis_profiles.py):
 # `make test` draws the same ones every time. VQ_HYPOTHESIS_SEED=<seed> replays a soak's draws.

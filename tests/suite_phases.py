@@ -1,7 +1,8 @@
 """The suite's two phases: hermetic tests (side by side) and tests on the shared testbed.
 
-Most tests run on a private temp state root with their own daemon, web server (a free
-loopback port) and browser, so any number of them may run at once under pytest-xdist. The
+Most tests run on a private temp state root with their own daemon (a process, or a thread
+of the test process in ``tests/inprocess``), web server (a free loopback port, or the app
+in-process) and browser, so any number of them may run at once under pytest-xdist. The
 tests of ``tests/system``, every test that uses the ``testbed`` fixture and every test
 marked ``testbed`` (one that requests the fixture at run time) share one machine-wide
 testbed instead (one Slurm queue, the netns links of vq-h1..vq-h3, one sshd per host): two

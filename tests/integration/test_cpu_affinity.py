@@ -61,37 +61,3 @@ def test_running_jobs_get_disjoint_cores_and_thread_variables(vq: Vq, tmp_path: 
     release.touch()
     for job in (first, second):
         vq.wait_state(job, "COMPLETED")
-
-
-def test_a_job_declaring_every_core_gets_them_all(vq: Vq, tmp_path: Path) -> None:
-    release = tmp_path / "release"
-    release.touch()
-    vq.start_daemon()
-    total = len(os.sched_getaffinity(0))
-    job = vq.submit("--cpus", str(total), "--", "sh", "-c", REPORT, str(release))
-    vq.wait_state(job, "COMPLETED")
-    assert vq.spec(job)["cpu_affinity"] == sorted(os.sched_getaffinity(0))
-    assert f"OMP={total} " in vq.run("logs", job).stdout
-
-
-def test_affinity_off_leaves_jobs_unpinned(vq: Vq, tmp_path: Path) -> None:
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("[daemon]\ncpu_affinity = false\n")
-    release = tmp_path / "release"
-    release.touch()
-    vq.start_daemon()
-    job = vq.submit("--cpus", "1", "--", "sh", "-c", REPORT, str(release))
-    vq.wait_state(job, "COMPLETED")
-    assert vq.spec(job)["cpu_affinity"] is None
-    assert _cores_line(sorted(os.sched_getaffinity(0))) in vq.run("logs", job).stdout.splitlines()
-    doctor = {c["name"]: c for c in vq.json("doctor")["checks"]}
-    assert "CPUs: NOT enforced" in doctor["enforcement"]["message"]
-
-
-def test_doctor_says_what_is_enforced(vq: Vq) -> None:
-    vq.start_daemon()
-    doctor = {c["name"]: c for c in vq.json("doctor")["checks"]}
-    message = doctor["enforcement"]["message"]
-    assert "memory: enforced by sampling" in message
-    assert "CPUs: enforced by CPU affinity" in message

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -19,8 +18,6 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.web.conftest import Web, start_web, stop_web
-from vq.daemon.rpc import RpcServer
-from vq.web import connections, waits
 
 CAP = 6
 
@@ -76,23 +73,6 @@ def test_waits_over_the_daemon_cap_are_refused_and_threads_stay_bounded(capped: 
     wait_until(lambda: _threads(pid) <= baseline + 1, timeout=15)
 
 
-def test_a_stalled_daemon_socket_peer_is_dropped(tmp_path: Path) -> None:
-    path = tmp_path / "test.sock"
-    server = RpcServer(path, {}, idle_seconds=0.5)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(10)
-            sock.connect(str(path))
-            sock.sendall(b'{"id": 1, "method": "pi')  # never finished
-            started = time.monotonic()
-            assert sock.recv(100) == b""  # closed by the server
-            assert time.monotonic() - started < 5
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 async def _waits_over_the_cap(
     url: str, headers: dict[str, str], count: int, over: int
 ) -> tuple[list[httpx.Response], int]:
@@ -117,51 +97,3 @@ def console(vq: Vq, tmp_path: Path) -> Iterator[Web]:
     served = start_web(vq, tmp_path / "web.log")
     yield served
     stop_web(served)
-
-
-def test_a_connection_that_never_finishes_its_request_head_is_closed(console: Web) -> None:
-    host, port = console.base_url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-        started = time.monotonic()
-        assert sock.recv(100) == b""
-        elapsed = time.monotonic() - started
-    assert connections.HEADER_SECONDS - 1 <= elapsed < connections.HEADER_SECONDS + 10
-
-
-def test_console_waits_over_the_per_credential_cap_get_503_with_retry_after(
-    vq: Vq, console: Web
-) -> None:
-    vq.start_daemon()
-    job = vq.submit("--not-before", "1h", "--", "true")
-    admin = console.admin()
-    url = f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=30"
-
-    answered, pending = asyncio.run(_waits_over_the_cap(url, admin, waits.PER_TOKEN + 2, 2))
-    assert len(answered) == 2 and pending == waits.PER_TOKEN  # the cap, not an answer
-    for extra in answered:
-        assert extra.status_code == 503, extra.text
-        assert extra.headers["retry-after"] == "5"
-        assert extra.json()["error"]["code"] == "too-many-waits"
-    # Once they are gone, a wait is admitted again (it times out normally).
-    again = httpx.get(f"{console.base_url}/api/v1/jobs/{job}/wait?timeout=0", headers=admin)
-    assert again.status_code == 200 and again.json()["timed_out"] is True
-
-
-def test_the_console_wait_caps_come_from_the_configuration(vq: Vq, tmp_path: Path) -> None:
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("[web]\nwait_max_total = 3\n")
-    vq.start_daemon()
-    job = vq.submit("--not-before", "1h", "--", "true")
-    served = start_web(vq, tmp_path / "web.log")
-    try:
-        admin = served.admin()
-        url = f"{served.base_url}/api/v1/jobs/{job}/wait?timeout=30"
-
-        answered, pending = asyncio.run(_waits_over_the_cap(url, admin, 5, 2))
-    finally:
-        stop_web(served)
-    assert pending == 3  # the configured cap, far below the per-credential default
-    assert [r.status_code for r in answered] == [503, 503]
-    assert all(r.json()["error"]["code"] == "too-many-waits" for r in answered)

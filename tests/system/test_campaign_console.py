@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.conftest import VQ_BIN, Vq, wait_until
-from tests.integration.test_campaign_run import make_campaign
+from tests.inprocess.integration.test_campaign_run import make_campaign
 from tests.system.conftest import DESKTOP, Console, chromium  # noqa: F401 - the fixture
 from tests.web.conftest import Web, start_web, stop_web
 

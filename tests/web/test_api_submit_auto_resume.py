@@ -8,8 +8,8 @@ import os
 import signal
 
 from tests.conftest import wait_until
+from tests.inprocess.web.test_agent_api import queue_ids, submit
 from tests.web.conftest import Web
-from tests.web.test_agent_api import queue_ids, submit
 from vq._proc_stat import is_alive
 
 

@@ -7,12 +7,10 @@ only in fleet mode, the health routes answer the same either way, and `--fleet` 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 
 from tests.conftest import Vq, wait_until
-from tests.web.conftest import free_port, start_web
+from tests.web.conftest import free_port
 
 
 def _answers(url: str) -> bool:
@@ -20,58 +18,6 @@ def _answers(url: str) -> bool:
         return httpx.get(url + "/health/live", timeout=2).status_code == 200
     except httpx.TransportError:
         return False
-
-
-def test_fleet_routes_exist_only_in_fleet_mode(vq: Vq, tmp_path: Path) -> None:
-    plain = start_web(vq, tmp_path / "plain.log")
-    try:
-        assert plain.http.get("/api/v1/fleet/hosts").status_code == 404
-        assert plain.http.get("/fleet").status_code == 404
-        assert "/api/v1/fleet/hosts" not in plain.http.get("/api/v1/openapi.json").text
-        assert 'href="/fleet"' not in plain.http.get("/").text
-    finally:
-        plain.http.close()
-        plain.process.terminate()
-        plain.process.wait(30)
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("[web]\nfleet = true\n")
-    fleet = start_web(vq, tmp_path / "fleet.log")
-    try:
-        assert fleet.http.get("/api/v1/fleet/hosts").json() == {"hosts": []}
-        page = fleet.http.get("/fleet")
-        assert page.status_code == 200 and "No hosts are configured" in page.text
-        assert 'href="/fleet"' in fleet.http.get("/").text
-        assert fleet.http.get("/health/live").text == "ok"
-        closed = fleet.http.post("/api/v1/fleet/jobs/h1/0123456789ab/kill")
-        assert closed.status_code == 403
-        assert closed.json()["error"]["code"] == "fleet-writes-closed"
-    finally:
-        fleet.http.close()
-        fleet.process.terminate()
-        fleet.process.wait(30)
-
-
-def test_a_fleet_404_for_this_queues_own_name_agrees_with_its_hint(vq: Vq, tmp_path: Path) -> None:
-    config = Path(vq.env["VQ_CONFIG_DIR"])
-    config.mkdir(parents=True, exist_ok=True)
-    # h1 is configured but never contacted: neither name below reaches a host
-    (config / "config.toml").write_text('[web]\nfleet = true\n[hosts.h1]\nssh = "h1.invalid"\n')
-    web = start_web(vq, tmp_path / "fleet.log")
-    try:
-        for name in ("localhost", "local"):
-            answer = web.http.get(f"/api/v1/fleet/jobs/{name}/0123456789ab")
-            assert answer.status_code == 404, answer.text
-            error = answer.json()["error"]
-            assert error["message"] == f"{name!r} is this queue, not a configured remote host"
-            assert error["hint"].startswith("configured remote hosts: h1;")
-        unknown = web.http.get("/api/v1/fleet/jobs/gpu9/0123456789ab").json()["error"]
-        assert unknown["message"] == "no host named 'gpu9' is configured"
-        assert unknown["hint"] == "configured remote hosts: h1 (localhost is this queue)"
-    finally:
-        web.http.close()
-        web.process.terminate()
-        web.process.wait(30)
 
 
 def test_daemon_web_sidecar_serves_the_fleet_console(vq: Vq) -> None:

@@ -180,8 +180,7 @@ class Daemon:
     # --- signals ---------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
-        self.stop_requested.set()
-        self.parts.inbox.wake()
+        self.request_stop()
 
     # --- lifecycle -------------------------------------------------------------------------
     def acquire(self) -> None:
@@ -257,11 +256,24 @@ class Daemon:
         except (OSError, VqError) as exc:
             log.warning("leftovers of interrupted cleanups not finished: %s", exc)
 
-    def run(self) -> int:
-        """Run until stopped. Returns the process exit code."""
+    def request_stop(self) -> None:
+        """Stop the loop from any thread, as SIGTERM does: :meth:`run` returns after the
+        pass under way, having shut down (running jobs go on)."""
+        self.stop_requested.set()
+        self.parts.inbox.wake()
+
+    def run(self, *, install_signal_handlers: bool = True) -> int:
+        """Run until stopped. Returns the process exit code.
+
+        ``install_signal_handlers``: SIGTERM/SIGINT stop the daemon (step 2 above). Pass
+        False to run the daemon on a thread other than the main one (Python installs
+        signal handlers only there), e.g. composed inside a test process; then only
+        :meth:`request_stop` stops it.
+        """
         self.acquire()
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
+        if install_signal_handlers:
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         log_effective_config(self.parts.settings, self.parts.holds.overrides, "start")
         try:

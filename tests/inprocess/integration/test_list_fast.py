@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import Vq
-from tests.integration.test_status_fast import _imports
+from tests.inprocess.integration.test_status_fast import _imports
 
 
 def test_the_fast_listing_is_the_click_listing(vq: Vq) -> None:

@@ -1,4 +1,4 @@
-"""`vq fetch` end to end: real daemon, real jobs, the real CLI as a subprocess (§4.6)."""
+"""`vq fetch` end to end: real daemon, real jobs, the real CLI (in-process, §4.6)."""
 
 from __future__ import annotations
 

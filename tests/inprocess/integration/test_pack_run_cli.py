@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Vq
-from tests.integration.test_pack_cli import _configure, _tasks
+from tests.inprocess.integration.test_pack_cli import _configure, _tasks
 
 
 @pytest.fixture

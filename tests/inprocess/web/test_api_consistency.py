@@ -1,6 +1,6 @@
 """/api/v1 consistency: one "no job X" answer with an API hint; cleanup of any age.
 
-Real daemon, real `vq` submissions, real `vq web serve`.
+Real daemon (on a thread), real `vq` submissions, the app in-process.
 """
 
 from __future__ import annotations

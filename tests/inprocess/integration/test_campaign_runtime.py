@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from tests.conftest import Vq
-from tests.integration.test_campaign_run import job_count, make_campaign, run
-from tests.integration.test_runtime_generations import deploy, runtime_source
+from tests.inprocess.integration.test_campaign_run import job_count, make_campaign, run
+from tests.inprocess.integration.test_runtime_generations import deploy, runtime_source
 
 
 def bind_render(path: Path, root: Path, digest: str) -> None:

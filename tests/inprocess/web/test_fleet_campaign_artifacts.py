@@ -1,6 +1,6 @@
 """The console's campaign page checks each published artifact again, as `vq campaign
 status` does: a tampered one is shown tampered, never verified (real daemon, real
-`vq campaign run`, real `vq web serve` in fleet mode)."""
+`vq campaign run`, the fleet console in-process)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import Vq
-from tests.integration.test_campaign_run import make_campaign, run
+from tests.inprocess.integration.test_campaign_run import make_campaign, run
 from tests.web.conftest import start_web, stop_web
 
 

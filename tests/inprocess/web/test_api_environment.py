@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import wait_until
+from tests.inprocess.web.test_agent_api import submit
 from tests.web.conftest import Web
-from tests.web.test_agent_api import submit
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The console's HTML pages over a real `vq web serve` (httpx; no browser, no JavaScript).
+"""The console's HTML pages served in-process (httpx; no browser, no JavaScript).
 
 Pages must be complete without scripts (rows in the HTML), escape every job-supplied
 string, carry the CSP header, and fragments must be fragments (no layout).

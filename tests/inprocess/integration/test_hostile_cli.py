@@ -1,5 +1,5 @@
 """Values a user can type get one `vq: error:` line and a documented exit code, never a
-traceback (real CLI subprocesses, no daemon needed)."""
+traceback (the CLI in-process; a real process where the argv must be raw bytes)."""
 
 from __future__ import annotations
 

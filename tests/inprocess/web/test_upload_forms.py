@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from tests.web.conftest import Web
-from tests.web.test_agent_api import (
+from tests.inprocess.web.test_agent_api import (
     file_info,
     link_info,
     member,
@@ -18,6 +17,7 @@ from tests.web.test_agent_api import (
     wait_terminal,
     write_config,
 )
+from tests.web.conftest import Web
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.web.test_fleet_source import ScriptedFleet, ScriptedHost
+from tests.inprocess.web.test_fleet_source import ScriptedFleet, ScriptedHost
 from vq.config.hosts import HostSettings
 from vq.hosts.health import HostHealth
 from vq.web.fleet.lanes import lane_summaries

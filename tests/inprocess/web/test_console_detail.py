@@ -1,6 +1,6 @@
 """Console job page: every user-meaningful spec field, no-JS log refresh, HTML 404s.
 
-Over a real `vq web serve` and real `vq` submissions; :mod:`vq.web.pages.jobview` is also
+Over the app in-process and real `vq` submissions; :mod:`vq.web.pages.jobview` is also
 checked directly for fields the CLI cannot set without a configured program.
 """
 

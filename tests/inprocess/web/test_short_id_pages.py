@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.conftest import Vq
-from tests.integration.test_short_ids import _twin
+from tests.inprocess.integration.test_short_ids import _twin
 from tests.web.conftest import Web
 
 

@@ -2,8 +2,8 @@
 to the driver's checkout (§3.4): with no target identity the submit is refused before any
 spec exists; bound to a runtime generation (explicitly, by an immutable wrapper in argv,
 or by the lane's last verified deployment record) it records the lane, the digest, and
-the record's version and commit; an unreachable lane registry refuses. Real CLI
-subprocesses, no daemon (the submit writes the spec itself)."""
+the record's version and commit; an unreachable lane registry refuses. The real CLI
+(in-process), no daemon (the submit writes the spec itself)."""
 
 from __future__ import annotations
 
