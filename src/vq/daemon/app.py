@@ -264,6 +264,10 @@ class Daemon:
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         log_effective_config(self.parts.settings, self.parts.holds.overrides, "start")
+        # This thread is the loop from here on: it owns the lanes, and the loop's calls
+        # queue for it (no RPC thread may run one inline before the loop turns).
+        self.parts.lanes.loop_started()
+        self.parts.loop_calls.loop_started()
         try:
             if not self.start():
                 return 0
@@ -282,7 +286,6 @@ class Daemon:
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
                 self.parts.web.start()
-            self.parts.loop_calls.loop_started()
             while not self.stop_requested.is_set():
                 try:
                     timeout = self.tick()

@@ -16,15 +16,19 @@ from vq.packing.profiles import PackingProfile
 from vq.transport.ssh import SshRunner
 
 from .lane import SchedulerLane
-from .lane_set import LaneChanges, LaneSet, driven_lanes
+from .lane_set import LaneChanges, LaneSet, LaneSnapshot, driven_lanes
+from .loop_guard import LoopGuard, WrongThread
 from .ports import LaneContext, LaneLifecycle, PackRemoteFor
 
 __all__ = [
     "LaneChanges",
     "LaneContext",
     "LaneSet",
+    "LaneSnapshot",
+    "LoopGuard",
     "PackRemoteFor",
     "SchedulerLane",
+    "WrongThread",
     "driven_lanes",
     "lane_factory",
 ]
@@ -40,11 +44,12 @@ def lane_factory(
     hold: Callable[[], bool] = lambda: False,
     packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
     pack_remote: PackRemoteFor | None = None,
+    guard: LoopGuard | None = None,
 ) -> Callable[[LaneSettings], SchedulerLane]:
     """A builder of lanes on this daemon's parts, each with its own SSH runner;
     ``packing`` (the packing profiles as configured now: a reload changes them) and
     ``pack_remote`` let a Slurm lane run packed arrays (``vq submit LANE --array …
-    --pack P``)."""
+    --pack P``); ``guard`` is the loop's thread, shared with the :class:`LaneSet`."""
 
     def make(lane: LaneSettings) -> SchedulerLane:
         runner = SshRunner(
@@ -61,6 +66,7 @@ def lane_factory(
             hold=hold,
             packing=packing,
             pack_remote=pack_remote if lane.dialect == "slurm" else None,
+            guard=guard,
         )
 
     return make

@@ -68,7 +68,7 @@ from .ports import PackRemotePort
 from .remote import pack_archive
 
 if TYPE_CHECKING:
-    from .lane import SchedulerLane
+    from .ports import PackHost as SchedulerLane
 
 __all__ = ["PackedLane"]
 

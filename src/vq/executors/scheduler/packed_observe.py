@@ -45,7 +45,7 @@ from .packed_copy import SlotCopy, restore_slots
 from .ports import PackRemotePort
 
 if TYPE_CHECKING:
-    from .lane import SchedulerLane
+    from .ports import PackHost as SchedulerLane
 
 __all__ = ["MAX_SLOT_LOG_BYTES", "ObservingPacks", "PackedAllocation"]
 

@@ -13,14 +13,25 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from vq.dialects.submit_guard import GuardState
+from vq.domain.dependencies import Lookup
 from vq.domain.events import EventKind
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.errors import TransportError
+from vq.hosts_config import LaneSettings
 from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.paths import StatePaths
 from vq.transport.runner import Runner
 
-__all__ = ["LaneContext", "LaneLifecycle", "Moved", "PackRemoteFor", "PackRemotePort", "SpecReader"]
+__all__ = [
+    "LaneContext",
+    "LaneLifecycle",
+    "Moved",
+    "PackHost",
+    "PackRemoteFor",
+    "PackRemotePort",
+    "SpecReader",
+]
 
 
 class Moved(Protocol):
@@ -115,3 +126,41 @@ class PackRemotePort(Protocol):
 
 #: How a lane reaches its login host for packed allocations: its runner → the reads.
 PackRemoteFor = Callable[[Runner], PackRemotePort]
+
+
+class PackHost(Protocol):
+    """What the packed arrays of a lane (:class:`~.packed.PackedLane`) use of their lane
+    (:class:`~.lane.SchedulerLane` provides it; every member is for the daemon loop)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings(self) -> LaneSettings: ...
+
+    @property
+    def ctx(self) -> LaneContext: ...
+
+    @property
+    def lifecycle(self) -> LaneLifecycle: ...
+
+    @property
+    def dependency_state(self) -> Lookup:
+        """A job id's state for the dependency gates of pending elements."""
+        ...
+
+    def monotonic(self) -> float:
+        """The lane's clock (seconds, monotonic)."""
+        ...
+
+    def take_token(self) -> bool:
+        """One scheduler round within the host's token bucket (False: none left now)."""
+        ...
+
+    def run_on_worker(self, work: Callable[[], Any], done: Callable[[object], None]) -> None:
+        """Run ``work`` on the lane's worker; ``done(result or exception)`` on the loop."""
+        ...
+
+    def host_failed(self, exc: TransportError) -> None:
+        """The login host did not answer: the lane backs off and marks the host."""
+        ...
