@@ -42,6 +42,7 @@ from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
 from .lane_controls import LaneControls
+from .local_engine import LocalEngine
 from .multi_user import MultiUser, OwnerQuotas, owner_hold
 from .notify import Notifier
 from .owner_submit import OwnerSubmitSockets
@@ -261,6 +262,7 @@ def compose_daemon(
             pressure=pressure,
             storage=storage,
             dispatcher=dispatcher,
+            local_engine=LocalEngine(dispatcher, supervisor, executor),
             notifier=notifier,
             facts=facts,
             routes=routes,

@@ -59,6 +59,8 @@ from .launch import Launched
 from .sampling import GroupUsage
 
 __all__ = [
+    "AdoptingEngine",
+    "Engine",
     "Executor",
     "HostExecutor",
     "JobControl",
@@ -169,6 +171,39 @@ class JobControl(Protocol):
     def check_pausable(self, spec: JobSpec) -> None:
         """Raise :class:`~vq.errors.Conflict` (with a hint) when this job cannot be
         paused now; called before the SUSPENDED intent is written."""
+        ...
+
+
+class Engine(Protocol):
+    """What the daemon loop drives of a backend, the same for every one: the local
+    dispatcher's engine (claim and launch on this host) and each scheduler lane (claim,
+    submit, observe). The loop ticks one list of engines; each engine claims the
+    pending jobs aimed at it and moves them through the one lifecycle writer."""
+
+    @property
+    def name(self) -> str: ...
+
+    def tick(self) -> None:
+        """One pass on the loop: claim what may start, advance due steps, observe."""
+        ...
+
+    def next_deadline(self) -> float | None:
+        """Seconds until this engine has work again (the loop's wait); None when only
+        an outside event (a launch answer, a worker answer) can give it work."""
+        ...
+
+    def close(self) -> None:
+        """The daemon stops: release the engine's machinery (running jobs go on)."""
+        ...
+
+
+class AdoptingEngine(Engine, Protocol):
+    """An engine that takes over its jobs found on disk itself (a scheduler lane); the
+    local engine's jobs are taken over spec by spec by the daemon's recovery pass, which
+    then asks every adopting engine to :meth:`adopt` its own."""
+
+    def adopt(self) -> None:
+        """Track every job of this engine found on disk (once; on the loop)."""
         ...
 
 

@@ -1,4 +1,5 @@
-"""Scheduler lanes (Slurm, Torque over SSH): the second executor behind the seam.
+"""Scheduler lanes (Slurm, Torque over SSH): engines beside the local one (the daemon
+loop ticks them; :class:`~vq.executors.base.AdoptingEngine`).
 
 :func:`lane_factory` builds one :class:`~.lane.SchedulerLane` from a lane's settings;
 :class:`~.lane_set.LaneSet` holds one per ``[hosts.NAME]`` with ``scheduler_dialect``

@@ -133,17 +133,17 @@ class SchedulerLane:
 
     # --- the loop's entry points ---------------------------------------------------------
     def adopt(self) -> None:
-        """Track every job of this lane found on disk, once (the recovery pass of the
-        daemon, or a lane a reload built: its jobs are adopted like a restart's)."""
+        """Track every job of this lane found on disk, once: asked by the daemon's
+        recovery pass, or by the lane set for a lane a reload builds (its jobs are
+        adopted like a restart's). A second call changes nothing."""
         self.guard.assert_on_loop()
         if not self._adopted:
             self._adopted = True
             self.recovery.adopt_all()
 
     def tick(self) -> None:
-        """One pass on the loop: dispatch, advance due steps, poll (after adoption)."""
+        """One pass on the loop: dispatch, advance due steps, poll."""
         self.guard.assert_on_loop()
-        self.adopt()
         now = self.monotonic()
         if now < self.jobs.backoff_until:
             return
