@@ -67,6 +67,7 @@ class Observation:
     # --- observe ---------------------------------------------------------------------------
     def maybe_poll(self, now: float) -> None:
         """Start one status round when one is due and the token bucket allows it."""
+        self._jobs.guard.assert_on_loop()
         ids = self._jobs.pollable()
         if self._jobs.polling or not ids or now < self._jobs.next_poll:
             return
@@ -96,6 +97,7 @@ class Observation:
         self._worker.submit(work, lambda result: self.polled(ids, result, asked_at))
 
     def polled(self, ids: Mapping[str, LaneJob], result: object, asked_at: float) -> None:
+        self._jobs.guard.assert_on_loop()
         self._jobs.poll_ended()
         if isinstance(result, TransportError):
             self._jobs.host_failed(result)
@@ -131,6 +133,7 @@ class Observation:
     def observe(self, job: LaneJob, seen: JobObservation, now: datetime) -> None:
         """Write what the scheduler reports of a live job, unless it is what was last
         written and the heartbeat is younger than the refresh period (no spec write)."""
+        self._jobs.guard.assert_on_loop()
         phase = ACTIVE_PHASES[seen.phase]
         job.phase = phase if not job.cancel_wanted else "cancel_pending"
         waiting = seen.phase in (SchedulerPhase.QUEUED, SchedulerPhase.HELD)
@@ -157,6 +160,7 @@ class Observation:
         raw_state: str,
         record: AccountingRecord | None,
     ) -> None:
+        self._jobs.guard.assert_on_loop()
         if record is not None and abnormal is None:
             abnormal = record.abnormal_end_state
         job.end = (abnormal, raw_state)
@@ -165,6 +169,7 @@ class Observation:
         self.complete(job)
 
     def complete(self, job: LaneJob) -> None:
+        self._jobs.guard.assert_on_loop()
         job.busy = True
         destination = self._basis.ctx.paths.workspace(job.job_id)
 
@@ -201,6 +206,7 @@ class Observation:
         self.finish(job, artifacts=copy_error is None)
 
     def finish(self, job: LaneJob, *, artifacts: bool) -> None:
+        self._jobs.guard.assert_on_loop()
         abnormal, raw_state = job.end or (None, "")
         verdict = ending(job.marker, abnormal, raw_state)
         # Settled first: a restart between the two writes re-reads the same ending.

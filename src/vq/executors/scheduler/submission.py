@@ -78,6 +78,7 @@ class Submission:
     # --- intent, then stage and submit in one call ------------------------------------------
     def stage(self, job: LaneJob, spec: JobSpec) -> None:
         """A fresh attempt: a new nonce, the intent made durable, then stage + submit."""
+        self._jobs.guard.assert_on_loop()
         if spec.is_terminal:  # killed before anything was submitted
             self._jobs.drop(job)
             return
@@ -162,6 +163,7 @@ class Submission:
         """An operator's decision for a job whose submission is in doubt (on the loop):
         ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
         submitted (it is submitted now, under the same tag)."""
+        self._jobs.guard.assert_on_loop()
         job = self._jobs.get(job_id)
         if job is None or job.scheduler_job_id is not None or job.busy:
             raise Conflict(
@@ -185,6 +187,7 @@ class Submission:
     def forget_attempt(self, job_id: str) -> None:
         """Before a retry is claimed: drop the previous attempt's intent and id, so
         recovery never takes the old scheduler job for the new attempt."""
+        self._jobs.guard.assert_on_loop()
         self.intent_path(job_id).unlink(missing_ok=True)
         fields = {"scheduler_job_id": None, "scheduler_state": None}
         self._basis.lifecycle.record_scheduler(job_id, fields)
@@ -205,6 +208,7 @@ class Submission:
         holds no submission of this attempt, the call ``supersede`` was proved never
         submitted, the controller was unreachable, or an operator said so): stage +
         submit anew, under the same guard."""
+        self._jobs.guard.assert_on_loop()
         spec = self._basis.ctx.store.read(job.job_id)
         if spec.is_terminal:
             self._jobs.drop(job)
@@ -258,6 +262,7 @@ class Submission:
         """What the submit guard said, from a submit call or a look-up's probe (on the
         loop). The submit command's own answer decides when there is one; otherwise the
         job stays ``submitting`` and is looked up again (busy, in doubt, unreadable)."""
+        self._jobs.guard.assert_on_loop()
         recheck = self._basis.monotonic() + self._basis.settings.absent_recheck_seconds
         if state.kind == "answer":
             self._read_answer(job, state)
@@ -351,6 +356,7 @@ class Submission:
 
     def adopt(self, job: LaneJob, scheduler_job_id: str) -> None:
         """Persist the scheduler job id (durable): from here the job is observed."""
+        self._jobs.guard.assert_on_loop()
         job.scheduler_job_id, job.phase, job.absent_checks = scheduler_job_id, "queued", 0
         self._jobs.record(
             job,
