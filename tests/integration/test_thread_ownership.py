@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.conftest import wait_until
 from vq.config import Settings
 from vq.daemon.holds import Holds, LoopCalls
 from vq.daemon.lane_controls import LaneControls
@@ -274,4 +275,18 @@ def test_a_pausable_check_on_an_rpc_thread_gets_the_schedulers_refusal_there(
         control.check_pausable(LaneSpecs().spec)
     assert refused.value.hint == "try again later; nothing was changed"
     assert runner.threads == ["vq-lane-a"]  # the squeue ran on the worker, never here
+    loop.loop_calls.run(lambda: lanes.close())
+
+
+def test_a_kill_on_an_rpc_thread_queues_the_cancel_for_the_loop(tmp_path: Path, loop: Loop) -> None:
+    runner = ThreadRecordingRunner(RunResult(0, b"", b""))
+    lanes = _lanes_on(loop, tmp_path, runner, ThreadRecordingLifecycle())
+    lane = loop.loop_calls.run(lambda: lanes["a"])
+    job = LaneJob("a1b2c3d4e5f6", "queued", "7")
+    loop.loop_calls.run(lambda: lane.jobs.track(job))
+    control = LaneControls(lanes, loop.loop_calls)["a"]
+    assert control.cancel(JobHandle.of(LaneSpecs().spec)) is True  # queued, not awaited
+    wait_until(lambda: loop.loop_calls.run(lambda: not job.cancel_wanted), 10)
+    assert runner.threads == ["vq-lane-a"]  # scancel ran on the lane's worker
+    assert control.still_running([JobHandle.of(LaneSpecs().spec)]) == {"a1b2c3d4e5f6"}
     loop.loop_calls.run(lambda: lanes.close())

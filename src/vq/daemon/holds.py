@@ -87,6 +87,15 @@ class LoopCalls:
         self._call_soon(call)
         return future.result(timeout=LOOP_REPLY_SECONDS)
 
+    def post(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` for the loop without waiting for it (inline before the loop
+        exists, or on the loop itself)."""
+        loop = self._loop
+        if self._call_soon is None or loop is None or threading.current_thread() is loop:
+            fn()
+            return
+        self._call_soon(fn)
+
     def ask(self, start: Callable[[Callable[[object], None]], None], timeout: float) -> object:
         """Run ``start(reply)`` on the loop and wait up to ``timeout`` seconds for the
         ``reply`` it (or a worker answer applied on the loop later) gives; an exception

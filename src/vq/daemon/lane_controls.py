@@ -76,7 +76,7 @@ class LaneControl:
             if lane is not None:
                 lane.cancel(handle.job_id)
 
-        self._loop.run(on_loop)
+        self._loop.post(on_loop)  # never waits: a kill of many jobs queues them all
         return True
 
     def suspend(self, handle: JobHandle) -> bool:
