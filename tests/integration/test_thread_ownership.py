@@ -218,7 +218,7 @@ def _lanes_on(loop: Loop, tmp_path: Path, runner: Any, lifecycle: Any) -> LaneSe
     def build() -> LaneSet:
         def make(settings: Any) -> SchedulerLane:
             return SchedulerLane(
-                settings, ctx, lifecycle, runner, pending=list, call_soon=loop.calls.put
+                settings, ctx, lifecycle, runner, pending=lambda name: [], call_soon=loop.calls.put
             )
 
         return LaneSet(make, hosts)

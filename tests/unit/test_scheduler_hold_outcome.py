@@ -142,7 +142,7 @@ def build(tmp_path: Path) -> Iterator[Any]:
             LaneContext(StatePaths(tmp_path), OneSpec(_spec()), lambda: NOW),
             lifecycle,  # type: ignore[arg-type]
             runner,  # type: ignore[arg-type]
-            pending=list,
+            pending=lambda name: [],
             call_soon=loop.calls.put,
             monotonic=lambda: 100.0,
         )

@@ -51,7 +51,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, RecordingLifecycle, li
         ctx,
         lifecycle,  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: call(),
         monotonic=lambda: clock[0],
     )

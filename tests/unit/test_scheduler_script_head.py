@@ -41,7 +41,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, Path]]:
         LaneContext(paths, NoSpecs(), lambda: NOW),
         object(),  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: None,
         monotonic=lambda: 100.0,
     )

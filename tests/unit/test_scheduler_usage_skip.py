@@ -61,7 +61,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, EndingLifecycle, State
         LaneContext(paths, NoSpecs(), lambda: NOW),
         lifecycle,  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: None,
         monotonic=lambda: 100.0,
     )

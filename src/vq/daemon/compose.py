@@ -122,7 +122,8 @@ def compose_daemon(
     make_lane = lane_factory(
         LaneContext(paths, ctx.store, ctx.now),
         lifecycle,
-        pending=index.pending,
+        # each lane's PENDING specs, as the registry places them (``executors`` below)
+        pending=lambda name: executors.partition(index.pending()).by_lane.get(name, []),
         call_soon=inbox.call_soon,
         dependency_state=index.dependency_state,
         hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)

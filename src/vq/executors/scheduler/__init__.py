@@ -39,7 +39,7 @@ def lane_factory(
     ctx: LaneContext,
     lifecycle: LaneLifecycle,
     *,
-    pending: Callable[[], list[JobSpec]],
+    pending: Callable[[str], list[JobSpec]],
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
     hold: Callable[[], bool] = lambda: False,

@@ -60,7 +60,11 @@ log = logging.getLogger(__name__)
 
 
 class SchedulerLane:
-    """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring)."""
+    """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring).
+
+    ``pending(name)`` gives the PENDING specs placed on the lane of that name (the
+    daemon's executor registry partitions the queue); ``call_soon`` queues a worker
+    answer for the loop."""
 
     def __init__(
         self,
@@ -69,7 +73,7 @@ class SchedulerLane:
         lifecycle: LaneLifecycle,
         runner: Runner,
         *,
-        pending: Callable[[], list[JobSpec]],
+        pending: Callable[[str], list[JobSpec]],
         call_soon: Callable[[Callable[[], None]], None],
         dependency_state: Lookup = lambda job_id: None,
         hold: Callable[[], bool] = lambda: False,
@@ -188,7 +192,7 @@ class SchedulerLane:
         free = self.settings.max_jobs - self.held
         if free <= 0 or self._hold():
             return
-        pending = [s for s in self._pending() if s.scheduler_target == self.name]
+        pending = self._pending(self.name)  # the registry's placement: this lane's own
         packed = [s for s in pending if s.scheduler_pack is not None]
         mine = [s for s in pending if s.scheduler_pack is None]
         if packed:
