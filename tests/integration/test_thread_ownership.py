@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from tests.conftest import wait_until
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.daemon.holds import Holds, LoopCalls
 from vq.daemon.lane_controls import LaneControls
 from vq.daemon.supervisor import Supervisor
@@ -24,7 +24,7 @@ from vq.executors.local import LocalExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneContext, LaneSet, SchedulerLane, WrongThread
 from vq.executors.scheduler.jobs import LaneJob
-from vq.hosts_config import HostSettings
+from vq.config.hosts import HostSettings
 from vq.paths import StatePaths
 from vq.services.context import ServiceContext
 from vq.services.control import Throttle

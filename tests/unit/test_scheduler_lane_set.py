@@ -7,7 +7,7 @@ from typing import Any, cast
 from vq.executors.base import NoExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet, SchedulerLane
-from vq.hosts_config import HostSettings, LaneSettings
+from vq.config.hosts import HostSettings, LaneSettings
 
 
 class StubLane:

@@ -18,7 +18,7 @@ from vq.executors.scheduler.lane import SchedulerLane
 from vq.executors.scheduler.ports import LaneContext
 from vq.executors.scheduler.remote import LaneRemote
 from vq.paths import StatePaths
-from vq.remote.health import read_health
+from vq.hosts.health import read_health
 from vq.transport.local import LocalRunner
 
 from .test_scheduler_stage_submit import _lane

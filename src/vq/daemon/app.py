@@ -8,7 +8,7 @@ leaves a clear message in daemon.log and stderr):
    the kernel drops it if we die), write ``daemon.pid``;
 2. install the stop handlers (SIGTERM/SIGINT) — *before* the recovery pass;
 3. start the fork server; run the recovery pass (interruptible at spec boundaries);
-   finish what a killed ``vq cleanup`` left (:mod:`vq.services.cleanup_recovery`);
+   finish what a killed ``vq cleanup`` left (:mod:`vq.cleanup.recovery`);
 4. load the index (finished jobs from the terminal index where their spec file is
    unchanged, :mod:`vq.daemon.terminal_index`); bind ``daemon.sock`` (0600) — only now
    is the daemon visible;
@@ -39,13 +39,13 @@ import vq as vq_package
 from vq import __version__
 from vq._fault_points import hold_point
 from vq._fs import atomic_write_bytes, read_regular, try_lock_file
-from vq.config import Settings
+from vq.config.settings import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
 from vq.executors.base import Engine, HostExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet
 from vq.paths import StatePaths
-from vq.services import cleanup_recovery
+FIXME_IMPORT cleanup_recovery
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
 from vq.transport.local import LocalRunner

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from vq.config import Settings, WatchdogSettings
+from vq.config.settings import Settings, WatchdogSettings
 from vq.domain.quotas import QuotaPolicy
 from vq.domain.spec import JobSpec
 from vq.errors import ConfigError, VqError
@@ -21,12 +21,12 @@ from vq.executors.local import LocalExecutor
 from vq.executors.owner_drop import PrivilegeDrop
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneContext, LaneSet, LoopGuard, lane_factory
-from vq.hosts_config import lanes_of
+from vq.config.hosts import lanes_of
 from vq.paths import MultiUserLayout, StatePaths
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
-from vq.services.pack_remote import PackRemote
-from vq.services.submit_pack import pack_configuration
+from vq.packing.cases.remote import PackRemote
+from vq.packing.cases.array_submit import pack_configuration
 from vq.store.owned import MultiOwnerSpecStore
 from vq.transport.local import LocalRunner
 

@@ -24,12 +24,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vq.config import SITE_CONFIG, Settings, load_settings
+from vq.config.settings import SITE_CONFIG, Settings, load_settings
 from vq.domain.admission import Caps
 from vq.domain.spec import utcnow
 from vq.errors import ConfigError, VqError
 from vq.executors.scheduler import LaneChanges
-from vq.hosts_config import HostSettings, lanes_of
+from vq.config.hosts import HostSettings, lanes_of
 from vq.paths import resolve_config_root
 from vq.services.context import ServiceContext
 from vq.services.control import (
@@ -44,7 +44,7 @@ from vq.services.control import (
     write_throttle,
 )
 from vq.services.pause import pause_job, resume_job
-from vq.services.submit_pack import pack_configuration
+from vq.packing.cases.array_submit import pack_configuration
 
 from .config_log import log_effective_config
 

@@ -47,9 +47,9 @@ from vq.errors import Conflict, InvalidInput, UnsafeArchive, VqError
 from vq.executors.base import JobControl, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.paths import StatePaths
-from vq.services.cleanup_files import add_tree, atomic_file, remove_tree
+from vq.cleanup.files import add_tree, atomic_file, remove_tree
 from vq.services.context import ServiceContext
-from vq.services.fetch import default_dest_name
+from vq.fetch.local import default_dest_name
 from vq.store.specs import encode_spec
 
 __all__ = [
@@ -122,7 +122,7 @@ class CleanupReport:
     dry_run: bool
     jobs: list[CleanupItem] = field(default_factory=list)
     #: What an interrupted earlier run left, and what was done about it
-    #: (:mod:`vq.services.cleanup_recovery`).
+    #: (:mod:`vq.cleanup.recovery`).
     recovered: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -223,7 +223,7 @@ def run_cleanup(
 ) -> CleanupReport:
     """Plan, and with ``execute`` act on every unblocked candidate (errors are per job)."""
     report = CleanupReport(dry_run=not execute)
-    from vq.services.cleanup_recovery import find_leftovers, recover
+    from vq.cleanup.recovery import find_leftovers, recover
 
     report.recovered = [
         leftover.as_dict() for leftover in (recover(ctx) if execute else find_leftovers(ctx))

@@ -16,7 +16,7 @@ from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from vq.domain.dependencies import Lookup
 from vq.domain.spec import JobSpec
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 from vq.packing.profiles import PackingProfile
 from vq.transport.ssh import SshRunner
 

@@ -37,7 +37,7 @@ from vq.dialects import dialect_for
 from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import TransportError, VqError
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 from vq.packing.profiles import PackingProfile
 from vq.transport.runner import Runner
 

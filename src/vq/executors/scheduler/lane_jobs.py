@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vq.errors import TransportError, VqError
-from vq.hosts_config import LaneSettings
-from vq.remote.health import record_failure
+from vq.config.hosts import LaneSettings
+from vq.hosts.health import record_failure
 
 from .jobs import LaneJob
 from .loop_guard import LoopGuard

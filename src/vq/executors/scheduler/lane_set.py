@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from vq.hosts_config import HostSettings, LaneSettings, is_local_name, lanes_of
+from vq.config.hosts import HostSettings, LaneSettings, is_local_name, lanes_of
 
 from .lane import SchedulerLane
 from .loop_guard import LoopGuard

@@ -31,7 +31,7 @@ from vq.dialects import (
 )
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
-from vq.remote.health import record_ok, record_slow
+from vq.hosts.health import record_ok, record_slow
 
 from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
 from .lane_jobs import LaneJobs

@@ -59,7 +59,7 @@ from vq.packing.planner import PlanRefused
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import RosterRefused
 from vq.packing.script import sbatch_args
-from vq.packing.slurm_text import ObservationError, parse_parsable
+from vq.dialects.slurm_alloc import ObservationError, parse_parsable
 
 from .jobs import SubmitVerdict, ambiguous, controller_unreached
 from .outcome import unreached_retry

@@ -39,7 +39,7 @@ from vq.packing.lane_control import kill_action
 from vq.packing.lane_intent import PackIntent
 from vq.packing.profiles import PackingProfile
 from vq.packing.slurm_rounds import Watched, rounds
-from vq.packing.slurm_text import ObservationError
+from vq.dialects.slurm_alloc import ObservationError
 
 from .packed_copy import SlotCopy, restore_slots
 from .ports import PackRemotePort

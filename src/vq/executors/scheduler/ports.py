@@ -18,7 +18,7 @@ from vq.domain.events import EventKind
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.errors import TransportError
-from vq.hosts_config import LaneSettings
+from vq.config.hosts import LaneSettings
 from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.paths import StatePaths
 from vq.transport.runner import Runner
@@ -94,7 +94,7 @@ class LaneContext:
 
 class PackRemotePort(Protocol):
     """The bounded Slurm reads and writes of packed allocations
-    (:class:`vq.services.pack_remote.PackRemote`), as a lane uses them."""
+    (:class:`vq.packing.cases.remote.PackRemote`), as a lane uses them."""
 
     def stage_submit_command(
         self,
