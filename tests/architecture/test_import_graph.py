@@ -21,21 +21,9 @@ ROOT = Path(__file__).parent.parent.parent
 SRC = ROOT / "src" / "vq"
 LAYERS_CONTRACT = "Layers flow one way"
 
-#: The circles still known, each the exact set of modules one circle runs through. Only
-#: the scheduler lanes' classes split by inheritance are left (their rework into one
-#: composed lane removes them); the list only shrinks: a circle that is gone must be
-#: removed from it, and no other circle may join it.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset(
-            {
-                "vq.executors.scheduler.control",
-                "vq.executors.scheduler.lane",
-                "vq.executors.scheduler.recovery",
-            }
-        ),
-    }
-)
+#: The circles still known, each the exact set of modules one circle runs through: none
+#: is left. The list only shrinks: no circle may join it.
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[frozenset[str]]:

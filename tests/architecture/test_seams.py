@@ -7,7 +7,8 @@
   each request decides in ``vq.services.lifecycle_decisions``) applies a state
   transition: nothing else calls ``apply_transition`` or assigns a spec's ``state``.
 * The daemon, the services and the gateway talk to executors only through their
-  protocols (``vq.executors.base``: ``Executor``, ``HostExecutor``) and the registry
+  protocols (``vq.executors.base``: ``JobControl`` for any job's control, ``Engine`` for
+  what the loop ticks, ``Executor``/``HostExecutor`` for the local machinery) and the registry
   (``vq.executors.registry``, which builds the local executor of a process without a
   daemon): no module in ``vq.daemon`` but the composition root, and none in
   ``vq.services`` or ``vq.gateway``, imports the local executor or uses what only it

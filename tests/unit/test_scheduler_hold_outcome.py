@@ -11,17 +11,17 @@ or loses it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import queue
+import time
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, TransportError
-from vq.executors.scheduler.control import hold_or_release
 from vq.executors.scheduler.jobs import LaneJob
 from vq.executors.scheduler.lane import SchedulerLane
 from vq.executors.scheduler.ports import LaneContext
@@ -97,6 +97,34 @@ def _spec() -> JobSpec:
     return spec
 
 
+class Loop:
+    """The test thread as the daemon loop: worker answers queue here and run only when
+    the test drives them (so every lane method runs on the lane's loop thread)."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+    def until(self, done: Callable[[], object], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            left = deadline - time.monotonic()
+            assert left > 0, "the lane's answer did not come"
+            try:
+                self.calls.get(timeout=min(left, 0.1))()
+            except queue.Empty:
+                continue
+
+
+def hold_or_release(lane: SchedulerLane, loop: Loop, action: Any) -> object:
+    """The hold (release) as the daemon asks it: on the loop, its reply awaited."""
+    replies: list[object] = []
+    lane.control.hold_or_release(JOB, action, replies.append)
+    loop.until(lambda: replies)
+    if isinstance(replies[0], BaseException):
+        raise replies[0]
+    return replies[0]
+
+
 def _answer(name: str) -> RunResult:
     recorded = transcript(name)
     return RunResult(recorded.returncode, recorded.stdout.encode(), recorded.stderr.encode())
@@ -105,20 +133,21 @@ def _answer(name: str) -> RunResult:
 @pytest.fixture
 def build(tmp_path: Path) -> Iterator[Any]:
     built: list[SchedulerLane] = []
+    loop = Loop()
 
-    def make(runner: ScriptedRunner) -> tuple[SchedulerLane, RecordingLifecycle]:
+    def make(runner: ScriptedRunner) -> tuple[SchedulerLane, RecordingLifecycle, Loop]:
         lifecycle = RecordingLifecycle()
         lane = SchedulerLane(
             _lane(tmp_path / "scratch"),
             LaneContext(StatePaths(tmp_path), OneSpec(_spec()), lambda: NOW),
             lifecycle,  # type: ignore[arg-type]
             runner,  # type: ignore[arg-type]
-            pending=list,
-            call_soon=lambda call: call(),
+            pending=lambda name: [],
+            call_soon=loop.calls.put,
             monotonic=lambda: 100.0,
         )
         built.append(lane)
-        return lane, lifecycle
+        return lane, lifecycle, loop
 
     yield make
     for lane in built:
@@ -130,8 +159,8 @@ def test_an_accepted_hold_or_release_records_the_scheduler_state(
     build: Any, action: str, state: str
 ) -> None:
     runner = ScriptedRunner(RunResult(0, b"", b""))
-    lane, lifecycle = build(runner)
-    assert hold_or_release(lane, JOB, action) is True  # type: ignore[arg-type]
+    lane, lifecycle, loop = build(runner)
+    assert hold_or_release(lane, loop, action) is True
     assert _commands(runner) == [["scontrol", action, "7"]]
     assert lifecycle.writes == [(JOB, {"scheduler_state": state})]
     assert lifecycle.inverse == []
@@ -142,8 +171,8 @@ def test_a_lost_answer_keeps_the_intent_and_says_the_outcome_is_unknown(
     build: Any, action: str
 ) -> None:
     lost = TransportError("ssh: connection reset", transient=True)
-    lane, lifecycle = build(ScriptedRunner(lost))
-    assert hold_or_release(lane, JOB, action) is False  # type: ignore[arg-type]
+    lane, lifecycle, loop = build(ScriptedRunner(lost))
+    assert hold_or_release(lane, loop, action) is False
     assert lifecycle.writes == [(JOB, {"scheduler_state": f"{action}_outcome_unknown"})]
     assert lifecycle.inverse == []  # the intended state stays; the next poll shows the truth
 
@@ -158,9 +187,9 @@ def test_a_lost_answer_keeps_the_intent_and_says_the_outcome_is_unknown(
 def test_a_refused_hold_or_release_is_undone_and_reported(
     build: Any, action: str, recorded: str, inverse: str
 ) -> None:
-    lane, lifecycle = build(ScriptedRunner(_answer(recorded)))
+    lane, lifecycle, loop = build(ScriptedRunner(_answer(recorded)))
     with pytest.raises(Conflict, match=f"refused the {action}"):
-        hold_or_release(lane, JOB, action)  # type: ignore[arg-type]
+        hold_or_release(lane, loop, action)
     assert lifecycle.inverse == [(inverse, JOB)]
     assert lifecycle.writes == []
 
@@ -168,14 +197,14 @@ def test_a_refused_hold_or_release_is_undone_and_reported(
 def test_a_lost_cancel_is_pending_keeps_the_capacity_and_is_sent_again(build: Any) -> None:
     lost = TransportError("ssh: connection reset", transient=True)
     runner = ScriptedRunner(lost, RunResult(0, b"", b""))
-    lane, lifecycle = build(runner)
+    lane, lifecycle, loop = build(runner)
     job = LaneJob(JOB, "queued", "7")
-    lane.track(job)
-    lane.request_cancel(JOB)
-    wait_until(lambda: lifecycle.writes, 10)
+    lane.jobs.track(job)
+    lane.cancel(JOB)
+    loop.until(lambda: lifecycle.writes)
     assert lifecycle.writes == [(JOB, {"scheduler_state": "cancel_pending"})]
     assert (job.phase, job.cancel_wanted, lane.held) == ("cancel_pending", True, 1)
     lane._advance(job)  # its retry is due: the cancel goes out again
-    wait_until(lambda: not job.cancel_wanted, 10)
+    loop.until(lambda: not job.cancel_wanted)
     assert _commands(runner) == [["scancel", "7"], ["scancel", "7"]]
     assert lane.held == 1  # capacity is released only once a poll shows the job gone

@@ -16,6 +16,10 @@ class StubLane:
         self.settings = settings
         self.idle = True
         self.closed = False
+        self.adopted = False
+
+    def adopt(self) -> None:
+        self.adopted = True
 
     def close(self) -> None:
         self.closed = True
@@ -79,7 +83,7 @@ def test_a_busy_lane_is_retired_once_idle_and_still_owns_its_jobs_meanwhile() ->
 
 def test_a_removed_lane_parks_its_pending_jobs_until_it_is_back() -> None:
     lanes, _ = _set(_hosts(a={}))
-    registry = ExecutorRegistry(cast(Any, object()), lanes, parked=lanes.parked)
+    registry = ExecutorRegistry(cast(Any, object()), cast(Any, lanes), parked=lanes.parked)
     lanes.reconfigure({})
     spec = cast(Any, type("Spec", (), {"scheduler_target": "a"})())
     try:
@@ -94,4 +98,27 @@ def test_a_removed_lane_parks_its_pending_jobs_until_it_is_back() -> None:
     except NoExecutor as exc:
         assert not exc.parked
     lanes.reconfigure(_hosts(a={}))
-    assert registry.select(spec) is lanes["a"] and not lanes.parked("a")
+    assert registry.select(spec) is cast(Any, lanes["a"]) and not lanes.parked("a")
+
+
+def test_a_lane_a_reload_builds_adopts_its_jobs_at_once() -> None:
+    """A lane built while the daemon runs (added, or a changed lane's replacement)
+    adopts its jobs from disk when it is built, like a restarted daemon's lanes at the
+    recovery pass; the lanes of the start are adopted by that pass, not here."""
+    lanes, made = _set(_hosts(a={}))
+    assert [lane.adopted for lane in made] == [False]
+    lanes.reconfigure(_hosts(a={"poll_interval": 7}, b={}))
+    made[0].idle = True
+    lanes.settle()
+    assert {lane.name: lane.adopted for lane in made[1:]} == {"b": True, "a": True}
+
+
+def test_other_threads_read_the_published_snapshot() -> None:
+    lanes, _ = _set(_hosts(a={}))
+    before = lanes.published
+    lanes.reconfigure(_hosts(a={}, b={}))
+    assert sorted(before.settings) == ["a"]  # a snapshot is never changed
+    assert sorted(lanes.published.settings) == ["a", "b"]
+    lanes.reconfigure(_hosts(b={}))
+    lanes.settle()
+    assert lanes.published.is_parked("a") and not lanes.published.is_parked("b")

@@ -51,7 +51,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, RecordingLifecycle, li
         ctx,
         lifecycle,  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: call(),
         monotonic=lambda: clock[0],
     )
@@ -68,17 +68,17 @@ def test_an_unchanged_observation_is_written_once_then_only_on_refresh(
 ) -> None:
     built, lifecycle, clock = lane
     job = LaneJob("j1", "queued", "7")
-    built.track(job)
-    built._observe(job, _held(), NOW)
+    built.jobs.track(job)
+    built.observation.observe(job, _held(), NOW)
     assert [f["scheduler_state"] for _, f in lifecycle.writes] == ["held"]
     for _ in range(5):  # five more rounds saying the same: nothing written
         clock[0] += 2
-        built._observe(job, _held(), NOW)
+        built.observation.observe(job, _held(), NOW)
     assert len(lifecycle.writes) == 1
     clock[0] += HEARTBEAT_REFRESH  # the heartbeat is refreshed at least this often
-    built._observe(job, _held(), NOW)
+    built.observation.observe(job, _held(), NOW)
     assert len(lifecycle.writes) == 2 and "last_heartbeat_at" in lifecycle.writes[-1][1]
-    built._observe(job, _held("Priority"), NOW)  # a change is written at once
+    built.observation.observe(job, _held("Priority"), NOW)  # a change is written at once
     assert lifecycle.writes[-1][1]["scheduler_queued_reason"] == "Priority"
 
 
@@ -87,10 +87,10 @@ def test_a_write_outside_observation_makes_the_next_observation_written(
 ) -> None:
     built, lifecycle, _ = lane
     job = LaneJob("j1", "queued", "7")
-    built.track(job)
-    built._observe(job, _held(), NOW)
-    built.forget_observation("j1")  # e.g. a hold whose outcome was lost
-    built._observe(job, _held(), NOW)
+    built.jobs.track(job)
+    built.observation.observe(job, _held(), NOW)
+    built.control.forget_observation("j1")  # e.g. a hold whose outcome was lost
+    built.observation.observe(job, _held(), NOW)
     assert len(lifecycle.writes) == 2
 
 
@@ -101,13 +101,15 @@ def test_a_round_asked_before_a_hold_is_not_applied_to_the_held_job(
     write "queued" over "held" until the next round."""
     built, lifecycle, clock = lane
     job = LaneJob("j1", "queued", "7")
-    built.track(job)
+    built.jobs.track(job)
     queued = JobObservation("7", SchedulerPhase.QUEUED, "PENDING", queued_reason="Priority")
     stale = (StatusReport(observed={"7": queued}), {}, 5.0)
     asked_at = clock[0]
     clock[0] += 1
-    built.forget_observation("j1")  # the hold's own write follows this
-    built._polled({"7": job}, stale, asked_at)
+    built.control.forget_observation("j1")  # the hold's own write follows this
+    built.observation.polled({"7": job}, stale, asked_at)
     assert lifecycle.writes == []
-    built._polled({"7": job}, (StatusReport(observed={"7": _held()}), {}, 5.0), clock[0] + 1)
+    built.observation.polled(
+        {"7": job}, (StatusReport(observed={"7": _held()}), {}, 5.0), clock[0] + 1
+    )
     assert [f["scheduler_state"] for _, f in lifecycle.writes] == ["held"]

@@ -41,7 +41,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, Path]]:
         LaneContext(paths, NoSpecs(), lambda: NOW),
         object(),  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: None,
         monotonic=lambda: 100.0,
     )
@@ -66,10 +66,10 @@ def test_the_first_bytes_of_a_staged_regular_file(lane: tuple[SchedulerLane, Pat
     built, workspace = lane
     (workspace / "tools").mkdir()
     (workspace / "tools" / "fit").write_bytes(b"#!/usr/bin/env python3\n" + b"x" * 4096)
-    head = built._script_head(JOB, _spec("./tools/fit"))
+    head = built.submission._script_head(JOB, _spec("./tools/fit"))
     assert head is not None and head.startswith(b"#!/usr/bin/env python3\n")
     assert len(head) == SHEBANG_LIMIT
-    assert built._script_head(JOB, _spec("./tools/fit", program=None)) is None
+    assert built.submission._script_head(JOB, _spec("./tools/fit", program=None)) is None
 
 
 def test_links_fifos_directories_and_outside_paths_are_not_read(
@@ -82,4 +82,4 @@ def test_links_fifos_directories_and_outside_paths_are_not_read(
     os.mkfifo(workspace / "pipe")
     (workspace / "dir").mkdir()
     for first in ("linked", "pipe", "dir", "missing", str(outside), "../outside"):
-        assert built._script_head(JOB, _spec(first)) is None, first
+        assert built.submission._script_head(JOB, _spec(first)) is None, first

@@ -75,12 +75,12 @@ def test_a_poll_round_against_a_hung_squeue_marks_the_lane_slow_not_unreachable(
         LaneContext(StatePaths(state), _NoSpecs(), lambda: NOW),
         _Lifecycle(),  # type: ignore[arg-type]
         _hanging_runner(tmp_path),
-        pending=list,
+        pending=lambda name: [],
         call_soon=answers.append,  # the worker's answer, applied below on this thread
     )
     try:
-        lane.track(LaneJob("j1", "queued", "12"))
-        lane._maybe_poll(lane.monotonic())
+        lane.jobs.track(LaneJob("j1", "queued", "12"))
+        lane.observation.maybe_poll(lane.monotonic())
         deadline = time.monotonic() + 20
         while not answers and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -61,7 +61,7 @@ def lane(tmp_path: Path) -> Iterator[tuple[SchedulerLane, EndingLifecycle, State
         LaneContext(paths, NoSpecs(), lambda: NOW),
         lifecycle,  # type: ignore[arg-type]
         LocalRunner(),
-        pending=list,
+        pending=lambda name: [],
         call_soon=lambda call: None,
         monotonic=lambda: 100.0,
     )
@@ -84,10 +84,10 @@ def test_a_job_cancelled_before_it_started_asks_no_usage(
 ) -> None:
     built, lifecycle, paths = lane
     job = _ended_while_queued(paths, script_ran=False)
-    built.track(job)
-    built._finish(job, artifacts=True)
+    built.jobs.track(job)
+    built.observation.finish(job, artifacts=True)
     assert lifecycle.verdicts == [("j1", JobState.ABORTED_BY_QUEUE)]
-    assert built._worker.in_flight == 0 and built._later == []
+    assert built._worker.in_flight == 0 and built.jobs.later_due() == []
     assert not paths.samples("j1").exists()
 
 
@@ -96,8 +96,8 @@ def test_a_job_whose_script_ran_is_asked_about(
 ) -> None:
     built, lifecycle, paths = lane
     job = _ended_while_queued(paths, script_ran=True)
-    built.track(job)
-    built._finish(job, artifacts=True)
+    built.jobs.track(job)
+    built.observation.finish(job, artifacts=True)
     assert lifecycle.verdicts == [("j1", JobState.ABORTED_BY_QUEUE)]
     assert built._worker.in_flight == 1  # the one sacct query
 
@@ -107,6 +107,6 @@ def test_without_the_workspace_back_the_usage_is_still_asked_for(
 ) -> None:
     built, _, paths = lane
     job = _ended_while_queued(paths, script_ran=False)
-    built.track(job)
-    built._finish(job, artifacts=False)  # copy-back failed: the evidence is unknown
+    built.jobs.track(job)
+    built.observation.finish(job, artifacts=False)  # copy-back failed: the evidence is unknown
     assert built._worker.in_flight == 1

@@ -6,7 +6,7 @@ Contracts:
   only those whose ``finished_at`` is at least ``older_than`` ago (``--state`` narrows
   among terminal states). A candidate is still *blocked* (reported with an ``error``,
   never touched) while its executor says its attempt provably still runs
-  (``Executor.still_running``: locally, a live member of its recorded process group that
+  (``JobControl.still_running``: locally, a live member of its recorded process group that
   is the job's, never a reused pgid), or, for archiving, while
   its workspace is the working directory of a nonterminal job (chains, arrays and
   auto-resume siblings run in an earlier job's workspace).
@@ -46,7 +46,7 @@ from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import Conflict, InvalidInput, UnsafeArchive, VqError
-from vq.executors.base import Executor, JobHandle, NoExecutor
+from vq.executors.base import JobControl, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.fetch.local import default_dest_name
 from vq.paths import StatePaths
@@ -168,7 +168,7 @@ def _still_running(specs: Iterable[JobSpec], executors: ExecutorRegistry) -> set
     """The ids of ``specs`` whose attempt provably still runs, each asked of its own
     executor (one ``still_running`` call per executor). A spec no executor of this
     process runs (a scheduler lane it does not drive) has no process here to wait for."""
-    asked: dict[str, tuple[Executor, list[JobHandle]]] = {}
+    asked: dict[str, tuple[JobControl, list[JobHandle]]] = {}
     for spec in specs:
         try:
             executor = executors.select(spec)

@@ -42,7 +42,7 @@ from vq._fs import atomic_write_bytes, read_regular, try_lock_file
 from vq.cleanup import recovery as cleanup_recovery
 from vq.config.settings import Settings
 from vq.errors import Conflict, StorageError, TransportError, VqError
-from vq.executors.base import HostExecutor
+from vq.executors.base import Engine, HostExecutor
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet
 from vq.paths import StatePaths
@@ -58,6 +58,7 @@ from .handlers.info import DaemonFacts
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
+from .local_engine import LocalEngine
 from .notify import Notifier
 from .owner_submit import OwnerSubmitSockets
 from .pressure import PressureGuard
@@ -144,6 +145,8 @@ class DaemonParts:
     pressure: PressureGuard
     storage: StorageGuard
     dispatcher: Dispatcher
+    #: The dispatcher's engine (claim and launch here): first of the engines ticked.
+    local_engine: LocalEngine
     notifier: Notifier
     facts: DaemonFacts
     routes: Mapping[str, Route]
@@ -218,7 +221,13 @@ class Daemon:
     def _load(self) -> bool:
         """:meth:`start`'s recovery pass and index load."""
         parts = self.parts
-        report = recover(parts.ctx, parts.supervisor, self.stop_requested, parts.executors)
+        report = recover(
+            parts.ctx,
+            parts.supervisor,
+            self.stop_requested,
+            parts.executors,
+            engines=parts.lanes.active(),
+        )
         log.info(
             "recovery: %d specs examined, %d reattached, %d finished from markers, "
             "%d aborted (%d auto-resumed), %d never started (requeued), "
@@ -276,6 +285,10 @@ class Daemon:
             signal.signal(signal.SIGINT, self._on_signal)
         log.info("vq %s daemon starting (pid %d) on %s", __version__, os.getpid(), self.paths.root)
         log_effective_config(self.parts.settings, self.parts.holds.overrides, "start")
+        # This thread is the loop from here on: it owns the lanes, and the loop's calls
+        # queue for it (no RPC thread may run one inline before the loop turns).
+        self.parts.lanes.loop_started()
+        self.parts.loop_calls.loop_started()
         try:
             if not self.start():
                 return 0
@@ -294,7 +307,6 @@ class Daemon:
             log.info("daemon ready: %s", self.paths.daemon_sock)
             if self.parts.web is not None:
                 self.parts.web.start()
-            self.parts.loop_calls.loop_started()
             while not self.stop_requested.is_set():
                 try:
                     timeout = self.tick()
@@ -346,14 +358,12 @@ class Daemon:
             stop_ended_elsewhere(parts.supervisor, parts.ctx.store.read, parts.executor)
             self._last_rescan = time.monotonic()
             self._terminal_index.tick()
-        parts.dispatcher.run_pass()
-        parts.lanes.settle()
-        active = parts.lanes.active()
-        for lane in active:
-            lane.tick()
+        engines = self.engines()
+        for engine in engines:
+            engine.tick()
         timeout = min(parts.settings.daemon.tick_seconds, parts.rescan_seconds)
-        deadlines = [parts.supervisor.next_deadline(), parts.watchdog.next_deadline()]
-        deadlines += [lane.next_deadline() for lane in active]
+        deadlines = [parts.watchdog.next_deadline()]
+        deadlines += [engine.next_deadline() for engine in engines]
         for deadline in deadlines:
             if deadline is not None:
                 timeout = min(timeout, deadline + 0.01)
@@ -362,6 +372,13 @@ class Daemon:
         if parts.supervisor.needs_polling() or parts.storage.holding:
             timeout = min(timeout, FAST_POLL_SECONDS)
         return timeout
+
+    def engines(self) -> list[Engine]:
+        """The engines the loop ticks, in order: the local dispatcher's, then each
+        active scheduler lane (a retired lane is settled first: closed once idle, its
+        replacement built and adopting its jobs)."""
+        self.parts.lanes.settle()
+        return [self.parts.local_engine, *self.parts.lanes.active()]
 
     def shutdown(self) -> None:
         """Stop the web child and the RPC server, close the fork server, drop the lock."""
@@ -379,9 +396,9 @@ class Daemon:
                 self.paths.daemon_sock.unlink()
             except FileNotFoundError:
                 pass
-        parts.executor.close()
+        parts.local_engine.close()
         self._terminal_index.close()
-        parts.lanes.close()
+        parts.lanes.close()  # every lane, the retiring ones too
         parts.notifier.stop()
         try:
             if self._recorded_pid() == os.getpid():

@@ -21,7 +21,7 @@ from vq.errors import ConfigError, VqError
 from vq.executors.local import LocalExecutor
 from vq.executors.owner_drop import PrivilegeDrop
 from vq.executors.registry import ExecutorRegistry
-from vq.executors.scheduler import LaneContext, LaneSet, lane_factory
+from vq.executors.scheduler import LaneContext, LaneSet, LoopGuard, lane_factory
 from vq.packing.cases.array_submit import pack_configuration
 from vq.packing.cases.remote import PackRemote
 from vq.paths import MultiUserLayout, StatePaths
@@ -41,6 +41,8 @@ from .handlers.views import IndexViews
 from .holds import Holds, LoopCalls
 from .inbox import LoopInbox
 from .index import JobIndex
+from .lane_controls import LaneControls
+from .local_engine import LocalEngine
 from .multi_user import MultiUser, OwnerQuotas, owner_hold
 from .notify import Notifier
 from .owner_submit import OwnerSubmitSockets
@@ -113,20 +115,25 @@ def compose_daemon(
         if multi_user is not None and owner_of is not None
         else None
     )
-    #: Scheduler lanes this daemon drives: executors that dispatch their own jobs.
-    #: Rebuilt on a reload (``Holds`` applies the new ``[hosts]`` on the loop).
+    #: Scheduler lanes this daemon drives: engines that dispatch their own jobs, owned
+    #: by the loop thread (``guard``). Rebuilt on a reload (``Holds`` applies the new
+    #: ``[hosts]`` on the loop); other threads reach them through ``LaneControls``.
+    guard = LoopGuard()
     make_lane = lane_factory(
         LaneContext(paths, ctx.store, ctx.now),
         lifecycle,
-        pending=index.pending,
+        # each lane's PENDING specs, as the registry places them (``executors`` below)
+        pending=lambda name: executors.partition(index.pending()).by_lane.get(name, []),
         call_soon=inbox.call_soon,
         dependency_state=index.dependency_state,
         hold=lambda: holds.holding,  # a drain stops lane dispatch too (bound below)
         packing=lambda: ctx.packing,  # a reload replaces them
         pack_remote=PackRemote,
+        guard=guard,
     )
-    lanes = LaneSet(make_lane, settings.hosts)
-    executors = ExecutorRegistry(executor, lanes, parked=lanes.parked)
+    lanes = LaneSet(make_lane, settings.hosts, guard)
+    lane_controls = LaneControls(lanes, loop_calls)
+    executors = ExecutorRegistry(executor, lane_controls, parked=lane_controls.parked)
 
     # The supervisor hands launch answers to the dispatcher, which needs the supervisor:
     # the one forward reference, resolved before the loop (or any launch) runs.
@@ -256,6 +263,7 @@ def compose_daemon(
             pressure=pressure,
             storage=storage,
             dispatcher=dispatcher,
+            local_engine=LocalEngine(dispatcher, supervisor, executor),
             notifier=notifier,
             facts=facts,
             routes=routes,

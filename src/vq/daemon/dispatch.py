@@ -320,7 +320,7 @@ class Dispatcher:
     def _launch(self, spec: JobSpec, program: ProgramStatus | None = None) -> bool:
         """Send the launch; the job holds its budget from now on. The answer arrives
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
-        executor = self.executors.select(spec)  # the local one: candidates are local
+        executor = self.executors.local  # candidates are local (partitioned)
         env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
         crash_point("dispatch_after_claim")
         try:

@@ -87,6 +87,32 @@ class LoopCalls:
         self._call_soon(call)
         return future.result(timeout=LOOP_REPLY_SECONDS)
 
+    def post(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` for the loop without waiting for it (inline before the loop
+        exists, or on the loop itself)."""
+        loop = self._loop
+        if self._call_soon is None or loop is None or threading.current_thread() is loop:
+            fn()
+            return
+        self._call_soon(fn)
+
+    def ask(self, start: Callable[[Callable[[object], None]], None], timeout: float) -> object:
+        """Run ``start(reply)`` on the loop and wait up to ``timeout`` seconds for the
+        ``reply`` it (or a worker answer applied on the loop later) gives; an exception
+        given as the reply, or raised by ``start``, is raised here. Raises
+        :class:`TimeoutError` when no reply came in time."""
+        answer: Future[object] = Future()
+
+        def reply(value: object) -> None:
+            if not answer.done():
+                answer.set_result(value)
+
+        self.run(lambda: start(reply))
+        result = answer.result(timeout=timeout)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
 
 class Holds:
     def __init__(

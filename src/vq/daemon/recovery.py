@@ -40,14 +40,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import ACTIVE, JobState
 from vq.domain.summary import JobSummary
 from vq.errors import CorruptSpec, NotFound
-from vq.executors.base import Executor, RecoveryKind
+from vq.executors.base import AdoptingEngine, Executor, RecoveryKind
 from vq.executors.registry import ExecutorRegistry
 from vq.services.context import ServiceContext
 from vq.services.lifecycle import Lifecycle
@@ -166,11 +166,14 @@ def recover(
     supervisor: Supervisor,
     stop: threading.Event,
     executors: ExecutorRegistry | None = None,
+    *,
+    engines: Sequence[AdoptingEngine] = (),
 ) -> RecoveryReport:
     """Run the pass over every spec in the queue (see module rules).
 
-    The pass recovers the local executor's jobs; ``executors`` says which those are (a
-    scheduler lane recovers its own jobs; default: the supervisor's executor alone).
+    The pass recovers the local executor's jobs; ``executors`` says which those are
+    (default: the supervisor's executor alone). Then it asks every other engine (each
+    scheduler lane) to adopt its own jobs from disk, unless a stop interrupted it.
     """
     report = RecoveryReport()
     executor = supervisor.executor
@@ -190,6 +193,9 @@ def recover(
             _pass(ids, signatures, summaries, read, ctx, supervisor, registry, stop, report)
     finally:
         executor.end_recovery()
+    if not report.interrupted:
+        for engine in engines:
+            engine.adopt()
     return report
 
 

@@ -6,11 +6,20 @@ stop after the grace), suspending and resuming it, and recovering it after a res
 (reattach, or classify what is left behind). Everything else — admission, state
 transitions, retries, terminal bookkeeping — is shared and lives above this seam.
 
-The daemon, the dispatcher, recovery and the kill and pause services reach a job's
-processes only through an :class:`Executor`; which one runs a spec is chosen by
-:class:`vq.executors.registry.ExecutorRegistry` (no ``scheduler_target``: the local
-executor; a scheduler lane otherwise). A remote vq daemon is *not* an executor: the
-remote queue owns its jobs.
+Two protocols split what the daemon needs of any backend from the local machinery:
+
+* :class:`JobControl`: what the kill, pause, resume and cleanup services ask of the
+  executor of ANY job (cancel, suspend, resume, still running, started, check
+  pausable). :class:`vq.executors.registry.ExecutorRegistry` selects it by the spec's
+  ``scheduler_target``: the local executor, or a scheduler lane's control (which the
+  daemon answers from its loop);
+* :class:`Executor`: the local executor's own machinery (launch, the collector's exit
+  code and spawn failure, OOM verdicts, lost launches, fencing, sampling, leak reaping,
+  the recovery census), used only where the daemon deals with local jobs. A scheduler
+  lane (``executors/scheduler/``) is not an Executor: it claims, submits, observes and
+  recovers its own jobs through the one lifecycle writer.
+
+A remote vq daemon is neither: the remote queue owns its jobs.
 
 Contracts every implementation keeps:
 
@@ -50,8 +59,11 @@ from .launch import Launched
 from .sampling import GroupUsage
 
 __all__ = [
+    "AdoptingEngine",
+    "Engine",
     "Executor",
     "HostExecutor",
+    "JobControl",
     "JobHandle",
     "LaunchResult",
     "NoExecutor",
@@ -119,8 +131,85 @@ class Recovered:
     scope_conflict: int | None = None
 
 
-class Executor(Protocol):
-    """One way of running jobs (see the module contracts)."""
+class JobControl(Protocol):
+    """What the kill, pause, resume and cleanup services need of the executor of ANY
+    job, local or a scheduler lane's (the daemon answers a lane's from its loop).
+
+    Each call acts only on the job's own attempt and reports whether it reached it; a
+    refusal that must reach the user is raised as :class:`~vq.errors.Conflict`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def cancel(self, handle: JobHandle) -> bool:
+        """Stop the attempt (SIGTERM to the local group, ``scancel``/``qdel`` queued for
+        a lane's job); True when the request reached it."""
+        ...
+
+    def suspend(self, handle: JobHandle) -> bool: ...
+
+    def resume(self, handle: JobHandle) -> bool: ...
+
+    def running(self, handle: JobHandle) -> bool:
+        """Whether the attempt is still there (a local group, a lane job still tracked)."""
+        ...
+
+    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
+        """The job ids among ``handles`` whose attempt provably still runs, for any
+        process, daemon or not (``vq cleanup`` leaves such a finished job's files alone).
+        Proven: the local executor counts a live member of the recorded group only when
+        the group is the job's (leader start ticks, or ``VQ_JOB_ID`` in a member's
+        environment), never a reused pgid; one answer for many handles (one scan)."""
+        ...
+
+    def started(self, spec: JobSpec) -> bool:
+        """Whether the claimed job has a launched identity to pause (a process group,
+        a scheduler job id)."""
+        ...
+
+    def check_pausable(self, spec: JobSpec) -> None:
+        """Raise :class:`~vq.errors.Conflict` (with a hint) when this job cannot be
+        paused now; called before the SUSPENDED intent is written."""
+        ...
+
+
+class Engine(Protocol):
+    """What the daemon loop drives of a backend, the same for every one: the local
+    dispatcher's engine (claim and launch on this host) and each scheduler lane (claim,
+    submit, observe). The loop ticks one list of engines; each engine claims the
+    pending jobs aimed at it and moves them through the one lifecycle writer."""
+
+    @property
+    def name(self) -> str: ...
+
+    def tick(self) -> None:
+        """One pass on the loop: claim what may start, advance due steps, observe."""
+        ...
+
+    def next_deadline(self) -> float | None:
+        """Seconds until this engine has work again (the loop's wait); None when only
+        an outside event (a launch answer, a worker answer) can give it work."""
+        ...
+
+    def close(self) -> None:
+        """The daemon stops: release the engine's machinery (running jobs go on)."""
+        ...
+
+
+class AdoptingEngine(Engine, Protocol):
+    """An engine that takes over its jobs found on disk itself (a scheduler lane); the
+    local engine's jobs are taken over spec by spec by the daemon's recovery pass, which
+    then asks every adopting engine to :meth:`adopt` its own."""
+
+    def adopt(self) -> None:
+        """Track every job of this engine found on disk (once; on the loop)."""
+        ...
+
+
+class Executor(JobControl, Protocol):
+    """The local way of running jobs (see the module contracts): the job control every
+    executor gives, plus launching and observing this host's process groups."""
 
     name: str
 
@@ -143,8 +232,6 @@ class Executor(Protocol):
         mode's privilege drop: the kernel's verdict, read from the attempt's receipt)."""
         ...
 
-    def running(self, handle: JobHandle) -> bool: ...
-
     def watcher_alive(self, handle: JobHandle) -> bool:
         """Whether the process that supervises the attempt and records its end still
         runs (local: the collector leading the job's group). Once it is gone the attempt
@@ -163,32 +250,8 @@ class Executor(Protocol):
 
     def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]: ...
 
-    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
-        """The job ids among ``handles`` whose attempt provably still runs, for any
-        process, daemon or not (``vq cleanup`` leaves such a finished job's files alone).
-        Proven: the local executor counts a live member of the recorded group only when
-        the group is the job's (leader start ticks, or ``VQ_JOB_ID`` in a member's
-        environment), never a reused pgid; one answer for many handles (one scan)."""
-        ...
-
     # --- control -----------------------------------------------------------------------
-    def cancel(self, handle: JobHandle) -> bool: ...
-
     def force_stop(self, handle: JobHandle) -> bool: ...
-
-    def suspend(self, handle: JobHandle) -> bool: ...
-
-    def resume(self, handle: JobHandle) -> bool: ...
-
-    def started(self, spec: JobSpec) -> bool:
-        """Whether the claimed job has a launched identity to pause (a process group,
-        a scheduler job id)."""
-        ...
-
-    def check_pausable(self, spec: JobSpec) -> None:
-        """Raise :class:`~vq.errors.Conflict` (with a hint) when this job cannot be
-        paused now; called before the SUSPENDED intent is written."""
-        ...
 
     # --- after a restart -----------------------------------------------------------------
     def begin_recovery(self) -> None: ...

@@ -1,7 +1,8 @@
 """Which executor runs a spec (see :mod:`vq.executors.base`).
 
 No ``scheduler_target``: the local executor. A ``scheduler_target`` names a scheduler
-lane (``executors/scheduler/``, behind the same protocol); a target with no configured
+lane (``executors/scheduler/``), whose :class:`~vq.executors.base.JobControl` the daemon
+gives (answered on its loop); a target with no configured
 lane is refused with :class:`~vq.executors.base.NoExecutor`, which dispatch records as
 the job's ``failure_reason`` (the job is FAILED, never left PENDING forever).
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from vq.domain.spec import JobSpec
 from vq.paths import StatePaths
 
-from .base import Executor, NoExecutor
+from .base import Executor, JobControl, NoExecutor
 from .local import LocalExecutor
 
 __all__ = ["ExecutorRegistry", "Placement", "local_only"]
@@ -40,19 +41,21 @@ class Placement:
 
 
 class ExecutorRegistry:
-    """The local executor plus the configured scheduler lanes, by target name."""
+    """The local executor plus the configured scheduler lanes' controls, by target name.
+    Safe on any thread when ``lanes`` and ``parked`` are (the daemon gives views of the
+    snapshot its loop publishes)."""
 
     def __init__(
         self,
         local: Executor,
-        lanes: Mapping[str, Executor] | None = None,
+        lanes: Mapping[str, JobControl] | None = None,
         *,
         parked: Callable[[str], bool] = lambda name: False,
     ) -> None:
         """``lanes`` is read at each selection (a reload may rebuild it); ``parked`` names
         a lane a reload removed, whose PENDING jobs wait instead of failing."""
         self.local = local
-        self.lanes: Mapping[str, Executor] = lanes if lanes is not None else {}
+        self.lanes: Mapping[str, JobControl] = lanes if lanes is not None else {}
         self._parked = parked
 
     @staticmethod
@@ -65,8 +68,8 @@ class ExecutorRegistry:
         """Whether the local executor runs ``spec`` (no scheduler target)."""
         return self.lane_of(spec) is None
 
-    def select(self, spec: JobSpec) -> Executor:
-        """The executor for ``spec``, or NoExecutor with the reason."""
+    def select(self, spec: JobSpec) -> JobControl:
+        """The control of ``spec``'s executor, or NoExecutor with the reason."""
         target = self.lane_of(spec)
         if target is None:
             return self.local

@@ -112,8 +112,7 @@ def kill_and_wait(
     executors = local_only(ctx.paths)
     outcome = kill_job(ctx, job_id, lifecycle=lifecycle, executors=executors)
     if outcome.signaled:
-        # Signalled: the registry selected this spec's executor a moment ago.
-        executor = executors.select(outcome.spec)
-        stop_after_grace(executor, JobHandle.of(outcome.spec), grace)
+        # Signalled: a process without a daemon signals only its local executor's jobs.
+        stop_after_grace(executors.local, JobHandle.of(outcome.spec), grace)
         lifecycle.ended(outcome.spec)
     return outcome

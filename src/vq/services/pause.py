@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
-from vq.executors.base import Executor, JobHandle, NoExecutor
+from vq.executors.base import JobControl, JobHandle, NoExecutor
 from vq.executors.registry import ExecutorRegistry, local_only
 from vq.protocol.answers import PauseAnswer
 from vq.services.context import ServiceContext
@@ -56,7 +56,7 @@ class PauseOutcome:
 
 def _executor(
     ctx: ServiceContext, spec: JobSpec, executors: ExecutorRegistry | None
-) -> Executor | None:
+) -> JobControl | None:
     try:
         return (executors or local_only(ctx.paths)).select(spec)
     except NoExecutor:
@@ -84,7 +84,7 @@ def pause_job(
     """RUNNING → SUSPENDED, then suspend. Pausing a SUSPENDED job changes nothing.
 
     The job's executor may refuse first (a scheduler job that already runs cannot be
-    held: :meth:`~vq.executors.base.Executor.check_pausable`). In multi-user mode (a CLI
+    held: :meth:`~vq.executors.base.JobControl.check_pausable`). In multi-user mode (a CLI
     with the ownership helper) a suspend that cannot reach a job whose group still runs
     (the group briefly holds only root's processes, which the owner may not signal) is
     undone: the job is RUNNING again, ``changed`` and ``signaled`` false, and nothing

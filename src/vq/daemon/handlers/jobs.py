@@ -7,7 +7,8 @@ the index and wakes the loop when dispatch may have something new to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import Any
 
 from vq.config.hosts import LaneSettings
 from vq.domain.admission import Usage
@@ -15,7 +16,7 @@ from vq.domain.quotas import QuotaHold
 from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
-from vq.executors.scheduler import SchedulerLane
+from vq.executors.scheduler import LaneSet
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -66,13 +67,13 @@ class JobHandlers:
         dispatch_hold: Callable[[], str | None],
         storage_hold: Callable[[], dict[str, str] | None] = lambda: None,
         executors: ExecutorRegistry | None = None,
-        lanes: Mapping[str, SchedulerLane] | None = None,
+        lanes: LaneSet | None = None,
         loop_calls: LoopCalls | None = None,
         quota_hold: Callable[[str, int], QuotaHold | None] | None = None,
     ) -> None:
         self._quota_hold = quota_hold
         self._executors = executors
-        self._lanes: Mapping[str, SchedulerLane] = lanes if lanes is not None else {}
+        self._lanes = lanes
         self._loop_calls = loop_calls or LoopCalls()
         self._ctx = ctx
         self._index = index
@@ -121,8 +122,11 @@ class JobHandlers:
         return StatusResult.model_validate(view)
 
     def _lane_settings(self, target: str | None) -> LaneSettings | None:
-        lane = self._lanes.get(target) if target is not None else None
-        return lane.settings if lane is not None else None
+        """The settings of the lane driving ``target`` now (the loop's published
+        snapshot: this runs on an RPC thread)."""
+        if target is None or self._lanes is None:
+            return None
+        return self._lanes.published.settings.get(target)
 
     def kill(self, params: JobIdParams) -> JobOutcome:
         job_id = params.id
@@ -148,14 +152,19 @@ class JobHandlers:
         """An operator's decision for a lane job whose submission is in doubt (applied
         on the loop, which owns the lane's bookkeeping)."""
         spec = self._ctx.store.read(params.id)
-        lane = self._lanes.get(ExecutorRegistry.lane_of(spec) or "")
-        if lane is None:
-            raise Conflict(
-                f"job {spec.id} is not a job of a scheduler lane this daemon drives",
-                hint="`vq status ID` shows its scheduler_target",
-            )
+        target, lanes = ExecutorRegistry.lane_of(spec), self._lanes
         wanted = params.scheduler_job_id
-        answer = self._loop_calls.run(lambda: lane.resolve(spec.id, wanted))
+
+        def on_loop() -> dict[str, Any]:
+            lane = lanes.get(target) if lanes is not None and target is not None else None
+            if lane is None:
+                raise Conflict(
+                    f"job {spec.id} is not a job of a scheduler lane this daemon drives",
+                    hint="`vq status ID` shows its scheduler_target",
+                )
+            return lane.resolve(spec.id, wanted)
+
+        answer = self._loop_calls.run(on_loop)
         return SchedulerResolveResult.model_validate(answer)
 
     def resubmit(self, params: ResubmitParams) -> SpecResult:

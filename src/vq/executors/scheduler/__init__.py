@@ -1,4 +1,5 @@
-"""Scheduler lanes (Slurm, Torque over SSH): the second executor behind the seam.
+"""Scheduler lanes (Slurm, Torque over SSH): engines beside the local one (the daemon
+loop ticks them; :class:`~vq.executors.base.AdoptingEngine`).
 
 :func:`lane_factory` builds one :class:`~.lane.SchedulerLane` from a lane's settings;
 :class:`~.lane_set.LaneSet` holds one per ``[hosts.NAME]`` with ``scheduler_dialect``
@@ -16,15 +17,19 @@ from vq.packing.profiles import PackingProfile
 from vq.transport.ssh import SshRunner
 
 from .lane import SchedulerLane
-from .lane_set import LaneChanges, LaneSet, driven_lanes
+from .lane_set import LaneChanges, LaneSet, LaneSnapshot, driven_lanes
+from .loop_guard import LoopGuard, WrongThread
 from .ports import LaneContext, LaneLifecycle, PackRemoteFor
 
 __all__ = [
     "LaneChanges",
     "LaneContext",
     "LaneSet",
+    "LaneSnapshot",
+    "LoopGuard",
     "PackRemoteFor",
     "SchedulerLane",
+    "WrongThread",
     "driven_lanes",
     "lane_factory",
 ]
@@ -34,17 +39,18 @@ def lane_factory(
     ctx: LaneContext,
     lifecycle: LaneLifecycle,
     *,
-    pending: Callable[[], list[JobSpec]],
+    pending: Callable[[str], list[JobSpec]],
     call_soon: Callable[[Callable[[], None]], None],
     dependency_state: Lookup,
     hold: Callable[[], bool] = lambda: False,
     packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
     pack_remote: PackRemoteFor | None = None,
+    guard: LoopGuard | None = None,
 ) -> Callable[[LaneSettings], SchedulerLane]:
     """A builder of lanes on this daemon's parts, each with its own SSH runner;
     ``packing`` (the packing profiles as configured now: a reload changes them) and
     ``pack_remote`` let a Slurm lane run packed arrays (``vq submit LANE --array …
-    --pack P``)."""
+    --pack P``); ``guard`` is the loop's thread, shared with the :class:`LaneSet`."""
 
     def make(lane: LaneSettings) -> SchedulerLane:
         runner = SshRunner(
@@ -61,6 +67,7 @@ def lane_factory(
             hold=hold,
             packing=packing,
             pack_remote=pack_remote if lane.dialect == "slurm" else None,
+            guard=guard,
         )
 
     return make

@@ -1,51 +1,57 @@
-"""A scheduler lane: the second executor behind the seam (Slurm or Torque over SSH).
+"""A scheduler lane: jobs run by Slurm or Torque over SSH, driven by this daemon.
 
-The daemon loop calls :meth:`SchedulerLane.tick`; everything that talks to the cluster
-runs on the lane's :class:`~.worker.Worker` and its result is applied back on the loop.
-The lane's own bookkeeping (``_jobs``) belongs to the loop.
+The lane is an object that holds its state (:class:`~.lane_jobs.LaneJobs`) and composes
+its parts, each a class of its own module given its collaborators by constructor:
 
-One job's path (§2.2, §4.3):
+* :class:`~.submission.Submission`: **claim** PENDING → RUNNING under the lock (this
+  module: the job holds one of ``max_jobs`` from here until the scheduler job is gone),
+  then **intent**, **stage and submit** in one SSH call;
+* :class:`~.observe.Observation`: **observe** and **complete**, one status round per
+  ``poll_interval`` within the host's token bucket, then the exit marker and the
+  workspace copied back (:func:`.outcome.ending`);
+* :class:`~.control.Control`: cancel, hold and release;
+* :class:`~.recovery.Recovery`: adopt the lane's jobs from disk, and find a submission
+  in doubt by its guard and tag;
+* :class:`~.packed.PackedLane`: packed array elements (``vq submit LANE --array …
+  --pack P``) share allocations; the lane is their :class:`~.packed_ports.PackHost`.
 
-1. **claim** PENDING → RUNNING under the lock (lifecycle writer); the job holds one of
-   ``max_scheduler_jobs`` from here until the scheduler job is gone (this module);
-2. **intent**, then **stage and submit** in one SSH call (:mod:`.submission`); an
-   ambiguous answer is looked up by the job's tag (:mod:`.recovery`);
-3. **observe** and **complete** (:mod:`.observe`): one status round per
-   ``poll_interval`` within the host's token bucket, then the exit marker and the
-   workspace copied back (:func:`.outcome.ending`).
+Thread ownership: every method here runs on the daemon loop (checked by the lane's
+:class:`~.loop_guard.LoopGuard`); everything that talks to the cluster runs on the
+lane's :class:`~.worker.Worker` and its result is applied back on the loop. A control
+asked for from another thread (kill, pause, resume on an RPC thread) is queued to the
+loop by the daemon, which waits for the ``reply`` the lane gives (:mod:`.control`).
 
-Packed array elements (``vq submit LANE --array … --pack P``) share allocations instead
-(:mod:`.packed`); this module routes dispatch, kills and operator decisions to them.
-
-Kill writes KILLED first (the kill service), then :meth:`cancel` queues ``scancel`` /
-``qdel``, retried as ``cancel_pending``; the job keeps its capacity until it is gone.
+Kill writes KILLED first (the kill service), then :meth:`SchedulerLane.cancel` queues
+``scancel`` / ``qdel``, retried as ``cancel_pending``; the job keeps its capacity until
+it is gone.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from vq._safe_open import read_regular_beneath
 from vq.config.hosts import LaneSettings
 from vq.dialects import dialect_for
 from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
-from vq.errors import Conflict, TransportError, VqError
+from vq.errors import TransportError, VqError
 from vq.packing.profiles import PackingProfile
 from vq.transport.runner import Runner
 
-from ..base import JobHandle, LaunchResult, Recovered, RecoveryKind
-from ..launch import Launched, LaunchError
-from ..sampling import GroupUsage
+from .control import Control, Reply, started
 from .jobs import LaneJob
+from .lane_jobs import LaneBasis, LaneJobs
+from .loop_guard import LoopGuard
+from .observe import Observation
 from .outcome import TokenBucket
 from .packed import PackedLane
 from .ports import LaneContext, LaneLifecycle, PackRemoteFor
+from .recovery import Recovery
 from .remote import LaneRemote
-from .submission import INTENT_NAME, SubmittingLane
+from .submission import INTENT_NAME, Submission
 from .worker import Worker
 
 __all__ = ["INTENT_NAME", "SchedulerLane"]
@@ -53,8 +59,12 @@ __all__ = ["INTENT_NAME", "SchedulerLane"]
 log = logging.getLogger(__name__)
 
 
-class SchedulerLane(SubmittingLane):
-    """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring)."""
+class SchedulerLane:
+    """One ``[hosts.NAME]`` scheduler lane driven by this daemon (see module docstring).
+
+    ``pending(name)`` gives the PENDING specs placed on the lane of that name (the
+    daemon's executor registry partitions the queue); ``call_soon`` queues a worker
+    answer for the loop."""
 
     def __init__(
         self,
@@ -63,71 +73,104 @@ class SchedulerLane(SubmittingLane):
         lifecycle: LaneLifecycle,
         runner: Runner,
         *,
-        pending: Callable[[], list[JobSpec]],
+        pending: Callable[[str], list[JobSpec]],
         call_soon: Callable[[Callable[[], None]], None],
         dependency_state: Lookup = lambda job_id: None,
         hold: Callable[[], bool] = lambda: False,
         monotonic: Callable[[], float] = time.monotonic,
         packing: Callable[[], Mapping[str, PackingProfile]] | None = None,
         pack_remote: PackRemoteFor | None = None,
+        guard: LoopGuard | None = None,
     ) -> None:
-        self.name = settings.name
-        self.settings = settings
-        self.ctx = ctx
-        self.lifecycle = lifecycle
+        self.basis = LaneBasis(settings.name, settings, ctx, lifecycle, monotonic)
         self.remote = LaneRemote(settings, runner, dialect_for(settings.dialect))
+        self.guard = guard or LoopGuard()
+        self.jobs = LaneJobs(self.basis, self.guard)
         self._pending = pending
         self._dependency_state = dependency_state
         self._hold = hold
-        self._monotonic = monotonic
-        self._worker = Worker(f"vq-lane-{self.name}", call_soon)
-        self._call_soon = call_soon
+        self._worker = Worker(f"vq-lane-{settings.name}", call_soon)
         self._bucket = TokenBucket(settings.rpc_per_minute, monotonic)
-        self._jobs: dict[str, LaneJob] = {}
-        self._polling = False
-        self._next_poll = 0.0
-        self._backoff_until = 0.0
-        self._recovered = False
-        self._later = []
+        self.control = Control(self.jobs, self.remote, self._worker)
+        self.observation = Observation(self.jobs, self.remote, self._worker, self._bucket)
+        self.submission = Submission(self.jobs, self.remote, self._worker, self.control)
         #: the packed arrays of this lane (``vq submit LANE --array … --pack P``)
         self.packed = PackedLane(
             self, packing or dict, pack_remote(runner) if pack_remote is not None else None
         )
+        self.recovery = Recovery(self.jobs, self.remote, self._worker, self.submission, self.packed)
+        self._adopted = False
+
+    # --- what the packed arrays use of the lane (:class:`~.packed_ports.PackHost`) ----------------
+    @property
+    def name(self) -> str:
+        return self.basis.name
+
+    @property
+    def settings(self) -> LaneSettings:
+        return self.basis.settings
+
+    @property
+    def ctx(self) -> LaneContext:
+        return self.basis.ctx
+
+    @property
+    def lifecycle(self) -> LaneLifecycle:
+        return self.basis.lifecycle
+
+    @property
+    def dependency_state(self) -> Lookup:
+        return self._dependency_state
+
+    def monotonic(self) -> float:
+        return self.basis.monotonic()
+
+    def take_token(self) -> bool:
+        """One scheduler round within the host's token bucket."""
+        return self._bucket.take()
+
+    def run_on_worker(self, work: Callable[[], Any], done: Callable[[object], None]) -> None:
+        self._worker.submit(work, done)
+
+    def host_failed(self, exc: TransportError) -> None:
+        self.jobs.host_failed(exc)
 
     # --- the loop's entry points ---------------------------------------------------------
-    def tick(self) -> None:
-        """One pass on the loop: recover once, dispatch, advance due steps, poll."""
-        now = self._monotonic()
-        if not self._recovered:
-            self._recovered = True
-            from .recovery import adopt_all
+    def adopt(self) -> None:
+        """Track every job of this lane found on disk, once: asked by the daemon's
+        recovery pass, or by the lane set for a lane a reload builds (its jobs are
+        adopted like a restart's). A second call changes nothing."""
+        self.guard.assert_on_loop()
+        if not self._adopted:
+            self._adopted = True
+            self.recovery.adopt_all()
 
-            adopt_all(self)
-        if now < self._backoff_until:
+    def tick(self) -> None:
+        """One pass on the loop: dispatch, advance due steps, poll."""
+        self.guard.assert_on_loop()
+        now = self.monotonic()
+        if now < self.jobs.backoff_until:
             return
         self._dispatch()
-        for job in list(self._jobs.values()):
+        for job in self.jobs.all():
             if not job.busy and job.due <= now:
                 self._advance(job)
-        self._run_later(now)
+        self.jobs.run_later(now)
         self.packed.advance(now)
-        self._maybe_poll(now)
+        self.observation.maybe_poll(now)
 
     def next_deadline(self) -> float | None:
         """Seconds until this lane has work again (for the loop's wait); None when only
         a worker answer can give it work (the answer wakes the loop itself)."""
-        now = self._monotonic()
-        if now < self._backoff_until:
-            return self._backoff_until - now
-        wanted = [j.due for j in self._jobs.values() if not j.busy and j.due > now]
-        wanted += [at for at, _ in self._later]
+        now = self.monotonic()
+        if now < self.jobs.backoff_until:
+            return self.jobs.backoff_until - now
+        tracked = self.jobs.all()
+        wanted = [j.due for j in tracked if not j.busy and j.due > now]
+        wanted += self.jobs.later_due()
         wanted += [due if due > now else now for due in self.packed.next_due()]
-        pollable = any(
-            j.scheduler_job_id is not None and not j.busy and j.phase != "copying"
-            for j in self._jobs.values()
-        )
-        if pollable and not self._polling:
-            wanted.append(self._next_poll)
+        if self.jobs.pollable() and not self.jobs.polling:
+            wanted.append(self.jobs.next_poll)
         return max(0.05, min(wanted) - now) if wanted else None
 
     def close(self) -> None:
@@ -142,32 +185,14 @@ class SchedulerLane(SubmittingLane):
     @property
     def held(self) -> int:
         """Jobs (and packed elements) holding lane capacity."""
-        return len(self._jobs) + self.packed.held
-
-    # --- what the packed arrays use of the lane ----------------------------------------------
-    @property
-    def dependency_state(self) -> Lookup:
-        return self._dependency_state
-
-    def monotonic(self) -> float:
-        return self._monotonic()
-
-    def take_token(self) -> bool:
-        """One scheduler round within the host's token bucket."""
-        return self._bucket.take()
-
-    def run_on_worker(self, work: Callable[[], Any], done: Callable[[object], None]) -> None:
-        self._worker.submit(work, done)
-
-    def host_failed(self, exc: TransportError) -> None:
-        self._host_failed(exc)
+        return len(self.jobs) + self.packed.held
 
     # --- dispatch ------------------------------------------------------------------------
     def _dispatch(self) -> None:
         free = self.settings.max_jobs - self.held
         if free <= 0 or self._hold():
             return
-        pending = [s for s in self._pending() if s.scheduler_target == self.name]
+        pending = self._pending(self.name)  # the registry's placement: this lane's own
         packed = [s for s in pending if s.scheduler_pack is not None]
         mine = [s for s in pending if s.scheduler_pack is None]
         if packed:
@@ -185,8 +210,10 @@ class SchedulerLane(SubmittingLane):
                     continue
             if spec.not_before is not None and spec.not_before > now:
                 continue
-            if spec.scheduler_job_id is not None or self.intent_path(spec.id).exists():
-                self._forget_attempt(spec.id)  # a retry: the last attempt's id is not ours
+            if spec.scheduler_job_id is not None or self.submission.intent_path(spec.id).exists():
+                self.submission.forget_attempt(
+                    spec.id
+                )  # a retry: the last attempt's id is not ours
             try:
                 moved = self.lifecycle.claim(
                     spec.id, workdir=self.settings.remote_workspace(spec.id)
@@ -198,136 +225,60 @@ class SchedulerLane(SubmittingLane):
                 continue
             free -= 1
             job = LaneJob(spec.id, "staging")
-            self._jobs[spec.id] = job
-            self._stage(job, moved.spec)
+            self.jobs.track(job)
+            self.submission.stage(job, moved.spec)
 
     def _advance(self, job: LaneJob) -> None:
         """Run the step a job waits for (a retry after its delay)."""
         if job.phase in ("staging", "stage_retry"):
-            self._stage(job, self.ctx.store.read(job.job_id))
+            self.submission.stage(job, self.ctx.store.read(job.job_id))
         elif job.phase == "submit_retry" and job.scheduler_job_id is None:
-            self._submit(job, supersede=job.supersede)
+            self.submission.submit(job, supersede=job.supersede)
         elif job.phase == "submitting" and job.scheduler_job_id is None:
-            from .recovery import look_up
-
-            look_up(self, job)
+            self.recovery.look_up(job)
         elif job.phase == "copying":
-            self._complete(job)
+            self.observation.complete(job)
         elif job.cancel_wanted and job.scheduler_job_id is not None:
-            self._send_cancel(job)
+            self.control.send_cancel(job)
 
     def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
-        """An operator's decision for a job whose submission is in doubt (on the loop):
-        adopt ``scheduler_job_id``, or (None) it was never submitted. A packed element's
+        """An operator's decision for a job whose submission is in doubt: adopt
+        ``scheduler_job_id``, or (None) it was never submitted. A packed element's
         decision settles its whole allocation (:meth:`.packed.PackedLane.resolve`)."""
+        self.guard.assert_on_loop()
         if self.packed.holds(job_id):
             return self.packed.resolve(job_id, scheduler_job_id)
-        return self.resolve_single(job_id, scheduler_job_id)
+        return self.submission.resolve_single(job_id, scheduler_job_id)
 
-    # --- the executor seam ---------------------------------------------------------------------
-    def launch(
-        self,
-        spec: JobSpec,
-        env: Mapping[str, str],
-        mem_mb: int | None,
-        reply: Callable[[LaunchResult], None],
-    ) -> None:
-        raise LaunchError(f"scheduler lane {self.name} dispatches its own jobs")
+    # --- control (on the loop; the daemon queues a caller's request here) -----------------
+    def tracks(self, job_id: str) -> bool:
+        """Whether the job holds this lane's capacity (submitted, polled, copying back)."""
+        return job_id in self.jobs or self.packed.holds(job_id)
 
-    def exit_code(self, job_id: str) -> int | None:
-        """The copied-back exit marker (after completion)."""
-        try:
-            paths = self.ctx.paths
-            raw = read_regular_beneath(paths.tree_of(job_id), paths.exit_code(job_id), 64)
-            text = raw.decode().strip()
-        except (OSError, UnicodeDecodeError):
-            return None
-        return int(text) if text.isdigit() else None
-
-    def spawn_failure(self, job_id: str) -> str | None:
-        return None
-
-    def oom_killed(self, job_id: str) -> bool:
-        return False  # the scheduler reports its own OOM verdicts (OUT_OF_MEMORY)
-
-    def running(self, handle: JobHandle) -> bool:
-        return handle.job_id in self._jobs or self.packed.holds(handle.job_id)
-
-    def still_running(self, handles: Iterable[JobHandle]) -> set[str]:
-        """The jobs this lane still tracks (submitted, polled, or copying back)."""
-        return {handle.job_id for handle in handles if self.running(handle)}
-
-    def watcher_alive(self, handle: JobHandle) -> bool:
-        return self.running(handle)  # the lane's own bookkeeping watches the job
-
-    def find_lost_launch(self, job_id: str) -> Launched | None:
-        return None  # a lost submission is found by its tag (scheduler/recovery.py)
-
-    def fence_unstarted(self, spec: JobSpec) -> bool:
-        return False  # no proof: the scheduler may hold the job
-
-    def sample(self, handles: Iterable[JobHandle]) -> dict[str, GroupUsage]:
-        return {}
-
-    def cancel(self, handle: JobHandle) -> bool:
-        """Queue the scheduler cancel on the loop (any thread)."""
-        self._call_soon(lambda: self.request_cancel(handle.job_id))
-        return True
-
-    def request_cancel(self, job_id: str) -> None:
-        """On the loop: a packed element's slot (``scancel JOBID.STEP``), else the job's
-        scheduler job (KILLED is already written)."""
+    def cancel(self, job_id: str) -> None:
+        """A packed element's slot (``scancel JOBID.STEP``), else the job's scheduler job
+        (KILLED is already written)."""
+        self.guard.assert_on_loop()
         if self.packed.holds(job_id):
             self.packed.request_kill(job_id)
             return
-        super().request_cancel(job_id)
+        self.control.request_cancel(job_id)
 
-    def force_stop(self, handle: JobHandle) -> bool:
-        return False
+    @staticmethod
+    def started(spec: JobSpec) -> bool:
+        """Whether the claimed job has a scheduler job to hold."""
+        return started(spec)
 
-    def started(self, spec: JobSpec) -> bool:
-        return spec.scheduler_job_id is not None
-
-    def check_pausable(self, spec: JobSpec) -> None:
+    def check_pausable(self, spec: JobSpec, reply: Reply) -> None:
         """One read-only status query (§7.3): only a job still waiting can be held."""
-        from .control import check_pausable
+        self.control.check_pausable(spec, reply)
 
-        if spec.scheduler_pack is not None:
-            raise Conflict(
-                f"job {spec.id} is a packed array element: its slot cannot be held alone",
-                hint=f"`vq kill {spec.id}` stops it",
-            )
-
-        check_pausable(self, spec)
-
-    def suspend(self, handle: JobHandle) -> bool:
+    def suspend(self, job_id: str, reply: Reply) -> None:
         """``scontrol hold`` / ``qhold`` (SUSPENDED is already written; undone on a
         refusal, ``hold_outcome_unknown`` when the answer is lost)."""
-        from .control import hold_or_release
+        self.control.hold_or_release(job_id, "hold", reply)
 
-        return hold_or_release(self, handle.job_id, "hold")
-
-    def resume(self, handle: JobHandle) -> bool:
+    def resume(self, job_id: str, reply: Reply) -> None:
         """``scontrol release`` / ``qrls`` (RUNNING is already written; undone on a
         refusal, ``release_outcome_unknown`` when the answer is lost)."""
-        from .control import hold_or_release
-
-        return hold_or_release(self, handle.job_id, "release")
-
-    def begin_recovery(self) -> None:
-        return None
-
-    def end_recovery(self) -> None:
-        return None
-
-    def recover(self, spec: JobSpec) -> Recovered:
-        return Recovered(RecoveryKind.REATTACHED, JobHandle.of(spec))
-
-    def may_have_leaked(self, pgid: int | None) -> bool:
-        return False  # a lane's jobs leave no local process group to reap
-
-    def reap_leak(self, spec: JobSpec) -> bool:
-        return False
-
-    def released(self, job_id: str) -> None:
-        return None
+        self.control.hold_or_release(job_id, "release", reply)

@@ -20,7 +20,14 @@ from vq.packing.slurm_rounds import RoundAnswer, Watched
 from vq.paths import StatePaths
 from vq.transport.runner import Runner
 
-__all__ = ["LaneContext", "LaneLifecycle", "Moved", "PackRemoteFor", "PackRemotePort", "SpecReader"]
+__all__ = [
+    "LaneContext",
+    "LaneLifecycle",
+    "Moved",
+    "PackRemoteFor",
+    "PackRemotePort",
+    "SpecReader",
+]
 
 
 class Moved(Protocol):

@@ -1,4 +1,5 @@
-"""A lane's recovery after a restart (§4.7): handles rebuilt from the specs.
+"""A lane's recovery after a restart (§4.7): handles rebuilt from the specs (a part of
+:class:`~.lane.SchedulerLane`, on the daemon loop; its look-ups run on the lane's worker).
 
 * A RUNNING/SUSPENDED spec with a ``scheduler_job_id`` is observed again (the next poll
   decides); a terminal one whose scheduler job may still run (a kill whose cancel was
@@ -33,20 +34,21 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from vq.dialects import TagMatch
 from vq.dialects.submit_guard import GuardState
 from vq.domain.states import ACTIVE
 from vq.errors import TransportError, VqError
 
-from .jobs import submit_verdict
+from .jobs import LaneJob, submit_verdict
+from .lane_jobs import LaneJobs
+from .packed import PackedLane
+from .remote import LaneRemote
+from .submission import Submission
+from .worker import Worker
 
-if TYPE_CHECKING:
-    from .jobs import LaneJob
-    from .lane import SchedulerLane
-
-__all__ = ["adopt_all", "look_up"]
+__all__ = ["Recovery"]
 
 log = logging.getLogger(__name__)
 
@@ -54,43 +56,159 @@ log = logging.getLogger(__name__)
 _SETTLED = frozenset({"ended", "artifacts_unavailable", "not_submitted"})
 
 
-def adopt_all(lane: SchedulerLane) -> None:
-    """Track every spec of this lane that holds capacity (on the loop, once)."""
-    from .jobs import LaneJob
+class Recovery:
+    """Adopt a lane's jobs from disk and find submissions in doubt (module docstring)."""
 
-    packed = []
-    for job_id in sorted(lane.ctx.store.list_ids()):
-        try:
-            spec = lane.ctx.store.read(job_id)
-        except VqError:
-            continue
-        if spec.scheduler_target != lane.name:
-            continue
-        if spec.scheduler_pack is not None:
-            packed.append(spec)  # never the tag look-up: its allocation is found by identity
-            continue
-        intent = lane.read_intent(job_id)
-        if spec.state not in ACTIVE:
-            if spec.scheduler_job_id and spec.scheduler_state not in _SETTLED:
+    def __init__(
+        self,
+        jobs: LaneJobs,
+        remote: LaneRemote,
+        worker: Worker,
+        submission: Submission,
+        packed: PackedLane,
+    ) -> None:
+        self._jobs = jobs
+        self._remote = remote
+        self._worker = worker
+        self._submission = submission
+        self._packed = packed
+        self._basis = jobs.basis
+
+    def adopt_all(self) -> None:
+        """Track every spec of this lane that holds capacity (once, when the lane starts
+        driving its jobs: at the daemon's recovery pass, or when a reload builds it)."""
+        self._jobs.guard.assert_on_loop()
+        name, store = self._basis.name, self._basis.ctx.store
+        packed = []
+        for job_id in sorted(store.list_ids()):
+            try:
+                spec = store.read(job_id)
+            except VqError:
+                continue
+            if spec.scheduler_target != name:
+                continue
+            if spec.scheduler_pack is not None:
+                packed.append(spec)  # never the tag look-up: its allocation is found by identity
+                continue
+            intent = self._submission.read_intent(job_id)
+            if spec.state not in ACTIVE:
+                if spec.scheduler_job_id and spec.scheduler_state not in _SETTLED:
+                    job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
+                    job.cancel_wanted = True
+                    self._jobs.track(job)
+                continue
+            if spec.scheduler_job_id is not None:
                 job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
-                job.cancel_wanted = True
-                lane.track(job)
-            continue
-        if spec.scheduler_job_id is not None:
-            job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
-            job.submitted_at = _written_at(intent) or spec.started_at
-            job.cancel_wanted = spec.scheduler_state == "cancel_pending"
-            lane.track(job)
-        elif intent is not None or spec.scheduler_state == "submitting":
-            job = LaneJob(job_id, "submitting", nonce=(intent or {}).get("nonce"))
-            job.submitted_at = _written_at(intent) or spec.started_at
-            records = (intent or {}).get("submit_records")
-            job.records = records if isinstance(records, str) and records else None
-            lane.track(job)
-        else:
-            lane.track(LaneJob(job_id, "staging"))
-        log.info("lane %s: job %s adopted (%s)", lane.name, job_id, spec.scheduler_state)
-    lane.packed.recover(packed)
+                job.submitted_at = _written_at(intent) or spec.started_at
+                job.cancel_wanted = spec.scheduler_state == "cancel_pending"
+                self._jobs.track(job)
+            elif intent is not None or spec.scheduler_state == "submitting":
+                job = LaneJob(job_id, "submitting", nonce=(intent or {}).get("nonce"))
+                job.submitted_at = _written_at(intent) or spec.started_at
+                records = (intent or {}).get("submit_records")
+                job.records = records if isinstance(records, str) and records else None
+                self._jobs.track(job)
+            else:
+                self._jobs.track(LaneJob(job_id, "staging"))
+            log.info("lane %s: job %s adopted (%s)", name, job_id, spec.scheduler_state)
+        self._packed.recover(packed)
+
+    def look_up(self, job: LaneJob) -> None:
+        """Find a ``submitting`` job's submission: its guard's records, then (in doubt)
+        its tag (on the worker)."""
+        self._jobs.guard.assert_on_loop()
+        job.busy = True
+        since = job.submitted_at or self._basis.ctx.now()
+        records = job.records
+        remote = self._remote
+
+        def work() -> _LookUp:
+            state = remote.submit_state(records) if records is not None else None
+            if state is not None and not self._needs_tag(job, state):
+                return _LookUp(state, (), None)
+            matches = remote.find_by_tag(job.job_id, since)
+            recorded = remote.read_small(job.job_id, "_vq/scheduler-job-id")
+            return _LookUp(state, matches, (recorded or "").strip() or None)
+
+        self._worker.submit(work, lambda result: self._looked_up(job, result))
+
+    def _needs_tag(self, job: LaneJob, state: GuardState) -> bool:
+        """Whether only the scheduler can tell: the guard's call is in doubt, its
+        recorded answer is ambiguous, or the probe could not be read."""
+        if state.kind == "answer":
+            return submit_verdict(self._remote.parse_submit(job.job_id, state)) == "ambiguous"
+        return state.kind in ("in_doubt", "unreadable", "stage_failed")
+
+    def _looked_up(self, job: LaneJob, result: object) -> None:
+        job.busy = False
+        name, submission = self._basis.name, self._submission
+        retry = self._basis.monotonic() + self._basis.settings.absent_recheck_seconds
+        if isinstance(result, TransportError):
+            self._jobs.host_failed(result)
+            job.due = retry
+            return
+        if not isinstance(result, _LookUp):
+            log.warning("lane %s: look-up of %s failed: %s", name, job.job_id, result)
+            job.due = retry
+            return
+        guard = result.guard
+        if guard is not None and guard.kind == "none":
+            log.info("lane %s: job %s never reached sbatch; submitting it now", name, job.job_id)
+            submission.submit(job)
+            return
+        if guard is not None and guard.kind in ("busy", "no_lock"):
+            submission.answered(job, guard)
+            return
+        if guard is not None and not self._needs_tag(job, guard):
+            submission.answered(job, guard)  # the submit command's recorded answer decides
+            return
+        if guard is not None and guard.kind in ("in_doubt", "answer"):
+            job.in_doubt = guard.token
+        self._by_tag(job, result.matches, result.recorded, retry)
+
+    def _by_tag(
+        self,
+        job: LaneJob,
+        matches: tuple[TagMatch, ...] | None,
+        recorded: str | None,
+        retry: float,
+    ) -> None:
+        """The scheduler's word on a submission in doubt: adopt one match, wait, or
+        submit again (superseding the call in doubt) once absence is proven."""
+        name = self._basis.name
+        if matches is None:
+            job.due = retry  # a query could not be read: not evidence
+            return
+        ours = [m for m in matches if m.nonce in (None, job.nonce)]
+        ids = {m.scheduler_job_id for m in ours}
+        if recorded is not None:
+            ids.add(recorded)
+        if len(ids) == 1:
+            found = ids.pop()
+            log.info("lane %s: job %s found as scheduler job %s", name, job.job_id, found)
+            self._submission.adopt(job, found)
+            return
+        if len(ids) > 1:
+            job.phase = "reattach_failed"
+            self._jobs.record(job, {"scheduler_state": "reattach_failed"})
+            log.error(
+                "lane %s: job %s matches several scheduler jobs (%s); `vq scheduler resolve`",
+                name,
+                job.job_id,
+                ", ".join(sorted(ids)),
+            )
+            return
+        job.absent_checks += 1
+        if job.absent_checks < 2:
+            job.due = retry
+            return
+        if self._basis.settings.accounting == "none":
+            job.phase = "reattach_failed"
+            self._jobs.record(job, {"scheduler_state": "reattach_failed"})
+            return
+        log.info("lane %s: job %s was never submitted; submitting it now", name, job.job_id)
+        job.absent_checks = 0
+        self._submission.submit(job, supersede=job.in_doubt)
 
 
 def _written_at(intent: dict[str, Any] | None) -> datetime | None:
@@ -100,24 +218,6 @@ def _written_at(intent: dict[str, Any] | None) -> datetime | None:
         return None
 
 
-def look_up(lane: SchedulerLane, job: LaneJob) -> None:
-    """Find a ``submitting`` job's submission: its guard's records, then (in doubt) its
-    tag (on the worker)."""
-    job.busy = True
-    since = job.submitted_at or lane.ctx.now()
-    records = job.records
-
-    def work() -> _LookUp:
-        state = lane.remote.submit_state(records) if records is not None else None
-        if state is not None and not _needs_tag(lane, job, state):
-            return _LookUp(state, (), None)
-        matches = lane.remote.find_by_tag(job.job_id, since)
-        recorded = lane.remote.read_small(job.job_id, "_vq/scheduler-job-id")
-        return _LookUp(state, matches, (recorded or "").strip() or None)
-
-    lane._worker.submit(work, lambda result: _looked_up(lane, job, result))
-
-
 class _LookUp(NamedTuple):
     """One look-up's evidence: the guard's state (None: no guard), the tag's matches
     (None: a query could not be read) and the remote ``_vq/scheduler-job-id``."""
@@ -125,82 +225,3 @@ class _LookUp(NamedTuple):
     guard: GuardState | None
     matches: tuple[TagMatch, ...] | None
     recorded: str | None
-
-
-def _needs_tag(lane: SchedulerLane, job: LaneJob, state: GuardState) -> bool:
-    """Whether only the scheduler can tell: the guard's call is in doubt, its recorded
-    answer is ambiguous, or the probe could not be read."""
-    if state.kind == "answer":
-        return submit_verdict(lane.remote.parse_submit(job.job_id, state)) == "ambiguous"
-    return state.kind in ("in_doubt", "unreadable", "stage_failed")
-
-
-def _looked_up(lane: SchedulerLane, job: LaneJob, result: object) -> None:
-    job.busy = False
-    retry = lane._monotonic() + lane.settings.absent_recheck_seconds
-    if isinstance(result, TransportError):
-        lane._host_failed(result)
-        job.due = retry
-        return
-    if not isinstance(result, _LookUp):
-        log.warning("lane %s: look-up of %s failed: %s", lane.name, job.job_id, result)
-        job.due = retry
-        return
-    guard = result.guard
-    if guard is not None and guard.kind == "none":
-        log.info("lane %s: job %s never reached sbatch; submitting it now", lane.name, job.job_id)
-        lane._submit(job)
-        return
-    if guard is not None and guard.kind in ("busy", "no_lock"):
-        lane.answered(job, guard)
-        return
-    if guard is not None and not _needs_tag(lane, job, guard):
-        lane.answered(job, guard)  # the submit command's recorded answer decides
-        return
-    if guard is not None and guard.kind in ("in_doubt", "answer"):
-        job.in_doubt = guard.token
-    _by_tag(lane, job, result.matches, result.recorded, retry)
-
-
-def _by_tag(
-    lane: SchedulerLane,
-    job: LaneJob,
-    matches: tuple[TagMatch, ...] | None,
-    recorded: str | None,
-    retry: float,
-) -> None:
-    """The scheduler's word on a submission in doubt: adopt one match, wait, or submit
-    again (superseding the call in doubt) once absence is proven."""
-    if matches is None:
-        job.due = retry  # a query could not be read: not evidence
-        return
-    ours = [m for m in matches if m.nonce in (None, job.nonce)]
-    ids = {m.scheduler_job_id for m in ours}
-    if recorded is not None:
-        ids.add(recorded)
-    if len(ids) == 1:
-        found = ids.pop()
-        log.info("lane %s: job %s found as scheduler job %s", lane.name, job.job_id, found)
-        lane.adopt(job, found)
-        return
-    if len(ids) > 1:
-        job.phase = "reattach_failed"
-        lane._record(job, {"scheduler_state": "reattach_failed"})
-        log.error(
-            "lane %s: job %s matches several scheduler jobs (%s); `vq scheduler resolve`",
-            lane.name,
-            job.job_id,
-            ", ".join(sorted(ids)),
-        )
-        return
-    job.absent_checks += 1
-    if job.absent_checks < 2:
-        job.due = retry
-        return
-    if lane.settings.accounting == "none":
-        job.phase = "reattach_failed"
-        lane._record(job, {"scheduler_state": "reattach_failed"})
-        return
-    log.info("lane %s: job %s was never submitted; submitting it now", lane.name, job.job_id)
-    job.absent_checks = 0
-    lane._submit(job, supersede=job.in_doubt)

@@ -1,5 +1,6 @@
-"""Single-job submission on a scheduler lane (a mixin of :class:`~.lane.SchedulerLane`;
-every method runs on the daemon loop, every cluster call on the lane's worker).
+"""Single-job submission on a scheduler lane (a part of :class:`~.lane.SchedulerLane`;
+every method runs on the daemon loop, every cluster call on the lane's worker; the lane's
+state is its :class:`~.lane_jobs.LaneJobs`).
 
 * **intent**: a runtime pin made for another target or a named Python payload with no
   launcher fails the job (:mod:`.outcome`); the batch script is rendered (a render error fails
@@ -10,13 +11,13 @@ every method runs on the daemon loop, every cluster call on the lane's worker).
   (:mod:`vq.dialects.submit_guard`, its records directory named in the intent): the
   workspace plus the script unpacked (tar, idempotent), then ``sbatch --parsable`` /
   ``qsub``, which runs at most once per attempt however often and by whomever the guard
-  is called; the id is persisted with ``queued`` (:meth:`SubmittingLane.adopt`);
+  is called; the id is persisted with ``queued`` (:meth:`Submission.adopt`);
 * a staging failure the remote side reports or the scheduler's refusal fails the job; a
   controller the submit command could not reach (slurmctld down) is retried with backoff
   (``submit_retry``, superseding exactly that call); an earlier call still in flight
   (``busy``) is waited for; an ambiguous answer never resubmits blindly: the guard's
   records, then the job's tag decide (:mod:`.recovery`);
-* an operator's decision for a job in doubt (:meth:`SubmittingLane.resolve_single`).
+* an operator's decision for a job in doubt (:meth:`Submission.resolve_single`).
 
 Packed array elements never take this path (:mod:`.packed`).
 """
@@ -39,9 +40,10 @@ from vq.dialects.submit_guard import GuardState, records_dir
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError
 
+from .control import Control
 from .forwarded import UnreadableEnvironment, forwarded_variables
 from .jobs import LaneJob, not_started, submit_verdict
-from .observe import ObservingLane
+from .lane_jobs import LaneJobs
 from .outcome import (
     SHEBANG_LIMIT,
     launcher_refusal,
@@ -50,9 +52,10 @@ from .outcome import (
     staged_script_path,
     unreached_retry,
 )
-from .remote import stage_archive
+from .remote import LaneRemote, stage_archive
+from .worker import Worker
 
-__all__ = ["INTENT_NAME", "SubmittingLane"]
+__all__ = ["INTENT_NAME", "Submission"]
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +63,24 @@ log = logging.getLogger(__name__)
 INTENT_NAME = "scheduler-intent.json"
 
 
-class SubmittingLane(ObservingLane):
+class Submission:
     """Intent, stage and submit one job (see the module docstring)."""
 
+    def __init__(
+        self, jobs: LaneJobs, remote: LaneRemote, worker: Worker, control: Control
+    ) -> None:
+        self._jobs = jobs
+        self._remote = remote
+        self._worker = worker
+        self._control = control
+        self._basis = jobs.basis
+
     # --- intent, then stage and submit in one call ------------------------------------------
-    def _stage(self, job: LaneJob, spec: JobSpec) -> None:
+    def stage(self, job: LaneJob, spec: JobSpec) -> None:
         """A fresh attempt: a new nonce, the intent made durable, then stage + submit."""
+        self._jobs.guard.assert_on_loop()
         if spec.is_terminal:  # killed before anything was submitted
-            self._drop(job)
+            self._jobs.drop(job)
             return
         job.nonce = secrets.token_hex(8)
         script = self._render(job, spec)
@@ -82,28 +95,28 @@ class SubmittingLane(ObservingLane):
     def _records_of(self, job: LaneJob, spec: JobSpec) -> str:
         """The submit guard's records directory of this attempt (its claim's token)."""
         attempt = spec.launch_attempt or job.nonce or secrets.token_hex(8)
-        return records_dir(self.settings.scratch_root, f"{job.job_id}.{attempt}")
+        return records_dir(self._basis.settings.scratch_root, f"{job.job_id}.{attempt}")
 
     def _render(self, job: LaneJob, spec: JobSpec) -> str | None:
         """The batch script for ``job.nonce``; a named Python payload with no launcher or a
         render error fails the job (None)."""
-        refusal = pin_refusal(spec, self.settings) or launcher_refusal(
-            spec, self.settings, self._script_head(job.job_id, spec)
+        refusal = pin_refusal(spec, self._basis.settings) or launcher_refusal(
+            spec, self._basis.settings, self._script_head(job.job_id, spec)
         )
         if refusal is not None:
-            self._fail(job, refusal)
+            self._jobs.fail(job, refusal)
             return None
         try:
-            forwarded = forwarded_variables(self.ctx.paths, job.job_id)
+            forwarded = forwarded_variables(self._basis.ctx.paths, job.job_id)
         except UnreadableEnvironment as exc:
-            self._fail(job, f"the batch script could not be rendered: {exc}")
+            self._jobs.fail(job, f"the batch script could not be rendered: {exc}")
             return None
         try:
-            return self.remote.dialect.render_script(
-                script_request(spec, self.settings, job.nonce or "", forwarded)
+            return self._remote.dialect.render_script(
+                script_request(spec, self._basis.settings, job.nonce or "", forwarded)
             )
         except (UnsafeSchedulerValue, ValueError) as exc:
-            self._fail(job, f"the batch script could not be rendered: {exc}")
+            self._jobs.fail(job, f"the batch script could not be rendered: {exc}")
             return None
 
     def _script_head(self, job_id: str, spec: JobSpec) -> bytes | None:
@@ -115,9 +128,9 @@ class SubmittingLane(ObservingLane):
         relative = staged_script_path(spec.command)
         if relative is None:
             return None
-        tree = self.ctx.paths.tree_of(job_id)
+        tree = self._basis.ctx.paths.tree_of(job_id)
         try:
-            fd = open_beneath(tree, self.ctx.paths.workspace(job_id) / relative, os.O_RDONLY)
+            fd = open_beneath(tree, self._basis.ctx.paths.workspace(job_id) / relative, os.O_RDONLY)
         except OSError:  # missing, a link, a FIFO, a directory: no staged script
             return None
         try:
@@ -128,9 +141,9 @@ class SubmittingLane(ObservingLane):
             os.close(fd)
 
     def _write_intent(self, job: LaneJob, script: str) -> None:
-        job.submitted_at = self.ctx.now()
+        job.submitted_at = self._basis.ctx.now()
         intent = {
-            "lane": self.name,
+            "lane": self._basis.name,
             "nonce": job.nonce,
             "tag": f"vq-{job.job_id}",
             "script_sha256": hashlib.sha256(script.encode()).hexdigest(),
@@ -139,21 +152,22 @@ class SubmittingLane(ObservingLane):
         }
         path = self.intent_path(job.job_id)
         # Below the job's tree, whose owner may plant links (multi-user): never followed.
-        tree = self.ctx.paths.tree_of(job.job_id)
+        tree = self._basis.ctx.paths.tree_of(job.job_id)
         atomic_write_beneath(tree, path, json.dumps(intent).encode(), parents=True)
         job.phase = "submitting"
         # The fsynced intent is the durable record recovery reads (either it or this
         # state sends a job to the lookup by tag), so this write needs no second fsync.
-        self._record(job, {"scheduler_state": "submitting"}, durable=False)
+        self._jobs.record(job, {"scheduler_state": "submitting"}, durable=False)
 
     def resolve_single(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
         """An operator's decision for a job whose submission is in doubt (on the loop):
         ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
         submitted (it is submitted now, under the same tag)."""
+        self._jobs.guard.assert_on_loop()
         job = self._jobs.get(job_id)
         if job is None or job.scheduler_job_id is not None or job.busy:
             raise Conflict(
-                f"job {job_id} is not waiting for a decision on lane {self.name}",
+                f"job {job_id} is not waiting for a decision on lane {self._basis.name}",
                 hint="only a job in scheduler_state reattach_failed or submitting can be "
                 "resolved; `vq status ID` shows its state",
             )
@@ -166,36 +180,38 @@ class SubmittingLane(ObservingLane):
             self.adopt(job, scheduler_job_id)
         else:
             job.phase = "submitting"
-            self._record(job, {"scheduler_state": "submitting"})
-            self._submit(job, supersede=job.in_doubt)
-        return {"id": job_id, "scheduler_job_id": scheduler_job_id, "lane": self.name}
+            self._jobs.record(job, {"scheduler_state": "submitting"})
+            self.submit(job, supersede=job.in_doubt)
+        return {"id": job_id, "scheduler_job_id": scheduler_job_id, "lane": self._basis.name}
 
-    def _forget_attempt(self, job_id: str) -> None:
+    def forget_attempt(self, job_id: str) -> None:
         """Before a retry is claimed: drop the previous attempt's intent and id, so
         recovery never takes the old scheduler job for the new attempt."""
+        self._jobs.guard.assert_on_loop()
         self.intent_path(job_id).unlink(missing_ok=True)
         fields = {"scheduler_job_id": None, "scheduler_state": None}
-        self.lifecycle.record_scheduler(job_id, fields)
+        self._basis.lifecycle.record_scheduler(job_id, fields)
 
     def intent_path(self, job_id: str) -> Path:
-        return self.ctx.paths.meta_dir(job_id) / INTENT_NAME
+        return self._basis.ctx.paths.meta_dir(job_id) / INTENT_NAME
 
     def read_intent(self, job_id: str) -> dict[str, Any] | None:
         try:
-            tree = self.ctx.paths.tree_of(job_id)
+            tree = self._basis.ctx.paths.tree_of(job_id)
             data = json.loads(read_regular_beneath(tree, self.intent_path(job_id), 4096))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
 
-    def _submit(self, job: LaneJob, supersede: str | None = None) -> None:
+    def submit(self, job: LaneJob, supersede: str | None = None) -> None:
         """Submit a ``submitting`` job again under its intent's tag and nonce (the guard
         holds no submission of this attempt, the call ``supersede`` was proved never
         submitted, the controller was unreachable, or an operator said so): stage +
         submit anew, under the same guard."""
-        spec = self.ctx.store.read(job.job_id)
+        self._jobs.guard.assert_on_loop()
+        spec = self._basis.ctx.store.read(job.job_id)
         if spec.is_terminal:
-            self._drop(job)
+            self._jobs.drop(job)
             return
         if job.nonce is None:
             job.nonce = secrets.token_hex(8)
@@ -207,7 +223,7 @@ class SubmittingLane(ObservingLane):
             self._write_intent(job, script)
         elif job.phase != "submitting":
             job.phase = "submitting"
-            self._record(job, {"scheduler_state": "submitting"}, durable=False)
+            self._jobs.record(job, {"scheduler_state": "submitting"}, durable=False)
         self._send(job, script, supersede)
 
     def _send(self, job: LaneJob, script: str, supersede: str | None = None) -> None:
@@ -215,13 +231,13 @@ class SubmittingLane(ObservingLane):
         workspace and script, then ``sbatch --parsable`` / ``qsub``
         (:meth:`.remote.LaneRemote.stage_and_submit`)."""
         job.busy = True
-        workspace, records = self.ctx.paths.workspace(job.job_id), job.records
+        workspace, records = self._basis.ctx.paths.workspace(job.job_id), job.records
         assert records is not None, "the intent names the guard's records first"
         token = secrets.token_hex(8)
 
         def work() -> GuardState:
             archive = stage_archive(workspace, script)
-            return self.remote.stage_and_submit(job.job_id, archive, records, token, supersede)
+            return self._remote.stage_and_submit(job.job_id, archive, records, token, supersede)
 
         self._worker.submit(work, lambda result: self._submitted(job, result))
 
@@ -231,32 +247,33 @@ class SubmittingLane(ObservingLane):
             self.answered(job, result)
             return
         if isinstance(result, OSError):  # the local workspace could not be archived
-            self._fail(job, f"the workspace could not be read for staging: {result}")
+            self._jobs.fail(job, f"the workspace could not be read for staging: {result}")
             return
         if isinstance(result, TransportError) and not_started(result):
             self._not_started(job, result)
             return
         # Ambiguous: it may have been submitted. Never resubmit blindly: look it up.
         if isinstance(result, TransportError):
-            self._host_failed(result)
-        log.warning("lane %s: submit of %s is ambiguous (%s)", self.name, job.job_id, result)
-        job.due = self._monotonic() + self.settings.absent_recheck_seconds
+            self._jobs.host_failed(result)
+        log.warning("lane %s: submit of %s is ambiguous (%s)", self._basis.name, job.job_id, result)
+        job.due = self._basis.monotonic() + self._basis.settings.absent_recheck_seconds
 
     def answered(self, job: LaneJob, state: GuardState) -> None:
         """What the submit guard said, from a submit call or a look-up's probe (on the
         loop). The submit command's own answer decides when there is one; otherwise the
         job stays ``submitting`` and is looked up again (busy, in doubt, unreadable)."""
-        recheck = self._monotonic() + self.settings.absent_recheck_seconds
+        self._jobs.guard.assert_on_loop()
+        recheck = self._basis.monotonic() + self._basis.settings.absent_recheck_seconds
         if state.kind == "answer":
             self._read_answer(job, state)
         elif state.kind == "stage_failed":
             said = state.stderr.strip().splitlines()
             detail = said[-1] if said else "no reason given"
-            self._fail(job, f"staging the workspace on {self.name} failed: {detail}")
+            self._jobs.fail(job, f"staging the workspace on {self._basis.name} failed: {detail}")
         elif state.kind == "no_lock":
-            self._fail(
+            self._jobs.fail(
                 job,
-                f"the login host of lane {self.name} cannot lock files below its "
+                f"the login host of lane {self._basis.name} cannot lock files below its "
                 f"scratch_root with flock(1), and vq submits only under that lock; "
                 f"nothing was submitted ({job.records})",
             )
@@ -264,7 +281,7 @@ class SubmittingLane(ObservingLane):
             log.info(
                 "lane %s: an earlier submission of %s is still running on the login host; "
                 "waiting for its answer",
-                self.name,
+                self._basis.name,
                 job.job_id,
             )
             job.absent_checks, job.due = 0, recheck
@@ -273,14 +290,14 @@ class SubmittingLane(ObservingLane):
                 job.in_doubt = state.token
             log.warning(
                 "lane %s: submission of %s is in doubt (%s); looking it up",
-                self.name,
+                self._basis.name,
                 job.job_id,
                 state.kind,
             )
             job.due = recheck
 
     def _read_answer(self, job: LaneJob, state: GuardState) -> None:
-        answer = self.remote.parse_submit(job.job_id, state)
+        answer = self._remote.parse_submit(job.job_id, state)
         verdict = submit_verdict(answer)
         if isinstance(answer, SubmitAccepted):
             _fault_points.crash_point("after_sbatch")
@@ -292,28 +309,32 @@ class SubmittingLane(ObservingLane):
             job.in_doubt = state.token
             log.warning(
                 "lane %s: the submit answer for %s is ambiguous (%s); looking it up",
-                self.name,
+                self._basis.name,
                 job.job_id,
                 answer.detail,
             )
-            job.due = self._monotonic() + self.settings.absent_recheck_seconds
+            job.due = self._basis.monotonic() + self._basis.settings.absent_recheck_seconds
         else:
-            self._fail(job, f"the scheduler refused the job: {answer.detail}")
+            self._jobs.fail(job, f"the scheduler refused the job: {answer.detail}")
 
     def _unreached(self, job: LaneJob, token: str | None, detail: str) -> None:
         """The submit command never reached the controller: nothing was submitted. The
         job submits again after a growing delay (``poll_interval`` doubled per try, at
         most ``backoff_seconds``), superseding exactly that call; it never fails for it."""
         job.supersede, job.unreached = token, job.unreached + 1
-        delay, reason = unreached_retry(self.settings, job.unreached, detail)
-        job.phase, job.due = "submit_retry", self._monotonic() + delay
-        self._record(
+        delay, reason = unreached_retry(self._basis.settings, job.unreached, detail)
+        job.phase, job.due = "submit_retry", self._basis.monotonic() + delay
+        self._jobs.record(
             job,
             {"scheduler_state": "submit_retry", "scheduler_queued_reason": reason},
             durable=False,
         )
         log.warning(
-            "lane %s: %s for %s; submitting again in %.0f s", self.name, detail, job.job_id, delay
+            "lane %s: %s for %s; submitting again in %.0f s",
+            self._basis.name,
+            detail,
+            job.job_id,
+            delay,
         )
 
     def _not_started(self, job: LaneJob, exc: TransportError) -> None:
@@ -321,17 +342,23 @@ class SubmittingLane(ObservingLane):
         transient cause stages again after ``poll_interval`` (``stage_retry``, a fresh
         intent then); credentials or host keys that must be fixed fail the job."""
         if not exc.transient:
-            self._fail(job, f"staging the workspace on {self.name} failed: {exc.message}")
+            self._jobs.fail(
+                job, f"staging the workspace on {self._basis.name} failed: {exc.message}"
+            )
             return
-        self._host_failed(exc)
+        self._jobs.host_failed(exc)
         self.intent_path(job.job_id).unlink(missing_ok=True)  # nothing was submitted
-        job.phase, job.due = "stage_retry", self._monotonic() + self.settings.poll_interval
-        self._record(job, {"scheduler_state": "stage_retry"}, durable=False)
+        job.phase, job.due = (
+            "stage_retry",
+            self._basis.monotonic() + self._basis.settings.poll_interval,
+        )
+        self._jobs.record(job, {"scheduler_state": "stage_retry"}, durable=False)
 
     def adopt(self, job: LaneJob, scheduler_job_id: str) -> None:
         """Persist the scheduler job id (durable): from here the job is observed."""
+        self._jobs.guard.assert_on_loop()
         job.scheduler_job_id, job.phase, job.absent_checks = scheduler_job_id, "queued", 0
-        self._record(
+        self._jobs.record(
             job,
             {
                 "scheduler_job_id": scheduler_job_id,
@@ -340,6 +367,6 @@ class SubmittingLane(ObservingLane):
             },
             event="dispatched",
         )
-        if self.ctx.store.read(job.job_id).is_terminal:
+        if self._basis.ctx.store.read(job.job_id).is_terminal:
             job.cancel_wanted = True  # killed while it was being submitted
-            self._send_cancel(job)
+            self._control.send_cancel(job)
