@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from fastapi import Request
 
 from vq._fs import read_regular, read_tail_lines
 from vq.domain.ids import is_job_id, resolve_prefix
+from vq.domain.receipt import Receipt
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
@@ -50,10 +51,11 @@ from vq.protocol.answers import (
     UndrainAnswer,
 )
 from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
-from vq.services.top import parse_sample
+from vq.services.top import Sample, parse_sample
 from vq.web.context import WebConfig
 
 if TYPE_CHECKING:
+    from vq.cleanup.jobs import CleanupReportJSON
     from vq.web.cockpit import QueueSummary
 
 __all__ = [
@@ -298,7 +300,7 @@ class Backend:
         text = b"\n".join(kept) + (b"\n" if kept and ends_with_newline else b"")
         return text.decode("utf-8", errors="replace")
 
-    def samples(self, job_id: str, limit: int = 720) -> list[dict[str, Any]]:
+    def samples(self, job_id: str, limit: int = 720) -> list[Sample]:
         """The last ``limit`` well-formed watchdog samples (malformed lines skipped)."""
         if not 1 <= limit <= MAX_SAMPLES:
             raise InvalidInput(f"limit must be between 1 and {MAX_SAMPLES}")
@@ -311,7 +313,7 @@ class Backend:
         records = [r for r in (parse_sample(line) for line in lines) if r is not None]
         return records[-limit:]
 
-    def receipt(self, job_id: str) -> dict[str, Any] | None:
+    def receipt(self, job_id: str) -> Receipt | None:
         """The terminal ``resource-usage.json`` receipt, or None (absent or malformed)."""
         spec = self.spec(job_id)
         try:
@@ -319,7 +321,7 @@ class Backend:
             data = json.loads(read_regular(path, 1024 * 1024, follow=True))
         except (OSError, ValueError, NotFound):
             return None
-        return data if isinstance(data, dict) else None
+        return cast(Receipt, data) if isinstance(data, dict) else None
 
     # --- snapshots ----------------------------------------------------------------------
     def queue_summary(self, max_age: float | None = None) -> QueueSummary:
@@ -370,7 +372,7 @@ class Backend:
         states: list[str] | None = None,
         archive: bool = True,
         execute: bool = False,
-    ) -> dict[str, Any]:
+    ) -> CleanupReportJSON:
         """``vq cleanup --json`` restricted to failed rows (:data:`FAILED_STATES`).
 
         A dry run unless ``execute``; ``states`` narrows among the failed states;
@@ -381,7 +383,7 @@ class Backend:
         """
         from vq.cleanup.jobs import CleanupPolicy
 
-        def work() -> dict[str, Any]:
+        def work() -> CleanupReportJSON:
             chosen = [s.upper() for s in states] if states else sorted(FAILED_STATES)
             for state in chosen:
                 if state not in _FAILED_NAMES:
