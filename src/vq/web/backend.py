@@ -28,11 +28,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from fastapi import Request
 
 from vq._fs import read_regular, read_tail_lines
+from vq.domain.events import Event
 from vq.domain.ids import is_job_id, resolve_prefix
 from vq.domain.receipt import Receipt
 from vq.domain.spec import JobSpec
@@ -243,10 +244,10 @@ class Backend:
                 states[job_id] = None
         return states
 
-    def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
+    def events(self, job_id: str, tail: int | None = None) -> list[Event]:
         """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
 
-        def work() -> list[dict[str, Any]]:
+        def work() -> list[Event]:
             spec = self._spec(job_id)
             records = self.gateway.events(spec.id, refuse_archived=False)
             return records[-tail:] if tail else records

@@ -10,8 +10,9 @@ dict at run time).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
+from vq.domain.events import Event
 from vq.domain.receipt import Receipt
 from vq.protocol.answers import ListRow, SchedulerWarning
 from vq.services.top import Sample
@@ -108,7 +109,7 @@ class JobSnapshot(TypedDict):
     as its file holds it; ``receipt`` the resource-usage file's object, or null."""
 
     job: FleetRow
-    events: list[dict[str, Any]]
+    events: list[Event]
     logs: JobLogs
     samples: list[Sample]
     receipt: Receipt | None
@@ -223,4 +224,4 @@ class FleetEvents(TypedDict):
 
     host: str
     id: str
-    events: list[dict[str, Any]]
+    events: list[Event]

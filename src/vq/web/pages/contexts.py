@@ -6,8 +6,9 @@ values (request, principal, CSRF token) to any of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
+from vq.domain.events import Event
 from vq.domain.receipt import Receipt
 from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 from vq.web.pages.jobview import ShownJob, SpecRow
@@ -70,7 +71,7 @@ class LiveContext(TypedDict):
 
     job: ShownJob
     spec_rows: list[SpecRow]
-    events: list[dict[str, Any]]
+    events: list[Event]
     live: bool
 
 
