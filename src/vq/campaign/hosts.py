@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, cast
 
 from vq.domain.states import TERMINAL_NAMES
 from vq.gateway import Gateway
@@ -94,7 +94,7 @@ class CampaignHost(Protocol):
         whose name contains ``name_hint``; an id missing from the answer is unknown there."""
         ...
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         """What a started job ran with, once the host can prove it; None until then."""
         ...
 
@@ -145,7 +145,7 @@ class LocalHost:
             str(row["id"]): observation_of(row) for row in listing["jobs"] if row["id"] in wanted
         }
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         if self.lane is not None and (seen.state, seen.exit_code) != ("COMPLETED", 0):
             return None  # a lane job's start proves nothing; only its success does
         return runtime_of(self.gateway.status(job_id))
@@ -161,7 +161,19 @@ class LocalHost:
         return None
 
 
-def runtime_of(view: Mapping[str, Any]) -> dict[str, Any] | None:
+class ExecutedRuntime(TypedDict, total=False):
+    """What a started job ran with (:func:`runtime_of`): its program pin's program,
+    version, git SHA and artifact identity as the queue's view carries them, and the
+    runtime generation's payload it is bound to. Only the keys with a value."""
+
+    program: object
+    version: object
+    git_sha: object
+    artifact_identity: object
+    runtime_root: str
+
+
+def runtime_of(view: Mapping[str, Any]) -> ExecutedRuntime | None:
     """The runtime a job's queue resolved once it was dispatched: its program pin
     (program, version, git SHA, artifact identity) and the runtime generation it is bound
     to (``artifact_identity`` its digest, ``runtime_root`` its payload); None rather than
@@ -182,4 +194,4 @@ def runtime_of(view: Mapping[str, Any]) -> dict[str, Any] | None:
         record["artifact_identity"] = digest
         record["runtime_root"] = f"{root.rstrip('/')}/generations/{digest}/payload"
     kept = {key: value for key, value in record.items() if value is not None}
-    return kept or None
+    return cast(ExecutedRuntime, kept) if kept else None

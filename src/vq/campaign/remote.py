@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vq.campaign.hosts import Observation, SubmitRequest, observation_of, runtime_of
+from vq.campaign.hosts import (
+    ExecutedRuntime,
+    Observation,
+    SubmitRequest,
+    observation_of,
+    runtime_of,
+)
 from vq.fetch.remote import fetch_workspace_copy
 from vq.protocol.remote_answers import ListAnswer, StatusAnswer
 from vq.remote.host import RemoteHost, job_words
@@ -56,7 +62,7 @@ class RemoteQueue:
         rows: list[dict[str, Any]] = listing["jobs"]
         return {str(row["id"]): observation_of(row) for row in rows if row["id"] in wanted}
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         view = self.host.run_json(job_words(["status", "--json"], [job_id]), StatusAnswer)
         return runtime_of(view) if view["id"] == job_id else None
 
