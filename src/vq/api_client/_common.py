@@ -14,12 +14,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import httpx
 
 from vq._tar import extract_checked
 from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.domain.events import Event
 from vq.domain.states import TERMINAL_NAMES
 from vq.errors import UnsafeArchive
 from vq.protocol.answers import StatusView, SubmitAnswer
@@ -46,6 +47,13 @@ TERMINAL = TERMINAL_NAMES
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
+class FieldProblem(TypedDict):
+    """One refused field of a 422 answer's ``details``: where, and why."""
+
+    loc: str
+    message: str
+
+
 class ApiError(Exception):
     """An error answer: HTTP ``status`` and the body's ``code``, ``message``, ``hint``."""
 
@@ -55,7 +63,7 @@ class ApiError(Exception):
         code: str,
         message: str,
         hint: str | None = None,
-        details: list[dict[str, Any]] | None = None,
+        details: list[FieldProblem] | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{status} {code}: {message}")
@@ -101,7 +109,7 @@ class JobStatus:
     failure_reason: str | None
     job_name: str | None
     #: The most recent events (``events.jsonl`` records), oldest first.
-    events: list[dict[str, Any]] = field(repr=False)
+    events: list[Event] = field(repr=False)
     #: The whole ``vq status --json`` view.
     job: dict[str, Any] = field(repr=False)
 
@@ -119,7 +127,9 @@ class JobStatus:
             exit_code=exit_code if isinstance(exit_code, int) else None,
             failure_reason=reason if isinstance(reason, str) else None,
             job_name=name if isinstance(name, str) else None,
-            events=[e for e in events if isinstance(e, dict)] if isinstance(events, list) else [],
+            events=[cast(Event, e) for e in events if isinstance(e, dict)]
+            if isinstance(events, list)
+            else [],
             job=view,
         )
 
@@ -172,7 +182,9 @@ def error_of(response: httpx.Response) -> ApiError:
         str(error.get("code") or f"http-{response.status_code}"),
         str(error.get("message") or response.reason_phrase),
         hint if isinstance(hint, str) else None,
-        [d for d in details if isinstance(d, dict)] if isinstance(details, list) else None,
+        [cast(FieldProblem, d) for d in details if isinstance(d, dict)]
+        if isinstance(details, list)
+        else None,
         float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
     )
 
