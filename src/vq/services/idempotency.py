@@ -32,7 +32,7 @@ from vq._fs import (
     read_bytes_limited,
     read_json_regular,
 )
-from vq.domain.spec import JobSpec, load_spec
+from vq.domain.spec import JobSpec, SpecFields, load_spec
 from vq.errors import Conflict, CorruptSpec, InvalidInput, PermissionDenied
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
@@ -216,7 +216,7 @@ def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
 
 
 def submit_keyed(
-    ctx: ServiceContext, params: SubmitParams, create: Callable[[dict[str, Any]], JobSpec]
+    ctx: ServiceContext, params: SubmitParams, create: Callable[[SpecFields], JobSpec]
 ) -> KeyedSubmit:
     """Create the job once per key (see module contract). ``create`` gets the extra spec
     fields to store and must write the spec durably before returning it."""
