@@ -25,7 +25,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from vq.campaign.hosts import (
     ExecutedRuntime,
@@ -35,6 +34,7 @@ from vq.campaign.hosts import (
     runtime_of,
 )
 from vq.fetch.remote import fetch_workspace_copy
+from vq.protocol.answers import ListRow
 from vq.protocol.remote_answers import ListAnswer, StatusAnswer
 from vq.remote.host import RemoteHost, job_words
 from vq.remote.submit import delegate_submit, options_from_fields
@@ -59,7 +59,7 @@ class RemoteQueue:
     def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
         wanted = set(job_ids)
         listing = self.host.run_json(["list", "--json", "--name", name_hint], ListAnswer)
-        rows: list[dict[str, Any]] = listing["jobs"]
+        rows: list[ListRow] = listing["jobs"]  # ids and states checked by ListAnswer
         return {str(row["id"]): observation_of(row) for row in rows if row["id"] in wanted}
 
     def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
