@@ -37,6 +37,7 @@ from vq.domain.lifecycle import Outcome
 from vq.domain.programs import ProgramStatus
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.domain.watchdog import Evidence
 from vq.errors import VqError
 from vq.services import lifecycle_decisions as rules
 from vq.services.context import ServiceContext
@@ -239,7 +240,7 @@ class Lifecycle:
 
     # --- supervision -------------------------------------------------------------------------
     def watchdog_verdict(
-        self, job_id: str, state: JobState, reason: str, evidence: dict[str, Any]
+        self, job_id: str, state: JobState, reason: str, evidence: Evidence
     ) -> Transition:
         """RUNNING → OOM_KILLED / TIME_EXCEEDED / STARVED, written before any signal. A
         paused job, or one another writer ended first, keeps its state."""
