@@ -47,6 +47,19 @@ TERMINAL = TERMINAL_NAMES
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
+class JobDetail(TypedDict, total=False):
+    """``GET /api/v1/jobs/{id}`` as the server sent it: the ``vq status --json`` view,
+    its recent events and its receipt. The keys this client reads are declared (and
+    their types checked when read); the others pass through as sent."""
+
+    id: str
+    state: str
+    exit_code: int | None
+    failure_reason: str | None
+    job_name: str | None
+    events: list[Event]
+
+
 class FieldProblem(TypedDict):
     """One refused field of a 422 answer's ``details``: where, and why."""
 
@@ -110,26 +123,24 @@ class JobStatus:
     job_name: str | None
     #: The most recent events (``events.jsonl`` records), oldest first.
     events: list[Event] = field(repr=False)
-    #: The whole ``vq status --json`` view.
-    job: dict[str, Any] = field(repr=False)
+    #: The whole ``vq status --json`` view (with its events and receipt).
+    job: JobDetail = field(repr=False)
 
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL
 
     @classmethod
-    def from_view(cls, view: dict[str, Any]) -> JobStatus:
-        exit_code, reason, name = (view.get(k) for k in ("exit_code", "failure_reason", "job_name"))
-        events = view.get("events")
+    def from_view(cls, view: JobDetail) -> JobStatus:
+        exit_code, reason = view.get("exit_code"), view.get("failure_reason")
+        name, events = view.get("job_name"), view.get("events")
         return cls(
             id=str(view.get("id")),
             state=str(view.get("state")),
             exit_code=exit_code if isinstance(exit_code, int) else None,
             failure_reason=reason if isinstance(reason, str) else None,
             job_name=name if isinstance(name, str) else None,
-            events=[cast(Event, e) for e in events if isinstance(e, dict)]
-            if isinstance(events, list)
-            else [],
+            events=[e for e in events if isinstance(e, dict)] if isinstance(events, list) else [],
             job=view,
         )
 

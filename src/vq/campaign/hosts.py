@@ -41,6 +41,19 @@ __all__ = [
 ]
 
 
+class SubmitFields(TypedDict, total=False):
+    """A node's submit fields besides the command, source and key (the HTTP API's
+    names); only the ones it sets."""
+
+    cpus: int
+    job_name: str
+    mem_mb: int
+    wall_time_seconds: int
+    program: str
+    runtime_root: str
+    runtime_artifact: str
+
+
 @dataclass(frozen=True)
 class SubmitRequest:
     """One keyed submission of a staged payload (what ``vq submit --dir`` sends)."""
@@ -56,13 +69,19 @@ class SubmitRequest:
     runtime_root: str | None = None
     runtime_artifact: str | None = None
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> SubmitFields:
         """The submit fields besides the command, source and key (the HTTP API's names)."""
-        out: dict[str, Any] = {"cpus": self.cpus, "job_name": self.job_name}
-        names = ("mem_mb", "wall_time_seconds", "program", "runtime_root", "runtime_artifact")
-        for name in names:
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+        out: SubmitFields = {"cpus": self.cpus, "job_name": self.job_name}
+        if self.mem_mb is not None:
+            out["mem_mb"] = self.mem_mb
+        if self.wall_time_seconds is not None:
+            out["wall_time_seconds"] = self.wall_time_seconds
+        if self.program is not None:
+            out["program"] = self.program
+        if self.runtime_root is not None:
+            out["runtime_root"] = self.runtime_root
+        if self.runtime_artifact is not None:
+            out["runtime_artifact"] = self.runtime_artifact
         return out
 
 

@@ -50,7 +50,7 @@ class RemoteQueue:
         self.name = host.name
 
     def submit(self, request: SubmitRequest) -> str:
-        options = [*options_from_fields(request.fields()), "--idempotency-key", request.key]
+        options = [*options_from_fields(dict(request.fields())), "--idempotency-key", request.key]
         payload = delegate_submit(
             self.host, options, request.command, request.payload, idempotency_key=request.key
         )

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TypedDict, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
@@ -293,24 +293,39 @@ def overview_page(request: Request) -> Response:
     return guarded(request, lambda: page(request, "overview.html", _overview_context(request)))
 
 
-def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[dict[str, Any]]:
+class AuditLine(TypedDict, total=False):
+    """One line of an audit log as the file holds it: the console's (``actor``,
+    ``action``) or the daemon's RPC log (``method``, ``peer_uid``); the page shows the
+    keys it names and the rest as detail."""
+
+    ts: object
+    user: object
+    actor: object
+    role: object
+    action: object
+    method: object
+    outcome: object
+    peer_uid: object
+
+
+def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[AuditLine]:
     """The last ``lines`` JSON-object lines of a file (bounded read; bad lines skipped)."""
     try:
         raw = read_tail_lines(path, AUDIT_BYTES)
     except OSError:
         return []
-    records: list[dict[str, Any]] = []
+    records: list[AuditLine] = []
     for line in raw[-lines:]:
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):
-            records.append(record)
+            records.append(cast(AuditLine, record))
     return records
 
 
-def _audit_row(source: str, record: dict[str, Any]) -> AuditRow:
+def _audit_row(source: str, record: AuditLine) -> AuditRow:
     actor = record.get("user") or record.get("actor")
     if actor is None and record.get("peer_uid") is not None:
         actor = f"uid {record['peer_uid']}"
