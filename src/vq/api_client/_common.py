@@ -14,12 +14,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import httpx
 
 from vq._tar import extract_checked
 from vq.domain.archive_rules import Member, MemberKind, check_members
+from vq.domain.events import Event
 from vq.domain.states import TERMINAL_NAMES
 from vq.errors import UnsafeArchive
 from vq.protocol.answers import StatusView, SubmitAnswer
@@ -46,6 +47,26 @@ TERMINAL = TERMINAL_NAMES
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 
 
+class JobDetail(TypedDict, total=False):
+    """``GET /api/v1/jobs/{id}`` as the server sent it: the ``vq status --json`` view,
+    its recent events and its receipt. The keys this client reads are declared (and
+    their types checked when read); the others pass through as sent."""
+
+    id: str
+    state: str
+    exit_code: int | None
+    failure_reason: str | None
+    job_name: str | None
+    events: list[Event]
+
+
+class FieldProblem(TypedDict):
+    """One refused field of a 422 answer's ``details``: where, and why."""
+
+    loc: str
+    message: str
+
+
 class ApiError(Exception):
     """An error answer: HTTP ``status`` and the body's ``code``, ``message``, ``hint``."""
 
@@ -55,7 +76,7 @@ class ApiError(Exception):
         code: str,
         message: str,
         hint: str | None = None,
-        details: list[dict[str, Any]] | None = None,
+        details: list[FieldProblem] | None = None,
         retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{status} {code}: {message}")
@@ -101,18 +122,18 @@ class JobStatus:
     failure_reason: str | None
     job_name: str | None
     #: The most recent events (``events.jsonl`` records), oldest first.
-    events: list[dict[str, Any]] = field(repr=False)
-    #: The whole ``vq status --json`` view.
-    job: dict[str, Any] = field(repr=False)
+    events: list[Event] = field(repr=False)
+    #: The whole ``vq status --json`` view (with its events and receipt).
+    job: JobDetail = field(repr=False)
 
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL
 
     @classmethod
-    def from_view(cls, view: dict[str, Any]) -> JobStatus:
-        exit_code, reason, name = (view.get(k) for k in ("exit_code", "failure_reason", "job_name"))
-        events = view.get("events")
+    def from_view(cls, view: JobDetail) -> JobStatus:
+        exit_code, reason = view.get("exit_code"), view.get("failure_reason")
+        name, events = view.get("job_name"), view.get("events")
         return cls(
             id=str(view.get("id")),
             state=str(view.get("state")),
@@ -172,7 +193,9 @@ def error_of(response: httpx.Response) -> ApiError:
         str(error.get("code") or f"http-{response.status_code}"),
         str(error.get("message") or response.reason_phrase),
         hint if isinstance(hint, str) else None,
-        [d for d in details if isinstance(d, dict)] if isinstance(details, list) else None,
+        [cast(FieldProblem, d) for d in details if isinstance(d, dict)]
+        if isinstance(details, list)
+        else None,
         float(retry) if retry and retry.replace(".", "", 1).isdigit() else None,
     )
 

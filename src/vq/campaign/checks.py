@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from vq.campaign.model import Campaign, Node
 from vq.campaign.problems import Problem
@@ -39,6 +39,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 RESERVED_TOP = "_vq"
 
 
+#: An :class:`Edge` as ``vq campaign graph --json`` lists it.
+EdgeJSON = TypedDict("EdgeJSON", {"from": str, "to": str, "on": str, "via": str})
+
+
 @dataclass(frozen=True)
 class Edge:
     """``before`` must succeed (``on="success"``) or finish (``"completion"``) before ``node``.
@@ -51,7 +55,7 @@ class Edge:
     on: str
     via: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> EdgeJSON:
         return {"from": self.before, "to": self.node, "on": self.on, "via": self.via}
 
 

@@ -13,7 +13,7 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.campaign.cleanup_rules import accepted_payloads, intermediate_outputs
 from vq.campaign.files import LoadedCampaign
@@ -28,6 +28,25 @@ LEFTOVER_SUFFIXES = (".staging", ".copy")
 STAGE_MARK = ".vqstage-"
 
 
+class CleanupItemJSON(TypedDict):
+    """A :class:`CleanupItem` in ``vq campaign cleanup --json``."""
+
+    path: str
+    size: int
+    reason: str
+    removed: bool
+    error: str | None
+
+
+class CleanupReportJSON(TypedDict):
+    """``vq campaign cleanup --json``."""
+
+    applied: bool
+    items: list[CleanupItemJSON]
+    bytes_listed: int
+    bytes_freed: int
+
+
 @dataclass
 class CleanupItem:
     path: Path
@@ -36,7 +55,7 @@ class CleanupItem:
     removed: bool = False
     error: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CleanupItemJSON:
         return {
             "path": str(self.path),
             "size": self.size,
@@ -59,7 +78,7 @@ class CleanupReport:
     def bytes_freed(self) -> int:
         return sum(item.size for item in self.items if item.removed)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CleanupReportJSON:
         return {
             "applied": self.applied,
             "items": [item.as_dict() for item in self.items],

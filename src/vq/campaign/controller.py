@@ -200,7 +200,8 @@ class Controller:
         wants_runtime = node.program is not None or node.runtime_digest is not None
         if runtime is None and seen.started and wants_runtime:
             try:
-                runtime = host.runtime(str(attempt.job_id), seen)
+                found = host.runtime(str(attempt.job_id), seen)
+                runtime = None if found is None else dict(found)
             except (VqError, OSError) as exc:  # nothing moves until the record is read
                 result.retry_later = True
                 result.problems.append(f"{label}: cannot read its runtime: {exc}")

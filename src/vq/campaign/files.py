@@ -22,7 +22,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vq._fs import FileTooLarge, NotRegularFile, read_regular
 from vq.campaign.checks import check_campaign, check_source_placement
@@ -34,7 +34,7 @@ from vq.campaign.model import (
     campaign_sha256,
     parse_campaign,
 )
-from vq.campaign.problems import Problem
+from vq.campaign.problems import Problem, ProblemJSON
 from vq.domain.artifact import (
     ArtifactEntry,
     ArtifactManifest,
@@ -104,6 +104,18 @@ def read_campaign(path: Path) -> LoadedCampaign:
     return LoadedCampaign(campaign, campaign_sha256(campaign), path)
 
 
+class SourcesCheckJSON(TypedDict):
+    """A :class:`SourcesCheck` in ``vq campaign check --json``'s ``sources``."""
+
+    node: str
+    path: str
+    sha256: str
+    actual_sha256: str | None
+    entries: int
+    ok: bool
+    problems: list[ProblemJSON]
+
+
 @dataclass
 class SourcesCheck:
     """One node's sources: the pin, the digest found (None when unreadable), the problems."""
@@ -119,7 +131,7 @@ class SourcesCheck:
     def ok(self) -> bool:
         return not self.problems
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SourcesCheckJSON:
         return {
             "node": self.node,
             "path": self.path,

@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, cast
 
 from vq.domain.states import TERMINAL_NAMES
 from vq.gateway import Gateway
@@ -39,6 +39,19 @@ __all__ = [
     "observation_of",
     "runtime_of",
 ]
+
+
+class SubmitFields(TypedDict, total=False):
+    """A node's submit fields besides the command, source and key (the HTTP API's
+    names); only the ones it sets."""
+
+    cpus: int
+    job_name: str
+    mem_mb: int
+    wall_time_seconds: int
+    program: str
+    runtime_root: str
+    runtime_artifact: str
 
 
 @dataclass(frozen=True)
@@ -56,13 +69,19 @@ class SubmitRequest:
     runtime_root: str | None = None
     runtime_artifact: str | None = None
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> SubmitFields:
         """The submit fields besides the command, source and key (the HTTP API's names)."""
-        out: dict[str, Any] = {"cpus": self.cpus, "job_name": self.job_name}
-        names = ("mem_mb", "wall_time_seconds", "program", "runtime_root", "runtime_artifact")
-        for name in names:
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+        out: SubmitFields = {"cpus": self.cpus, "job_name": self.job_name}
+        if self.mem_mb is not None:
+            out["mem_mb"] = self.mem_mb
+        if self.wall_time_seconds is not None:
+            out["wall_time_seconds"] = self.wall_time_seconds
+        if self.program is not None:
+            out["program"] = self.program
+        if self.runtime_root is not None:
+            out["runtime_root"] = self.runtime_root
+        if self.runtime_artifact is not None:
+            out["runtime_artifact"] = self.runtime_artifact
         return out
 
 
@@ -94,7 +113,7 @@ class CampaignHost(Protocol):
         whose name contains ``name_hint``; an id missing from the answer is unknown there."""
         ...
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         """What a started job ran with, once the host can prove it; None until then."""
         ...
 
@@ -145,7 +164,7 @@ class LocalHost:
             str(row["id"]): observation_of(row) for row in listing["jobs"] if row["id"] in wanted
         }
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         if self.lane is not None and (seen.state, seen.exit_code) != ("COMPLETED", 0):
             return None  # a lane job's start proves nothing; only its success does
         return runtime_of(self.gateway.status(job_id))
@@ -161,7 +180,19 @@ class LocalHost:
         return None
 
 
-def runtime_of(view: Mapping[str, Any]) -> dict[str, Any] | None:
+class ExecutedRuntime(TypedDict, total=False):
+    """What a started job ran with (:func:`runtime_of`): its program pin's program,
+    version, git SHA and artifact identity as the queue's view carries them, and the
+    runtime generation's payload it is bound to. Only the keys with a value."""
+
+    program: object
+    version: object
+    git_sha: object
+    artifact_identity: object
+    runtime_root: str
+
+
+def runtime_of(view: Mapping[str, Any]) -> ExecutedRuntime | None:
     """The runtime a job's queue resolved once it was dispatched: its program pin
     (program, version, git SHA, artifact identity) and the runtime generation it is bound
     to (``artifact_identity`` its digest, ``runtime_root`` its payload); None rather than
@@ -182,4 +213,4 @@ def runtime_of(view: Mapping[str, Any]) -> dict[str, Any] | None:
         record["artifact_identity"] = digest
         record["runtime_root"] = f"{root.rstrip('/')}/generations/{digest}/payload"
     kept = {key: value for key, value in record.items() if value is not None}
-    return kept or None
+    return cast(ExecutedRuntime, kept) if kept else None

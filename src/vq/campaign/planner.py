@@ -24,7 +24,7 @@ whose artifacts a consumer that has not succeeded still needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from vq.campaign.checks import campaign_order, consumers_of, split_source
 from vq.campaign.journal import Attempt, InputBinding, Journal, attempt_key
@@ -47,17 +47,57 @@ REPUBLISH_STATUSES = frozenset({"partial", "digest_mismatch", "unexpected"})
 NODE_STATUSES = ("ready", "waiting", "blocked", "uncertain", "running", "succeeded", "failed")
 
 
+class NextAction(TypedDict):
+    """What a node needs next: ``submit`` (attempt 1, its key and the input bindings to
+    stage, each a dumped :class:`InputBinding`), ``reconcile`` (the attempt and its key),
+    ``wait`` (the attempt) or ``publish`` (the attempt and the outputs to publish again)."""
+
+    action: str
+    attempt: int
+    key: NotRequired[str]
+    inputs: NotRequired[list[dict[str, Any]]]
+    outputs: NotRequired[list[str]]
+
+
+class NodePlanJSON(TypedDict):
+    """A :class:`NodePlan` in ``vq campaign status --json``."""
+
+    node: str
+    status: str
+    reasons: list[str]
+    next_action: NextAction | None
+    attempt: int | None
+    state: str | None
+    host: str | None
+    job_id: str | None
+    outputs_verified: bool
+
+
+class RetainedJSON(TypedDict):
+    node: str
+    attempt: int
+    consumers: list[str]
+
+
+class CampaignPlanJSON(TypedDict):
+    """A :class:`CampaignPlan` in ``vq campaign status --json``."""
+
+    status: str
+    nodes: list[NodePlanJSON]
+    retention: list[RetainedJSON]
+
+
 @dataclass
 class NodePlan:
     node: str
     status: str
     reasons: list[str] = field(default_factory=list)
-    action: dict[str, Any] | None = None
+    action: NextAction | None = None
     attempt: Attempt | None = None
     #: a succeeded node whose every output is verified
     verified: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> NodePlanJSON:
         latest = self.attempt
         return {
             "node": self.node,
@@ -80,7 +120,7 @@ class Retained:
     attempt: int
     consumers: tuple[str, ...]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RetainedJSON:
         return {"node": self.node, "attempt": self.attempt, "consumers": list(self.consumers)}
 
 
@@ -93,7 +133,7 @@ class CampaignPlan:
     def node(self, node_id: str) -> NodePlan:
         return next(plan for plan in self.nodes if plan.node == node_id)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CampaignPlanJSON:
         return {
             "status": self.status,
             "nodes": [plan.as_dict() for plan in self.nodes],
@@ -169,7 +209,7 @@ def _plan_node(
     bindings, missing = stage_bindings(campaign, journal, node)
     if missing:
         return NodePlan(node.id, "blocked", missing)
-    action = {
+    action: NextAction = {
         "action": "submit",
         "attempt": 1,
         "key": attempt_key(digest, node.id, 1),
@@ -198,7 +238,7 @@ def _from_attempt(node: Node, latest: Attempt) -> NodePlan:
     n = latest.attempt
     if latest.state == "submitting":
         reason = f"attempt {n} may have reached {latest.host or 'its host'}"
-        action = {"action": "reconcile", "attempt": n, "key": latest.key}
+        action: NextAction = {"action": "reconcile", "attempt": n, "key": latest.key}
         return NodePlan(node.id, "uncertain", [reason], action, latest)
     if latest.state in ("accepted", "running"):
         where = f"job {latest.job_id} on {latest.host or 'localhost'}"
@@ -231,7 +271,7 @@ def _from_attempt(node: Node, latest: Attempt) -> NodePlan:
         for name in unverified
         if (record := latest.output(name)) is None or record.status in REPUBLISH_STATUSES
     ]
-    publish: dict[str, Any] | None = None
+    publish: NextAction | None = None
     if retry:
         publish = {"action": "publish", "attempt": n, "outputs": retry}
     return NodePlan(node.id, "succeeded", reasons, publish, latest)

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 __all__ = ["Problem", "field_path"]
+
+
+class ProblemJSON(TypedDict):
+    """A :class:`Problem` in a ``--json`` answer."""
+
+    node: str | None
+    field: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -20,7 +28,7 @@ class Problem:
         where = f"node {self.node!r}: {self.field}" if self.node else self.field
         return f"{where}: {self.message}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ProblemJSON:
         return {"node": self.node, "field": self.field, "message": self.message}
 
 

@@ -28,13 +28,13 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from vq._fs import atomic_write_json, read_json_regular
 from vq.campaign.cleanup_rules import intermediate_outputs
 from vq.campaign.files import LoadedCampaign, read_manifest
 from vq.campaign.journal import Attempt, Journal, OutputRecord
-from vq.campaign.planner import CampaignPlan
+from vq.campaign.planner import CampaignPlan, CampaignPlanJSON
 from vq.campaign.rundir import RunDir
 from vq.domain.artifact import compare, manifest_sha256
 from vq.errors import VqError
@@ -47,6 +47,30 @@ CopyStatus = Literal["verified", "tampered", "missing", "cleaned_up"]
 NOT_AS_VERIFIED = frozenset({"tampered", "missing"})
 _SEAL_SCHEMA = "vq.campaign-seal/1"
 _SEAL_LIMIT = 64 << 20
+
+
+class PublishedCopyJSON(TypedDict):
+    """A :class:`PublishedCopy` in ``vq campaign status --json``'s ``artifacts``."""
+
+    node: str
+    attempt: int
+    output: str
+    status: CopyStatus
+    path: str
+    problem: str | None
+
+
+class CampaignStatusJSON(CampaignPlanJSON):
+    """``vq campaign status --json``: the plan, the campaign, its journal's attempts (each
+    as its record dumps it) and, once checked, the published copies' verdicts."""
+
+    campaign_id: str
+    campaign_sha256: str
+    attempts: list[dict[str, Any]]
+    artifacts: NotRequired[list[PublishedCopyJSON]]
+    #: ``vq campaign run --json`` only
+    needs_attention: NotRequired[list[str]]
+    passes: NotRequired[int]
 
 
 @dataclass(frozen=True)
@@ -65,7 +89,7 @@ class PublishedCopy:
         """False when the copy is not what was verified (tampered or missing)."""
         return self.status not in NOT_AS_VERIFIED
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PublishedCopyJSON:
         return {
             "node": self.node,
             "attempt": self.attempt,

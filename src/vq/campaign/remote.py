@@ -25,10 +25,16 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from vq.campaign.hosts import Observation, SubmitRequest, observation_of, runtime_of
+from vq.campaign.hosts import (
+    ExecutedRuntime,
+    Observation,
+    SubmitRequest,
+    observation_of,
+    runtime_of,
+)
 from vq.fetch.remote import fetch_workspace_copy
+from vq.protocol.answers import ListRow
 from vq.protocol.remote_answers import ListAnswer, StatusAnswer
 from vq.remote.host import RemoteHost, job_words
 from vq.remote.submit import delegate_submit, options_from_fields
@@ -44,7 +50,7 @@ class RemoteQueue:
         self.name = host.name
 
     def submit(self, request: SubmitRequest) -> str:
-        options = [*options_from_fields(request.fields()), "--idempotency-key", request.key]
+        options = [*options_from_fields(dict(request.fields())), "--idempotency-key", request.key]
         payload = delegate_submit(
             self.host, options, request.command, request.payload, idempotency_key=request.key
         )
@@ -53,10 +59,10 @@ class RemoteQueue:
     def observe(self, job_ids: Sequence[str], name_hint: str) -> dict[str, Observation]:
         wanted = set(job_ids)
         listing = self.host.run_json(["list", "--json", "--name", name_hint], ListAnswer)
-        rows: list[dict[str, Any]] = listing["jobs"]
+        rows: list[ListRow] = listing["jobs"]  # ids and states checked by ListAnswer
         return {str(row["id"]): observation_of(row) for row in rows if row["id"] in wanted}
 
-    def runtime(self, job_id: str, seen: Observation) -> dict[str, Any] | None:
+    def runtime(self, job_id: str, seen: Observation) -> ExecutedRuntime | None:
         view = self.host.run_json(job_words(["status", "--json"], [job_id]), StatusAnswer)
         return runtime_of(view) if view["id"] == job_id else None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.campaign.files import LoadedCampaign, read_campaign, read_json_file
 from vq.campaign.journal import Journal
@@ -23,6 +23,17 @@ from vq.errors import VqError
 from vq.paths import StateLayout
 
 __all__ = ["CampaignView", "campaign_view", "registered", "registered_views"]
+
+
+class CampaignSummary(TypedDict):
+    """One registered campaign as the fleet's campaign list shows it."""
+
+    campaign_id: str
+    status: str
+    run_dir: str
+    registered_at: str
+    nodes: dict[str, int]
+    error: str | None
 
 
 @dataclass
@@ -46,7 +57,7 @@ class CampaignView:
     def graph(self) -> GraphLayout | None:
         return None if self.loaded is None else layout(self.loaded.campaign)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> CampaignSummary:
         counts: dict[str, int] = {}
         for node in self.plan.nodes if self.plan else []:
             counts[node.status] = counts.get(node.status, 0) + 1

@@ -34,14 +34,14 @@ import os
 import re
 import tarfile
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from vq._fault_points import crash_point
 from vq.cleanup.files import add_tree, atomic_file, remove_job_trees, remove_tree
-from vq.cleanup.recovery import find_leftovers, recover
+from vq.cleanup.recovery import LeftoverJSON, find_leftovers, recover
 from vq.domain.durations import parse_duration
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
@@ -117,22 +117,53 @@ class CleanupItem:
     error: str | None = None
 
 
+class CleanupItemJSON(TypedDict):
+    """A :class:`CleanupItem` in ``vq cleanup --json``'s ``jobs``."""
+
+    id: str
+    state: str
+    finished_at: str | None
+    action: Action
+    archive_path: str | None
+    done: bool
+    error: str | None
+
+
+class CleanupReportJSON(TypedDict):
+    """``vq cleanup --json``."""
+
+    dry_run: bool
+    jobs: list[CleanupItemJSON]
+    recovered: list[LeftoverJSON]
+
+
 @dataclass
 class CleanupReport:
     dry_run: bool
     jobs: list[CleanupItem] = field(default_factory=list)
     #: What an interrupted earlier run left, and what was done about it
     #: (:mod:`vq.cleanup.recovery`).
-    recovered: list[dict[str, Any]] = field(default_factory=list)
+    recovered: list[LeftoverJSON] = field(default_factory=list)
 
     @property
     def failed(self) -> list[CleanupItem]:
         return [item for item in self.jobs if item.error is not None]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CleanupReportJSON:
         return {
             "dry_run": self.dry_run,
-            "jobs": [asdict(item) for item in self.jobs],
+            "jobs": [
+                {
+                    "id": item.id,
+                    "state": item.state,
+                    "finished_at": item.finished_at,
+                    "action": item.action,
+                    "archive_path": item.archive_path,
+                    "done": item.done,
+                    "error": item.error,
+                }
+                for item in self.jobs
+            ],
             "recovered": self.recovered,
         }
 

@@ -29,9 +29,9 @@ import shutil
 import stat
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.cleanup.files import remove_job_trees
 from vq.errors import VqError
@@ -55,6 +55,16 @@ _ARCHIVE_TEMP = re.compile(r"\..+\.tar\.bz2\.[^.]+\.tmp")
 _SPEC_TEMP = re.compile(r"\.[0-9a-f]{12}\.json\.[^.]+\.tmp")
 
 
+class LeftoverJSON(TypedDict):
+    """A :class:`Leftover` in ``vq cleanup --json``'s ``recovered``."""
+
+    kind: str
+    path: str
+    action: str
+    job_id: str | None
+    reason: str | None
+
+
 @dataclass(frozen=True)
 class Leftover:
     """One trace of an interrupted operation, and what was (or would be) done."""
@@ -65,8 +75,14 @@ class Leftover:
     job_id: str | None = None
     reason: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> LeftoverJSON:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "action": self.action,
+            "job_id": self.job_id,
+            "reason": self.reason,
+        }
 
 
 def _age(path: Path, now: float) -> float | None:

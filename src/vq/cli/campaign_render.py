@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from vq.campaign.files import LoadedCampaign, SourcesCheck
     from vq.campaign.journal import Journal
     from vq.campaign.planner import CampaignPlan
-    from vq.campaign.published import PublishedCopy
+    from vq.campaign.published import CampaignStatusJSON, PublishedCopy
 
 __all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
 
@@ -73,17 +73,22 @@ def status_json(
     journal: Journal,
     current: CampaignPlan,
     copies: list[PublishedCopy] | None = None,
-) -> dict[str, Any]:
+) -> CampaignStatusJSON:
     """The ``vq campaign status --json`` document (additive schema). With ``copies`` (the
     published artifacts checked again): ``artifacts`` lists each verdict, each verified
     output record of ``attempts`` gets its ``copy`` verdict, and a node whose latest
     attempt has a tampered or missing copy is no longer ``outputs_verified``."""
-    document = current.as_dict()
-    document["campaign_id"] = loaded.campaign.campaign_id
-    document["campaign_sha256"] = loaded.digest
-    document["attempts"] = [
-        attempt.model_dump(mode="json", exclude_none=True) for attempt in journal.attempts
-    ]
+    plan = current.as_dict()
+    document: CampaignStatusJSON = {
+        "status": plan["status"],
+        "nodes": plan["nodes"],
+        "retention": plan["retention"],
+        "campaign_id": loaded.campaign.campaign_id,
+        "campaign_sha256": loaded.digest,
+        "attempts": [
+            attempt.model_dump(mode="json", exclude_none=True) for attempt in journal.attempts
+        ],
+    }
     if copies is None:
         return document
     document["artifacts"] = [copy.as_dict() for copy in copies]

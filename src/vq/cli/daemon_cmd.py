@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import click
 
@@ -35,6 +35,22 @@ __all__ = ["daemon"]
 
 START_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 60.0
+
+
+class DaemonOptions(TypedDict, total=False):
+    """The options :func:`_cap_options` adds, as Click passes them (None: not given)."""
+
+    allow_root: bool
+    web_allow_remote: bool
+    web_port: int | None
+    fleet: bool
+    web_host: str | None
+    web: bool
+    auto_resume: bool
+    default_job_mem_mb: int | None
+    max_mem_mb: int | None
+    max_cpus: int | None
+    max_jobs: int | None
 
 
 def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -82,7 +98,7 @@ def _cap_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _web_argv(caps: dict[str, Any]) -> list[str]:
+def _web_argv(caps: DaemonOptions) -> list[str]:
     """``--web*`` options for ``python -m vq.daemon`` (popped from ``caps``); checks the host."""
     web = caps.pop("web", False)
     host, port = caps.pop("web_host", None), caps.pop("web_port", None)
@@ -116,7 +132,7 @@ def _web_argv(caps: dict[str, Any]) -> list[str]:
     return argv
 
 
-def _daemon_argv(caps: dict[str, Any]) -> list[str]:
+def _daemon_argv(caps: DaemonOptions) -> list[str]:
     argv = [sys.executable, "-m", "vq.daemon", *_web_argv(caps)]
     if caps.pop("auto_resume", False):
         argv.append("--auto-resume")
@@ -137,7 +153,7 @@ def daemon() -> None:
 @_cap_options
 def run(**caps: Any) -> None:
     """Run the daemon in the foreground (Ctrl-C stops it; jobs keep running)."""
-    argv = _daemon_argv(caps)
+    argv = _daemon_argv(cast(DaemonOptions, caps))
     os.execv(argv[0], argv)
 
 
@@ -161,7 +177,7 @@ def start(as_json: bool, **caps: Any) -> None:
     log = os.fdopen(open_log(state.daemon_log), "ab")  # never world-readable; to the child
     with log:
         child = subprocess.Popen(
-            _daemon_argv(caps),
+            _daemon_argv(cast(DaemonOptions, caps)),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

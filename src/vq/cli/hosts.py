@@ -16,13 +16,12 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
 from vq.cli.output import echo_json
 from vq.errors import TransportError, VqError
-from vq.hosts.health import HostHealth, mark_down, read_health, record_ok
+from vq.hosts.health import HealthJSON, HostHealth, mark_down, read_health, record_ok
 from vq.protocol.remote_answers import BadAnswer, read_version
 from vq.remote.fleet import Fleet, load_fleet
 from vq.remote.outbox import outbox_dir, unresolved
@@ -59,7 +58,16 @@ def probe_host(fleet: Fleet, name: str) -> HostHealth:
     return record_ok(fleet.state_root, name, rtt, vq_version=version)
 
 
-def _row(fleet: Fleet, name: str, health: HostHealth, unresolved: int) -> dict[str, Any]:
+class HostRow(HealthJSON):
+    """One host of ``vq hosts --json``: its health and configuration."""
+
+    ssh: str
+    default: bool
+    down: bool
+    unresolved_submits: int
+
+
+def _row(fleet: Fleet, name: str, health: HostHealth, unresolved: int) -> HostRow:
     settings = fleet.hosts[name]
     return {
         **health.as_dict(),
@@ -104,7 +112,7 @@ def hosts(probe: bool, force: bool, as_json: bool) -> None:
         raise SystemExit(TransportError.exit_code)
 
 
-def _render(rows: list[dict[str, Any]], default: str | None) -> None:
+def _render(rows: list[HostRow], default: str | None) -> None:
     if not rows:
         click.echo("no remote hosts configured ([hosts.NAME] in config.toml)")
         return
@@ -120,7 +128,7 @@ def _render(rows: list[dict[str, Any]], default: str | None) -> None:
     click.echo(f"default host: {default or 'localhost'}")
 
 
-def _render_unresolved(rows: list[dict[str, Any]], fleet: Fleet) -> None:
+def _render_unresolved(rows: list[HostRow], fleet: Fleet) -> None:
     for row in rows:
         if row["unresolved_submits"]:
             click.echo(

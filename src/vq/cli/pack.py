@@ -201,8 +201,8 @@ def plan(
     document = made.document
     if show_scripts:
         warn("the scripts below hold every task's arguments and stdin")
-        for allocation, script in made.scripts.items():
-            click.echo(f"### allocation {allocation}")
+        for alloc, script in made.scripts.items():
+            click.echo(f"### allocation {alloc}")
             click.echo(script.decode("utf-8", errors="replace"), nl=False)
     if as_json:
         echo_json({"path": str(written), **document})

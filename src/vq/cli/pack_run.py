@@ -13,11 +13,14 @@ from __future__ import annotations
 import base64
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vq.cli.output import echo_json, warn
+
+if TYPE_CHECKING:
+    from vq.packing.cases.submit import SubmitReport
 
 __all__ = ["inspect", "log", "reconcile", "record", "resolve", "submit", "validate"]
 
@@ -67,9 +70,9 @@ def submit(name: str, plan_path: Path, as_json: bool) -> None:
     from vq.cli.common import paths
     from vq.packing.cases.submit import submit_plan
 
-    receipts: list[dict[str, Any]] = []
+    receipts: list[SubmitReport] = []
 
-    def report(item: dict[str, Any]) -> None:
+    def report(item: SubmitReport) -> None:
         receipts.append(item)
         if not as_json:
             verb = "accepted" if item["action"] == "submitted" else "already accepted"

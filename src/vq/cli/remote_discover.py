@@ -18,10 +18,10 @@ Every other per-job verb (``logs``, ``events``, ``kill``, ``pause``, ``resume``,
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 from vq.domain.ids import is_id_or_prefix
 from vq.errors import HostUnavailable, VqError
+from vq.protocol.answers import ListAnswer
 from vq.remote.discovery import LOCAL, discover, probe_listing
 from vq.remote.fleet import Fleet, load_fleet
 from vq.transport.runner import RunResult
@@ -29,11 +29,11 @@ from vq.transport.runner import RunResult
 __all__ = ["run_hostless"]
 
 
-def _local_listing() -> dict[str, Any]:
-    """The local ``list`` answer, as the discovery reads every host's: plain JSON."""
+def _local_listing() -> ListAnswer:
+    """The local ``list`` answer, as the discovery reads every host's."""
     from vq.cli.inspect import list_rows
 
-    return dict(list_rows({"states": [], "tags": [], "name": None, "since": None, "group": None}))
+    return list_rows({"states": [], "tags": [], "name": None, "since": None, "group": None})
 
 
 def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:

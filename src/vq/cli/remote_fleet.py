@@ -15,7 +15,7 @@ transport error.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import click
 from pydantic import BaseModel
@@ -24,7 +24,7 @@ from vq.cli.output import echo_json
 from vq.domain.text import escape_controls
 from vq.errors import TransportError
 from vq.hosts.health import read_health
-from vq.protocol.answers import ListQuery
+from vq.protocol.answers import ListQuery, ListRow
 from vq.protocol.remote_answers import ListAnswer, OverviewAnswer, TopAnswer, UsageAnswer
 from vq.remote.fanout import HostAnswer, fan_out
 from vq.remote.fleet import load_fleet
@@ -60,6 +60,13 @@ def _local_overview() -> Any:
     return overview_snapshot()
 
 
+class HostedRow(ListRow):
+    """A ``vq list --json`` row of one authority (checked by its ListAnswer model: the
+    ``id`` and ``state``; the other fields as that host sent them) and its ``host``."""
+
+    host: str
+
+
 def run_fleet(verb: str, rest: list[str]) -> int:
     """Run the fleet form of ``verb`` (``queue``/``list``/``overview``); the exit status."""
     fleet = load_fleet()
@@ -78,7 +85,7 @@ def run_fleet(verb: str, rest: list[str]) -> int:
             _render_overview(answers)
     else:
         rows = [
-            {"host": answer.name, **row}
+            cast(HostedRow, {"host": answer.name, **row})
             for answer in answers
             if answer.payload is not None
             for row in answer.payload.get("jobs", [])
@@ -100,7 +107,7 @@ def _unanswered(answers: list[HostAnswer]) -> None:
             )
 
 
-def _render_jobs(rows: list[dict[str, Any]], answers: list[HostAnswer], *, raw: bool) -> None:
+def _render_jobs(rows: list[HostedRow], answers: list[HostAnswer], *, raw: bool) -> None:
     """The fleet table; every row's text with control characters escaped unless ``raw``
     (as ``vq queue`` shows this queue's rows)."""
     from vq.cli.render_text import escaped

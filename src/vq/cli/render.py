@@ -5,7 +5,7 @@ rich is imported here only, and this module only by commands that print for huma
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -18,6 +18,7 @@ from vq.cli.rich_console import human_console
 from vq.domain.durations import format_duration
 
 if TYPE_CHECKING:
+    from vq.domain.events import Event
     from vq.protocol.answers import ListRow, QuarantinedItem, StatusView
 
 __all__ = ["print_events", "print_jobs", "print_status", "state_text"]
@@ -197,7 +198,7 @@ def print_status(view: StatusView, *, raw: bool = False) -> None:
         console.print(Text(tail, style="red"))
 
 
-def print_events(events: list[dict[str, Any]], *, raw: bool = False) -> None:
+def print_events(events: list[Event], *, raw: bool = False) -> None:
     if not raw:
         events = _escaped(events)
     console = _console()

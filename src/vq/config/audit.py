@@ -13,10 +13,10 @@ The references are resolved in the caller's environment (``env:`` variables,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import urlsplit
 
-from vq.config.secrets import Finding, audit
+from vq.config.secrets import Finding, FindingJSON, audit
 
 if TYPE_CHECKING:
     from vq.config.settings import Settings
@@ -40,7 +40,14 @@ def audit_settings(settings: Settings, env: Mapping[str, str]) -> list[Finding]:
     return [finding for finding in findings if finding is not None]
 
 
-def audit_report(findings: list[Finding]) -> dict[str, Any]:
+class AuditReport(TypedDict):
+    """``vq config audit --json``."""
+
+    ok: bool
+    secrets: list[FindingJSON]
+
+
+def audit_report(findings: list[Finding]) -> AuditReport:
     """The ``vq config audit --json`` object."""
     return {
         "ok": all(finding.ok for finding in findings),

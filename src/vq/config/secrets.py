@@ -23,7 +23,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.errors import ConfigError
 
@@ -127,6 +127,16 @@ def read_secret(ref: SecretRef, env: Mapping[str, str]) -> str:
     return _read_protected(path, ref.text)
 
 
+class FindingJSON(TypedDict):
+    """A :class:`Finding` in ``vq config audit --json``'s ``secrets``."""
+
+    key: str
+    reference: str | None
+    ok: bool
+    problem: str | None
+    hint: str | None
+
+
 @dataclass(frozen=True)
 class Finding:
     """One audited secret setting; never holds the value."""
@@ -137,7 +147,7 @@ class Finding:
     problem: str | None = None
     hint: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FindingJSON:
         return {
             "key": self.key,
             "reference": self.reference,

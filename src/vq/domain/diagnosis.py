@@ -17,7 +17,7 @@ This is fetch metadata, not a crash report: it is derived from the spec alone.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from vq.domain.lifecycle import signal_name
 from vq.domain.spec import JobSpec
@@ -58,7 +58,35 @@ def _outcome(spec: JobSpec) -> tuple[str, str]:
     return category, spec.failure_reason or default
 
 
-def diagnose(spec: JobSpec) -> dict[str, Any]:
+class Diagnosis(TypedDict):
+    """Why a job ended as it did, in one line and a category."""
+
+    category: str
+    summary: str
+    signal: str | None
+    hint: str | None
+
+
+class TerminalDiagnosis(TypedDict):
+    """A ``vq.terminal-diagnosis.v1`` document (``_vq/terminal-diagnosis.json``)."""
+
+    schema: str
+    job_id: str
+    job_name: str | None
+    state: str
+    exit_code: int | None
+    failure_reason: str | None
+    failure_tail: str | None
+    scheduler_state: str | None
+    scheduler_target: str | None
+    scheduler_job_id: str | None
+    submitted_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    diagnosis: Diagnosis
+
+
+def diagnose(spec: JobSpec) -> Diagnosis:
     """The structured diagnosis: ``category``, a one-line ``summary``, the decoded
     ``signal`` (or null) and ``hint``, the last non-blank line of ``failure_tail``."""
     category, text = _outcome(spec)
@@ -72,7 +100,7 @@ def diagnose(spec: JobSpec) -> dict[str, Any]:
     }
 
 
-def terminal_diagnosis(spec: JobSpec) -> dict[str, Any]:
+def terminal_diagnosis(spec: JobSpec) -> TerminalDiagnosis:
     """The ``vq.terminal-diagnosis.v1`` document of ``spec``."""
     return {
         "schema": DIAGNOSIS_SCHEMA,

@@ -18,8 +18,8 @@ variables. Contract:
 from __future__ import annotations
 
 import posixpath
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from vq.domain.spec import ProgramRuntimePin
 
@@ -47,6 +47,21 @@ PROGRAM_VARIABLES = (
 )
 
 
+class ProgramStatusJSON(TypedDict):
+    """A :class:`ProgramStatus` in ``vq programs --json``."""
+
+    name: str
+    kind: str
+    available: bool
+    reason: str | None
+    executable: str | None
+    python: str | None
+    git_dir: str | None
+    branch: str | None
+    git_sha: str | None
+    import_version: str | None
+
+
 @dataclass(frozen=True)
 class ProgramStatus:
     """What one probe of ``[programs.NAME]`` observed; ``reason`` says why it is unavailable."""
@@ -62,8 +77,19 @@ class ProgramStatus:
     git_sha: str | None = None
     import_version: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> ProgramStatusJSON:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "available": self.available,
+            "reason": self.reason,
+            "executable": self.executable,
+            "python": self.python,
+            "git_dir": self.git_dir,
+            "branch": self.branch,
+            "git_sha": self.git_sha,
+            "import_version": self.import_version,
+        }
 
 
 def sha_matches(expected: str, actual: str | None) -> bool:

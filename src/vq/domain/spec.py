@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
@@ -28,6 +28,7 @@ __all__ = [
     "JobSpec",
     "ProgramRuntimePin",
     "RuntimeGeneration",
+    "SpecFields",
     "dump_spec",
     "load_spec",
     "utcnow",
@@ -42,6 +43,49 @@ JOB_ID_RE = re.compile(r"[0-9a-f]{12}")
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime (the only clock format in specs)."""
     return datetime.now(UTC)
+
+
+class SpecFields(TypedDict, total=False):
+    """The :class:`JobSpec` field values a submission decides, by field name, before
+    the spec validates them (:mod:`vq.services.submit` builds them)."""
+
+    id: str
+    cwd: str
+    job_name: str | None
+    submitter: str | None
+    tags: list[str]
+    workspace_source: str | None
+    command: list[str]
+    cpus: int
+    mem_mb: int | None
+    wall_time_seconds: int | None
+    priority: int
+    not_before: datetime | None
+    retry_max: int
+    retry_backoff_seconds: int | None
+    rerun_until_file_exists: str | None
+    rerun_max: int | None
+    clean_workdir_on_terminal: bool
+    recover_on_reboot: bool
+    scheduler_target: str | None
+    scheduler_pack: str | None
+    runtime_generation: dict[str, str] | None
+    program: str
+    #: the pin as :meth:`ProgramRuntimePin.model_dump` gives it
+    program_runtime_pin: dict[str, Any]
+    submitted_at: datetime
+    depends_on: list[str]
+    depends_on_any: list[str]
+    chain_index: int
+    chain_total: int
+    chain_group_id: str
+    array_index: int
+    array_total: int
+    array_group_id: str
+    array_value: str | None
+    array_max_parallel: int | None
+    idempotency_key_hash: str
+    idempotency_intent_digest: str | None
 
 
 class RuntimeGeneration(BaseModel):

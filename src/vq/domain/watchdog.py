@@ -15,18 +15,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from vq.domain.states import JobState
 
-__all__ = ["CpuPoint", "StarvationPolicy", "Verdict", "check_memory", "check_starved", "check_wall"]
+__all__ = [
+    "CpuPoint",
+    "Evidence",
+    "StarvationPolicy",
+    "Verdict",
+    "check_memory",
+    "check_starved",
+    "check_wall",
+]
+
+
+class Evidence(TypedDict, total=False):
+    """What a verdict saw (the ``watchdog_kill`` event carries it): the measure and its
+    limit of the check that fired, or the exit code of a kernel OOM kill."""
+
+    rss_mb: float
+    limit_mb: int
+    active_seconds: float
+    limit_seconds: int
+    cpu_percent: float
+    window_seconds: float
+    exit_code: int | None
+    source: str
 
 
 @dataclass(frozen=True)
 class Verdict:
     state: JobState
     reason: str
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=Evidence)
 
 
 @dataclass(frozen=True)

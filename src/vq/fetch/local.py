@@ -31,7 +31,7 @@ Contracts:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import copy
 import os
 import secrets
 import shutil
@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from vq._fault_points import crash_point
 from vq._fs import atomic_write_json
@@ -53,6 +53,7 @@ from vq.fetch.records import recorded_fetch
 from vq.fetch.snapshot import (
     MANIFEST_NAME,
     MANIFEST_SCHEMA,
+    FetchManifest,
     SourceKind,
     fetch_manifest,
     previous_fetch,
@@ -95,6 +96,22 @@ def default_dest_name(spec: JobSpec) -> str:
 
 
 # --- copying ------------------------------------------------------------------------------
+class FetchResultJSON(TypedDict):
+    """``vq fetch --json``."""
+
+    job_id: str
+    source_kind: SourceKind
+    source_path: str
+    dest: str
+    artifact: str | None
+    files: int
+    bytes: int
+    skipped: list[dict[str, str]]
+    replaced: bool
+    manifest: FetchManifest | None
+    last_fetched_at: str | None
+
+
 @dataclass
 class FetchResult:
     """What one fetch did: the ``vq fetch --json`` document (:meth:`as_dict`)."""
@@ -108,11 +125,23 @@ class FetchResult:
     bytes: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     replaced: bool = False
-    manifest: dict[str, Any] | None = None
+    manifest: FetchManifest | None = None
     last_fetched_at: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def as_dict(self) -> FetchResultJSON:
+        return {
+            "job_id": self.job_id,
+            "source_kind": self.source_kind,
+            "source_path": self.source_path,
+            "dest": self.dest,
+            "artifact": self.artifact,
+            "files": self.files,
+            "bytes": self.bytes,
+            "skipped": copy.deepcopy(self.skipped),
+            "replaced": self.replaced,
+            "manifest": copy.deepcopy(self.manifest),
+            "last_fetched_at": self.last_fetched_at,
+        }
 
 
 def _source(ctx: ServiceContext, job_id: str, kind: SourceKind) -> Path:
@@ -231,7 +260,8 @@ def fetch_tree(
                 raise
             error = exc if isinstance(exc, VqError) else VqError(f"copying {source} failed: {exc}")
             if previous is not None:
-                previous.update(stale=True, refresh_error=error.message)
+                previous["stale"] = True
+                previous["refresh_error"] = error.message
                 previous["refresh_attempted_at"] = started.isoformat()
                 with contextlib.suppress(OSError):
                     atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)

@@ -34,7 +34,7 @@ import stat
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from vq._fs import atomic_write_json
 from vq.domain.archive_rules import META_DIR
@@ -43,6 +43,7 @@ from vq.fetch.local import default_dest_name
 from vq.fetch.snapshot import (
     DIAGNOSIS_NAME,
     MANIFEST_NAME,
+    FetchManifest,
     fetch_manifest,
     previous_fetch,
     publish,
@@ -55,7 +56,7 @@ from vq.remote.snapshot_stream import receive_snapshot
 __all__ = ["fetch_remote", "fetch_workspace_copy", "skipped_entries"]
 
 
-def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, Any]:
+def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> FetchManifest:
     """Rewrite the streamed snapshot's fetch manifest as this receiving side's.
 
     The remote's ``source_path`` and ``skipped`` are taken from its manifest when that is a
@@ -77,6 +78,18 @@ def _manifest(tmp: Path, host: RemoteHost, job_id: str, kind: str) -> dict[str, 
     meta.mkdir(exist_ok=True)
     atomic_write_json(meta / MANIFEST_NAME, manifest)
     return manifest
+
+
+class RemoteFetchJSON(TypedDict):
+    """``vq fetch HOST ID --json``."""
+
+    id: str
+    host: str
+    kind: str
+    dest: str
+    replaced: bool
+    manifest: FetchManifest
+    last_fetched_at: str | None
 
 
 def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> int:
@@ -111,12 +124,13 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
     except VqError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if previous is not None:
-            previous.update(stale=True, refresh_error=exc.message)
+            previous["stale"] = True
+            previous["refresh_error"] = exc.message
             previous["refresh_attempted_at"] = datetime.now(UTC).isoformat()
             with contextlib.suppress(OSError):
                 atomic_write_json(target / META_DIR / MANIFEST_NAME, previous)
         raise
-    payload: dict[str, Any] = {
+    payload: RemoteFetchJSON = {
         "id": job_id,
         "host": host.name,
         "kind": kind,
@@ -178,7 +192,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: dict[str, Any]) -> int:
+def _acknowledge(host: RemoteHost, job_id: str, target: Path, payload: RemoteFetchJSON) -> int:
     """Stamp ``last_fetched_at`` remotely for the identity in the streamed diagnosis."""
     diagnosis = read_sidecar(target, DIAGNOSIS_NAME) or {}
     if "submitted_at" not in diagnosis or "state" not in diagnosis:

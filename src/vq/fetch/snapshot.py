@@ -25,7 +25,7 @@ import socket
 import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from vq._fs import atomic_write_json, fsync_dir, read_json_regular
 from vq.domain.archive_rules import META_DIR
@@ -47,6 +47,24 @@ __all__ = [
 ]
 
 SourceKind = Literal["workspace", "workdir"]
+
+
+class FetchManifest(TypedDict):
+    """A ``vq.fetch-manifest.v1`` document (``_vq/fetch-manifest.json`` of a snapshot)."""
+
+    schema: str
+    job_id: str
+    fetched_at: str
+    refresh_attempted_at: str
+    source_host: str
+    source_kind: SourceKind
+    source_path: str
+    transport: str
+    stale: bool
+    refresh_error: str | None
+    skipped: list[dict[str, str]]
+
+
 MANIFEST_SCHEMA = "vq.fetch-manifest.v1"
 MANIFEST_NAME = "fetch-manifest.json"
 DIAGNOSIS_NAME = "terminal-diagnosis.json"
@@ -76,14 +94,16 @@ def read_sidecar(snapshot: Path, name: str) -> dict[str, Any] | None:
     return raw if isinstance(raw, dict) else None
 
 
-def read_manifest(dest: Path) -> dict[str, Any] | None:
+def read_manifest(dest: Path) -> FetchManifest | None:
     """The fetch manifest of the snapshot at ``dest`` (see :func:`read_sidecar`), or None
-    when there is none of schema :data:`MANIFEST_SCHEMA`."""
+    when there is none of schema :data:`MANIFEST_SCHEMA` (one vq wrote)."""
     raw = read_sidecar(dest, MANIFEST_NAME)
-    return raw if raw is not None and raw.get("schema") == MANIFEST_SCHEMA else None
+    if raw is None or raw.get("schema") != MANIFEST_SCHEMA:
+        return None
+    return cast(FetchManifest, raw)
 
 
-def previous_fetch(dest: Path, job_id: str, kind: SourceKind) -> dict[str, Any] | None:
+def previous_fetch(dest: Path, job_id: str, kind: SourceKind) -> FetchManifest | None:
     """The manifest of an earlier fetch of this job and kind at ``dest``; None when
     ``dest`` does not exist; Conflict when it is anything else."""
     try:
@@ -154,7 +174,7 @@ def fetch_manifest(
     skipped: list[dict[str, str]],
     started: datetime,
     transport: str = "local",
-) -> dict[str, Any]:
+) -> FetchManifest:
     """The ``vq.fetch-manifest.v1`` document (also in ``outputs.tar.gz``, §10.3)."""
     return {
         "schema": MANIFEST_SCHEMA,
@@ -178,7 +198,7 @@ def write_sidecars(
     source_path: str,
     skipped: list[dict[str, str]],
     started: datetime,
-) -> dict[str, Any]:
+) -> FetchManifest:
     """Write both sidecars into the snapshot ``tmp`` (replacing same-named workspace files,
     and a ``_vq`` that is not a directory); the manifest written."""
     meta = tmp / META_DIR

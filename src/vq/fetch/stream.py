@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypedDict
 
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput
@@ -42,7 +42,14 @@ def stream_snapshot(ctx: ServiceContext, job_id: str, kind: SourceKind, out: IO[
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def acknowledge_fetch(ctx: ServiceContext, job_id: str, receipt: str) -> dict[str, Any]:
+class FetchAck(TypedDict):
+    """``vq fetch ID --ack-fetched RECEIPT --json``."""
+
+    id: str
+    last_fetched_at: str
+
+
+def acknowledge_fetch(ctx: ServiceContext, job_id: str, receipt: str) -> FetchAck:
     """Stamp ``last_fetched_at`` for the identity ``receipt`` = ``SUBMITTED_AT|STATE``."""
     submitted_text, _, state = receipt.partition("|")
     try:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from vq.client import submit_to_owner_socket
 from vq.domain.durations import parse_moment
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 
     from vq.cleanup.jobs import CleanupPolicy, CleanupReport
     from vq.domain.admission import Caps
+    from vq.domain.events import Event
     from vq.domain.spec import JobSpec
     from vq.fetch.local import FetchResult
     from vq.fetch.snapshot import SourceKind
@@ -158,7 +159,7 @@ class Gateway:
         """:meth:`DiskVerbs.spec`: the job's spec, behind the ownership helper."""
         return self.disk.spec(job_id)
 
-    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
+    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[Event]:
         """:meth:`DiskVerbs.events`: the job's timeline."""
         return self.disk.events(job_id, refuse_archived=refuse_archived)
 

@@ -6,7 +6,7 @@ whether or not a daemon runs (``vq events``, ``vq logs``, ``vq wait``, ``vq fetc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.paths import StatePaths
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from vq.cleanup.jobs import CleanupPolicy, CleanupReport
     from vq.config.settings import Settings
+    from vq.domain.events import Event
     from vq.domain.quotas import QuotaLimits
     from vq.domain.spec import JobSpec
     from vq.fetch.local import FetchResult
@@ -131,7 +132,7 @@ class DiskVerbs:
             check(spec)
         return spec
 
-    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[dict[str, Any]]:
+    def events(self, job_id: str, *, refuse_archived: bool = True) -> list[Event]:
         """The job's timeline (``_vq/events.jsonl``); NotFound once it is archived (unless
         ``refuse_archived`` is False: then whatever is left, maybe nothing)."""
         from vq.errors import NotFound

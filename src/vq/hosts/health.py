@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from vq._fs import atomic_write_json
 from vq.domain.text import escape_controls
@@ -72,6 +72,21 @@ def backoff_seconds(consecutive_failures: int) -> float:
     return float(min(_BACKOFF_FIRST_S * 2.0 ** (consecutive_failures - 1), _BACKOFF_MAX_S))
 
 
+class HealthJSON(TypedDict):
+    """A :class:`HostHealth` as ``hosts/<name>.json`` and ``vq hosts --json`` hold it."""
+
+    name: str
+    status: HostStatus
+    last_ok_at: str | None
+    last_error: str | None
+    last_error_reference: str | None
+    consecutive_failures: int
+    rtt_ms: float | None
+    vq_version: str | None
+    last_attempt_at: str | None
+    next_probe_at: str | None
+
+
 @dataclass
 class HostHealth:
     """The last known health of one configured host (see the module docstring)."""
@@ -87,8 +102,19 @@ class HostHealth:
     last_attempt_at: str | None = None
     next_probe_at: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> HealthJSON:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "last_ok_at": self.last_ok_at,
+            "last_error": self.last_error,
+            "last_error_reference": self.last_error_reference,
+            "consecutive_failures": self.consecutive_failures,
+            "rtt_ms": self.rtt_ms,
+            "vq_version": self.vq_version,
+            "last_attempt_at": self.last_attempt_at,
+            "next_probe_at": self.next_probe_at,
+        }
 
     def probe_due(self, now: datetime) -> bool:
         """Whether the backoff after the last failure has elapsed."""

@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from vq.packing.lane_batch import Batch, members_allocation_id
 
@@ -105,15 +105,28 @@ def intent_of(
     return PackIntent(lane, group, profile, batch.allocation_id, members, script_sha256, written_at)
 
 
+class IntentRecord(TypedDict):
+    """A stored intent: the fields :func:`decode_intent` requires, exactly."""
+
+    version: int
+    lane: str
+    group: str
+    profile: str
+    allocation_id: str
+    members: list[tuple[str, int]]
+    script_sha256: str
+    written_at: str
+
+
 def encode_intent(intent: PackIntent) -> bytes:
     """Canonical JSON bytes of ``intent`` (what is written and synced)."""
-    record: dict[str, Any] = {
+    record: IntentRecord = {
         "version": INTENT_VERSION,
         "lane": intent.lane,
         "group": intent.group,
         "profile": intent.profile,
         "allocation_id": intent.allocation_id,
-        "members": [[job, retry] for job, retry in intent.members],
+        "members": [(job, retry) for job, retry in intent.members],
         "script_sha256": intent.script_sha256,
         "written_at": intent.written_at,
     }

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from vq.packing.profiles import PackingProfile
 from vq.packing.roster import Attempt, Task, roster_digest
@@ -34,6 +34,8 @@ from vq.packing.timelimit import format_minutes
 
 __all__ = [
     "PLAN_SCHEMA",
+    "AllocationJSON",
+    "PlanDocument",
     "PlanInputs",
     "PlanRefused",
     "TaskView",
@@ -48,6 +50,90 @@ __all__ = [
 PLAN_SCHEMA = "vq.pack-plan/1"
 SchedulerState = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"]
 ACTIVE = frozenset({"QUEUED", "RUNNING"})
+
+
+class TaskViewJSON(TypedDict):
+    key: str
+    result: str
+    scheduler: dict[str, SchedulerState | None]
+
+
+class ViewJSON(TypedDict):
+    """The plan's frozen :class:`View`."""
+
+    revision: int
+    observed_at: str | None
+    tasks: list[TaskViewJSON]
+
+
+class AllocationJSON(TypedDict):
+    """One allocation of a plan: its tasks, resources, ``sbatch`` directives and digests."""
+
+    allocation_id: str
+    task_keys: list[str]
+    tasks: int
+    cpus: int
+    memory_mib: int
+    gpus: int
+    time: str
+    sbatch_args: list[str]
+    shape_sha256: str
+    script_sha256: str
+
+
+class PlanProfileJSON(TypedDict):
+    """The profile a plan was made with (``target`` and ``resources`` as dumped)."""
+
+    label: str
+    target: dict[str, Any]
+    resources: dict[str, Any]
+    target_sha256: str
+    resources_sha256: str
+    effective_time: str
+    capacity: int
+
+
+class Withheld(TypedDict):
+    key: str
+    reason: str
+
+
+class PlanSelectionJSON(TypedDict):
+    tasks_per_allocation: int | None
+    retry: list[str]
+    allow_duplicate_risk: list[str]
+    selected: list[str]
+    withheld: list[Withheld]
+    skipped: list[str]
+
+
+class PlanTotalsJSON(TypedDict):
+    allocations: int
+    tasks: int
+    cpus: int
+    memory_mib: int
+    gpus: int
+
+
+class PlanDocument(TypedDict):
+    """A ``vq.pack-plan/1`` document (PLAN.json); ``plan_sha256`` is the digest of the
+    rest."""
+
+    schema: str
+    pack: str
+    pack_id: str
+    revision: int
+    sealed: bool
+    roster_sha256: str
+    attempts: int
+    profile: PlanProfileJSON
+    view: ViewJSON
+    selection: PlanSelectionJSON
+    allocations: list[AllocationJSON]
+    totals: PlanTotalsJSON
+    plan_sha256: NotRequired[str]
+
+
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
@@ -73,7 +159,7 @@ class View:
     observed_at: str | None
     tasks: Mapping[str, TaskView]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ViewJSON:
         return {
             "revision": self.revision,
             "observed_at": self.observed_at,
@@ -123,14 +209,14 @@ def group_sizes(count: int, per_allocation: int) -> list[int]:
     return [base + 1] * extra + [base] * (groups - extra)
 
 
-def _select(inputs: PlanInputs) -> tuple[list[Task], list[dict[str, str]], list[str]]:
+def _select(inputs: PlanInputs) -> tuple[list[Task], list[Withheld], list[str]]:
     """(selected tasks, withheld [{key, reason}], skipped keys) in authored order."""
     by_task: dict[str, list[Attempt]] = {}
     for attempt in inputs.attempts:
         for key in attempt.task_keys:
             by_task.setdefault(key, []).append(attempt)
     selected: list[Task] = []
-    withheld: list[dict[str, str]] = []
+    withheld: list[Withheld] = []
     skipped: list[str] = []
     views = inputs.view.tasks
     for task in inputs.roster:
@@ -200,7 +286,7 @@ def allocation_id(inputs: PlanInputs, keys: Sequence[str]) -> str:
     return digest([inputs.pack_id, inputs.revision, len(inputs.attempts), list(keys)])[:16]
 
 
-def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]:
+def plan_document(inputs: PlanInputs) -> tuple[PlanDocument, dict[str, bytes]]:
     """The plan (no task arguments or stdin) and each allocation's complete script."""
     _check_choices(inputs)
     profile = inputs.profile
@@ -224,7 +310,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
         )
     res = profile.resources
     time = format_minutes(res.time_minutes)
-    allocations: list[dict[str, Any]] = []
+    allocations: list[AllocationJSON] = []
     scripts: dict[str, bytes] = {}
     shapes: dict[tuple[str, ...], str] = {}  # one digest per distinct shape
     start = 0
@@ -260,7 +346,7 @@ def plan_document(inputs: PlanInputs) -> tuple[dict[str, Any], dict[str, bytes]]
         )
     target = profile.target.model_dump(mode="json")
     resources = profile.resources.model_dump(mode="json")
-    body: dict[str, Any] = {
+    body: PlanDocument = {
         "schema": PLAN_SCHEMA,
         "pack": inputs.pack,
         "pack_id": inputs.pack_id,

@@ -32,11 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from vq.domain.ids import is_job_id
 from vq.errors import AmbiguousId, Conflict, HostUnavailable, NotFound, VqError
-from vq.protocol.remote_answers import ListAnswer
+from vq.protocol.answers import ListAnswer
+from vq.protocol.remote_answers import ListAnswer as RemoteListAnswer
 from vq.remote.fleet import Fleet
 
 __all__ = ["LOCAL", "Discovery", "discover", "probe_listing"]
@@ -45,7 +46,7 @@ LOCAL = "localhost"
 _MAX_PARALLEL = 8
 
 #: Reads this queue's listing ({"jobs": [...]}); injected so this module stays CLI-free.
-LocalLister = Callable[[], dict[str, Any]]
+LocalLister = Callable[[], ListAnswer]
 
 
 @dataclass
@@ -131,11 +132,11 @@ def _matches(payload: Any, wanted: str) -> list[tuple[str, str | None]]:
     return sorted(out.items())
 
 
-def probe_listing(fleet: Fleet, name: str) -> dict[str, Any]:
+def probe_listing(fleet: Fleet, name: str) -> ListAnswer:
     """One bounded read of ``name``'s listing; raises when it is unavailable or is not a
-    valid listing (:class:`~vq.protocol.remote_answers.ListAnswer`)."""
-    payload: dict[str, Any] = fleet.host(name).run_json(["list", "--json"], ListAnswer)
-    return payload
+    valid listing (:class:`~vq.protocol.remote_answers.ListAnswer` checks each row's
+    ``id`` and ``state``; the other fields are as that host sent them)."""
+    return cast(ListAnswer, fleet.host(name).run_json(["list", "--json"], RemoteListAnswer))
 
 
 def discover(
@@ -154,7 +155,7 @@ def discover(
     """
     job_id = job_id.strip().lower()
     found = Discovery(job_id)
-    sources: dict[str, Callable[[], dict[str, Any]]] = {}
+    sources: dict[str, Callable[[], ListAnswer]] = {}
     if local is not None:
         sources[LOCAL] = local
     for name in fleet.live_names():

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
@@ -28,6 +28,15 @@ LOCAL = "localhost"
 _MAX_PARALLEL = 8
 
 
+class AnswerSummary(TypedDict):
+    """A :class:`HostAnswer` in a fleet verb's ``hosts``."""
+
+    name: str
+    status: str
+    error: str | None
+    last_ok_at: str | None
+
+
 @dataclass
 class HostAnswer:
     """One authority's answer: its payload, or why there is none."""
@@ -38,7 +47,7 @@ class HostAnswer:
     error: str | None = None
     last_ok_at: str | None = None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> AnswerSummary:
         return {
             "name": self.name,
             "status": self.status,

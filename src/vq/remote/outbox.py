@@ -35,7 +35,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.paths import StateLayout
 
@@ -73,7 +73,17 @@ class Staged:
             self._lock_fd = None
 
 
-def stage(state_root: Path, host: str, request: dict[str, Any], tar: bytes | None) -> Staged:
+class OutboxRequest(TypedDict):
+    """An outbox entry's ``request.json``: the delegated submit, as it was sent."""
+
+    host: str
+    argv: list[str]
+    idempotency_key: str | None
+    source: str | None
+    created_at: str
+
+
+def stage(state_root: Path, host: str, request: OutboxRequest, tar: bytes | None) -> Staged:
     """A new entry for ``request`` (and its packed SOURCE), in flight until released."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     entry = outbox_dir(state_root) / f"{stamp}-{host}-{secrets.token_hex(4)}"

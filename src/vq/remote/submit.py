@@ -36,7 +36,7 @@ import tarfile
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from vq.errors import (
     NotFound,
@@ -46,12 +46,36 @@ from vq.errors import (
     UnsupportedSpecVersion,
 )
 from vq.hosts.health import remote_text
+from vq.protocol.answers import ListRow
 from vq.protocol.remote_answers import SubmitAnswer
 from vq.remote.host import RemoteHost, may_have_run, remote_error, said_vq_error
-from vq.remote.outbox import Staged, discard, outbox_dir, resolve, stage
+from vq.remote.outbox import OutboxRequest, Staged, discard, outbox_dir, resolve, stage
 from vq.transport.runner import RunResult
 
-__all__ = ["delegate_submit", "options_from_fields", "outbox_dir", "pack_source"]
+__all__ = [
+    "RemoteSubmitAnswer",
+    "delegate_submit",
+    "options_from_fields",
+    "outbox_dir",
+    "pack_source",
+]
+
+
+class RemoteSubmitAnswer(TypedDict, total=False):
+    """Another host's ``vq submit --json``, as :class:`~vq.protocol.remote_answers.
+    SubmitAnswer` checked it (a job's ``id`` and ``state``, or a group's id and its
+    ``jobs``; the other fields as sent), plus ``reconciled_outbox``: the outbox entries
+    this answer settled."""
+
+    id: str
+    state: str
+    jobs: list[ListRow]
+    array_group_id: str
+    chain_group_id: str
+    capacity_warnings: list[str]
+    idempotent_replay: bool
+    reconciled_outbox: list[str]
+
 
 #: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
 _UPLOAD_BYTES_PER_S = 4 << 20
@@ -138,7 +162,7 @@ def delegate_submit(
     source: Path | None,
     *,
     idempotency_key: str | None,
-) -> dict[str, Any]:
+) -> RemoteSubmitAnswer:
     """Submit on ``host``; returns the remote ``--json`` payload (see the module docstring).
 
     ``options`` are the submit options as given (``--idempotency-key`` included once);
@@ -149,7 +173,7 @@ def delegate_submit(
     if tar is not None:
         words += ["--source-tar", "-"]
     words += ["--", *command]
-    request = {
+    request: OutboxRequest = {
         "host": host.name,
         "argv": words,
         "idempotency_key": idempotency_key,
@@ -165,7 +189,7 @@ def delegate_submit(
 
 def _send(
     host: RemoteHost, words: list[str], tar: bytes | None, staged: Staged, key: str | None
-) -> dict[str, Any]:
+) -> RemoteSubmitAnswer:
     """Run the staged submit once and read its answer (see the module docstring)."""
     entry = staged.path
     deadline = host.timeout + (len(tar) / _UPLOAD_BYTES_PER_S if tar else 0.0)
@@ -182,7 +206,7 @@ def _send(
             raise remote_error(host.name, result)
         raise _unknown(host, entry, key, _unread(result))
     try:
-        payload: dict[str, Any] = host.read(words, result.stdout, SubmitAnswer)
+        payload = cast(RemoteSubmitAnswer, host.read(words, result.stdout, SubmitAnswer))
     except RemoteProtocolError as exc:
         raise _unknown(host, entry, key, exc.message) from exc
     except UnsupportedSpecVersion:

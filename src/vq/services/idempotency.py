@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from vq._fs import (
     NotRegularFile,
@@ -32,7 +32,7 @@ from vq._fs import (
     read_bytes_limited,
     read_json_regular,
 )
-from vq.domain.spec import JobSpec, load_spec
+from vq.domain.spec import JobSpec, SpecFields, load_spec
 from vq.errors import Conflict, CorruptSpec, InvalidInput, PermissionDenied
 from vq.protocol.messages import SubmitParams
 from vq.services.context import ServiceContext
@@ -177,7 +177,7 @@ def _ensure_claims_dir(ctx: ServiceContext) -> None:
         ) from None
 
 
-def _read_claim(path: Path) -> dict[str, Any] | None:
+def _read_claim(path: Path) -> IdempotencyClaim | None:
     """The claim at ``path``; None when there is none. Anything else that is not a claim
     (a FIFO, odd bytes, JSON too deep, an object without a job id) is a CorruptSpec:
     never treated as absent, so the key is never claimed a second time."""
@@ -195,7 +195,7 @@ def _read_claim(path: Path) -> dict[str, Any] | None:
             f"idempotency claim {path} is not a claim (no job id)",
             hint="inspect the file; vq never rewrites an existing claim",
         )
-    return claim
+    return cast(IdempotencyClaim, claim)
 
 
 def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
@@ -216,7 +216,7 @@ def _find_published(ctx: ServiceContext, hashed: str) -> JobSpec | None:
 
 
 def submit_keyed(
-    ctx: ServiceContext, params: SubmitParams, create: Callable[[dict[str, Any]], JobSpec]
+    ctx: ServiceContext, params: SubmitParams, create: Callable[[SpecFields], JobSpec]
 ) -> KeyedSubmit:
     """Create the job once per key (see module contract). ``create`` gets the extra spec
     fields to store and must write the spec durably before returning it."""

@@ -32,11 +32,12 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from vq.domain.events import EventKind, make_event, transition_event
+from vq.domain.events import Event, EventKind, make_event, transition_event
 from vq.domain.lifecycle import Outcome
 from vq.domain.programs import ProgramStatus
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
+from vq.domain.watchdog import Evidence
 from vq.errors import VqError
 from vq.services import lifecycle_decisions as rules
 from vq.services.context import ServiceContext
@@ -95,7 +96,7 @@ class Lifecycle:
         now: datetime,
         durable: bool = True,
         sync_dir: bool = True,
-        preceding: Callable[[JobState], list[dict[str, Any]]] = lambda previous: [],
+        preceding: Callable[[JobState], list[Event]] = lambda previous: [],
         reason: str | None = None,
         **fields: Any,
     ) -> Transition:
@@ -239,14 +240,14 @@ class Lifecycle:
 
     # --- supervision -------------------------------------------------------------------------
     def watchdog_verdict(
-        self, job_id: str, state: JobState, reason: str, evidence: dict[str, Any]
+        self, job_id: str, state: JobState, reason: str, evidence: Evidence
     ) -> Transition:
         """RUNNING → OOM_KILLED / TIME_EXCEEDED / STARVED, written before any signal. A
         paused job, or one another writer ended first, keeps its state."""
         now = self.ctx.now()
         decide = partial(rules.decide_watchdog_verdict, now=now, state=state, reason=reason)
 
-        def watchdog_kill(previous: JobState) -> list[dict[str, Any]]:
+        def watchdog_kill(previous: JobState) -> list[Event]:
             return [
                 make_event(
                     "watchdog_kill",
@@ -356,7 +357,7 @@ class Lifecycle:
         now = self.ctx.now()
         decide = self._owned(partial(rules.decide_kill, now=now, reason=reason))
 
-        def requested(previous: JobState) -> list[dict[str, Any]]:
+        def requested(previous: JobState) -> list[Event]:
             return [make_event("kill_requested", job_id, now, state=previous.value)]
 
         moved = self._move(job_id, decide, now=now, preceding=requested)

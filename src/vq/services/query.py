@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
 from vq.domain.dependencies import evaluate
+from vq.domain.receipt import Receipt
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
 from vq.domain.summary import Listed
@@ -146,21 +147,20 @@ def status_view(
     return view
 
 
-def usage_summary(receipt: dict[str, Any] | None) -> ResourceUsage | None:
+def usage_summary(receipt: Receipt | None) -> ResourceUsage | None:
     """What ``vq status`` shows of an ended job's receipt: peak RSS (wait4's largest
     resident set of any one process, in MB) and CPU time (user + system, of the command
     and its waited-for descendants). None without a readable receipt."""
     if receipt is None:
         return None
 
-    def number(key: str) -> float | None:
-        value = receipt.get(key)
+    def number(value: object) -> float | None:
         return float(value) if isinstance(value, int | float) else None
 
     rss_kb, user, system = (
-        number("max_rss_kb"),
-        number("user_cpu_seconds"),
-        number("system_cpu_seconds"),
+        number(receipt.get("max_rss_kb")),
+        number(receipt.get("user_cpu_seconds")),
+        number(receipt.get("system_cpu_seconds")),
     )
     return {
         "source": "receipt",
@@ -168,7 +168,7 @@ def usage_summary(receipt: dict[str, Any] | None) -> ResourceUsage | None:
         "cpu_seconds": None if user is None or system is None else round(user + system, 3),
         "user_cpu_seconds": user,
         "system_cpu_seconds": system,
-        "wall_seconds": number("wall_seconds"),
+        "wall_seconds": number(receipt.get("wall_seconds")),
     }
 
 

@@ -28,7 +28,7 @@ import tarfile
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq._fs import atomic_write_json, read_json_regular
 from vq.config.hosts import LaneSettings
@@ -79,6 +79,22 @@ fi
 _SELECT = """ln -sfn "generations/{digest}" "$vq_root/.current.$$" \\
 \t&& mv -Tf -- "$vq_root/.current.$$" "$vq_root/current"
 """
+
+
+class LaneDeployment(TypedDict):
+    """``vq runtime deploy --lane --json``: the record's fields, the payload's path on
+    the cluster and how many entries the generation holds."""
+
+    lane: str
+    program: str
+    root: str
+    digest: str
+    version: str | None
+    git_sha: str | None
+    deployed_at: str
+    verified_at: str
+    payload: str
+    entries: int
 
 
 class UnreadableRecord(Exception):
@@ -202,7 +218,7 @@ def deploy_to_lane(
     paths: StateLayout,
     now: str,
     version: str | None = None,
-) -> dict[str, Any]:
+) -> LaneDeployment:
     """Deploy ``source`` to ``lane`` under ``root`` for ``program`` and record it (module
     docstring). ``runner`` reaches the lane's login host, ``local`` runs ``git`` here.
     Returns the record's fields plus ``payload`` (its path on the cluster) and
@@ -265,4 +281,15 @@ def deploy_to_lane(
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     atomic_write_json(path, {"schema_name": DEPLOYMENT_SCHEMA, **asdict(record)})
     payload = f"{root.rstrip('/')}/generations/{digest}/payload"
-    return {**asdict(record), "payload": payload, "entries": built["entries"]}
+    return {
+        "lane": record.lane,
+        "program": record.program,
+        "root": record.root,
+        "digest": record.digest,
+        "version": record.version,
+        "git_sha": record.git_sha,
+        "deployed_at": record.deployed_at,
+        "verified_at": record.verified_at,
+        "payload": payload,
+        "entries": built["entries"],
+    }

@@ -23,7 +23,7 @@ from vq.domain.admission import capacity_overages
 from vq.domain.environment import BASE_DAEMON, CapturedEnvironment
 from vq.domain.events import make_event
 from vq.domain.ids import is_job_id, new_job_id
-from vq.domain.spec import JobSpec
+from vq.domain.spec import JobSpec, SpecFields
 from vq.errors import ConfigError, InvalidInput, NotFound, storage_error
 from vq.packing.cases.array_submit import packed_fields
 from vq.protocol.answers import GroupSubmitAnswer, ReplayAnswer, SubmitAnswer, SubmitAnswerOne
@@ -80,7 +80,7 @@ def apply_profile(ctx: ServiceContext, params: SubmitParams) -> SubmitParams:
     return SubmitParams.model_validate(data)
 
 
-def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
+def _program_fields(ctx: ServiceContext, params: SubmitParams) -> SpecFields:
     """``program`` and its runtime snapshot (§3.4); refuses an unknown name or a bad pin.
     A lane job naming a managed runtime is pinned to its target (:mod:`.lane_runtime`),
     and bound to the generation that identity names, if any."""
@@ -100,7 +100,7 @@ def _program_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]
 
 def _lane_program_fields(
     ctx: ServiceContext, params: SubmitParams, target: str, lane: Any
-) -> dict[str, Any]:
+) -> SpecFields:
     """The fields of a lane job naming a managed runtime (:func:`.lane_runtime.resolve`)."""
     from vq.services.lane_runtime import resolve
     from vq.services.lane_runtime_probe import probe_lane_program, ssh_runner_for
@@ -121,7 +121,7 @@ def _lane_program_fields(
         probe=lambda entry: probe_lane_program(runner_for(lane), lane, entry),
         expected_sha=params.expected_sha,
     )
-    fields: dict[str, Any] = {"program": name, "program_runtime_pin": resolved.pin.model_dump()}
+    fields: SpecFields = {"program": name, "program_runtime_pin": resolved.pin.model_dump()}
     if resolved.generation is not None:
         if params.scheduler_pack is not None:
             raise InvalidInput(
@@ -181,7 +181,7 @@ def _new_id(ctx: ServiceContext, reserved: set[str]) -> str:
     return job_id
 
 
-def _base_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
+def _base_fields(ctx: ServiceContext, params: SubmitParams) -> SpecFields:
     return {
         "job_name": params.job_name,
         "submitter": params.submitter,
@@ -227,19 +227,19 @@ def _runtime_generation(params: SubmitParams) -> dict[str, str] | None:
 
 def _plan(
     ctx: ServiceContext, params: SubmitParams
-) -> tuple[list[dict[str, Any]], str | None, str | None]:
+) -> tuple[list[SpecFields], str | None, str | None]:
     """The field sets of every spec to create, the group id and the group kind."""
     after, after_any = _dependencies(ctx, params)
     reserved: set[str] = set()
     now = ctx.now()
     base = _base_fields(ctx, params)
-    base.update(submitted_at=now, depends_on=after, depends_on_any=after_any)
+    base["submitted_at"], base["depends_on"], base["depends_on_any"] = now, after, after_any
     if params.chain is None and params.array is None and params.array_values is None:
         job_id = _new_id(ctx, reserved)
         cwd = params.cwd or str(ctx.paths.workspace(job_id))
         return [{**base, "id": job_id, "cwd": cwd}], None, None
     group_id = _new_id(ctx, reserved)  # never a job id, but drawn from the same space
-    plans: list[dict[str, Any]] = []
+    plans: list[SpecFields] = []
     if params.chain is not None:
         ids = [_new_id(ctx, reserved) for _ in range(params.chain)]
         cwd = params.cwd or str(ctx.paths.workspace(ids[0]))
@@ -279,7 +279,7 @@ def _plan(
 
 
 def _write(
-    ctx: ServiceContext, params: SubmitParams, plans: list[dict[str, Any]], **extra: Any
+    ctx: ServiceContext, params: SubmitParams, plans: list[SpecFields], extra: SpecFields
 ) -> list[JobSpec]:
     """Materialize every workspace, then write every spec; all or nothing."""
     source = None if params.source is None else Path(params.source)
@@ -302,7 +302,7 @@ def _write(
             materialize(own_source, workspace, sync_parent=len(plans) == 1)
             created.append(workspace)
             write_environment(ctx.paths, plan["id"], captured)
-            specs.append(JobSpec(**{**plan, **extra}))
+            specs.append(JobSpec.model_validate({**plan, **extra}))
         # Every file fsynced (concurrently: the filesystem folds the flushes into a few
         # journal commits), the queue directory once; all durable before the answer.
         created_specs = commit_group(
@@ -363,14 +363,14 @@ def submit(ctx: ServiceContext, params: SubmitParams) -> SubmitResult:
         keyed: KeyedSubmit = submit_keyed(
             ctx,
             params,
-            lambda extra: _write(ctx, params, _plan(ctx, params)[0], **extra, **program)[0],
+            lambda extra: _write(ctx, params, _plan(ctx, params)[0], {**extra, **program})[0],
         )
         specs = [keyed.spec] if keyed.spec is not None else []
         return SubmitResult(specs, warnings, replayed=keyed.replayed, replay_id=keyed.job_id)
     plans, group_id, kind = _plan(ctx, params)
     for plan in plans:
         plan.update(packed)  # the profile decides a packed element's resources
-    specs = _write(ctx, params, plans, **program)
+    specs = _write(ctx, params, plans, program)
     return SubmitResult(specs, warnings, group_id, kind)
 
 

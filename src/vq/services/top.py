@@ -60,7 +60,7 @@ import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from vq._fs import read_tail_lines
 from vq.domain.admission import Caps, effective_mem_mb
@@ -68,7 +68,14 @@ from vq.domain.states import ACTIVE, JobState
 from vq.protocol.answers import ListRow
 from vq.protocol.report_answers import TopAnswer, TopJob
 
-__all__ = ["STALE_SECONDS", "TAIL_BYTES", "build_top", "parse_sample", "read_latest_sample"]
+__all__ = [
+    "STALE_SECONDS",
+    "TAIL_BYTES",
+    "Sample",
+    "build_top",
+    "parse_sample",
+    "read_latest_sample",
+]
 
 #: A sample older than this (the watchdog writes one every 5 s) marks the job stale.
 STALE_SECONDS = 30.0
@@ -78,7 +85,25 @@ TAIL_BYTES = 8192
 _ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 
 
-def read_latest_sample(path: Path) -> dict[str, Any] | None:
+class Sample(TypedDict, total=False):
+    """One watchdog record of ``samples.jsonl`` (:mod:`vq.daemon.watchdog` writes it).
+    ``ts`` is checked when a line is read; the file sits in the job's workspace, so a
+    reader checks any other value's type before use."""
+
+    ts: str
+    elapsed_seconds: float
+    rss_mb: float
+    cpu_percent: float | None
+    cpu_time_seconds: float
+    cpu_time_source: str
+    cgroup_lookup: str
+    cgroup_path: str | None
+    sample_pid: int
+    sample_pgid: int
+    process_count: int
+
+
+def read_latest_sample(path: Path) -> Sample | None:
     """The last well-formed record of a ``samples.jsonl``, or None. Never raises.
 
     Reads at most the last :data:`TAIL_BYTES`. A record is well-formed when it is a JSON
@@ -96,7 +121,7 @@ def read_latest_sample(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def parse_sample(raw: bytes) -> dict[str, Any] | None:
+def parse_sample(raw: bytes) -> Sample | None:
     """A well-formed sample line: a JSON object whose ``ts`` is an ISO 8601 time."""
     if not raw.strip():
         return None
@@ -106,7 +131,7 @@ def parse_sample(raw: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(record, dict) or _timestamp(record.get("ts")) is None:
         return None
-    return record
+    return cast(Sample, record)
 
 
 def _timestamp(value: object) -> datetime | None:

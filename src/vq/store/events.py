@@ -9,11 +9,11 @@ malformed lines are skipped. Never the state authority.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import cast
 
 from vq._fs import parse_json
 from vq._safe_open import append_line_beneath, read_regular_beneath
-from vq.domain.events import normalize_event
+from vq.domain.events import Event, normalize_event
 from vq.paths import StatePaths
 
 __all__ = ["append_event", "read_events"]
@@ -24,7 +24,7 @@ MAX_EVENT_LINE = 64 * 1024
 MAX_EVENTS_BYTES = 64 * 1024 * 1024
 
 
-def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
+def append_event(paths: StatePaths, record: Event) -> bool:
     """Append one event record to its job's timeline. Never raises."""
     try:
         line = json.dumps(record, separators=(",", ":"), default=str)
@@ -34,7 +34,7 @@ def append_event(paths: StatePaths, record: dict[str, Any]) -> bool:
     return append_line_beneath(paths.tree_of(job_id), paths.events(job_id), line)
 
 
-def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
+def read_events(paths: StatePaths, job_id: str) -> list[Event]:
     """Every well-formed record of a job's timeline, in file order, with state names in
     lower case whichever way the line spelled them."""
     try:
@@ -42,7 +42,7 @@ def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
         lines = data.splitlines()
     except OSError:
         return []
-    events: list[dict[str, Any]] = []
+    events: list[Event] = []
     for line in lines:
         if not line.strip() or len(line) > MAX_EVENT_LINE:
             continue
@@ -51,5 +51,5 @@ def read_events(paths: StatePaths, job_id: str) -> list[dict[str, Any]]:
         except ValueError:  # malformed, not UTF-8 or nested too deeply: skipped
             continue
         if isinstance(record, dict) and "kind" in record:
-            events.append(normalize_event(record))
+            events.append(normalize_event(cast(Event, record)))
     return events

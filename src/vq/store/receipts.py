@@ -8,19 +8,20 @@ unreadable or malformed receipt is None.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from vq._fs import read_json_regular
+from vq.domain.receipt import Receipt
 from vq.paths import StatePaths
 
-__all__ = ["MAX_RECEIPT_BYTES", "read_receipt"]
+__all__ = ["MAX_RECEIPT_BYTES", "Receipt", "read_receipt"]
 
 MAX_RECEIPT_BYTES = 1 << 20
 
 
-def read_receipt(paths: StatePaths, job_id: str) -> dict[str, Any] | None:
+def read_receipt(paths: StatePaths, job_id: str) -> Receipt | None:
     try:
         data = read_json_regular(paths.resource_usage(job_id), MAX_RECEIPT_BYTES)
     except (OSError, ValueError):  # missing, a FIFO or directory, too large, malformed
         return None
-    return data if isinstance(data, dict) else None
+    return cast(Receipt, data) if isinstance(data, dict) else None

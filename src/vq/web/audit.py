@@ -29,7 +29,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -57,8 +57,24 @@ _FLEET_ACTION = re.compile(
 _SAFE_ID = re.compile(r"^[0-9a-f]{12}$")
 _SAFE_HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _FLEET_VERBS = frozenset({"kill", "pause", "resume", "resubmit"})
-#: Keys a handler may add to its record (``request.state.audit_extra``).
-_EXTRA_KEYS = ("resubmit", "resubmitted")
+
+
+class AuditRecord(TypedDict, total=False):
+    """One line of the console's audit log: who did what to which job (and on which
+    fleet host), the HTTP status and its outcome; a kill adds what it resubmitted."""
+
+    ts: str
+    actor: str
+    kind: str
+    role: str | None
+    action: str
+    job_id: str | None
+    host: str
+    status: int
+    outcome: str
+    client: str | None
+    resubmit: bool
+    resubmitted: str | None
 
 
 def describe(method: str, path: str) -> tuple[str, str | None] | None:
@@ -140,19 +156,23 @@ class AuditMiddleware:
         state = scope.get("state") or {}
         principal = state.get("principal")
         client = scope.get("client")
-        record: dict[str, Any] = {
+        record: AuditRecord = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "actor": getattr(principal, "name", "anonymous"),
             "kind": getattr(principal, "kind", "anonymous"),
             "role": getattr(principal, "role", None),
             "action": action,
             "job_id": job_id,
-            **({"host": fleet[2]} if fleet is not None else {}),
-            "status": status,
-            "outcome": state.get("audit_outcome") or _outcome(status),
-            "client": client[0] if client else None,
         }
-        extra = state.get("audit_extra") or {}
-        record.update({k: extra[k] for k in _EXTRA_KEYS if k in extra})
+        if fleet is not None:
+            record["host"] = fleet[2]
+        record["status"] = status
+        record["outcome"] = state.get("audit_outcome") or _outcome(status)
+        record["client"] = client[0] if client else None
+        extra = state.get("audit_extra") or {}  # what a handler added (a kill's resubmit)
+        if "resubmit" in extra:
+            record["resubmit"] = extra["resubmit"]
+        if "resubmitted" in extra:
+            record["resubmitted"] = extra["resubmitted"]
         if self.path.parent.is_dir():
             append_line(self.path, json.dumps(record, separators=(",", ":")), log_file=True)

@@ -28,12 +28,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from fastapi import Request
 
 from vq._fs import read_regular, read_tail_lines
+from vq.domain.events import Event
 from vq.domain.ids import is_job_id, resolve_prefix
+from vq.domain.receipt import Receipt
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL, JobState
 from vq.errors import InvalidInput, NotFound, VqError
@@ -50,10 +52,11 @@ from vq.protocol.answers import (
     UndrainAnswer,
 )
 from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
-from vq.services.top import parse_sample
+from vq.services.top import Sample, parse_sample
 from vq.web.context import WebConfig
 
 if TYPE_CHECKING:
+    from vq.cleanup.jobs import CleanupReportJSON
     from vq.web.cockpit import QueueSummary
 
 __all__ = [
@@ -241,10 +244,10 @@ class Backend:
                 states[job_id] = None
         return states
 
-    def events(self, job_id: str, tail: int | None = None) -> list[dict[str, Any]]:
+    def events(self, job_id: str, tail: int | None = None) -> list[Event]:
         """The job's well-formed event records, oldest first (the last ``tail`` of them)."""
 
-        def work() -> list[dict[str, Any]]:
+        def work() -> list[Event]:
             spec = self._spec(job_id)
             records = self.gateway.events(spec.id, refuse_archived=False)
             return records[-tail:] if tail else records
@@ -298,7 +301,7 @@ class Backend:
         text = b"\n".join(kept) + (b"\n" if kept and ends_with_newline else b"")
         return text.decode("utf-8", errors="replace")
 
-    def samples(self, job_id: str, limit: int = 720) -> list[dict[str, Any]]:
+    def samples(self, job_id: str, limit: int = 720) -> list[Sample]:
         """The last ``limit`` well-formed watchdog samples (malformed lines skipped)."""
         if not 1 <= limit <= MAX_SAMPLES:
             raise InvalidInput(f"limit must be between 1 and {MAX_SAMPLES}")
@@ -311,7 +314,7 @@ class Backend:
         records = [r for r in (parse_sample(line) for line in lines) if r is not None]
         return records[-limit:]
 
-    def receipt(self, job_id: str) -> dict[str, Any] | None:
+    def receipt(self, job_id: str) -> Receipt | None:
         """The terminal ``resource-usage.json`` receipt, or None (absent or malformed)."""
         spec = self.spec(job_id)
         try:
@@ -319,7 +322,7 @@ class Backend:
             data = json.loads(read_regular(path, 1024 * 1024, follow=True))
         except (OSError, ValueError, NotFound):
             return None
-        return data if isinstance(data, dict) else None
+        return cast(Receipt, data) if isinstance(data, dict) else None
 
     # --- snapshots ----------------------------------------------------------------------
     def queue_summary(self, max_age: float | None = None) -> QueueSummary:
@@ -370,7 +373,7 @@ class Backend:
         states: list[str] | None = None,
         archive: bool = True,
         execute: bool = False,
-    ) -> dict[str, Any]:
+    ) -> CleanupReportJSON:
         """``vq cleanup --json`` restricted to failed rows (:data:`FAILED_STATES`).
 
         A dry run unless ``execute``; ``states`` narrows among the failed states;
@@ -381,7 +384,7 @@ class Backend:
         """
         from vq.cleanup.jobs import CleanupPolicy
 
-        def work() -> dict[str, Any]:
+        def work() -> CleanupReportJSON:
             chosen = [s.upper() for s in states] if states else sorted(FAILED_STATES)
             for state in chosen:
                 if state not in _FAILED_NAMES:

@@ -14,7 +14,7 @@ sidecar run with.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TypedDict
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -24,7 +24,14 @@ __all__ = ["HEADER_SECONDS", "UVICORN_OPTIONS", "HeaderTimeoutH11Protocol"]
 #: previous response ended).
 HEADER_SECONDS = 10.0
 
-UVICORN_OPTIONS: dict[str, Any] = {
+
+class UvicornOptions(TypedDict):
+    timeout_keep_alive: int
+    h11_max_incomplete_event_size: int
+    limit_concurrency: int
+
+
+UVICORN_OPTIONS: UvicornOptions = {
     "timeout_keep_alive": 5,  # idle keep-alive connections are closed after 5 s
     "h11_max_incomplete_event_size": 16 * 1024,  # a request head larger than 16 KiB: 400
     # Connections and tasks at once; beyond it uvicorn answers 503. Well under a 1024-fd

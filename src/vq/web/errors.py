@@ -18,7 +18,7 @@ route raises :class:`ApiError` for HTTP-only conditions (401, 403, 413, 429).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -101,8 +101,34 @@ def status_for(exc: vq_errors.VqError) -> int:
     return 500
 
 
-def error_body(code: str, message: str, hint: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "hint": hint, **extra}}
+class FieldProblem(TypedDict):
+    """One refused field of a validation error: where, and why in vq's words."""
+
+    loc: str
+    message: str
+
+
+class ErrorDetail(TypedDict):
+    code: str
+    message: str
+    hint: str | None
+    details: NotRequired[list[FieldProblem]]
+
+
+class ErrorBody(TypedDict):
+    """Every API error answer: ``{"error": {"code", "message", "hint"}}`` (a validation
+    error adds ``details``)."""
+
+    error: ErrorDetail
+
+
+def error_body(
+    code: str, message: str, hint: str | None = None, *, details: list[FieldProblem] | None = None
+) -> ErrorBody:
+    error: ErrorDetail = {"code": code, "message": message, "hint": hint}
+    if details is not None:
+        error["details"] = details
+    return {"error": error}
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -134,11 +160,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [
+        details: list[FieldProblem] = [
             {"loc": _loc(item.get("loc", ())), "message": _validation_message(item)}
             for item in exc.errors()
         ]
-        first = details[0] if details else {"loc": "", "message": "invalid request"}
+        first: FieldProblem = details[0] if details else {"loc": "", "message": "invalid request"}
         return JSONResponse(
             error_body(
                 "validation-error",

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -39,11 +39,15 @@ from vq.errors import UnsafeArchive, VqError
 from vq.gateway import Gateway
 from vq.gateway.fallback import root_does_not_submit
 from vq.paths import MultiUserLayout
+from vq.protocol.answers import SubmitAnswer
 from vq.protocol.messages import SubmitParams
 from vq.services.idempotency import key_hash
 from vq.web.context import WebConfig
 from vq.web.errors import ApiError
 from vq.web.uploads_store import UploadStore, decode_inline
+
+if TYPE_CHECKING:
+    from vq.remote.submit import RemoteSubmitAnswer
 
 __all__ = [
     "Submission",
@@ -160,15 +164,16 @@ def scrubbed(config: WebConfig, *inputs: Path) -> Iterator[None]:
 
 def _submit(
     config: WebConfig, params: SubmitParams, request: Submission | None = None
-) -> dict[str, Any]:
+) -> SubmitAnswer | RemoteSubmitAnswer:
     if request is not None and request.host is not None and request.host not in LOCAL_NAMES:
         return _submit_remote(config, params, request)
     gateway = Gateway(config.state, {**os.environ, "VQ_CONFIG_DIR": str(config.config_root)})
-    # plain JSON, as a remote host's answer (:func:`_submit_remote`) is
-    return dict(gateway.submit(params.model_dump(mode="json", exclude_unset=True)))
+    return gateway.submit(params.model_dump(mode="json", exclude_unset=True))
 
 
-def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission) -> dict[str, Any]:
+def _submit_remote(
+    config: WebConfig, params: SubmitParams, request: Submission
+) -> RemoteSubmitAnswer:
     """Delegate to ``request.host`` exactly as ``vq submit HOST`` does (vq.remote.submit)."""
     from vq.remote.fleet import load_fleet
     from vq.remote.submit import delegate_submit, options_from_fields
@@ -181,7 +186,9 @@ def _submit_remote(config: WebConfig, params: SubmitParams, request: Submission)
     return delegate_submit(host, options, command, source, idempotency_key=request.idempotency_key)
 
 
-def submit_request(config: WebConfig, settings: Settings, request: Submission) -> dict[str, Any]:
+def submit_request(
+    config: WebConfig, settings: Settings, request: Submission
+) -> SubmitAnswer | RemoteSubmitAnswer:
     """Stage the inputs, submit, clean up; the ``vq submit --json`` payload."""
     store = UploadStore(config.state.uploads_dir, settings.web.upload_ttl_seconds)
     key = request.idempotency_key

@@ -45,7 +45,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, TypedDict
 
 from vq._tar import tar_member
 from vq.domain.archive_rules import Member, check_members, normalize_name
@@ -62,13 +62,21 @@ STALE_WORK_SECONDS = 3600
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+class StoredUploadJSON(TypedDict):
+    """``POST /api/v1/uploads`` (201)."""
+
+    upload_token: str
+    size_bytes: int
+    expires_at: str
+
+
 @dataclass(frozen=True)
 class StoredUpload:
     token: str
     size_bytes: int
     expires_at: str
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> StoredUploadJSON:
         return {
             "upload_token": self.token,
             "size_bytes": self.size_bytes,

@@ -3,12 +3,13 @@ fields a packed element's spec carries (rules in :mod:`vq.packing.lane_submit`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vq.packing.lane_submit import LaneFacts, PackRequest, check_pack_submission
 
 if TYPE_CHECKING:
     from vq.config.settings import Settings
+    from vq.domain.spec import SpecFields
     from vq.packing.profiles import PackingProfile
     from vq.protocol.messages import SubmitParams
     from vq.services.context import ServiceContext
@@ -30,7 +31,7 @@ def pack_configuration(
     return packing_profiles(settings), lanes
 
 
-def packed_fields(ctx: ServiceContext, params: SubmitParams) -> dict[str, Any]:
+def packed_fields(ctx: ServiceContext, params: SubmitParams) -> SpecFields:
     """The spec fields of a packed array's elements (none without ``--pack``);
     :class:`~vq.errors.InvalidInput` for a submission that cannot be packed."""
     if params.scheduler_pack is None:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Literal, TypedDict
 
 from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import Conflict, ProtocolError
 from vq.packing.cases.remote import PackRemote, RunnerFor
 from vq.packing.cases.rosters import load_pack, now_utc
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
-from vq.packing.planner import TaskView, View
+from vq.packing.planner import SchedulerState, TaskView, View
 from vq.packing.roster import Attempt, PackDocument
 from vq.paths import StatePaths
 
@@ -83,6 +83,49 @@ def observe_attempt(remote: PackRemote, attempt: Attempt) -> AttemptEvidence:
         raise observation_refused(exc) from None
 
 
+class TaskRow(TypedDict):
+    """One task of ``vq pack inspect --json``: its latest attempt's outcome."""
+
+    key: str
+    allocation_id: str | None
+    state: str | None
+    exit_code: int | None
+    result: Literal["valid", "missing", "unobserved"]
+
+
+class AttemptRow(TypedDict):
+    """One attempt of ``vq pack inspect --json`` and its scheduler evidence."""
+
+    allocation_id: str
+    outcome: str
+    how: str | None
+    revision: int
+    job_id: str | None
+    cluster: str | None
+    task_keys: list[str]
+    state: str | None
+    exit_code: str | None
+    submit: str | None
+    start: str | None
+    end: str | None
+    incarnations: int
+    unattributed_jobs: list[str]
+
+
+class PackViewJSON(TypedDict):
+    """``vq pack inspect --json``."""
+
+    name: str
+    revision: int
+    sealed: bool
+    observed_at: str
+    scheduler: str
+    results_ready: bool
+    quiescent: bool
+    attempts: list[AttemptRow]
+    tasks: list[TaskRow]
+
+
 @dataclass(frozen=True)
 class PackView:
     """One observation of a pack (see the module contract)."""
@@ -101,12 +144,12 @@ class PackView:
                 out[key] = (attempt, self.evidence.get(attempt.allocation_id))
         return out
 
-    def task_rows(self) -> list[dict[str, Any]]:
+    def task_rows(self) -> list[TaskRow]:
         latest = self.latest()
-        rows: list[dict[str, Any]] = []
+        rows: list[TaskRow] = []
         for task in self.pack.tasks:
             found = latest.get(task.key)
-            row: dict[str, Any] = {
+            row: TaskRow = {
                 "key": task.key,
                 "allocation_id": None,
                 "state": None,
@@ -129,7 +172,9 @@ class PackView:
     def planner_view(self) -> View:
         """What the planner needs: results and per-attempt scheduler states."""
         results = {row["key"]: row["result"] for row in self.task_rows()}
-        scheduler: dict[str, dict[str, Any]] = {task.key: {} for task in self.pack.tasks}
+        scheduler: dict[str, dict[str, SchedulerState | None]] = {
+            task.key: {} for task in self.pack.tasks
+        }
         for attempt in self.pack.attempts:
             evidence = self.evidence.get(attempt.allocation_id)
             if evidence is not None:
@@ -144,9 +189,9 @@ class PackView:
             },
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PackViewJSON:
         tasks = self.task_rows()
-        attempts = []
+        attempts: list[AttemptRow] = []
         for attempt in self.pack.attempts:
             evidence = self.evidence.get(attempt.allocation_id)
             attempts.append(

@@ -26,6 +26,7 @@ from typing import Any
 from vq.errors import Conflict, InvalidInput, NotFound
 from vq.packing.cases.rosters import load_pack
 from vq.packing.planner import (
+    PlanDocument,
     PlanInputs,
     PlanRefused,
     TaskView,
@@ -46,7 +47,7 @@ MAX_PLAN_BYTES = 64 << 20
 
 @dataclass(frozen=True)
 class LoadedPlan:
-    document: dict[str, Any]
+    document: PlanDocument
     scripts: dict[str, bytes]
     data: bytes
 

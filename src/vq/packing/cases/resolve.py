@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import Conflict, InvalidInput, NotFound
@@ -224,11 +224,45 @@ def _attempt_digest(pack: PackDocument, attempt: Attempt) -> str | None:
     )
 
 
+class AttemptShape(TypedDict):
+    tasks: int
+    cpus: int
+    memory_mib: int
+    gpus: int
+    time: str
+
+
+class RedactedAttempt(TypedDict):
+    """One attempt of the redacted pack record: digests and outcomes, no values."""
+
+    allocation_id: str
+    profile: str | None
+    task_keys: list[str]
+    retry: list[str]
+    allow_duplicate_risk: list[str]
+    retry_sha256: str | None
+    target_sha256: str | None
+    resources_sha256: str | None
+    shape: AttemptShape | None
+    attempt_sha256: str | None
+    plan_sha256: str | None
+    script_sha256: str | None
+    outcome: str
+    how: str | None
+    revision: int
+    job_id: str | None
+    cluster: str | None
+    state: str | None
+    exit_code: str | None
+    start: str | None
+    end: str | None
+
+
 def record_bytes(view: PackView) -> bytes:
     """Canonical JSON of the redacted record: no arguments, stdin, scripts, target values,
     sbatch arguments, raw scheduler states or logs."""
     pack = view.pack
-    attempts: list[dict[str, Any]] = []
+    attempts: list[RedactedAttempt] = []
     for attempt in pack.attempts:
         intent = attempt.intent
         evidence = view.evidence.get(attempt.allocation_id)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from vq.dialects.model import SubmitAccepted
 from vq.dialects.slurm_alloc import (
@@ -49,12 +49,35 @@ from vq.packing.cases.plans import LoadedPlan, load_plan
 from vq.packing.cases.remote import PackRemote, RunnerFor
 from vq.packing.cases.rosters import load_pack, now_utc, update_pack
 from vq.packing.evidence import ACTIVE, TERMINAL
+from vq.packing.planner import AllocationJSON
 from vq.packing.roster import Attempt, AttemptIntent, PackDocument
 from vq.paths import StatePaths
 
 __all__ = ["submit_plan", "validate_plan"]
 
-Report = Callable[[dict[str, Any]], None]
+
+class ShapeCheck(TypedDict):
+    """One distinct shape's ``sbatch --test-only`` answer (``vq pack validate --json``)."""
+
+    allocation_id: str
+    shape_sha256: str
+    script_sha256: str
+    tasks: int
+    start: str
+    processors: int
+    nodes: str
+    partition: str
+
+
+class SubmitReport(TypedDict):
+    """One allocation accepted now (``submitted``) or before (``already``)."""
+
+    allocation_id: str
+    job_id: str | None
+    action: str
+
+
+Report = Callable[[SubmitReport], None]
 #: At most this many ``sbatch`` calls in flight, each one session of the login host's
 #: multiplexed SSH connection (OpenSSH's sshd allows 10 sessions per connection by
 #: default; the rest are left to the lane and to other commands of the same user).
@@ -77,11 +100,11 @@ def _remote(plan: LoadedPlan, runner_for: RunnerFor) -> PackRemote:
 
 def validate_plan(
     paths: StatePaths, name: str, plan_path: Path, runner_for: RunnerFor
-) -> list[dict[str, Any]]:
+) -> list[ShapeCheck]:
     """One ``sbatch --test-only`` per distinct shape; the controller's answers."""
     plan = _plan_for(paths, name, plan_path)
     remote = _remote(plan, runner_for)
-    answers: list[dict[str, Any]] = []
+    answers: list[ShapeCheck] = []
     seen: set[str] = set()
     for allocation in plan.document["allocations"]:
         shape = allocation["shape_sha256"]
@@ -115,7 +138,7 @@ def validate_plan(
     return answers
 
 
-def _intent(plan: LoadedPlan, allocation: dict[str, Any]) -> AttemptIntent:
+def _intent(plan: LoadedPlan, allocation: AllocationJSON) -> AttemptIntent:
     profile = plan.document["profile"]
     selection = plan.document["selection"]
     keys = set(allocation["task_keys"])
@@ -140,7 +163,7 @@ def _intent(plan: LoadedPlan, allocation: dict[str, Any]) -> AttemptIntent:
 
 
 def _refresh_retries(
-    pack: PackDocument, plan: LoadedPlan, allocation: dict[str, Any], remote: PackRemote
+    pack: PackDocument, plan: LoadedPlan, allocation: AllocationJSON, remote: PackRemote
 ) -> None:
     """Observe again every earlier accepted attempt of a retried task of ``allocation``."""
     retried = set(allocation["task_keys"]) & set(plan.document["selection"]["retry"])
@@ -163,13 +186,13 @@ def _refresh_retries(
 class _Window:
     """What recording one window's intents decided, allocation by allocation in order."""
 
-    sent: list[dict[str, Any]] = field(default_factory=list)  # intents recorded: to send
+    sent: list[AllocationJSON] = field(default_factory=list)  # intents recorded: to send
     already: dict[str, Attempt] = field(default_factory=dict)  # accepted before: reported
     stop: VqError | None = None  # the refusal met at the end of the window's prefix
 
 
 def _record_intents(
-    paths: StatePaths, name: str, plan: LoadedPlan, window: list[dict[str, Any]]
+    paths: StatePaths, name: str, plan: LoadedPlan, window: list[AllocationJSON]
 ) -> _Window:
     """Record, in one synced write, the intent of every allocation of ``window`` up to
     the first that must stop the run (accepted before: reported instead; an intent
@@ -220,7 +243,7 @@ def _record_intents(
 
 def _refusal(
     name: str,
-    allocation: dict[str, Any],
+    allocation: AllocationJSON,
     recorded: dict[str, Attempt],
     later: list[Attempt],
 ) -> VqError | None:
@@ -323,7 +346,7 @@ def _sbatch(
 
 
 def _send(
-    name: str, remote: PackRemote, command: list[str], plan: LoadedPlan, sent: list[dict[str, Any]]
+    name: str, remote: PackRemote, command: list[str], plan: LoadedPlan, sent: list[AllocationJSON]
 ) -> dict[str, SubmitAccepted | OutcomeUnknown]:
     """``sbatch`` of every allocation of ``sent`` (their intents are on disk), at most
     :data:`MAX_IN_FLIGHT` at once over the login host's one multiplexed connection."""
@@ -349,7 +372,7 @@ def submit_plan(
         command = remote.submit_command(str(target["log_root"]), str(target["work_root"]))
     except ObservationError as exc:
         raise observation_refused(exc) from None
-    allocations: list[dict[str, Any]] = plan.document["allocations"]
+    allocations = plan.document["allocations"]
     done, width = 0, 1  # the first allocation alone: it opens the connection and proves it
     while done < len(allocations):
         window = allocations[done : done + width]

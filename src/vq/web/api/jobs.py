@@ -10,12 +10,13 @@ on disk and the daemon socket and run in the threadpool.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from fastapi.responses import FileResponse, PlainTextResponse
 
-from vq.protocol.answers import KillAnswer, ListRow, PauseAnswer, QuarantinedItem
+from vq.protocol.answers import KillAnswer, ListRow, PauseAnswer, QuarantinedItem, SpecJSON
+from vq.services.top import Sample
 from vq.web.api.models import (
     CleanupRequest,
     CleanupResult,
@@ -28,6 +29,9 @@ from vq.web.api.models import (
 )
 from vq.web.backend import MAX_TAIL_LINES, Backend, backend_of
 from vq.web.deps import need
+
+if TYPE_CHECKING:
+    from vq.cleanup.jobs import CleanupReportJSON
 
 __all__ = ["router"]
 
@@ -120,7 +124,7 @@ def list_jobs(
     "completed jobs.",
     dependencies=[Controller],
 )
-def cleanup_failed(backend: Gate, body: CleanupRequest | None = None) -> dict[str, Any]:
+def cleanup_failed(backend: Gate, body: CleanupRequest | None = None) -> CleanupReportJSON:
     request = body or CleanupRequest()
     return backend.cleanup_failed(
         older_than=request.older_than,
@@ -187,10 +191,11 @@ def job_logs_download(backend: Gate, job_id: JobId, stream: Stream = "stdout") -
     description="The last `limit` well-formed records of the job's samples.jsonl (one every "
     "5 s while it runs); malformed lines are skipped; [] when none.",
     dependencies=[Reader],
+    response_model=None,
 )
 def job_samples(
     backend: Gate, job_id: JobId, limit: Annotated[int, Query(ge=1, le=5000)] = 720
-) -> list[dict[str, Any]]:
+) -> list[Sample]:
     return backend.samples(job_id, limit)
 
 
@@ -241,8 +246,9 @@ def resume_job(backend: Gate, job_id: JobId) -> PauseAnswer:
     description="Run it again as a new job (fresh id, copied workspace) with optional "
     "overrides; returns the new spec. 409 if the job has not ended.",
     dependencies=[Controller],
+    response_model=None,
 )
 def resubmit_job(
     backend: Gate, job_id: JobId, body: Annotated[ResubmitRequest | None, Body()] = None
-) -> dict[str, Any]:
-    return dict(backend.resubmit(job_id, body.overrides() if body else {}))
+) -> SpecJSON:
+    return backend.resubmit(job_id, body.overrides() if body else {})

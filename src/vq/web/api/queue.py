@@ -7,14 +7,18 @@ survives restarts and shows in ``GET /queue`` either way.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 
 from vq.protocol.answers import DrainAnswer, UndrainAnswer
+from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
 from vq.web.api.models import DrainRequest, DrainResult
 from vq.web.backend import Backend, backend_of
 from vq.web.deps import need
+
+if TYPE_CHECKING:
+    from vq.web.cockpit import QueueSummary
 
 __all__ = ["router"]
 
@@ -32,9 +36,10 @@ Gate = Annotated[Backend, Depends(backend_of)]
     "of RUNNING/SUSPENDED jobs, the daemon's caps (null without a daemon), whether the "
     "daemon runs, and the drain and throttle holds.",
     dependencies=[Reader],
+    response_model=None,
 )
-def queue_summary(backend: Gate) -> dict[str, Any]:
-    return dict(backend.queue_summary())
+def queue_summary(backend: Gate) -> QueueSummary:
+    return backend.queue_summary()
 
 
 @router.get(
@@ -42,10 +47,10 @@ def queue_summary(backend: Gate) -> dict[str, Any]:
     summary="Overview snapshot",
     description="The `vq overview --json` snapshot.",
     dependencies=[Reader],
+    response_model=None,  # the route's JSON is the snapshot as built
 )
-def overview(backend: Gate) -> dict[str, Any]:
-    # the route's JSON is the snapshot as built (no response model re-validates it)
-    return dict(backend.overview())
+def overview(backend: Gate) -> OverviewAnswer:
+    return backend.overview()
 
 
 @router.get(
@@ -54,13 +59,14 @@ def overview(backend: Gate) -> dict[str, Any]:
     description="The `vq usage --json` report: wall- and CPU-hours per tag, name, day, "
     "state or in total.",
     dependencies=[Reader],
+    response_model=None,
 )
 def usage(
     backend: Gate,
     by: Literal["tag", "name", "day", "state", "total"] = "tag",
     since: Annotated[str | None, Query(max_length=64)] = None,
-) -> dict[str, Any]:
-    return dict(backend.usage(by, since))
+) -> UsageAnswer:
+    return backend.usage(by, since)
 
 
 @router.post(

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
@@ -138,8 +137,7 @@ async def upload(
         raise
     limits = UnpackLimits(settings.web.upload_max_unpacked_bytes, settings.web.upload_max_members)
     stored = await run_in_threadpool(store.publish, part, limits)
-    body: dict[str, Any] = stored.as_dict()
-    return JSONResponse(body, status_code=201)
+    return JSONResponse(stored.as_dict(), status_code=201)
 
 
 def _discard(path: Path) -> None:

@@ -154,7 +154,16 @@ def _path(config_root: Path) -> Path:
     return config_root / USERS_FILE
 
 
-def _load(config_root: Path) -> dict[str, dict[str, Any]]:
+class AccountRecord(TypedDict, total=False):
+    """One account of the users file as vq writes it (the file may have been edited:
+    :func:`_account` checks the role, :func:`authenticate` the password hash)."""
+
+    role: str
+    created_at: str
+    password: PasswordHash
+
+
+def _load(config_root: Path) -> dict[str, AccountRecord]:
     data = read_json_private(_path(config_root), _WHAT)
     if data is None:
         return {}
@@ -164,18 +173,18 @@ def _load(config_root: Path) -> dict[str, dict[str, Any]]:
             f"the {_WHAT} file ({USERS_FILE}) has no 'users' object",
             hint=f"repair or remove {USERS_FILE} in the vq config root",
         )
-    return {str(k): v for k, v in users.items() if isinstance(v, dict)}
+    return {str(k): cast(AccountRecord, v) for k, v in users.items() if isinstance(v, dict)}
 
 
-def _save(config_root: Path, users: dict[str, dict[str, Any]]) -> None:
+def _save(config_root: Path, users: dict[str, AccountRecord]) -> None:
     write_json_private(_path(config_root), {"version": 1, "users": users})
 
 
-def _account(name: str, record: dict[str, Any]) -> Account | None:
+def _account(name: str, record: AccountRecord) -> Account | None:
     role = record.get("role")
     if role not in ROLES:
         return None
-    return Account(name, cast(Role, role), str(record.get("created_at", "")))
+    return Account(name, role, str(record.get("created_at", "")))
 
 
 def any_accounts(config_root: Path) -> bool:

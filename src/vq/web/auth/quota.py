@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vq.web.auth._files import locked, read_json_private, write_json_private
 from vq.web.auth.principal import Principal
@@ -62,22 +62,32 @@ def usage_today(config_root: Path, token_id: str, now: datetime) -> int:
     return count if isinstance(count, int) else 0
 
 
-def _day_entry(data: Any, token_id: str, day: str) -> tuple[dict[str, Any], dict[str, Any]]:
+class DayEntry(TypedDict, total=False):
+    """One token's usage of one UTC day in the usage file (the file may have been
+    edited: each value's type is checked when read)."""
+
+    day: str
+    count: int
+    keys: list[str]
+    upload_bytes: int
+
+
+def _day_entry(data: Any, token_id: str, day: str) -> tuple[dict[str, DayEntry], DayEntry]:
     """``(days, entry)``: every token's records and this token's for ``day`` (a fresh dict
     when it is stale or absent)."""
-    days = data.get("days") if isinstance(data, dict) else None
-    days = days if isinstance(days, dict) else {}
+    found = data.get("days") if isinstance(data, dict) else None
+    days: dict[str, DayEntry] = found if isinstance(found, dict) else {}
     entry = days.get(token_id)
-    entry = dict(entry) if isinstance(entry, dict) and entry.get("day") == day else {"day": day}
-    return days, entry
+    kept = isinstance(entry, dict) and entry.get("day") == day
+    return days, DayEntry(**entry) if kept and entry is not None else {"day": day}
 
 
-def _uploaded(entry: dict[str, Any]) -> int:
+def _uploaded(entry: DayEntry) -> int:
     value = entry.get("upload_bytes", 0)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _entry(data: Any, token_id: str, day: str) -> tuple[dict[str, Any], int, list[str]]:
+def _entry(data: Any, token_id: str, day: str) -> tuple[dict[str, DayEntry], int, list[str]]:
     """``(days, used, keys)`` of one token's usage record for ``day`` (fresh if stale)."""
     days, entry = _day_entry(data, token_id, day)
     used = entry.get("count", 0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -144,11 +144,23 @@ def logout() -> Response:
     return response
 
 
-@router.get("/api/v1/whoami", tags=["auth"])
-def whoami(request: Request) -> dict[str, Any]:
+class WhoAmI(TypedDict):
+    """``GET /api/v1/whoami``: the caller (a scoped token adds its id and limits)."""
+
+    kind: str
+    name: str
+    role: str | None
+    grants: list[str]
+    token_id: NotRequired[str | None]
+    profiles: NotRequired[list[str]]
+    programs: NotRequired[list[str]]
+
+
+@router.get("/api/v1/whoami", tags=["auth"], response_model=None)
+def whoami(request: Request) -> WhoAmI:
     """The caller: kind, name, role, what it may do and (scoped tokens) its limits."""
     principal = principal_of(request)
-    body: dict[str, Any] = {
+    body: WhoAmI = {
         "kind": principal.kind,
         "name": principal.name,
         "role": principal.role,

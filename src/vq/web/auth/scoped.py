@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict, cast
 
 from vq.errors import ConfigError, Conflict, InvalidInput, NotFound
 from vq.web.auth._files import locked, read_json_private, write_json_private
@@ -147,7 +147,24 @@ def _path(config_root: Path) -> Path:
     return config_root / TOKENS_FILE
 
 
-def _load(config_root: Path) -> list[dict[str, Any]]:
+class TokenRecord(TypedDict, total=False):
+    """One token of the tokens file as vq writes it. The file may have been edited, so
+    :func:`_token` checks each value's type; a record is kept only with a string ``id``."""
+
+    id: Required[str]
+    name: str
+    secret_sha256: str
+    scopes: list[str]
+    profiles: list[str]
+    programs: list[str]
+    max_jobs_per_day: int | None
+    max_upload_bytes_per_day: int | None
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+
+
+def _load(config_root: Path) -> list[TokenRecord]:
     data = read_json_private(_path(config_root), _WHAT)
     if data is None:
         return []
@@ -157,10 +174,14 @@ def _load(config_root: Path) -> list[dict[str, Any]]:
             f"the {_WHAT} file ({TOKENS_FILE}) has no 'tokens' list",
             hint=f"repair or remove {TOKENS_FILE} in the vq config root",
         )
-    return [r for r in records if isinstance(r, dict) and isinstance(r.get("id"), str)]
+    return [
+        cast(TokenRecord, r)
+        for r in records
+        if isinstance(r, dict) and isinstance(r.get("id"), str)
+    ]
 
 
-def _save(config_root: Path, records: list[dict[str, Any]]) -> None:
+def _save(config_root: Path, records: list[TokenRecord]) -> None:
     write_json_private(_path(config_root), {"version": 1, "tokens": records})
 
 
@@ -168,7 +189,7 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _token(record: dict[str, Any]) -> ScopedToken:
+def _token(record: TokenRecord) -> ScopedToken:
     limit = record.get("max_jobs_per_day")
     return ScopedToken(
         id=str(record["id"]),
@@ -221,7 +242,7 @@ def create_token(
     if max_upload_bytes_per_day is not None and max_upload_bytes_per_day < 1:
         raise InvalidInput("--max-upload-bytes-per-day must be at least 1")
     now = _utc(now)
-    record: dict[str, Any] = {
+    record: TokenRecord = {
         "id": "",
         "name": name,
         "secret_sha256": "",

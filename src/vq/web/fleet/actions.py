@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -24,6 +23,7 @@ from vq.errors import VqError
 from vq.web.errors import ApiError, status_for
 from vq.web.fleet.api import source_of
 from vq.web.fleet.control import ACTIONS, fleet_writer, perform
+from vq.web.fleet.shapes import ActionOutcome
 from vq.web.pages.render import is_htmx, render, render_error
 from vq.web.pages.routes import FLASH_COOKIE
 
@@ -35,9 +35,14 @@ _HOST = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _JOB = re.compile(r"^[0-9a-f]{12}$")
 
 
-def _describe(outcome: dict[str, Any]) -> tuple[str, str | None]:
+def _describe(outcome: ActionOutcome) -> tuple[str, str | None]:
     """The outcome line, and the new job's page when one was resubmitted."""
-    action, host, job_id, result = (outcome[k] for k in ("action", "host", "id", "result"))
+    action, host, job_id, result = (
+        outcome["action"],
+        outcome["host"],
+        outcome["id"],
+        outcome["result"],
+    )
     if action == "resubmit" and isinstance(result, dict):
         new = result.get("id")
         return f"Job {job_id} resubmitted on {host} as {new}.", f"/fleet/jobs/{host}/{new}"

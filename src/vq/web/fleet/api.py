@@ -10,7 +10,7 @@ All reads come from the shared :class:`~vq.web.fleet.source.FleetSource` cache.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +20,18 @@ from vq.web.auth.principal import Principal
 from vq.web.deps import need
 from vq.web.fleet.control import check_job_id, fleet_writer, perform
 from vq.web.fleet.listing import fleet_table, queue_filter
+from vq.web.fleet.shapes import (
+    ActionOutcome,
+    FleetEvents,
+    FleetHosts,
+    FleetJob,
+    FleetLogs,
+    FleetQueue,
+    FleetSamples,
+    HostBrief,
+    HostJSON,
+    JobSnapshot,
+)
 from vq.web.fleet.source import FleetSource
 
 __all__ = ["router", "source_of"]
@@ -37,8 +49,12 @@ def source_of(request: Request) -> FleetSource:
     return source
 
 
-@router.get("/hosts", summary="Every configured host: status, reason, counts, capacity")
-def fleet_hosts(request: Request, _: Reader) -> dict[str, Any]:
+@router.get(
+    "/hosts",
+    summary="Every configured host: status, reason, counts, capacity",
+    response_model=None,
+)
+def fleet_hosts(request: Request, _: Reader) -> FleetHosts:
     """``{"hosts": [{name, status, error, last_ok_at, summary, total_jobs, lanes}]}``;
     ``status`` is ``ok``, ``unreachable``, ``invalid`` or ``down``; ``lanes`` lists the
     scheduler lanes the host drives (docs/json.md)."""
@@ -52,6 +68,7 @@ def fleet_hosts(request: Request, _: Reader) -> dict[str, Any]:
         404: {"description": "`host` is not a configured host"},
         422: {"description": "an unknown state, a bad `since`, or a value out of range"},
     },
+    response_model=None,
 )
 def fleet_queue_route(
     request: Request,
@@ -66,7 +83,7 @@ def fleet_queue_route(
     host: Annotated[str | None, Query(max_length=63, description="Only this host.")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
-) -> dict[str, Any]:
+) -> FleetQueue:
     """``{"jobs": [ROW + "host" + "lane"], "total", "offset", "limit", "hosts": [...],
     "incomplete": [{host, error}]}``: rows as in ``GET /api/v1/jobs``, filtered as
     there, newest submitted first across hosts, every job of every answering host
@@ -78,40 +95,66 @@ def fleet_queue_route(
         source.check_host(host)
     views = source.hosts()
     page = fleet_table(source, views, flt, host=host, offset=offset, limit=limit)
-    hosts = [{k: v for k, v in view.as_dict().items() if k != "summary"} for view in views]
-    return {**page, "hosts": hosts}
+    return {**page, "hosts": [_brief(view.as_dict()) for view in views]}
 
 
-def _job(request: Request, host: str, job_id: str) -> dict[str, Any]:
+def _brief(whole: HostJSON) -> HostBrief:
+    return {
+        "name": whole["name"],
+        "status": whole["status"],
+        "error": whole["error"],
+        "last_ok_at": whole["last_ok_at"],
+        "total_jobs": whole["total_jobs"],
+        "lanes": whole["lanes"],
+    }
+
+
+def _job(request: Request, host: str, job_id: str) -> JobSnapshot:
     return source_of(request).job(host, check_job_id(job_id))
 
 
-@router.get("/jobs/{host}/{job_id}", summary="One job on one host (the vq status --json view)")
-def fleet_job(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+@router.get(
+    "/jobs/{host}/{job_id}",
+    summary="One job on one host (the vq status --json view)",
+    response_model=None,
+)
+def fleet_job(request: Request, _: Reader, host: HostName, job_id: JobId) -> FleetJob:
     detail = _job(request, host, job_id)
     return {**detail["job"], "host": host, "receipt": detail.get("receipt")}
 
 
-@router.get("/jobs/{host}/{job_id}/logs", summary="The tail of a job's stdout or stderr")
+@router.get(
+    "/jobs/{host}/{job_id}/logs",
+    summary="The tail of a job's stdout or stderr",
+    response_model=None,
+)
 def fleet_job_logs(
     request: Request,
     _: Reader,
     host: HostName,
     job_id: JobId,
     stream: Literal["stdout", "stderr"] = "stdout",
-) -> dict[str, Any]:
+) -> FleetLogs:
     """``{"host", "id", "stream", "text"}``: the last 200 lines."""
     text = _job(request, host, job_id)["logs"].get(stream, "")
     return {"host": host, "id": job_id, "stream": stream, "text": text}
 
 
-@router.get("/jobs/{host}/{job_id}/samples", summary="The job's last 60 watchdog samples")
-def fleet_job_samples(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+@router.get(
+    "/jobs/{host}/{job_id}/samples",
+    summary="The job's last 60 watchdog samples",
+    response_model=None,
+)
+def fleet_job_samples(request: Request, _: Reader, host: HostName, job_id: JobId) -> FleetSamples:
     return {"host": host, "id": job_id, "samples": _job(request, host, job_id)["samples"]}
 
 
-@router.get("/jobs/{host}/{job_id}/events", summary="The job's timeline (vq events --json)")
-def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId) -> dict[str, Any]:
+@router.get(
+    "/jobs/{host}/{job_id}/events",
+    summary="The job's timeline (vq events --json)",
+    response_model=None,
+)
+def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId) -> FleetEvents:
     return {"host": host, "id": job_id, "events": _job(request, host, job_id)["events"]}
 
 
@@ -123,6 +166,7 @@ def fleet_job_events(request: Request, _: Reader, host: HostName, job_id: JobId)
         502: {"description": "the host could not be reached; nothing was sent"},
         504: {"description": "outcome-unknown: sent, but the answer was lost"},
     },
+    response_model=None,
 )
 async def fleet_job_action(
     request: Request,
@@ -130,7 +174,7 @@ async def fleet_job_action(
     job_id: JobId,
     action: Action,
     body: Annotated[KillRequest | None, Body(description="kill only: {resubmit}")] = None,
-) -> dict[str, Any]:
+) -> ActionOutcome:
     """``{"host", "id", "action", "result"}`` with the host's ``vq ACTION --json``; a kill
     adds ``resubmitted`` (the new job's id when the body asked ``{"resubmit": true}``,
     else null), as ``POST /api/v1/jobs/{id}/kill`` does."""

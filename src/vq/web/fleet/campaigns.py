@@ -19,16 +19,16 @@ Contracts:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from vq.campaign.journal import Attempt
-from vq.campaign.layout import BOX_H, BOX_W
+from vq.campaign.layout import BOX_H, BOX_W, GraphLayout
 from vq.campaign.published import PublishedCopy, check_published
 from vq.campaign.rundir import RunDir
-from vq.campaign.view import CampaignView, campaign_view, registered
+from vq.campaign.view import CampaignSummary, CampaignView, campaign_view, registered
 from vq.web.deps import web_config
 from vq.web.fleet.api import source_of
 from vq.web.fleet.pages import guarded
@@ -40,7 +40,47 @@ __all__ = ["router"]
 router = APIRouter(prefix="/fleet", include_in_schema=False)
 
 
-def _list_context(request: Request) -> dict[str, Any]:
+class ListContext(TypedDict):
+    """``/fleet/campaigns``."""
+
+    nav: str
+    campaigns: list[CampaignSummary]
+
+
+class OutputShown(TypedDict):
+    name: str
+    status: str
+
+
+class NodeShown(TypedDict):
+    """One node box of the campaign graph."""
+
+    id: str
+    kind: str
+    host: str
+    status: str
+    reasons: list[str]
+    next: str | None
+    attempt: Attempt | None
+    outputs: list[OutputShown]
+    job_link: str | None
+    x: int
+    y: int
+
+
+class DetailContext(TypedDict):
+    """``/fleet/campaigns/{id}``."""
+
+    nav: str
+    view: CampaignView
+    nodes: list[NodeShown]
+    graph: GraphLayout | None
+    box_w: int
+    box_h: int
+    ran: list[Attempt]
+
+
+def _list_context(request: Request) -> ListContext:
     entries = registered(web_config(request).state)
     return {"nav": "fleet", "campaigns": [campaign_view(e).summary() for e in entries]}
 
@@ -60,7 +100,7 @@ def _job_link(host: str | None, job_id: str | None, remote: set[str]) -> str | N
     return f"/jobs/{job_id}"
 
 
-def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None:
+def _detail_context(request: Request, campaign_id: str) -> DetailContext | None:
     entry = next(
         (e for e in registered(web_config(request).state) if e["campaign_id"] == campaign_id),
         None,
@@ -69,7 +109,7 @@ def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None
         return None
     view: CampaignView = campaign_view(entry)
     remote = set(source_of(request).names())
-    nodes: list[dict[str, Any]] = []
+    nodes: list[NodeShown] = []
     graph = view.graph()
     copies: dict[tuple[str, int, str], PublishedCopy] = {}
     if view.plan is not None and view.loaded is not None and view.journal is not None:
@@ -113,10 +153,10 @@ def _detail_context(request: Request, campaign_id: str) -> dict[str, Any] | None
 
 def _outputs(
     attempt: Attempt, copies: dict[tuple[str, int, str], PublishedCopy]
-) -> list[dict[str, str]]:
+) -> list[OutputShown]:
     """Each output of ``attempt`` with its status: the journal's, unless the copy the
     journal calls verified was checked and is not (tampered, missing, cleaned up)."""
-    shown = []
+    shown: list[OutputShown] = []
     for record in attempt.outputs:
         copy = copies.get((attempt.node, attempt.attempt, record.name))
         status = copy.status if copy is not None else record.status

@@ -41,6 +41,7 @@ from vq.web.auth.accounts import any_accounts
 from vq.web.auth.guard import enforce
 from vq.web.auth.principal import Principal
 from vq.web.errors import ApiError
+from vq.web.fleet.shapes import ActionOutcome
 from vq.web.fleet.source import FleetSource
 
 __all__ = ["ACTIONS", "check_job_id", "fleet_writer", "perform"]
@@ -98,7 +99,7 @@ def _run(source: FleetSource, host: str, job_id: str, action: str) -> Any:
 
 def perform(
     source: FleetSource, host: str, job_id: str, action: str, *, resubmit: bool = False
-) -> dict[str, Any]:
+) -> ActionOutcome:
     """Run ``action`` on ``host``'s job; ``{"host", "id", "action", "result"}`` or raise.
 
     ``resubmit`` (kill only, the single-host console's kill-with-resubmit): once the kill
@@ -114,7 +115,7 @@ def perform(
             f"resubmit applies to kill, not to {action}", hint="send resubmit only with a kill"
         )
     result = _run(source, host, job_id, action)
-    answer = {"host": host, "id": job_id, "action": action, "result": result}
+    answer: ActionOutcome = {"host": host, "id": job_id, "action": action, "result": result}
     if action != "kill":
         return answer
     answer["resubmitted"] = None

@@ -23,6 +23,7 @@ from vq.config.hosts import LaneSettings, is_local_name, lanes_of
 from vq.errors import VqError
 from vq.hosts.health import HostHealth
 from vq.protocol.answers import SchedulerWarning
+from vq.web.fleet.shapes import LaneSummary, LaneWarning
 
 __all__ = ["driven_lanes_here", "lane_summaries"]
 
@@ -46,10 +47,10 @@ def lane_summaries(
     unfinished: Sequence[Mapping[str, Any]],
     health: Mapping[str, HostHealth],
     warnings: Mapping[str, SchedulerWarning],
-) -> list[dict[str, Any]]:
+) -> list[LaneSummary]:
     """One summary per lane (see the module docstring). ``unfinished``: the host's
     PENDING, RUNNING and SUSPENDED rows; ``warnings``: job id → its blind-lane warning."""
-    out = []
+    out: list[LaneSummary] = []
     for name in sorted(lanes):
         rows = [row for row in unfinished if row.get("scheduler_target") == name]
         queued = [
@@ -70,7 +71,7 @@ def lane_summaries(
                 "last_attempt_at": record.last_attempt_at,
                 "last_error": record.last_error,
                 "warnings": [
-                    {"job": str(row.get("id")), **warnings[str(row.get("id"))]}
+                    LaneWarning(job=str(row.get("id")), **warnings[str(row.get("id"))])
                     for row in rows
                     if str(row.get("id")) in warnings
                 ],

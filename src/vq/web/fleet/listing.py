@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from vq.domain.states import JobState
 from vq.errors import InvalidInput, VqError
 from vq.gateway import since_moment
+from vq.web.fleet.shapes import FleetTable, Incomplete
 from vq.web.fleet.source import FleetSource, HostView
 from vq.web.fleet.views import HostPart, QueueFilter, from_snapshot, merge_page
 
@@ -64,7 +64,7 @@ def fleet_table(
     host: str | None = None,
     offset: int = 0,
     limit: int = 100,
-) -> dict[str, Any]:
+) -> FleetTable:
     """``{"jobs": [ROW + host], "total", "offset", "limit", "incomplete"}`` (see above)."""
     want = offset + limit
     parts: list[HostPart] = []
@@ -87,7 +87,7 @@ def fleet_table(
             return exc
         return HostPart(answer["jobs"][:want], answer["total"])
 
-    incomplete = []
+    incomplete: list[Incomplete] = []
     if asked:
         with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(asked))) as pool:
             for name, got in zip(asked, pool.map(ask, asked), strict=True):

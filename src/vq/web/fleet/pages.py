@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TypedDict
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
+from vq.domain.events import Event
+from vq.domain.receipt import Receipt
 from vq.errors import ConfigError, VqError
 from vq.remote.host import job_words, remote_error
 from vq.web.deps import web_config
@@ -34,10 +36,12 @@ from vq.web.errors import status_for
 from vq.web.fleet.api import source_of
 from vq.web.fleet.control import check_job_id
 from vq.web.fleet.listing import fleet_table, queue_filter
+from vq.web.fleet.shapes import FleetRow, HostRow, Incomplete, JobLogs
 from vq.web.fleet.views import host_rows
 from vq.web.pages import routes as single
+from vq.web.pages.jobview import SpecRow
 from vq.web.pages.render import login_redirect, reader, render, render_error
-from vq.web.pages.views import STATES, sample_series
+from vq.web.pages.views import STATES, SampleSeries, sample_series
 
 __all__ = ["router"]
 
@@ -66,7 +70,39 @@ def _page_number(request: Request) -> int:
     return max(1, int(raw)) if raw.isascii() and raw.isdigit() and len(raw) < 7 else 1
 
 
-def _fleet_context(request: Request, host: str | None = None) -> dict[str, Any]:
+class FleetContext(TypedDict):
+    """``/fleet`` and ``/fleet/hosts/{host}``: the host table and one page of jobs."""
+
+    nav: str
+    hosts: list[HostRow]
+    jobs: list[FleetRow]
+    total: int
+    page: int
+    pages: int
+    state: str
+    name: str
+    states: tuple[str, ...]
+    host: str | None
+    incomplete: list[Incomplete]
+
+
+class FleetJobContext(TypedDict):
+    """``/fleet/jobs/{host}/{id}``: one job of a host, as the single-host job page."""
+
+    nav: str
+    host: str
+    job: FleetRow
+    events: list[Event]
+    logs: JobLogs | dict[str, str]
+    receipt: Receipt | None
+    series: SampleSeries
+    sample_count: int
+    spec_rows: list[SpecRow]
+    live: bool
+    tail_lines: int
+
+
+def _fleet_context(request: Request, host: str | None = None) -> FleetContext:
     source = source_of(request)
     if host is not None:
         source.check_host(host)
@@ -113,7 +149,7 @@ def host_page(request: Request, host: str) -> Response:
     )
 
 
-def _job_context(request: Request, host: str, job_id: str) -> dict[str, Any]:
+def _job_context(request: Request, host: str, job_id: str) -> FleetJobContext:
     detail = source_of(request).job(host, check_job_id(job_id))
     job = detail["job"]
     samples = detail.get("samples") or []

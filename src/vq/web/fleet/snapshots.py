@@ -21,10 +21,11 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from vq._fs import read_regular, read_tail_lines
 from vq.domain.ids import is_job_id
+from vq.domain.receipt import Receipt
 from vq.domain.spec import utcnow
 from vq.errors import NotFound, VqError
 from vq.gateway import Gateway
@@ -32,10 +33,11 @@ from vq.hosts.health import read_health
 from vq.paths import StatePaths
 from vq.protocol.answers import ListQuery, ListRow, SchedulerWarning
 from vq.services.status import blind_lane_warning
-from vq.services.top import parse_sample
+from vq.services.top import Sample, parse_sample
 from vq.web.fleet.lanes import driven_lanes_here, lane_summaries
+from vq.web.fleet.shapes import FleetRow, HostSnapshot, JobSnapshot, LaneSummary
 
-__all__ = ["EVENTS_TAIL", "LISTED_JOBS", "LOG_TAIL_LINES", "SAMPLES", "Snapshots"]
+__all__ = ["EVENTS_TAIL", "LISTED_JOBS", "LOG_TAIL_LINES", "SAMPLES", "ListedRows", "Snapshots"]
 
 #: Newest jobs one host lists in a snapshot (the fleet table pages over these).
 LISTED_JOBS = 1000
@@ -47,6 +49,13 @@ _TAIL_BYTES = 256 * 1024
 _SAMPLE_BYTES = 256 * 1024
 #: View keys never sent: server paths and idempotency digests.
 _HIDDEN = ("workspace", "idempotency_key_hash", "idempotency_intent_digest")
+
+
+class ListedRows(TypedDict):
+    """``vq web fleet-list --json``: the newest matching rows and how many match."""
+
+    jobs: list[ListRow]
+    total: int
 
 
 class Snapshots:
@@ -71,7 +80,7 @@ class Snapshots:
             exc.args = (exc.message,)
             raise
 
-    def host(self) -> dict[str, Any]:
+    def host(self) -> HostSnapshot:
         """``{"summary": <GET /api/v1/queue>, "jobs": [ROW…], "total_jobs": n, "running":
         [ROW…], "lanes": [LANE…]}``: the newest :data:`LISTED_JOBS` rows of ``vq list
         --json`` (newest submitted first, ties by id descending), every running or paused
@@ -91,7 +100,7 @@ class Snapshots:
             "lanes": lanes,
         }
 
-    def _lanes(self, active: list[ListRow]) -> list[dict[str, Any]]:
+    def _lanes(self, active: list[ListRow]) -> list[LaneSummary]:
         """The lanes this host drives (:func:`vq.web.fleet.lanes.lane_summaries`), from
         local files only: the configuration, the lanes' health records, the job specs."""
         lanes = driven_lanes_here()
@@ -109,7 +118,7 @@ class Snapshots:
         health = {name: read_health(self.paths.root, name) for name in lanes}
         return lane_summaries(lanes, [*pending, *active], health, warnings)
 
-    def listing(self, filters: ListQuery, limit: int) -> dict[str, Any]:
+    def listing(self, filters: ListQuery, limit: int) -> ListedRows:
         """``{"jobs": [ROW…], "total": n}``: the newest ``limit`` rows of ``vq list --json``
         matching ``filters`` (its ``states``, ``tags``, ``name``, ``since`` (ISO),
         ``group`` parameters), in :meth:`host`'s order, and how many match."""
@@ -131,7 +140,7 @@ class Snapshots:
             return _newest_first(rows)[:limit], len(rows)
         return _newest_first(rows)[:limit], int(page.get("total", len(rows)))
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> JobSnapshot:
         """``{"job", "events", "logs": {"stdout", "stderr"}, "samples", "receipt"}``."""
         if not is_job_id(job_id):
             raise NotFound("no such job: job ids are 12 lowercase hex characters")
@@ -140,12 +149,9 @@ class Snapshots:
             spec = self.gateway.spec(job_id)
             events = self.gateway.events(job_id, refuse_archived=False)[-EVENTS_TAIL:]
         # the console's copy of the view: whether a key was used, never its hash
-        shown: dict[str, object] = {
-            **view,
-            "idempotency_key_used": bool(view.get("idempotency_key_hash")),
-        }
-        for key in _HIDDEN:
-            shown.pop(key, None)
+        kept = {key: value for key, value in view.items() if key not in _HIDDEN}
+        used = bool(view.get("idempotency_key_hash"))
+        shown = cast(FleetRow, {**kept, "idempotency_key_used": used})
         workspace = self.paths.workspace(job_id)
         return {
             "job": shown,
@@ -184,7 +190,7 @@ def _tail(workspace: Path, relative: str) -> str:
     return (b"\n".join(kept) + (b"\n" if kept and ends else b"")).decode(errors="replace")
 
 
-def _samples(workspace: Path) -> list[dict[str, Any]]:
+def _samples(workspace: Path) -> list[Sample]:
     path = _inside(workspace, "_vq/samples.jsonl")
     try:
         lines = read_tail_lines(path, _SAMPLE_BYTES) if path is not None else []
@@ -194,10 +200,10 @@ def _samples(workspace: Path) -> list[dict[str, Any]]:
     return records[-SAMPLES:]
 
 
-def _receipt(workspace: Path) -> dict[str, Any] | None:
+def _receipt(workspace: Path) -> Receipt | None:
     path = _inside(workspace, "_vq/resource-usage.json")
     try:
         data = json.loads(read_regular(path, 1024 * 1024, follow=True)) if path else None
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return cast(Receipt, data) if isinstance(data, dict) else None

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -51,6 +51,10 @@ from vq.protocol.remote_answers import (
 )
 from vq.remote.fleet import Fleet
 from vq.remote.host import job_words
+from vq.web.fleet.shapes import FleetRow, HostJSON, HostListing, JobSnapshot, LaneSummary
+
+if TYPE_CHECKING:
+    from vq.web.cockpit import QueueSummary
 
 __all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
 
@@ -77,14 +81,14 @@ class HostView:
     status: str  # ok | unreachable | invalid | down
     error: str | None = None
     last_ok_at: str | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    jobs: list[dict[str, Any]] = field(default_factory=list)
+    summary: QueueSummary | None = None  # as the host sent it
+    jobs: list[FleetRow] = field(default_factory=list)
     total_jobs: int = 0
-    running: list[dict[str, Any]] = field(default_factory=list)
+    running: list[FleetRow] = field(default_factory=list)
     #: The scheduler lanes the host drives (:mod:`vq.web.fleet.lanes`; [] from an older vq).
-    lanes: list[dict[str, Any]] = field(default_factory=list)
+    lanes: list[LaneSummary] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> HostJSON:
         return {
             "name": self.name,
             "status": self.status,
@@ -105,16 +109,16 @@ class _Entry:
     serve_while_pending: bool = False  # the answer was recent when ``pending`` started
 
 
-def _rows(host: str, rows: Any) -> list[dict[str, Any]]:
+def _rows(host: str, rows: Any) -> list[FleetRow]:
     """The host's rows plus ``host`` and ``lane`` (the scheduler lane, null for others)."""
     return [
-        dict(row, host=host, lane=row.get("scheduler_target") or None)
+        cast(FleetRow, dict(row, host=host, lane=row.get("scheduler_target") or None))
         for row in rows or []
         if isinstance(row, dict)
     ]
 
 
-def _active(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _active(rows: list[FleetRow]) -> list[FleetRow]:
     """Running and paused rows (a snapshot of an older vq lists no ``running``)."""
     return [row for row in rows if row.get("state") in ("RUNNING", "SUSPENDED")]
 
@@ -236,11 +240,15 @@ class FleetSource:
             name,
             "ok",
             last_ok_at=health.last_ok_at,
-            summary=payload.get("summary") or {},
+            summary=payload.get("summary") or None,
             jobs=jobs,
             total_jobs=int(payload.get("total_jobs") or len(jobs)),
             running=_rows(name, running) if isinstance(running, list) else _active(jobs),
-            lanes=[lane for lane in payload.get("lanes") or [] if isinstance(lane, dict)],
+            lanes=[
+                cast(LaneSummary, lane)
+                for lane in payload.get("lanes") or []
+                if isinstance(lane, dict)
+            ],
         )
 
     def hosts(self) -> list[HostView]:
@@ -251,7 +259,7 @@ class FleetSource:
         with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(names))) as pool:
             return list(pool.map(self.host, names))
 
-    def job(self, host: str, job_id: str) -> dict[str, Any]:
+    def job(self, host: str, job_id: str) -> JobSnapshot:
         """One job's detail payload; the host's VqError (NotFound, unreachable…) raised."""
         self.check_host(host)
         if self.fleet.hosts[host].down:
@@ -265,9 +273,9 @@ class FleetSource:
             raise answer
         if not isinstance(answer, dict):
             raise TransportError(f"host {host}: the job detail was not a JSON object")
-        return answer
+        return cast(JobSnapshot, answer)  # FleetJobAnswer checked it
 
-    def listing(self, host: str, words: list[str], want: int) -> dict[str, Any]:
+    def listing(self, host: str, words: list[str], want: int) -> HostListing:
         """``{"jobs": [ROW + host], "total"}``: the host's newest ``want`` jobs matching the
         ``vq web fleet-list`` options ``words``, and how many match; the host's VqError
         raised."""

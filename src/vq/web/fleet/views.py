@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from vq.web.fleet.shapes import FleetPage, FleetRow, HostRow
 from vq.web.fleet.source import HostView
 from vq.web.pages.views import capacity_bars
 
@@ -53,7 +53,7 @@ class QueueFilter:
     def empty(self) -> bool:
         return not (self.states or self.tags or self.name or self.since or self.group)
 
-    def matches(self, row: dict[str, Any]) -> bool:
+    def matches(self, row: FleetRow) -> bool:
         if self.states and str(row.get("state", "")) not in self.states:
             return False
         if self.tags and not set(self.tags) <= set(row.get("tags") or []):
@@ -80,7 +80,7 @@ class QueueFilter:
         return out
 
 
-def _submitted(row: dict[str, Any]) -> datetime:
+def _submitted(row: FleetRow) -> datetime:
     try:
         moment = datetime.fromisoformat(str(row.get("submitted_at") or ""))
     except ValueError:
@@ -88,11 +88,11 @@ def _submitted(row: dict[str, Any]) -> datetime:
     return moment if moment.tzinfo is not None else moment.astimezone()
 
 
-def _order(row: dict[str, Any]) -> tuple[str, str, str]:
+def _order(row: FleetRow) -> tuple[str, str, str]:
     return (str(row.get("submitted_at") or ""), str(row.get("host") or ""), str(row.get("id")))
 
 
-def newest_first(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def newest_first(rows: Iterable[FleetRow]) -> list[FleetRow]:
     """``rows`` in the fleet table's order (the snapshot and fleet-list use it per host)."""
     return sorted(rows, key=_order, reverse=True)
 
@@ -101,7 +101,7 @@ def newest_first(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 class HostPart:
     """One host's share of a page: its wanted rows (in order) and its number of matches."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[FleetRow] = field(default_factory=list)
     total: int = 0
 
 
@@ -117,7 +117,7 @@ def from_snapshot(view: HostView, flt: QueueFilter, want: int) -> HostPart | Non
     return None
 
 
-def merge_page(parts: Sequence[HostPart], offset: int, limit: int) -> dict[str, Any]:
+def merge_page(parts: Sequence[HostPart], offset: int, limit: int) -> FleetPage:
     """``{"jobs": [ROW + host], "total", "offset", "limit"}``: rows ``offset`` to
     ``offset + limit`` of the merged order. Exact when each part holds its host's first
     ``offset + limit`` matches."""
@@ -130,16 +130,16 @@ def merge_page(parts: Sequence[HostPart], offset: int, limit: int) -> dict[str, 
     }
 
 
-def host_rows(hosts: Sequence[HostView]) -> list[dict[str, Any]]:
+def host_rows(hosts: Sequence[HostView]) -> list[HostRow]:
     """One row per host for the fleet page: status, counts, capacity bars, running jobs."""
-    out = []
+    out: list[HostRow] = []
     for view in hosts:
-        summary = view.summary or {}
+        summary = view.summary
         out.append(
             {
                 **view.as_dict(),
-                "counts": summary.get("counts") or {},
-                "bars": capacity_bars(summary) if view.status == "ok" else [],
+                "counts": (summary.get("counts") if summary else None) or {},
+                "bars": capacity_bars(summary or {}) if view.status == "ok" else [],
                 "running": view.running[:20],
             }
         )

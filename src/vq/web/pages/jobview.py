@@ -18,7 +18,7 @@ Contracts:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 from urllib.parse import urlencode
 
 from vq.domain.ids import is_job_id
@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_BACKOFF_SECONDS",
     "MAX_DEP_LINKS",
     "PageLink",
+    "ShownJob",
     "SpecRow",
     "dependency_ids",
     "scrub",
@@ -58,12 +59,23 @@ class SpecRow(TypedDict):
     links: list[PageLink]
 
 
-def scrub(job: dict[str, Any]) -> dict[str, Any]:
+class ShownJob(TypedDict, total=False):
+    """A job's status view as a console page shows it: every key of the view but the
+    :data:`HIDDEN` ones, and ``idempotency_key_used``. The keys code here reads are
+    declared; the templates read the others as the view carries them."""
+
+    id: str
+    state: str
+    mem_mb: int | None
+    depends_on: list[str]
+    depends_on_any: list[str]
+    idempotency_key_used: bool
+
+
+def scrub(job: Mapping[str, object]) -> ShownJob:
     """``job`` without :data:`HIDDEN` keys, with ``idempotency_key_used`` instead."""
-    job["idempotency_key_used"] = bool(job.get("idempotency_key_hash"))
-    for key in HIDDEN:
-        job.pop(key, None)
-    return job
+    kept = {key: value for key, value in job.items() if key not in HIDDEN}
+    return cast(ShownJob, {**kept, "idempotency_key_used": bool(job.get("idempotency_key_hash"))})
 
 
 def dependency_ids(job: Mapping[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,7 @@ def _principal(request: Request) -> Principal | None:
 def render(
     request: Request,
     template: str,
-    context: dict[str, Any] | None = None,
+    context: Mapping[str, object] | None = None,
     *,
     status: int = 200,
     headers: dict[str, str] | None = None,

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TypedDict, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
@@ -41,6 +41,16 @@ from vq.web.backend import Backend, Stream
 from vq.web.deps import web_config
 from vq.web.errors import status_for
 from vq.web.pages import jobview, views
+from vq.web.pages.contexts import (
+    AuditContext,
+    AuditRow,
+    DetailContext,
+    Flash,
+    LiveContext,
+    OverviewContext,
+    SummaryContext,
+    TableContext,
+)
 from vq.web.pages.render import login_redirect, reader, render, render_error
 
 __all__ = ["FLASH_COOKIE", "router"]
@@ -79,7 +89,7 @@ def guarded(request: Request, build: Callable[[], Response]) -> Response:
         return render_error(request, status, message)
 
 
-def take_flash(request: Request) -> dict[str, Any]:
+def take_flash(request: Request) -> Flash:
     """The one-shot outcome message a no-JS action left in a cookie."""
     raw = request.cookies.get(FLASH_COOKIE)
     if not raw:
@@ -91,7 +101,7 @@ def take_flash(request: Request) -> dict[str, Any]:
         return {}
 
 
-def page(request: Request, template: str, context: dict[str, Any]) -> Response:
+def page(request: Request, template: str, context: Mapping[str, object]) -> Response:
     """A full page: the flash message shown once, then its cookie cleared."""
     flash = take_flash(request)
     response = render(request, template, {**context, **flash})
@@ -114,7 +124,7 @@ def _table_page(data: Backend, query: views.TableQuery) -> ListAnswer:
     )
 
 
-def _table_context(request: Request) -> dict[str, Any]:
+def _table_context(request: Request) -> TableContext:
     params = request.query_params
     query = views.TableQuery.from_params(params, params.getlist("open"))
     data = backend(request)
@@ -138,7 +148,7 @@ def _table_context(request: Request) -> dict[str, Any]:
     }
 
 
-def _summary_context(request: Request, max_age: float | None = None) -> dict[str, Any]:
+def _summary_context(request: Request, max_age: float | None = None) -> SummaryContext:
     summary = backend(request).queue_summary(max_age)
     return {"summary": summary, "bars": views.capacity_bars(summary), "states": views.STATES}
 
@@ -165,10 +175,10 @@ def summary_fragment(request: Request) -> Response:
 
 
 # --- job detail --------------------------------------------------------------------------
-def _live_context(request: Request, job_id: str) -> dict[str, Any]:
+def _live_context(request: Request, job_id: str) -> LiveContext:
     data = backend(request)
     # the page's copy of the view: no server path, no idempotency digest
-    job = jobview.scrub(dict(data.status(job_id)))
+    job = jobview.scrub(data.status(job_id))
     dep_states = data.states_of(jobview.dependency_ids(job)[: jobview.MAX_DEP_LINKS * 2])
     return {
         "job": job,
@@ -178,20 +188,19 @@ def _live_context(request: Request, job_id: str) -> dict[str, Any]:
     }
 
 
-def _detail_context(request: Request, job_id: str) -> dict[str, Any]:
+def _detail_context(request: Request, job_id: str) -> DetailContext:
     data = backend(request)
-    context = _live_context(request, job_id)
-    job = context["job"]
+    live = _live_context(request, job_id)
     samples = data.samples(job_id)
-    context.update(
-        nav="queue",
-        logs={s: data.log_tail(job_id, s, TAIL_LINES) for s in ("stdout", "stderr")},
-        receipt=data.receipt(job_id),
-        series=views.sample_series(samples, job.get("mem_mb")),
-        sample_count=len(samples),
-        tail_lines=TAIL_LINES,
-    )
-    return context
+    return {
+        **live,
+        "nav": "queue",
+        "logs": {s: data.log_tail(job_id, s, TAIL_LINES) for s in ("stdout", "stderr")},
+        "receipt": data.receipt(job_id),
+        "series": views.sample_series(samples, live["job"].get("mem_mb")),
+        "sample_count": len(samples),
+        "tail_lines": TAIL_LINES,
+    }
 
 
 @router.get("/jobs/{job_id}")
@@ -266,7 +275,7 @@ def job_log_download(request: Request, job_id: str, stream: str) -> Response:
 
 
 # --- overview and audit ----------------------------------------------------------------
-def _overview_context(request: Request) -> dict[str, Any]:
+def _overview_context(request: Request) -> OverviewContext:
     data = backend(request)
     now = datetime.now(UTC)
     rows = data.list_jobs()["jobs"]
@@ -284,24 +293,39 @@ def overview_page(request: Request) -> Response:
     return guarded(request, lambda: page(request, "overview.html", _overview_context(request)))
 
 
-def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[dict[str, Any]]:
+class AuditLine(TypedDict, total=False):
+    """One line of an audit log as the file holds it: the console's (``actor``,
+    ``action``) or the daemon's RPC log (``method``, ``peer_uid``); the page shows the
+    keys it names and the rest as detail."""
+
+    ts: object
+    user: object
+    actor: object
+    role: object
+    action: object
+    method: object
+    outcome: object
+    peer_uid: object
+
+
+def _tail_jsonl(path: os.PathLike[str] | str, lines: int) -> list[AuditLine]:
     """The last ``lines`` JSON-object lines of a file (bounded read; bad lines skipped)."""
     try:
         raw = read_tail_lines(path, AUDIT_BYTES)
     except OSError:
         return []
-    records: list[dict[str, Any]] = []
+    records: list[AuditLine] = []
     for line in raw[-lines:]:
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):
-            records.append(record)
+            records.append(cast(AuditLine, record))
     return records
 
 
-def _audit_row(source: str, record: dict[str, Any]) -> dict[str, Any]:
+def _audit_row(source: str, record: AuditLine) -> AuditRow:
     actor = record.get("user") or record.get("actor")
     if actor is None and record.get("peer_uid") is not None:
         actor = f"uid {record['peer_uid']}"
@@ -335,7 +359,7 @@ def audit_page(request: Request) -> Response:
         ]
         rows.sort(key=lambda r: str(r["ts"]), reverse=True)
         files = [path.name for path in logs]
-        context = {"nav": "audit", "rows": rows[:AUDIT_LINES], "files": files}
+        context: AuditContext = {"nav": "audit", "rows": rows[:AUDIT_LINES], "files": files}
         return page(request, "audit.html", context)
 
     return guarded(request, build)
