@@ -28,7 +28,7 @@ CEILINGS = {
     "daemon": 21,
     "dialects": 0,
     "domain": 6,
-    "executors": 25,
+    "executors": 20,
     "fetch": 3,
     "gateway": 0,
     "hosts": 0,
@@ -44,7 +44,7 @@ CEILINGS = {
 #: Most the modules at ``src/vq``'s top may hold together.
 TOP_LEVEL_CEILING = 1
 #: Most ``src/vq`` may hold in all (issue 29: below 150).
-TOTAL_CEILING = 149
+TOTAL_CEILING = 144
 
 
 def occurrences(package: Path) -> int:

@@ -8,7 +8,6 @@ the index and wakes the loop when dispatch may have something new to do.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from vq.config.hosts import LaneSettings
 from vq.domain.admission import Usage
@@ -17,6 +16,7 @@ from vq.domain.states import JobState
 from vq.errors import Conflict
 from vq.executors.registry import ExecutorRegistry
 from vq.executors.scheduler import LaneSet
+from vq.protocol.answers import SchedulerResolveAnswer
 from vq.protocol.messages import SubmitParams
 from vq.protocol.methods import (
     JobIdParams,
@@ -155,7 +155,7 @@ class JobHandlers:
         target, lanes = ExecutorRegistry.lane_of(spec), self._lanes
         wanted = params.scheduler_job_id
 
-        def on_loop() -> dict[str, Any]:
+        def on_loop() -> SchedulerResolveAnswer:
             lane = lanes.get(target) if lanes is not None and target is not None else None
             if lane is None:
                 raise Conflict(

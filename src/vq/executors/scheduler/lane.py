@@ -39,6 +39,7 @@ from vq.domain.dependencies import Lookup, evaluate
 from vq.domain.spec import JobSpec
 from vq.errors import TransportError, VqError
 from vq.packing.profiles import PackingProfile
+from vq.protocol.answers import SchedulerResolveAnswer
 from vq.transport.runner import Runner
 
 from .control import Control, Reply, started
@@ -241,7 +242,7 @@ class SchedulerLane:
         elif job.cancel_wanted and job.scheduler_job_id is not None:
             self.control.send_cancel(job)
 
-    def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+    def resolve(self, job_id: str, scheduler_job_id: str | None) -> SchedulerResolveAnswer:
         """An operator's decision for a job whose submission is in doubt: adopt
         ``scheduler_job_id``, or (None) it was never submitted. A packed element's
         decision settles its whole allocation (:meth:`.packed.PackedLane.resolve`)."""

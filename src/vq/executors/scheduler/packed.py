@@ -36,10 +36,10 @@ One allocation's path:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from vq.domain.spec import JobSpec
 from vq.packing.profiles import PackingProfile
+from vq.protocol.answers import SchedulerResolveAnswer
 
 from .packed_observe import PackedObservation
 from .packed_ports import PackHost
@@ -119,7 +119,7 @@ class PackedLane:
         """Rebuild the allocations of this lane's packed elements (once, at the start)."""
         self.recovery.recover(specs)
 
-    def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+    def resolve(self, job_id: str, scheduler_job_id: str | None) -> SchedulerResolveAnswer:
         """Settle the allocation in doubt of the element ``job_id`` (see
         :meth:`.packed_recovery.PackedRecovery.resolve`)."""
         return self.recovery.resolve(job_id, scheduler_job_id)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
 from vq._fs import read_regular
 from vq.domain.spec import JobSpec
@@ -26,6 +25,7 @@ from vq.domain.states import ACTIVE
 from vq.errors import Conflict, InvalidInput
 from vq.packing.lane_control import Member, recovery_step
 from vq.packing.lane_intent import IntentUnreadable, PackIntent, decode_intent
+from vq.protocol.answers import SchedulerResolveAnswer
 
 from .packed_ports import PackHost
 from .packed_state import PackedAllocation, PackedAllocations
@@ -118,7 +118,7 @@ class PackedRecovery:
             self.packs.mark_reattach_failed(alloc, step.reason)
         log.info("lane %s: allocation %s adopted (%s)", self.host.name, alloc_id, alloc.phase)
 
-    def resolve(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+    def resolve(self, job_id: str, scheduler_job_id: str | None) -> SchedulerResolveAnswer:
         """Settle the allocation of the packed element ``job_id`` whose submission is in
         doubt (on the loop), for all its elements at once: ``scheduler_job_id`` is the
         allocation's Slurm job (adopted and observed); None means it never reached Slurm
@@ -131,7 +131,7 @@ class PackedRecovery:
                 hint="only an element in scheduler_state reattach_failed (or one whose "
                 "allocation is being looked up) can be resolved; `vq status ID` shows it",
             )
-        answer: dict[str, Any] = {
+        answer: SchedulerResolveAnswer = {
             "id": job_id,
             "scheduler_job_id": scheduler_job_id,
             "lane": self.host.name,

@@ -39,6 +39,7 @@ from vq.dialects import SubmitAccepted, UnsafeSchedulerValue
 from vq.dialects.submit_guard import GuardState, records_dir
 from vq.domain.spec import JobSpec
 from vq.errors import Conflict, InvalidInput, TransportError
+from vq.protocol.answers import SchedulerResolveAnswer
 
 from .control import Control
 from .forwarded import UnreadableEnvironment, forwarded_variables
@@ -159,7 +160,7 @@ class Submission:
         # state sends a job to the lookup by tag), so this write needs no second fsync.
         self._jobs.record(job, {"scheduler_state": "submitting"}, durable=False)
 
-    def resolve_single(self, job_id: str, scheduler_job_id: str | None) -> dict[str, Any]:
+    def resolve_single(self, job_id: str, scheduler_job_id: str | None) -> SchedulerResolveAnswer:
         """An operator's decision for a job whose submission is in doubt (on the loop):
         ``scheduler_job_id`` is its scheduler job (adopted), None means it was never
         submitted (it is submitted now, under the same tag)."""
