@@ -21,9 +21,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any
 
 from vq.errors import ConfigError
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the fast CLI paths never import typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MAX_CONFIG_BYTES", "parse_toml", "read_config_bytes", "read_toml"]
 
