@@ -67,6 +67,15 @@ def processes_with_env(marker: str) -> list[int]:
     return found
 
 
+def check_exit(args: tuple[str, ...], proc: subprocess.CompletedProcess[str]) -> None:
+    """Fail the test, with what ``vq ARGS`` printed, when it exited non-zero."""
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"vq {' '.join(args)} exited {proc.returncode}\n"
+            f"stdout: {proc.stdout}\nstderr: {proc.stderr}"
+        )
+
+
 @dataclass
 class Vq:
     """Runs the real `vq` executable against one state root."""
@@ -85,11 +94,8 @@ class Vq:
             timeout=timeout,
             input=input,
         )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"vq {' '.join(args)} exited {proc.returncode}\n"
-                f"stdout: {proc.stdout}\nstderr: {proc.stderr}"
-            )
+        if check:
+            check_exit(args, proc)
         return proc
 
     def json(self, *args: str) -> Any:

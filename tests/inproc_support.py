@@ -18,7 +18,6 @@ the subprocess fixture runs here unchanged; ``daemon start``/``stop``/``run`` th
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -34,7 +33,7 @@ from typing import Any
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from tests.conftest import processes_with_env, wait_until
+from tests.conftest import Vq, check_exit, processes_with_env, wait_until
 from vq.cli.main import main as vq_main
 from vq.config.settings import load_settings
 from vq.daemon.app import Daemon
@@ -261,11 +260,10 @@ class InprocDaemon:
 
 
 @dataclass
-class InprocVq:
-    """:class:`tests.conftest.Vq`'s interface over the in-process CLI and daemon."""
+class InprocVq(Vq):
+    """:class:`tests.conftest.Vq` over the in-process CLI and daemon: the same reads of
+    the state root, its commands run through Click's runner and its daemon on a thread."""
 
-    root: Path
-    env: dict[str, str]
     daemon: InprocDaemon
 
     def run(
@@ -277,35 +275,9 @@ class InprocVq:
         )
         del timeout  # an in-process call has no process to time out
         proc = run_cli(tuple(args), input=input, env=self.env)
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"vq {' '.join(args)} exited {proc.returncode}\n"
-                f"stdout: {proc.stdout}\nstderr: {proc.stderr}"
-            )
+        if check:
+            check_exit(args, proc)
         return proc
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.run(*args, "--json").stdout)
-
-    def submit(self, *args: str) -> str:
-        job_id = self.run("submit", *args).stdout.strip()
-        assert len(job_id) == 12, job_id
-        return job_id
-
-    def status(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self.json("status", job_id)
-        return result
-
-    def state(self, job_id: str) -> str:
-        data = json.loads((self.root / "queue" / f"{job_id}.json").read_text())
-        return str(data["state"])
-
-    def spec(self, job_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.root / "queue" / f"{job_id}.json").read_text())
-        return data
-
-    def wait_state(self, job_id: str, *states: str, timeout: float = 30.0) -> str:
-        return str(wait_until(lambda: self.state(job_id) in states and self.state(job_id), timeout))
 
     def start_daemon(self, *args: str) -> None:
         self.daemon.start(*args, env=self.env)
