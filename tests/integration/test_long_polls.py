@@ -5,19 +5,14 @@ daemon-socket peer is dropped; the console caps waits per credential and per add
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import Vq, wait_until
-from tests.web.conftest import Web, start_web, stop_web
 
 CAP = 6
 
@@ -71,29 +66,3 @@ def test_waits_over_the_daemon_cap_are_refused_and_threads_stay_bounded(capped: 
     # The held waits were closed by their peers: the daemon serves again.
     wait_until(lambda: vq.run("daemon", "ping", check=False).returncode == 0, timeout=15)
     wait_until(lambda: _threads(pid) <= baseline + 1, timeout=15)
-
-
-async def _waits_over_the_cap(
-    url: str, headers: dict[str, str], count: int, over: int
-) -> tuple[list[httpx.Response], int]:
-    """Open ``count`` waits at once; once ``over`` of them are answered (or 30 s passed),
-    the answered ones and how many were still held. Every wait is closed afterwards."""
-    limits = httpx.Limits(max_connections=count + 10)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-        tasks = [asyncio.ensure_future(client.get(url, headers=headers)) for _ in range(count)]
-        deadline = time.monotonic() + 30
-        while sum(t.done() for t in tasks) < over and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        answered = [t.result() for t in tasks if t.done()]
-        pending = sum(not t.done() for t in tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return answered, pending
-
-
-@pytest.fixture
-def console(vq: Vq, tmp_path: Path) -> Iterator[Web]:
-    served = start_web(vq, tmp_path / "web.log")
-    yield served
-    stop_web(served)
