@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-from typing import Any
 
 from tests.conftest import Vq, wait_until
+from tests.health_support import check_named, failing_health
 
 CHECKS = ["loop", "dispatch", "fork_server", "index", "state_root"]
 
 
-def test_a_healthy_daemon_passes_every_check(vq: Vq) -> None:
+def test_a_healthy_daemon_passes_everycheck_named(vq: Vq) -> None:
     assert vq.run("daemon", "health", check=False).returncode == 5  # no daemon
     offline = vq.run("daemon", "health", "--json", check=False)
     assert offline.returncode == 5 and json.loads(offline.stdout)["running"] is False
@@ -48,34 +48,14 @@ def test_an_index_that_drifted_from_the_disk_fails(vq: Vq) -> None:
     assert f"{job} is KILLED on disk, PENDING in the index" in index["detail"]
 
 
-def _check(answer: dict[str, Any], name: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(c for c in answer["checks"] if c["name"] == name)
-    return found
-
-
-def _failing(vq: Vq, name: str) -> dict[str, Any]:
-    """The health answer once check ``name`` fails (exit 1), polled."""
-    result = wait_until(
-        lambda: (
-            (r := vq.run("daemon", "health", "--json", check=False)).returncode == 1
-            and not _check(json.loads(r.stdout), name)["ok"]
-            and r
-        ),
-        timeout=30,
-    )
-    answer: dict[str, Any] = json.loads(result.stdout)
-    assert answer["ok"] is False
-    return answer
-
-
-def test_a_fork_server_that_does_not_answer_fails_its_check(vq: Vq) -> None:
+def test_a_fork_server_that_does_not_answer_fails_itscheck_named(vq: Vq) -> None:
     vq.start_daemon()
-    detail = _check(vq.json("daemon", "health"), "fork_server")["detail"]
+    detail = check_named(vq.json("daemon", "health"), "fork_server")["detail"]
     pid = int(detail.split()[1])  # "pid N answers"
     os.kill(pid, signal.SIGSTOP)
     try:
-        answer = _failing(vq, "fork_server")
-        assert _check(answer, "fork_server")["detail"] == (
+        answer = failing_health(vq, "fork_server")
+        assert check_named(answer, "fork_server")["detail"] == (
             f"the fork server (pid {pid}) does not answer"
         )
         text = vq.run("daemon", "health", check=False)
