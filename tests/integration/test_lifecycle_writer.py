@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import Vq, wait_until
-from tests.integration.test_webhooks import Receiver, receiver  # noqa: F401 (fixture)
+from tests.webhook_support import Receiver, receiver_fixture  # noqa: F401 (the `receiver` fixture)
 from vq._proc_stat import is_alive
 
 
@@ -45,7 +45,7 @@ def _log(vq: Vq) -> str:
 def test_jobs_settled_by_recovery_get_webhook_rerun_and_sweep(
     vq: Vq,
     tmp_path: Path,
-    receiver: Callable[..., Receiver],  # noqa: F811
+    receiver: Callable[..., Receiver],
 ) -> None:
     server = receiver()
     _config(vq, f'[notifications]\nwebhook_url = "{server.url}"\n')

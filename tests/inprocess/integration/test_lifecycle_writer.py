@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Vq, wait_until
-from tests.integration.test_webhooks import Receiver, receiver  # noqa: F401 (fixture)
+from tests.webhook_support import Receiver, receiver_fixture  # noqa: F401 (the `receiver` fixture)
 from vq.domain.admission import Caps
 from vq.domain.spec import JobSpec
 from vq.domain.states import TERMINAL_NAMES, JobState
