@@ -36,6 +36,25 @@ def _group_members(group: str, nonterminal_only: bool) -> list[str]:
     return [r["id"] for r in rows if not (nonterminal_only and r["state"] in ended)]
 
 
+def group_members_in_order(group: str) -> list[tuple[int, str]]:
+    """Every element of an array or chain group as (index, job id), in index order
+    (NotFound when the group has none)."""
+    from vq.cli.inspect import list_rows
+
+    rows = list_rows({"group": group})["jobs"]
+    if not rows:
+        from vq.errors import NotFound
+
+        raise NotFound(f"no jobs in group {group}", hint="`vq list` shows group ids")
+    indexed = []
+    for row in rows:
+        index = row.get("array_index")
+        if index is None:
+            index = row.get("chain_index")
+        indexed.append((index if isinstance(index, int) else 0, row["id"]))
+    return sorted(indexed)
+
+
 @click.command()
 @click.argument("job_ids", nargs=-1, metavar="ID...", type=JOB_ID)
 @click.option(

@@ -362,12 +362,24 @@ def release_spool(params: dict[str, Any]) -> None:
 
 
 def _full_ids(given: list[str] | None) -> list[str]:
-    """``--after``/``--after-any`` ids, short prefixes resolved (like every id argument)."""
+    """``--after``/``--after-any`` ids, short prefixes resolved (like every id argument).
+
+    A prefix no job id starts with is tried as an array or chain group's; a full id is
+    passed on as it is (the submit service expands a group id into its elements)."""
     if not given:
         return []
     from vq.cli.short_ids import resolve_job_id
+    from vq.errors import NotFound
 
-    return [resolve_job_id(text) for text in given]
+    def full(text: str) -> str:
+        try:
+            return resolve_job_id(text)
+        except NotFound:
+            from vq.cli.job_ids import resolve_group_id
+
+            return resolve_group_id(text)
+
+    return [full(text) for text in given]
 
 
 def _environment(values: dict[str, Any]) -> dict[str, Any] | None:

@@ -38,7 +38,7 @@ variables from that same observation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from vq._fault_points import crash_point
@@ -73,12 +73,21 @@ log = logging.getLogger(__name__)
 
 
 def job_environment(
-    base: Mapping[str, str], spec: JobSpec, workdir: str, program: ProgramStatus | None = None
+    base: Mapping[str, str],
+    spec: JobSpec,
+    workdir: str,
+    program: ProgramStatus | None = None,
+    after_workspaces: Sequence[str] = (),
 ) -> dict[str, str]:
     """The command's environment: the daemon's own plus the VQ_* job variables.
 
-    ``program`` is the dispatch-time probe of ``spec.program`` (its paths and SHA)."""
+    ``program`` is the dispatch-time probe of ``spec.program`` (its paths and SHA);
+    ``after_workspaces`` the workspaces of the job's predecessors (``--after``, then
+    ``--after-any``), exported newline-separated as ``VQ_AFTER_WORKSPACES``."""
     env = dict(base)
+    env.pop("VQ_AFTER_WORKSPACES", None)
+    if after_workspaces:
+        env["VQ_AFTER_WORKSPACES"] = "\n".join(after_workspaces)
     for name in PROGRAM_VARIABLES:
         env.pop(name, None)  # never inherit another job's program identity
     if spec.program:
@@ -188,6 +197,22 @@ class Dispatcher:
         if error is not None:
             raise error  # only after every claim that did land was launched
         return launched
+
+    def _after_workspaces(self, spec: JobSpec) -> list[str]:
+        """The workspaces of ``spec``'s predecessors, in the order it names them: each
+        one's ``jobs/<id>/`` (where a lane job's results are copied back), or, for a
+        chain segment that has none of its own, the directory it ran in (the chain's
+        first segment's workspace)."""
+        out: list[str] = []
+        for job_id in dict.fromkeys((*spec.depends_on, *spec.depends_on_any)):
+            workspace = self.ctx.paths.workspace(job_id)
+            if not workspace.is_dir():
+                predecessor = self._index.get(job_id)
+                if predecessor is not None and predecessor.cwd:
+                    workspace = Path(predecessor.cwd)
+            if str(workspace) not in out:
+                out.append(str(workspace))
+        return out
 
     def _without_executor(self, pending: list[JobSpec]) -> list[JobSpec]:
         """The pending specs the local executor runs. A spec aimed at a scheduler lane
@@ -321,7 +346,13 @@ class Dispatcher:
         """Send the launch; the job holds its budget from now on. The answer arrives
         later through the supervisor's queue and is applied by :meth:`apply_launch`."""
         executor = self.executors.local  # candidates are local (partitioned)
-        env = job_environment(self._base_env, spec, str(self.ctx.paths.workdir(spec.id)), program)
+        env = job_environment(
+            self._base_env,
+            spec,
+            str(self.ctx.paths.workdir(spec.id)),
+            program,
+            self._after_workspaces(spec),
+        )
         crash_point("dispatch_after_claim")
         try:
             # The answer is queued for the loop, so tracking right after sending is safe.

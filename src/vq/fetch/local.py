@@ -112,6 +112,29 @@ class FetchResultJSON(TypedDict):
     last_fetched_at: str | None
 
 
+class GroupFetchElement(FetchResultJSON):
+    """One element of ``vq fetch --group --json``: its index and its fetch."""
+
+    index: int
+
+
+class GroupFetchProblem(TypedDict):
+    """An element ``vq fetch --group`` could not fetch."""
+
+    index: int
+    job_id: str
+    error: str
+
+
+class GroupFetchJSON(TypedDict):
+    """``vq fetch --group GROUP DEST --json``: each element in ``DEST/<index>/``."""
+
+    group: str
+    dest: str
+    elements: list[GroupFetchElement]
+    failed: list[GroupFetchProblem]
+
+
 @dataclass
 class FetchResult:
     """What one fetch did: the ``vq fetch --json`` document (:meth:`as_dict`)."""

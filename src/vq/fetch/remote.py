@@ -99,7 +99,19 @@ def fetch_remote(host: RemoteHost, params: dict[str, Any], *, out: TextIO) -> in
             "vq fetch HOST ID --name is not supported yet",
             hint=f"fetch the workspace (vq fetch {host.name} ID), then take the file",
         )
-    job_id: str = params["job_id"]
+    if params.get("group") is not None:
+        raise UsageError(
+            f"vq fetch {host.name} --group is not supported yet",
+            hint=f"fetch each element: `vq list {host.name} --group G` shows their ids",
+        )
+    given = params.get("job_id")
+    if given is None:
+        raise UsageError("no job given", hint=f"vq fetch {host.name} ID [DEST]")
+    from vq.domain.ids import is_id_or_prefix, resolve_prefix
+
+    if not is_id_or_prefix(given):
+        resolve_prefix(given, ())  # raises the usual "is not a job id" error
+    job_id: str = given.strip().lower()
     kind = "workdir" if params.get("workdir") else "workspace"
     status = host.run_json(job_words(["status", "--json"], [job_id]), StatusAnswer)
     if not status["id"].startswith(job_id):

@@ -159,16 +159,55 @@ def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
 
 
 def _dependencies(ctx: ServiceContext, params: SubmitParams) -> tuple[list[str], list[str]]:
-    """Deduplicated, validated predecessor lists; an unknown id refuses the submit."""
-    after = list(dict.fromkeys(params.depends_on))
-    after_any = [j for j in dict.fromkeys(params.depends_on_any) if j not in after]
-    for job_id in (*after, *after_any):
-        if not is_job_id(job_id) or not ctx.store.exists(job_id):
-            raise NotFound(
-                f"dependency {job_id!r} is not a job in this queue",
-                hint="`vq list` shows the job ids; dependencies must be submitted first",
-            )
+    """Deduplicated, validated predecessor lists; an unknown id refuses the submit.
+
+    An id that names no job but an array or chain group stands for every element of
+    that group, in index order (``--after GROUP``): the dependent waits for all of them,
+    and a failed element fails it as a failed predecessor does."""
+    groups = _GroupMembers(ctx)
+    after = list(dict.fromkeys(j for given in params.depends_on for j in groups.expand(given)))
+    after_any = [
+        j
+        for j in dict.fromkeys(j for given in params.depends_on_any for j in groups.expand(given))
+        if j not in after
+    ]
     return after, after_any
+
+
+class _GroupMembers:
+    """Expands a dependency id: a job id as itself, a group id as its elements (the
+    queue is scanned once, and only when an id names no job)."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self._ctx = ctx
+        self._groups: dict[str, list[str]] | None = None
+
+    def expand(self, given: str) -> list[str]:
+        if is_job_id(given) and self._ctx.store.exists(given):
+            return [given]
+        members = self._all().get(given, []) if is_job_id(given) else []
+        if not members:
+            raise NotFound(
+                f"dependency {given!r} is not a job in this queue, nor an array or chain group",
+                hint="`vq list` shows the job and group ids; dependencies must be submitted "
+                "first",
+            )
+        return members
+
+    def _all(self) -> dict[str, list[str]]:
+        if self._groups is None:
+            keyed: dict[str, list[tuple[int, str]]] = {}
+            for spec in self._ctx.store.scan().specs.values():
+                if spec.array_group_id:
+                    keyed.setdefault(spec.array_group_id, []).append(
+                        (spec.array_index or 0, spec.id)
+                    )
+                if spec.chain_group_id:
+                    keyed.setdefault(spec.chain_group_id, []).append(
+                        (spec.chain_index or 0, spec.id)
+                    )
+            self._groups = {g: [i for _, i in sorted(m)] for g, m in keyed.items()}
+        return self._groups
 
 
 def _new_id(ctx: ServiceContext, reserved: set[str]) -> str:
