@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from vq.config.hosts import LaneSettings
@@ -58,6 +59,19 @@ from .worker import Worker
 __all__ = ["INTENT_NAME", "SchedulerLane"]
 
 log = logging.getLogger(__name__)
+
+
+def lane_order(spec: JobSpec) -> tuple[int, datetime, int, str]:
+    """A lane's dispatch order, the local dispatcher's
+    (:func:`vq.domain.admission.order_key`): descending priority, then submission time,
+    then array (or chain) index, then id."""
+    sequence = spec.array_index if spec.array_index is not None else spec.chain_index or 0
+    return (-spec.priority, spec.submitted_at, sequence, spec.id)
+
+
+def _pack_key(spec: JobSpec) -> tuple[str, str]:
+    """The packed array a pending element belongs to (its group and profile)."""
+    return (spec.array_group_id or spec.id, spec.scheduler_pack or "")
 
 
 class SchedulerLane:
@@ -190,44 +204,55 @@ class SchedulerLane:
 
     # --- dispatch ------------------------------------------------------------------------
     def _dispatch(self) -> None:
+        """Claim the lane's due PENDING jobs within ``max_scheduler_jobs``, in one order
+        for plain jobs and packed elements alike (:func:`lane_order`: priority, then
+        submission, then array index). A packed array is met at its first pending element
+        and takes the next allocation of its elements there (at most the free slots);
+        so it never passes a plain job ahead of it, and a job or array that cannot start
+        now (a dependency, ``not_before``, ``--max-parallel``) holds nothing up behind it."""
         free = self.settings.max_jobs - self.held
         if free <= 0 or self._hold():
             return
-        pending = self._pending(self.name)  # the registry's placement: this lane's own
-        packed = [s for s in pending if s.scheduler_pack is not None]
-        mine = [s for s in pending if s.scheduler_pack is None]
-        if packed:
-            ordered = sorted(packed, key=lambda s: (-s.priority, s.submitted_at, s.id))
-            free -= self.packed.dispatch(ordered, free)
+        ordered = sorted(self._pending(self.name), key=lane_order)  # this lane's own
+        arrays: dict[tuple[str, str], list[JobSpec]] = {}
+        for spec in ordered:
+            if spec.scheduler_pack is not None:
+                arrays.setdefault(_pack_key(spec), []).append(spec)
         now = self.ctx.now()
-        for spec in sorted(mine, key=lambda s: (-s.priority, s.submitted_at, s.id)):
+        for spec in ordered:
             if free <= 0:
                 break
-            if spec.depends_on or spec.depends_on_any:
-                gate = evaluate(spec.depends_on, spec.depends_on_any, self._dependency_state)
-                if gate.cascade:
-                    self.lifecycle.fail_pending(spec.id, gate.reason or "a dependency failed")
-                if not gate.ready:
-                    continue
-            if spec.not_before is not None and spec.not_before > now:
+            if spec.scheduler_pack is not None:
+                members = arrays.pop(_pack_key(spec), None)
+                if members is not None:  # the array's first pending element: its turn
+                    free -= self.packed.dispatch(members, free)
                 continue
-            if spec.scheduler_job_id is not None or self.submission.intent_path(spec.id).exists():
-                self.submission.forget_attempt(
-                    spec.id
-                )  # a retry: the last attempt's id is not ours
-            try:
-                moved = self.lifecycle.claim(
-                    spec.id, workdir=self.settings.remote_workspace(spec.id)
-                )
-            except VqError as exc:
-                log.warning("lane %s: cannot claim %s: %s", self.name, spec.id, exc.message)
-                continue
-            if not moved.changed:
-                continue
-            free -= 1
-            job = LaneJob(spec.id, "staging")
-            self.jobs.track(job)
-            self.submission.stage(job, moved.spec)
+            if self._claim_single(spec, now):
+                free -= 1
+
+    def _claim_single(self, spec: JobSpec, now: datetime) -> bool:
+        """Claim one plain job and start its submission; whether it took a slot."""
+        if spec.depends_on or spec.depends_on_any:
+            gate = evaluate(spec.depends_on, spec.depends_on_any, self._dependency_state)
+            if gate.cascade:
+                self.lifecycle.fail_pending(spec.id, gate.reason or "a dependency failed")
+            if not gate.ready:
+                return False
+        if spec.not_before is not None and spec.not_before > now:
+            return False
+        if spec.scheduler_job_id is not None or self.submission.intent_path(spec.id).exists():
+            self.submission.forget_attempt(spec.id)  # a retry: the last attempt's id is not ours
+        try:
+            moved = self.lifecycle.claim(spec.id, workdir=self.settings.remote_workspace(spec.id))
+        except VqError as exc:
+            log.warning("lane %s: cannot claim %s: %s", self.name, spec.id, exc.message)
+            return False
+        if not moved.changed:
+            return False
+        job = LaneJob(spec.id, "staging")
+        self.jobs.track(job)
+        self.submission.stage(job, moved.spec)
+        return True
 
     def _advance(self, job: LaneJob) -> None:
         """Run the step a job waits for (a retry after its delay)."""
