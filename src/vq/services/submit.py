@@ -189,8 +189,7 @@ class _GroupMembers:
         if not members:
             raise NotFound(
                 f"dependency {given!r} is not a job in this queue, nor an array or chain group",
-                hint="`vq list` shows the job and group ids; dependencies must be submitted "
-                "first",
+                hint="`vq list` shows the job and group ids; dependencies must be submitted first",
             )
         return members
 

@@ -99,7 +99,7 @@ def test_fetch_group_brings_every_element_into_dest_index(vq: Vq, tmp_path: Path
 
 def test_fetch_group_usage_errors(vq: Vq, tmp_path: Path) -> None:
     vq.start_daemon("--max-cpus", "8")
-    group, ids = _array(vq, 2, "true")
+    group, _ = _array(vq, 2, "true")
     wrong = vq.run("fetch", "--group", group, check=False)
     assert wrong.returncode == 2
     assert "vq: error: --group takes one DEST and no job id" in wrong.stderr
