@@ -9,10 +9,17 @@ if TYPE_CHECKING:
     from vq.campaign.cleanup import CleanupReport
     from vq.campaign.files import LoadedCampaign, SourcesCheck
     from vq.campaign.journal import Journal
+    from vq.campaign.pin import PinResult
     from vq.campaign.planner import CampaignPlan, NodePlan
     from vq.campaign.published import CampaignStatusJSON, PublishedCopy
 
-__all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
+__all__ = [
+    "print_cleanup",
+    "print_pinned",
+    "print_status",
+    "print_validation",
+    "status_json",
+]
 
 
 def _console() -> Any:
@@ -55,6 +62,23 @@ def print_validation(
             console.print(_styled("    ", (f"{problem.field}: {problem.message}", "red")))
     if all(check.ok for check in sources):
         console.print("valid", style="green")
+
+
+def print_pinned(result: PinResult) -> None:
+    """Each node's pin (``pinned`` when it changed, else ``unchanged``), then the file's
+    fate and the campaign's new digest."""
+    from vq.domain.text import escape_controls
+
+    console = _console()
+    if not result.sources:
+        console.print("no node has sources: nothing to pin")
+    for source in result.sources:
+        verdict = ("pinned", "green") if source.changed else ("unchanged", "dim")
+        line = f"  {escape_controls(source.node)}  {escape_controls(source.path)}/  "
+        console.print(_styled(line, f"{source.entries} entries  ", verdict, f" {source.sha256}"))
+    where = escape_controls(str(result.path))
+    console.print(f"{'wrote' if result.written else 'unchanged'} {where}")
+    console.print(f"campaign_sha256 {result.campaign_sha256}")
 
 
 _STYLE = {

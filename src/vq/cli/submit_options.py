@@ -70,8 +70,8 @@ _FIELD_OPTIONS = tuple(
 )
 
 #: The submit fields' options (:data:`vq.protocol.submit_fields.SUBMIT_FIELDS`, with
-#: ``--mem`` beside ``--mem-mb``), then the command's own ``--source-tar``, ``--submitter``, ``--export``,
-#: ``--env`` and ``--json``.
+#: ``--mem`` beside ``--mem-mb``), then the command's own ``--source-tar``,
+#: ``--submitter``, ``--export``, ``--env`` and ``--json``.
 SUBMIT_OPTIONS: tuple[Option, ...] = (
     _FIELD_OPTIONS[0],
     _MEM,

@@ -51,9 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Submission",
+    "Target",
     "claim_exists",
     "load_web_settings",
-    "Target",
     "refuse_root_submit",
     "resolve_target",
     "scrubbed",

@@ -24,4 +24,4 @@ def test_the_fleet_table_escapes_like_vq_queue_and_shows_elapsed_and_exit(vq: Vq
     assert cells[4].endswith("s") and cells[5] == "3"  # ELAPSED, EXIT
     listed = vq.run("queue").stdout
     own = next(line for line in listed.splitlines() if job in line)
-    assert own.endswith(row[row.index("sh -c"):])  # the same escaped command as vq queue
+    assert own.endswith(row[row.index("sh -c") :])  # the same escaped command as vq queue

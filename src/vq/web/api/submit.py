@@ -252,7 +252,7 @@ async def _read_capped(request: Request, cap: int, inline_max: int) -> bytes:
 
 #: What a submit without its key is told (the 422's message: ``body.idempotency_key: …``).
 KEY_REQUIRED = (
-    "is required: every submit names a key of your choosing (e.g. \"water-sto3g-1\"); "
+    'is required: every submit names a key of your choosing (e.g. "water-sto3g-1"); '
     "a repeat with the same key and fields returns the same job instead of a second one"
 )
 
@@ -317,7 +317,11 @@ def _submit(
             config,
             settings,
             Submission(
-                fields, key, files=inputs.files, upload_token=inputs.upload_token, host=target.remote
+                fields,
+                key,
+                files=inputs.files,
+                upload_token=inputs.upload_token,
+                host=target.remote,
             ),
         )
     except ProtocolError:
