@@ -28,7 +28,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from vq._fs import atomic_write_bytes
 from vq.campaign.checks import check_campaign
@@ -138,19 +138,35 @@ def pin_campaign(path: Path) -> PinResult:
     return PinResult(path, pins, True, digest)
 
 
-def _nodes_with_sources(raw: Any) -> list[dict[str, Any]]:
-    """The node objects of a decoded campaign whose ``sources`` is an object, in order."""
+class _RawSources(TypedDict, total=False):
+    """A node's ``sources`` object as decoded (before the model checked it)."""
+
+    path: str
+    sha256: str
+
+
+class _RawNode(TypedDict, total=False):
+    """The part of a decoded node object that pinning reads and writes."""
+
+    id: str
+    sources: _RawSources
+
+
+def _nodes_with_sources(raw: object) -> list[_RawNode]:
+    """The node objects of a decoded campaign whose ``sources`` is an object, in order
+    (the very objects of ``raw``: a change to one is a change to ``raw``)."""
     nodes = raw.get("nodes") if isinstance(raw, dict) else None
     if not isinstance(nodes, list):
         return []
-    return [n for n in nodes if isinstance(n, dict) and isinstance(n.get("sources"), dict)]
+    found = [n for n in nodes if isinstance(n, dict) and isinstance(n.get("sources"), dict)]
+    return cast(list[_RawNode], found)
 
 
 def _previous_pins(raw: Any) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for node in _nodes_with_sources(raw):
         value = node["sources"].get("sha256")
-        found[str(node.get("id"))] = value if isinstance(value, str) else None
+        found[str(node.get("id"))] = value if isinstance(value, str) else None  # as decoded
     return found
 
 
