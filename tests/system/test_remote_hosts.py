@@ -558,6 +558,9 @@ def test_api_submit_with_a_host_is_delegated_there(fleet: RemoteFleet) -> None:
         wait_until(lambda: fleet.remote_spec("h2", job_id)["state"] == "COMPLETED", 30)
         assert fleet.remote_log("h2", job_id) == b"from the api\n"
         assert fleet.remote_spec("h2", job_id)["job_name"] == "via-api"
+        # who asked the API, not the account the delegated submit arrived under
+        assert answer.json()["submitter"] == "admin-token"
+        assert fleet.remote_spec("h2", job_id)["submitter"] == "admin-token"
         assert not (fleet.local / "queue" / f"{job_id}.json").exists()
         again = httpx.post(f"{base}/api/v1/jobs", json=body, headers=headers, timeout=60)
         assert again.status_code in (200, 201), again.text

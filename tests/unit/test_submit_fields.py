@@ -34,7 +34,7 @@ NOT_OPTIONS = {
 #: Fields of the web API's submit body that are not submit fields.
 WEB_ONLY = {"command", "inputs", "host", "env"}
 #: vq submit options that are no submit field of their own.
-CLI_ONLY = ("--mem", "--source-tar", "--export", "--env", "--json")
+CLI_ONLY = ("--mem", "--source-tar", "--submitter", "--export", "--env", "--json")
 
 
 def _limits(model: type[BaseModel], name: str) -> dict[str, Any]:

@@ -1,11 +1,14 @@
-"""``vq campaign``: validate a campaign, publish and verify artifacts, read its progress,
-authorize retries and clean up its run directory. See docs/campaigns.md.
+"""``vq campaign``: validate a campaign, pin its sources, publish and verify artifacts,
+read its progress, authorize retries and clean up its run directory. See
+docs/campaigns.md.
 
-Thin commands: parse → :mod:`vq.campaign.files` / ``vq.campaign.rundir`` /
-``vq.campaign.retry`` / ``vq.campaign.cleanup`` → render (:mod:`vq.cli.campaign_render`).
-Exit codes: 0 success; 1 a sources pin that does not match, or a copy that does not match
-its manifest; 3 a missing file; 4 a refused campaign, manifest or journal; 6 a retry
-that the journal's state refuses or a run directory held by another process.
+Thin commands: parse → :mod:`vq.campaign.files` / ``vq.campaign.pin`` /
+``vq.campaign.rundir`` / ``vq.campaign.retry`` / ``vq.campaign.cleanup`` → render
+(:mod:`vq.cli.campaign_render`). Exit codes: 0 success; 1 a sources pin that does not
+match (``validate``) or a sources directory that cannot be pinned (``pin``), or a copy
+that does not match its manifest; 3 a missing file; 4 a refused campaign, manifest or
+journal; 6 a retry that the journal's state refuses or a run directory held by another
+process.
 """
 
 from __future__ import annotations
@@ -78,6 +81,36 @@ def validate(file: Path, as_json: bool) -> int:
             hint="pin a new or edited sources directory with the digest printed above",
             reference="campaign-sources-mismatch",
         )
+    return 0
+
+
+@campaign.command()
+@click.argument("file", type=_FILE)
+@click.option("--json", "as_json", is_flag=True, help="Print what was pinned as JSON.")
+def pin(file: Path, as_json: bool) -> int:
+    """Write each node's sources.sha256 into FILE: the digest of its sources directory.
+
+    Hashes every sources directory as `validate` does and replaces only the pins, keeping
+    the file's formatting; a rerun changes nothing. Exits 1 (writing nothing) when a
+    sources directory is missing, holds a link or special file, or places a file where
+    an input or output goes; 4 when the campaign is refused.
+    """
+    from vq.campaign.pin import pin_campaign
+
+    result = pin_campaign(file)
+    if as_json:
+        echo_json(
+            {
+                "file": str(file),
+                "written": result.written,
+                "campaign_sha256": result.campaign_sha256,
+                "sources": [source.as_dict() for source in result.sources],
+            }
+        )
+        return 0
+    from vq.cli.campaign_render import print_pinned
+
+    print_pinned(result)
     return 0
 
 

@@ -9,10 +9,17 @@ if TYPE_CHECKING:
     from vq.campaign.cleanup import CleanupReport
     from vq.campaign.files import LoadedCampaign, SourcesCheck
     from vq.campaign.journal import Journal
-    from vq.campaign.planner import CampaignPlan
+    from vq.campaign.pin import PinResult
+    from vq.campaign.planner import CampaignPlan, NodePlan
     from vq.campaign.published import CampaignStatusJSON, PublishedCopy
 
-__all__ = ["print_cleanup", "print_status", "print_validation", "status_json"]
+__all__ = [
+    "print_cleanup",
+    "print_pinned",
+    "print_status",
+    "print_validation",
+    "status_json",
+]
 
 
 def _console() -> Any:
@@ -55,6 +62,23 @@ def print_validation(
             console.print(_styled("    ", (f"{problem.field}: {problem.message}", "red")))
     if all(check.ok for check in sources):
         console.print("valid", style="green")
+
+
+def print_pinned(result: PinResult) -> None:
+    """Each node's pin (``pinned`` when it changed, else ``unchanged``), then the file's
+    fate and the campaign's new digest."""
+    from vq.domain.text import escape_controls
+
+    console = _console()
+    if not result.sources:
+        console.print("no node has sources: nothing to pin")
+    for source in result.sources:
+        verdict = ("pinned", "green") if source.changed else ("unchanged", "dim")
+        line = f"  {escape_controls(source.node)}  {escape_controls(source.path)}/  "
+        console.print(_styled(line, f"{source.entries} entries  ", verdict, f" {source.sha256}"))
+    where = escape_controls(str(result.path))
+    console.print(f"{'wrote' if result.written else 'unchanged'} {where}")
+    console.print(f"campaign_sha256 {result.campaign_sha256}")
 
 
 _STYLE = {
@@ -123,12 +147,17 @@ def print_status(
             *([(f"; published artifacts: {_copy_counts(wrong)}", "red")] if wrong else []),
         )
     )
+    jobs = [_job_cell(node) for node in current.nodes]
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("NODE", "STATUS", "ATTEMPT", "JOB", "NEXT", "REASONS"):
+    for column in ("NODE", "STATUS", "ATTEMPT"):
         table.add_column(column, overflow="fold")
-    for node in current.nodes:
+    # HOST:ID whole on one line at any width (an id is copied into other commands): the
+    # column takes its natural width and the other columns wrap instead
+    table.add_column("JOB", no_wrap=True, min_width=max(len("JOB"), *map(len, jobs)))
+    for column in ("NEXT", "REASONS"):
+        table.add_column(column, overflow="fold")
+    for node, job in zip(current.nodes, jobs, strict=True):
         latest = node.attempt
-        job = "-" if latest is None or not latest.job_id else f"{latest.host}:{latest.job_id}"
         action = node.action["action"] if node.action else "-"
         table.add_row(
             node.node,
@@ -163,6 +192,12 @@ def print_status(
         console.print("Needs attention")
         for line in lines:
             console.print(f"  {line}")
+
+
+def _job_cell(node: NodePlan) -> str:
+    """``HOST:ID`` of the node's latest attempt, or ``-`` before it has a job."""
+    latest = node.attempt
+    return "-" if latest is None or not latest.job_id else f"{latest.host}:{latest.job_id}"
 
 
 def _copy_counts(copies: list[PublishedCopy]) -> str:

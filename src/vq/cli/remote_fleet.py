@@ -107,18 +107,59 @@ def _unanswered(answers: list[HostAnswer]) -> None:
             )
 
 
+#: The fleet table's columns; the last one (COMMAND) is not padded.
+_FLEET_COLUMNS = ("HOST", "ID", "STATE", "NAME", "ELAPSED", "EXIT", "COMMAND")
+#: Columns at least this wide, so the rows of hosts that did not answer line up.
+_MIN_WIDTHS = {"HOST": 14, "ID": 12}
+#: Columns cut (with an ellipsis) past this many characters; ids are never cut.
+_CUT = {"NAME": 20, "COMMAND": 60}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: object) -> float | None:
+    """A row's number as sent (another host's answer), or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _fleet_cells(row: HostedRow) -> dict[str, str]:
+    """One row's cells (its text already escaped unless ``--raw``)."""
+    from vq.domain.durations import format_duration
+
+    exit_code = _number(row.get("exit_code"))
+    elapsed = _number(row.get("elapsed_seconds"))
+    cells = {
+        "HOST": row["host"],
+        "ID": row["id"],
+        "STATE": row["state"],
+        "NAME": row.get("job_name") or "-",
+        "ELAPSED": format_duration(elapsed) if elapsed is not None and elapsed >= 0 else "-",
+        "EXIT": "-" if exit_code is None else str(int(exit_code)),
+        "COMMAND": " ".join(str(word) for word in row.get("command") or []),
+    }
+    return {name: _cut(text, _CUT[name]) if name in _CUT else text for name, text in cells.items()}
+
+
 def _render_jobs(rows: list[HostedRow], answers: list[HostAnswer], *, raw: bool) -> None:
-    """The fleet table; every row's text with control characters escaped unless ``raw``
-    (as ``vq queue`` shows this queue's rows)."""
+    """The fleet table: ``vq queue``'s columns (ELAPSED and EXIT included) after HOST; every
+    row's text with control characters escaped unless ``raw``, by the same function as
+    ``vq queue`` (:func:`vq.cli.render_text.escaped`), before a long name or command is
+    cut. Ids are never cut; one job per line."""
     from vq.cli.render_text import escaped
 
-    click.echo(f"{'HOST':<14} {'ID':<12} {'STATE':<16} {'NAME':<20} COMMAND")
-    for row in rows if raw else escaped(rows):
-        command = " ".join(row.get("command") or [])
-        click.echo(
-            f"{row['host']:<14} {row['id']:<12} {row['state']:<16} "
-            f"{(row.get('job_name') or '-')[:20]:<20} {command[:60]}"
-        )
+    table = [dict(zip(_FLEET_COLUMNS, _FLEET_COLUMNS, strict=True))]
+    table += [_fleet_cells(row) for row in (rows if raw else escaped(rows))]
+    widths = {
+        name: max(_MIN_WIDTHS.get(name, 0), *(len(cells[name]) for cells in table))
+        for name in _FLEET_COLUMNS[:-1]
+    }
+    for cells in table:
+        padded = [cells[name].ljust(widths[name]) for name in _FLEET_COLUMNS[:-1]]
+        click.echo(" ".join([*padded, cells["COMMAND"]]).rstrip())
     _unanswered(answers)
 
 

@@ -70,8 +70,8 @@ _FIELD_OPTIONS = tuple(
 )
 
 #: The submit fields' options (:data:`vq.protocol.submit_fields.SUBMIT_FIELDS`, with
-#: ``--mem`` beside ``--mem-mb``), then the command's own ``--source-tar``, ``--export``,
-#: ``--env`` and ``--json``.
+#: ``--mem`` beside ``--mem-mb``), then the command's own ``--source-tar``,
+#: ``--submitter``, ``--export``, ``--env`` and ``--json``.
 SUBMIT_OPTIONS: tuple[Option, ...] = (
     _FIELD_OPTIONS[0],
     _MEM,
@@ -81,6 +81,13 @@ SUBMIT_OPTIONS: tuple[Option, ...] = (
         "source_tar",
         "str",
         "Read the workspace as a tar stream from stdin ('-'); used by vq submit HOST.",
+    ),
+    Option(
+        "--submitter",
+        "submitter",
+        "str",
+        "Record NAME as who submitted the job (what the web API forwards when it delegates "
+        "a submit here); multi-user mode records the caller's uid instead.",
     ),
     Option(
         "--export",
@@ -270,6 +277,8 @@ def build_params(
         "runtime_artifact": values.get("runtime_artifact"),
         "scheduler_pack": values.get("pack"),
     }
+    if values.get("submitter") is not None:
+        params["submitter"] = values["submitter"]
     given = values.get(GIVEN)
     if given is not None and "mem" in given:
         given = given | {"mem_mb"}

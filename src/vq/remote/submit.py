@@ -10,6 +10,9 @@ Contract:
   (:mod:`vq.remote.outbox`: ``request.json``, and ``source.tar``). The entry is removed
   once the remote answered (accepted or refused) or the call provably never reached the
   host.
+- The HTTP API's fields become ``vq submit`` options (:func:`options_from_fields`), its
+  ``submitter`` too (``--submitter``): the delegated job records who asked for it, not
+  the account the request arrived under.
 - ``--idempotency-key`` is forwarded once, verbatim. Once the call may have started, any
   answer that cannot be read is :class:`~vq.errors.OutcomeUnknown` (exit 12; HTTP 504):
   a timeout, a dropped connection, output past the cap, an exit without the remote vq's
@@ -81,7 +84,9 @@ class RemoteSubmitAnswer(TypedDict, total=False):
 _UPLOAD_BYTES_PER_S = 4 << 20
 
 
-#: Submit field → its ``vq submit`` option (the HTTP API's fields, §10.2).
+#: Submit field → its ``vq submit`` option (the HTTP API's fields, §10.2, with the lane
+#: a ``host`` naming a lane sets and the ``submitter`` the API records: the job keeps
+#: who asked for it on the host it is delegated to).
 _FIELD_OPTIONS = {
     "cpus": "--cpus",
     "mem_mb": "--mem-mb",
@@ -95,6 +100,8 @@ _FIELD_OPTIONS = {
     "expected_sha": "--expected-sha",
     "runtime_root": "--runtime-root",
     "runtime_artifact": "--runtime-artifact",
+    "scheduler_target": "--scheduler-target",
+    "submitter": "--submitter",
 }
 
 
@@ -121,8 +128,6 @@ def options_from_fields(fields: dict[str, Any]) -> list[str]:
             options += ["--clean-workdir"] if value else []
         elif name == "recover_on_reboot":
             options += ["--auto-resume"] if value else []
-        elif name == "submitter":
-            continue  # the remote queue records who submitted there
         elif name == "environment":  # the API's env: added to the remote daemon's
             options += ["--export", "NONE"]
             for key, item in sorted(dict(value.get("variables") or {}).items()):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from vq.config.host_names import LOCAL_NAMES
+from vq.config.host_names import LOCAL_NAMES, is_local_name
 from vq.config.settings import Settings, load_settings
 from vq.domain.archive_rules import Member, MemberKind, check_members
 from vq.errors import UnsafeArchive, VqError
@@ -51,9 +51,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Submission",
+    "Target",
     "claim_exists",
     "load_web_settings",
     "refuse_root_submit",
+    "resolve_target",
     "scrubbed",
     "submit_request",
     "to_params",
@@ -69,6 +71,34 @@ class Submission:
     files: dict[str, str] | None = None
     upload_token: str | None = None
     host: str | None = None  # a configured remote daemon host: delegated over SSH
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a submit naming ``host`` goes: ``remote``, the configured vq daemon host it is
+    delegated to over SSH (None: this queue), and ``lane``, the scheduler lane the job runs
+    through (its ``scheduler_target``; None: no lane)."""
+
+    remote: str | None
+    lane: str | None
+
+
+def resolve_target(settings: Settings, host: str | None) -> Target:
+    """The :class:`Target` of the body's ``host``, exactly as ``vq submit HOST`` routes it.
+
+    No host or ``localhost``/``local``: this queue. A scheduler lane (``[hosts.NAME]``
+    with ``scheduler_dialect``): this queue with ``scheduler_target`` = the lane when its
+    ``scheduler_driver`` is this queue, else delegated to the driver host with the lane as
+    its ``scheduler_target`` (the driver drives the lane). Any other name is a remote
+    daemon host (an unconfigured one is refused when the submit is delegated: 404).
+    """
+    if host is None or host in LOCAL_NAMES:
+        return Target(None, None)
+    configured = settings.hosts.get(host)
+    if configured is None or configured.scheduler_dialect is None:
+        return Target(host, None)
+    driver = configured.scheduler_driver
+    return Target(None if is_local_name(driver) else driver, host)
 
 
 def load_web_settings(config: WebConfig) -> Settings:

@@ -301,3 +301,16 @@ def test_status_and_run_show_a_tampered_published_artifact_as_tampered(
     energy.write_text(energy.read_text().replace("-76.03", "-76.02"))  # restored: verified
     restored = json.loads(vq.run("campaign", "status", str(path), journal, "--json").stdout)
     assert {a["status"] for a in restored["artifacts"]} == {"verified"}
+
+
+def test_status_keeps_job_ids_whole_at_80_columns(vq: Vq, tmp_path: Path) -> None:
+    vq.start_daemon()
+    path = make_campaign(tmp_path, vq)
+    run_dir = tmp_path / "run"
+    run(vq, path, run_dir)
+    vq.env["COLUMNS"] = "80"
+    shown = vq.run("campaign", "status", str(path), str(run_dir / "journal.json")).stdout
+    assert "…" not in shown
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    for job in vq.json("list")["jobs"]:
+        assert f"localhost:{job['id']}" in shown, shown  # whole, on one line

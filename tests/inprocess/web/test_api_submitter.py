@@ -20,3 +20,15 @@ def test_agent_token_name_is_the_submitter(web: Web) -> None:
     assert admin.json()["submitter"] == "admin-token"
     cli = web.vq.submit("--", "true")
     assert web.vq.status(cli)["submitter"] is None  # the CLI's own jobs: single user
+
+
+def test_a_delegated_submit_carries_its_submitter(web: Web) -> None:
+    """A submit the API delegates runs ``vq submit --submitter NAME`` on the other host
+    (tests/system/test_remote_hosts.py does it over SSH), which records NAME."""
+    from vq.remote.submit import options_from_fields
+
+    options = options_from_fields({"job_name": "x", "submitter": "chem-agent"})
+    assert options[options.index("--submitter") + 1] == "chem-agent"
+    assert "--scheduler-target" in options_from_fields({"scheduler_target": "cluster"})
+    job = web.vq.submit("--submitter", "chem-agent", "--", "true")
+    assert web.vq.status(job)["submitter"] == "chem-agent"

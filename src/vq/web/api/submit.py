@@ -68,12 +68,13 @@ from vq.web.submission import (
     claim_exists,
     load_web_settings,
     refuse_root_submit,
+    resolve_target,
     submit_request,
     to_params,
 )
 from vq.web.uploads_store import UploadStore
 
-__all__ = ["API_FIELDS", "Inputs", "JobRequest", "body_cap", "router"]
+__all__ = ["API_FIELDS", "KEY_REQUIRED", "Inputs", "JobRequest", "body_cap", "router"]
 
 router = APIRouter(tags=["submit"])
 
@@ -144,8 +145,10 @@ class JobRequest(_SubmitFields):
     inputs: Inputs | None = None
     host: str | None = Field(
         default=None,
-        description="a configured remote daemon host ([hosts.NAME]): the job is delegated "
-        "there over SSH, as `vq submit HOST` does",
+        description="where the job runs, as `vq submit HOST` names it: a configured remote "
+        "daemon host ([hosts.NAME]: delegated there over SSH), a scheduler lane ([hosts.NAME] "
+        "with scheduler_dialect: submitted through it by the queue that drives it), or "
+        "localhost",
     )
 
     env: dict[str, str] | None = Field(
@@ -247,13 +250,26 @@ async def _read_capped(request: Request, cap: int, inline_max: int) -> bytes:
     return bytes(body)
 
 
+#: What a submit without its key is told (the 422's message: ``body.idempotency_key: …``).
+KEY_REQUIRED = (
+    'is required: every submit names a key of your choosing (e.g. "water-sto3g-1"); '
+    "a repeat with the same key and fields returns the same job instead of a second one"
+)
+
+
+def _in_vq_words(error: Any) -> Any:
+    """One validation problem of the body, located under ``body``; a missing
+    ``idempotency_key`` says what the key is for (:data:`KEY_REQUIRED`)."""
+    if error.get("type") == "missing" and tuple(error["loc"]) == ("idempotency_key",):
+        error = {**error, "type": "value_error", "ctx": {"error": KEY_REQUIRED}}
+    return {**error, "loc": ("body", *error["loc"])}
+
+
 def _parse(raw: bytes) -> JobRequest:
     try:
         return JobRequest.model_validate_json(raw)
     except ValidationError as exc:
-        raise RequestValidationError(
-            [{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]
-        ) from None
+        raise RequestValidationError([_in_vq_words(err) for err in exc.errors()]) from None
 
 
 def _inline_bytes(inputs: Inputs) -> int:
@@ -264,9 +280,12 @@ def _inline_bytes(inputs: Inputs) -> int:
 def _submit(
     config: WebConfig, settings: Settings, principal: Principal, body: JobRequest
 ) -> JSONResponse:
-    refuse_root_submit(config, body.host)  # before any charge, staging or write
+    target = resolve_target(settings, body.host)
+    refuse_root_submit(config, target.remote)  # before any charge, staging or write
     fields = body.submit_fields()
-    if principal.kind != "anonymous":  # the token's or the account's name
+    if target.lane is not None:  # `vq submit LANE`: run through that scheduler lane
+        fields["scheduler_target"] = target.lane
+    if principal.kind != "anonymous":  # the token's or the account's name, kept when delegated
         fields["submitter"] = principal.name
     key = body.idempotency_key
     params = to_params(fields, key)  # 422 before any side effect
@@ -298,7 +317,11 @@ def _submit(
             config,
             settings,
             Submission(
-                fields, key, files=inputs.files, upload_token=inputs.upload_token, host=body.host
+                fields,
+                key,
+                files=inputs.files,
+                upload_token=inputs.upload_token,
+                host=target.remote,
             ),
         )
     except ProtocolError:
