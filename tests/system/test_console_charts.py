@@ -31,6 +31,17 @@ GROWING = (
 )
 
 
+# About 60 MB held across a couple of samples, then 600 MB at once: the watchdog's 1 s scan
+# kills it over its 400 MB limit well before the next 5 s sample.
+SPIKE = (
+    "import time\n"
+    "small = bytearray(60 * 1024 * 1024); small[::4096] = b'x' * 15360\n"
+    "print('holding 60 MB', flush=True); time.sleep(7)\n"
+    "big = bytearray(600 * 1024 * 1024); big[::4096] = b'x' * 153600\n"
+    "print('holding 660 MB', flush=True); time.sleep(60)\n"
+)
+
+
 def samples_recorded(vq: Vq, job: str) -> int:
     path = vq.root / "jobs" / job / "_vq" / "samples.jsonl"
     try:
@@ -149,3 +160,44 @@ def test_pages_keep_their_numbers_with_scripts_off(vq: Vq, chromium: Browser, we
         page.screenshot(path=str(SCREENSHOTS / "overview-nojs-phone.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_oom_page_marks_the_watchdogs_killing_reading(vq: Vq, console: Console) -> None:
+    """Issue 30 item 11: the failure's reading ("rss 6xx MB exceeded the 400 MB limit")
+    is drawn on the chart and named in its caption, which says samples are periodic."""
+    vq.start_daemon()
+    job = vq.submit("--job-name", "spike", "--mem-mb", "400", "--", "python3", "-c", SPIKE)
+    vq.wait_state(job, "OOM_KILLED", timeout=60)
+    spec = vq.json("status", job)
+    reading = spec["watchdog_evidence"]["rss_mb"]
+    assert reading > 400 and spec["watchdog_evidence"]["limit_mb"] == 400
+    assert f"rss {reading:.0f} MB exceeded the 400 MB limit" in spec["failure_reason"]
+    wait_until(lambda: samples_recorded(vq, job) >= 1, timeout=10)
+
+    console.goto(f"/jobs/{job}")
+    page = console.page
+    caption = page.locator(".panel.samples .chart-caption")
+    expect(caption).to_contain_text("Sampled every 5 s")
+    expect(caption).to_contain_text(
+        f"the watchdog's reading that stopped the job: {reading:.0f} MB (limit 400 MB)"
+    )
+    chart = page.locator("#usage-chart")
+    expect(chart).to_have_attribute("data-drawn", "1")
+    expect(chart).to_have_attribute("data-kill-rss-mb", re.compile(r"^\d+(\.\d+)?$"))
+    assert float(chart.get_attribute("data-kill-rss-mb") or "0") == reading
+    expect(chart.locator(".uplot")).to_have_attribute(
+        "data-kill-label", f"watchdog reading that stopped the job: {round(reading)} MB"
+    )
+    legend = chart.locator(".u-legend")
+    expect(legend).to_contain_text(
+        re.compile(rf"watchdog reading that stopped the job\s*{reading:.0f} MB")
+    )
+    expect(legend).to_contain_text("memory limit")
+    # The sampled peak stays what the samples saw; the killing reading is above it.
+    peak = page.locator('.panel.samples [data-stat="peak-rss"]').inner_text()
+    assert float(peak.split()[0]) < reading
+    body = page.locator("body").inner_text()
+    for words in ("Written when the job's command ends", "No samples yet", "Empty so far"):
+        assert words not in body, words
+    console.screenshot("job-oom-desktop")
+    assert console.errors == []

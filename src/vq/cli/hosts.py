@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import click
 
 from vq.cli.output import echo_json
+from vq.config.host_names import effective_default_host
 from vq.errors import TransportError, VqError
 from vq.hosts.health import HealthJSON, HostHealth, mark_down, read_health, record_ok
 from vq.protocol.remote_answers import BadAnswer, read_version
@@ -104,7 +105,7 @@ def hosts(probe: bool, force: bool, as_json: bool) -> None:
     kept = unresolved(fleet.state_root)
     rows = [_row(fleet, name, healths[name], len(kept.get(name, []))) for name in fleet.names()]
     if as_json:
-        echo_json({"hosts": rows, "default_host": fleet.default_host or "localhost"})
+        echo_json({"hosts": rows, "default_host": effective_default_host(fleet.default_host)})
     else:
         _render(rows, fleet.default_host)
         _render_unresolved(rows, fleet)
@@ -125,7 +126,8 @@ def _render(rows: list[HostRow], default: str | None) -> None:
             f"{name:<16} {row['status']:<12} {rtt:>8}  {row['vq_version'] or '-':<10} "
             f"{last_ok:<20} {row['last_error'] or ''}"
         )
-    click.echo(f"default host: {default or 'localhost'}")
+    where = "default_host" if default else "default_host is not set: this queue"
+    click.echo(f"default host: {effective_default_host(default)} ({where})")
 
 
 def _render_unresolved(rows: list[HostRow], fleet: Fleet) -> None:

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOST_NAME",
+    "LOCAL_DEFAULT_HOST",
     "LOCAL_NAMES",
     "SITE_CONFIG",
     "configured_lanes",
     "configured_names",
+    "effective_default_host",
     "is_local_name",
 ]
 
@@ -30,6 +32,14 @@ HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 #: Names that always mean this queue.
 LOCAL_NAMES = frozenset({"localhost", "local"})
 SITE_CONFIG = "/etc/vq/config.toml"
+#: What a hostless verb targets when ``default_host`` is unset: this queue.
+LOCAL_DEFAULT_HOST = "localhost"
+
+
+def effective_default_host(default: str | None) -> str:
+    """The host a hostless verb targets: ``default_host`` as configured, else
+    :data:`LOCAL_DEFAULT_HOST`. ``vq hosts`` and ``vq config show`` both print this."""
+    return default or LOCAL_DEFAULT_HOST
 
 
 def is_local_name(name: str) -> bool:

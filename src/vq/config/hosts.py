@@ -33,6 +33,7 @@ from vq.config.programs import check_program_names
 
 __all__ = [
     "HOST_NAME",
+    "LANE_KEYS",
     "LOCAL_NAMES",
     "HostSettings",
     "LaneProgramSettings",
@@ -48,8 +49,9 @@ __all__ = [
 _SSH_DEST = re.compile(r"[A-Za-z0-9_.%+@:\[\]-]+")
 #: Directive values (partition, account, qos): what the dialects accept verbatim.
 _DIRECTIVE = re.compile(r"[A-Za-z0-9._+=,@:/-]{1,128}")
-#: Lane keys: every one of them is refused on an ordinary daemon host.
-_LANE_KEYS = (
+#: Lane keys: every one of them is refused on an ordinary daemon host (and ``vq config
+#: show`` lists them only for lanes).
+LANE_KEYS = (
     "scratch_root",
     "scheduler_driver",
     "partition",
@@ -233,7 +235,7 @@ class HostSettings(BaseModel):
     def _lane_keys(self) -> HostSettings:
         dialect = self.scheduler_dialect
         if dialect is None:
-            given = sorted(k for k in _LANE_KEYS if k in self.model_fields_set)
+            given = sorted(k for k in LANE_KEYS if k in self.model_fields_set)
             if given:
                 raise ValueError(
                     f"{', '.join(given)} only apply to a scheduler lane "

@@ -6,6 +6,12 @@ One implementation for ``vq config show`` and the daemon's startup/reload log li
   ``profile.NAME`` value);
 * each key names its source: ``default``, ``site:/etc/vq/config.toml``,
   ``user:<config-root>/config.toml`` or ``option`` (a ``vq daemon start`` flag);
+* the human lines (:func:`report_lines`) list a host's lane-only keys
+  (:data:`vq.config.hosts.LANE_KEYS`) only for a lane (a host with
+  ``scheduler_dialect``): on a plain host they are refused, so never in effect (the
+  JSON keeps every key);
+* an unset ``default_host`` shows the host in effect
+  (:func:`vq.config.host_names.effective_default_host`, as ``vq hosts`` prints it);
 * secrets are never shown: a secret key (:data:`SECRET_KEYS`) holding a reference
   (``env:``, ``file:``, ``credential:``) is shown as the reference, never resolved; a
   literal value is reduced to its scheme and host.
@@ -86,7 +92,6 @@ def effective_config(
 UNSET_MEANS = {
     "daemon.max_jobs": "unlimited",
     "daemon.default_job_mem_mb": "none (a job without --mem-mb reserves 0 MB)",
-    "default_host": "none (this queue)",
     "default_packing": "none (vq pack plan needs --profile)",
     "multi_user.privilege_drop": "none (must be chosen to enable multi-user mode)",
     "quotas.default_max_pending_jobs": "unlimited",
@@ -98,6 +103,7 @@ def effective_values(settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[
     """Each key's value in effect: unset caps become what the daemon detects on this host
     (``max_cpus``: logical CPUs, ``max_mem_mb``: physical memory) and the keys of
     :data:`UNSET_MEANS` say what unset means; the list names the detected keys."""
+    from vq.config.host_names import effective_default_host
     from vq.config.settings import host_logical_cpus, host_memory_mb
 
     detect = {"daemon.max_cpus": host_logical_cpus, "daemon.max_mem_mb": host_memory_mb}
@@ -111,7 +117,19 @@ def effective_values(settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[
             detected.append(key)
         elif key in UNSET_MEANS:
             resolved[key] = UNSET_MEANS[key]
+        elif key == "default_host":
+            resolved[key] = f"{effective_default_host(None)} (this queue)"
     return resolved, sorted(detected)
+
+
+def _lane_only_on_a_plain_host(key: str, settings: Mapping[str, Any]) -> bool:
+    """``hosts.NAME.<lane key>[...]`` of a host without ``scheduler_dialect``."""
+    from vq.config.hosts import LANE_KEYS
+
+    parts = key.split(".")
+    if len(parts) < 3 or parts[0] != "hosts" or parts[2] not in LANE_KEYS:
+        return False
+    return settings.get(f"hosts.{parts[1]}.scheduler_dialect") is None
 
 
 def report_lines(
@@ -121,11 +139,14 @@ def report_lines(
 ) -> list[str]:
     """``key = value  (source)`` per key, sorted: what ``vq config show`` prints. Unset
     values show what is in effect: ``daemon.max_cpus = 2  (detected)``,
-    ``daemon.max_jobs = unlimited  (default)`` (:func:`effective_values`)."""
+    ``daemon.max_jobs = unlimited  (default)``, ``default_host = localhost (this queue)
+    (default)`` (:func:`effective_values`). A plain host's lane-only keys are left out."""
     values, sources = effective_config(settings, env, overrides)
     resolved, detected = effective_values(values)
     lines = []
     for key in sorted(values):
+        if _lane_only_on_a_plain_host(key, values):
+            continue
         value, source = resolved[key], sources[key]
         if key in detected:
             lines.append(f"{key} = {value}  (detected)")

@@ -29,6 +29,7 @@ __all__ = [
     "ProgramRuntimePin",
     "RuntimeGeneration",
     "SpecFields",
+    "WatchdogEvidence",
     "dump_spec",
     "load_spec",
     "utcnow",
@@ -123,6 +124,25 @@ class ProgramRuntimePin(BaseModel):
     target_source: str | None = None
 
 
+class WatchdogEvidence(BaseModel):
+    """What the watchdog's verdict saw (:class:`vq.domain.watchdog.Evidence`), kept on
+    the spec when it ends the job: the reading that fired and its limit (``rss_mb`` over
+    ``limit_mb`` for a memory kill, ``active_seconds`` over ``limit_seconds`` for wall
+    time, ``cpu_percent`` over ``window_seconds`` for starvation), or for a kernel OOM
+    kill its ``exit_code`` and ``source``. The reading was taken at ``finished_at``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    rss_mb: float | None = None
+    limit_mb: int | None = None
+    active_seconds: float | None = None
+    limit_seconds: int | None = None
+    cpu_percent: float | None = None
+    window_seconds: float | None = None
+    exit_code: int | None = None
+    source: str | None = None
+
+
 class JobSpec(BaseModel):
     """One job. Field groups follow §3.2; see ``docs/jobspec.md`` for each field."""
 
@@ -162,6 +182,8 @@ class JobSpec(BaseModel):
     failure_reason: str | None = None
     failure_tail: str | None = None
     last_heartbeat_at: datetime | None = None
+    #: additive: the watchdog's evidence when its verdict ended the job (else None)
+    watchdog_evidence: WatchdogEvidence | None = None
 
     # --- local execution, recovery and pause -------------------------------------------
     pid: int | None = None

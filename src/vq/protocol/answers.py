@@ -63,6 +63,7 @@ __all__ = [
     "ThrottleJSON",
     "UndrainAnswer",
     "WaitChangeAnswer",
+    "WatchdogEvidenceJSON",
     "submitted_id",
 ]
 
@@ -95,6 +96,20 @@ class RuntimeGenerationJSON(TypedDict):
     digest: str
 
 
+class WatchdogEvidenceJSON(TypedDict):
+    """The watchdog's evidence kept on a spec it ended (``JobSpec.watchdog_evidence``):
+    the reading that fired and its limit; the keys of other checks are null."""
+
+    rss_mb: float | None
+    limit_mb: int | None
+    active_seconds: float | None
+    limit_seconds: int | None
+    cpu_percent: float | None
+    window_seconds: float | None
+    exit_code: int | None
+    source: str | None
+
+
 class SpecJSON(TypedDict):
     """A job's spec as JSON (``JobSpec.model_dump(mode="json")``): every field, times as
     ISO strings, the state by name. ``vq submit --json`` and ``resubmit`` answer it."""
@@ -124,6 +139,7 @@ class SpecJSON(TypedDict):
     failure_reason: str | None
     failure_tail: str | None
     last_heartbeat_at: str | None
+    watchdog_evidence: WatchdogEvidenceJSON | None
     pid: int | None
     pgid: int | None
     pid_start_time: int | None

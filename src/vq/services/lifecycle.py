@@ -245,7 +245,9 @@ class Lifecycle:
         """RUNNING → OOM_KILLED / TIME_EXCEEDED / STARVED, written before any signal. A
         paused job, or one another writer ended first, keeps its state."""
         now = self.ctx.now()
-        decide = partial(rules.decide_watchdog_verdict, now=now, state=state, reason=reason)
+        decide = partial(
+            rules.decide_watchdog_verdict, now=now, state=state, reason=reason, evidence=evidence
+        )
 
         def watchdog_kill(previous: JobState) -> list[Event]:
             return [

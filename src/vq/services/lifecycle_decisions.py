@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 
 from vq.domain.lifecycle import Outcome, apply_transition
 from vq.domain.programs import ProgramStatus, resolved_pin
-from vq.domain.spec import JobSpec
+from vq.domain.spec import JobSpec, WatchdogEvidence
 from vq.domain.states import JobState
+from vq.domain.watchdog import Evidence
 from vq.errors import Conflict
 from vq.services.outcomes import decide_outcome
 
@@ -110,12 +111,16 @@ def decide_fail_dispatch(spec: JobSpec, *, now: datetime, reason: str) -> JobSpe
 
 
 def decide_watchdog_verdict(
-    spec: JobSpec, *, now: datetime, state: JobState, reason: str
+    spec: JobSpec, *, now: datetime, state: JobState, reason: str, evidence: Evidence
 ) -> JobSpec | None:
-    """RUNNING → the watchdog's ``state``; a paused or ended job stays."""
+    """RUNNING → the watchdog's ``state``, its ``evidence`` kept on the spec
+    (``watchdog_evidence``: the reading that fired, taken at ``finished_at``); a paused
+    or ended job stays."""
     if spec.state is not JobState.RUNNING:
         return None
-    return apply_transition(spec, state, now, reason=reason)
+    moved = apply_transition(spec, state, now, reason=reason)
+    moved.watchdog_evidence = WatchdogEvidence.model_validate(evidence)
+    return moved
 
 
 def decide_finish_attempt(

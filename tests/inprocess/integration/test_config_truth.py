@@ -53,7 +53,7 @@ def test_config_show_prints_effective_values(vq: Vq) -> None:
     assert "daemon.max_jobs = unlimited  (default)" in lines
     assert not any(line.endswith("= None  (default)") for line in lines), lines
     assert "quotas.default_max_pending_jobs = unlimited  (default)" in lines
-    assert "default_host = none (this queue)  (default)" in lines
+    assert "default_host = localhost (this queue)  (default)" in lines
     assert "daemon.cpu_affinity = true  (default)" in lines
     shown = vq.json("config", "show")
     assert shown["settings"]["daemon.max_cpus"] is None  # the configured value, unchanged
@@ -85,3 +85,46 @@ def test_config_check_without_a_path_checks_the_files_vq_reads(vq: Vq) -> None:
     config.write_text('[daemon]\nmax_jobs = "x"\n')
     bad = vq.run("config", "check", check=False)
     assert bad.returncode == 9 and f"{config}:2: daemon.max_jobs" in bad.stderr
+
+
+def _default_of_hosts(vq: Vq) -> str:
+    proc = vq.run("hosts", check=False)
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("default host: "))
+    return line.removeprefix("default host: ").split()[0]
+
+
+def _default_of_config_show(lines: list[str]) -> str:
+    line = next(line for line in lines if line.startswith("default_host = "))
+    return line.removeprefix("default_host = ").split()[0].strip("'")
+
+
+def test_config_show_lists_lane_keys_only_for_lanes_and_agrees_on_the_default_host(
+    vq: Vq,
+) -> None:
+    """Issue 30 item 13: a plain host shows no lane-only key, and `vq config show` and
+    `vq hosts` name the same default host."""
+    lane_keys = (
+        "scratch_root", "scheduler_driver", "partition", "node_scratch_dir",
+        "max_scheduler_jobs", "poll_interval", "scheduler_accounting", "scheduler_min_job_age",
+    )  # fmt: skip
+    config = _config(vq)
+    plain_and_lane = (
+        '[hosts.h1]\nssh = "me@h1"\ndown = true\n\n'
+        '[hosts.cluster]\nssh = "me@login"\nscheduler_dialect = "slurm"\n'
+        'scratch_root = "/scratch/me"\ndown = true\n'
+    )
+    config.write_text(plain_and_lane)
+    lines = vq.run("config", "show").stdout.splitlines()
+    plain = [line for line in lines if line.startswith("hosts.h1.")]
+    assert "hosts.h1.ssh = 'me@h1'  (user:" + str(config) + ")" in plain
+    for key in lane_keys:
+        assert not any(line.startswith(f"hosts.h1.{key} ") for line in plain), key
+        assert any(line.startswith(f"hosts.cluster.{key} ") for line in lines), key
+    assert "default_host = localhost (this queue)  (default)" in lines
+    assert _default_of_config_show(lines) == _default_of_hosts(vq) == "localhost"
+    assert vq.json("config", "show")["effective"]["default_host"] == "localhost (this queue)"
+
+    config.write_text('default_host = "h1"\n' + plain_and_lane)
+    lines = vq.run("config", "show").stdout.splitlines()
+    assert f"default_host = 'h1'  (user:{config})" in lines
+    assert _default_of_config_show(lines) == _default_of_hosts(vq) == "h1"

@@ -123,3 +123,29 @@ def test_malformed_or_unknown_job_paths_get_the_html_404_page(vq: Vq, web: Web) 
     assert fragment.status_code == 404 and "<html" not in fragment.text
     api = web.http.get("/api/v1/jobs/..%2F..%2Fetc")
     assert api.status_code == 404 and api.headers["content-type"] == "application/json"
+
+
+#: What a job page says only while the job can still change (issue 30 item 11).
+LIVE_ONLY_WORDS = ("Written when the job's command ends", "No samples yet", "Empty so far")
+
+
+def test_a_finished_job_page_speaks_in_the_past_tense(vq: Vq, web: Web) -> None:
+    # Killed while PENDING: it never ran, so no sample, no log line and no receipt exist.
+    waiting = vq.submit("--job-name", "never-ran", "--", "true")
+    html = web.http.get(f"/jobs/{waiting}").text
+    for words in ("Written when the job's command ends", "No samples yet", "Empty so far"):
+        assert words in html, words  # still pending: these are true now
+    vq.run("kill", waiting)
+    assert vq.json("status", waiting)["state"] == "KILLED"
+
+    html = web.http.get(f"/jobs/{waiting}").text
+    for words in LIVE_ONLY_WORDS:
+        assert words not in html, words
+    assert "No samples were taken." in html
+    assert "The job wrote nothing to stdout." in html
+    assert "The job wrote nothing to stderr." in html
+    assert "No receipt was written for this job." in html
+    fragment = web.http.get(
+        f"/fragments/jobs/{waiting}/log?stream=stderr", headers={"HX-Request": "true"}
+    ).text
+    assert "The job wrote nothing to stderr." in fragment and "Empty so far" not in fragment

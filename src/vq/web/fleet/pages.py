@@ -41,7 +41,13 @@ from vq.web.fleet.views import host_rows
 from vq.web.pages import routes as single
 from vq.web.pages.jobview import SpecRow
 from vq.web.pages.render import login_redirect, reader, render, render_error
-from vq.web.pages.views import STATES, SampleSeries, sample_series
+from vq.web.pages.views import (
+    STATES,
+    SampleSeries,
+    WatchdogReading,
+    sample_series,
+    watchdog_reading,
+)
 
 __all__ = ["router"]
 
@@ -99,6 +105,7 @@ class FleetJobContext(TypedDict):
     sample_count: int
     spec_rows: list[SpecRow]
     live: bool
+    kill: WatchdogReading | None
     tail_lines: int
 
 
@@ -164,6 +171,7 @@ def _job_context(request: Request, host: str, job_id: str) -> FleetJobContext:
         "sample_count": len(samples),
         "spec_rows": [],
         "live": job.get("state") in single.LIVE_STATES,
+        "kill": watchdog_reading(job),
         "tail_lines": 200,
     }
 
@@ -208,7 +216,8 @@ def job_log_fragment(request: Request, host: str, job_id: str, stream: str = "st
         source_of(request).forget(host, job_id)  # a refresh asks the host again
         context = _job_context(request, host, job_id)
         text = context["logs"].get(stream, "")
-        values = {"host": host, "job_id": job_id, "stream": stream, "text": text}
+        live = context["live"]
+        values = {"host": host, "job_id": job_id, "stream": stream, "text": text, "live": live}
         return render(request, "_log.html", {**values, "tail_lines": 200})
 
     return guarded(request, build)

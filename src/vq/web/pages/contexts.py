@@ -19,6 +19,7 @@ from vq.web.pages.views import (
     TableEntry,
     TableQuery,
     UsageChart,
+    WatchdogReading,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class LiveContext(TypedDict):
     spec_rows: list[SpecRow]
     events: list[Event]
     live: bool
+    #: the watchdog's reading that ended the job (the chart marks it), else None
+    kill: WatchdogReading | None
 
 
 class DetailContext(LiveContext):

@@ -185,6 +185,7 @@ def _live_context(request: Request, job_id: str) -> LiveContext:
         "spec_rows": jobview.spec_rows(job, dep_states),
         "events": data.events(job_id, tail=200),
         "live": job["state"] in LIVE_STATES,
+        "kill": views.watchdog_reading(job),
     }
 
 
@@ -247,8 +248,16 @@ def job_log_fragment(request: Request, job_id: str, stream: str = "stdout") -> R
     def build() -> Response:
         if stream not in ("stdout", "stderr"):
             return render_error(request, 422, "stream must be stdout or stderr")
-        text = backend(request).log_tail(job_id, cast(Stream, stream), TAIL_LINES)
-        context = {"job_id": job_id, "stream": stream, "text": text, "tail_lines": TAIL_LINES}
+        data = backend(request)
+        text = data.log_tail(job_id, cast(Stream, stream), TAIL_LINES)
+        live = data.status(job_id)["state"] in LIVE_STATES
+        context = {
+            "job_id": job_id,
+            "stream": stream,
+            "text": text,
+            "tail_lines": TAIL_LINES,
+            "live": live,
+        }
         return render(request, "_log.html", context)
 
     return guarded(request, build)

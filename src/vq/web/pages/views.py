@@ -15,6 +15,9 @@ Contracts:
 * :func:`sample_series` turns watchdog samples into the chart's columns (epoch seconds,
   RSS MB, CPU %, the memory limit as a flat series); :func:`usage_by_day_and_tag` the
   CPU-hours per UTC day and tag of the overview chart (accounting as ``vq usage``).
+* :func:`watchdog_reading` is the reading that made the watchdog end a job (its RSS,
+  the limit and when: the spec's ``watchdog_evidence`` at ``finished_at``), which the
+  chart marks: samples are periodic, so the killing reading is usually not among them.
 * :func:`queue_over_time` rebuilds, from the specs' ``submitted_at``/``started_at``/
   ``finished_at`` alone, how many jobs were running and pending over the last 24 h (the
   peak within each bucket, so a job shorter than a bucket still shows) and how many
@@ -45,11 +48,13 @@ __all__ = [
     "TableEntry",
     "TableQuery",
     "UsageChart",
+    "WatchdogReading",
     "capacity_bars",
     "queue_over_time",
     "sample_series",
     "table_entries",
     "usage_by_day_and_tag",
+    "watchdog_reading",
 ]
 
 STATES: tuple[str, ...] = tuple(state.value for state in JobState)
@@ -96,6 +101,14 @@ class SampleSeries(TypedDict):
     cpu_percent: list[float | None]
     mem_limit_mb: list[float] | None
     mem_mb: int | None
+
+
+class WatchdogReading(TypedDict):
+    """The watchdog's memory reading that ended a job: epoch seconds, RSS and limit MB."""
+
+    at: float
+    rss_mb: float
+    limit_mb: int | None
 
 
 class TagSeries(TypedDict):
@@ -319,6 +332,24 @@ def sample_series(samples: Sequence[Mapping[str, Any]], mem_mb: int | None) -> S
         "cpu_percent": cpu,
         "mem_limit_mb": limit,
         "mem_mb": mem_mb,
+    }
+
+
+def watchdog_reading(job: Mapping[str, Any]) -> WatchdogReading | None:
+    """The memory reading that made the watchdog end ``job`` (a status view), or None
+    when no memory verdict ended it (or the view predates ``watchdog_evidence``)."""
+    evidence = job.get("watchdog_evidence")
+    if not isinstance(evidence, Mapping):
+        return None
+    rss = _number(evidence.get("rss_mb"))
+    moment = _epoch(job.get("finished_at"))
+    if rss is None or moment is None:
+        return None
+    limit = evidence.get("limit_mb")
+    return {
+        "at": moment,
+        "rss_mb": rss,
+        "limit_mb": limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
     }
 
 

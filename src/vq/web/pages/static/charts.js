@@ -108,9 +108,38 @@
     return data;
   }
 
-  function sampleColumns(data) {
-    var columns = [data.t || [], data.rss_mb || [], data.cpu_percent || []];
-    if (data.mem_limit_mb) columns.push(data.mem_limit_mb);
+  // The watchdog's memory reading that ended the job, from #job-live's data-kill-*
+  // attributes ({at: epoch s, rss: MB, limit: MB or null}), or null. Samples are
+  // periodic, so that reading is usually not among them: the chart marks it on its own.
+  function killReading() {
+    var live = document.getElementById("job-live");
+    if (!live || !live.dataset.killRssMb) return null;
+    var at = Number(live.dataset.killAt);
+    var rss = Number(live.dataset.killRssMb);
+    if (!isFinite(at) || !isFinite(rss)) return null;
+    return { at: at, rss: rss, limit: Number(live.dataset.killLimitMb) || null };
+  }
+
+  // uPlot's columns: time, RSS, CPU, [limit], [the killing reading, a lone point after
+  // the samples (x stays ascending)].
+  function sampleColumns(data, kill) {
+    var t = (data.t || []).slice();
+    var columns = [t, (data.rss_mb || []).slice(), (data.cpu_percent || []).slice()];
+    var limit = data.mem_limit_mb ? data.mem_limit_mb.slice() : null;
+    if (kill) {
+      var last = t.length ? t[t.length - 1] : -Infinity;
+      var markIndex = t.length;
+      t.push(Math.max(kill.at, last + 0.001));
+      columns[1].push(null);
+      columns[2].push(null);
+      if (limit) limit.push(data.mem_mb);
+      var marks = t.map(function () { return null; });
+      marks[markIndex] = kill.rss;
+      if (limit) columns.push(limit);
+      columns.push(marks);
+      return columns;
+    }
+    if (limit) columns.push(limit);
     return columns;
   }
 
@@ -136,6 +165,12 @@
       series.push({ label: "memory limit (MB, left axis)", scale: "mb", stroke: COLORS.limit,
         width: 1.5, dash: [6, 4], value: fmt(0, " MB"), points: { show: false } });
       hooks.draw = [limitLabel(data.mem_mb)];
+    }
+    if (box.kill) {
+      series.push({ label: "watchdog reading that stopped the job", scale: "mb",
+        stroke: COLORS.limit, width: 0, value: fmt(0, " MB"),
+        points: { show: true, size: 11, width: 2, stroke: COLORS.limit, fill: "#fff" } });
+      hooks.draw = (hooks.draw || []).concat([killLabel(box.kill)]);
     }
     return {
       width: width(el),
@@ -175,6 +210,26 @@
     };
   }
 
+  // Writes "watchdog reading that stopped the job: N MB" next to the marked point.
+  function killLabel(kill) {
+    return function (u) {
+      var x = u.valToPos(u.data[0][u.data[0].length - 1], "x", true);
+      var y = u.valToPos(kill.rss, "mb", true);
+      if (!isFinite(x) || !isFinite(y)) return;
+      var text = "watchdog reading that stopped the job: " + Math.round(kill.rss) + " MB";
+      var ratio = window.devicePixelRatio || 1;
+      var ctx = u.ctx;
+      ctx.save();
+      ctx.fillStyle = COLORS.limit;
+      ctx.font = "600 " + Math.round(11 * ratio) + "px system-ui, sans-serif";
+      ctx.textBaseline = "bottom";
+      ctx.textAlign = "right";
+      ctx.fillText(text, x - 8 * ratio, y - 6 * ratio);
+      ctx.restore();
+      u.root.dataset.killLabel = text;
+    };
+  }
+
   function showStats(el, data) {
     var panel = el.closest("section") || document;
     var n = (data.t || []).length;
@@ -194,21 +249,25 @@
   // Draw (or redraw in place) from box.data; returns the number of points drawn.
   function drawSamples(el, box) {
     var n = (box.data.t || []).length;
-    if (n < 2) {
+    box.kill = killReading();
+    if (n + (box.kill ? 1 : 0) < 2) {
       var empty = el.querySelector(".chart-empty");
-      if (empty && n === 1) empty.textContent = "One sample so far: the watchdog records " +
-        "one every 5 s while the job runs.";
+      if (empty && n === 1) empty.textContent = jobEnded() ? "Only one sample was taken." :
+        "One sample so far: the watchdog records one every 5 s while the job runs.";
       return 0;
     }
-    var limitShown = !!box.plot && box.plot.series.length === 4;
-    if (box.plot && limitShown === !!box.data.mem_limit_mb) {
-      box.plot.setData(sampleColumns(box.data));
+    // The plot's series: time, RSS, CPU, then the limit and the killing reading if shown.
+    var shape = (box.data.mem_limit_mb ? "L" : "") + (box.kill ? "K" : "");
+    if (box.plot && box.shape === shape) {
+      box.plot.setData(sampleColumns(box.data, box.kill));
     } else {
       if (box.plot) box.plot.destroy();
       el.innerHTML = "";
-      box.plot = new uPlot(sampleOptions(el, box), sampleColumns(box.data), el);
+      box.plot = new uPlot(sampleOptions(el, box), sampleColumns(box.data, box.kill), el);
+      box.shape = shape;
       fit(el, box.plot);
     }
+    if (box.kill) el.dataset.killRssMb = String(box.kill.rss);
     return n;
   }
 
