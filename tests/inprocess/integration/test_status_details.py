@@ -9,6 +9,7 @@ def test_paused_by_operator_with_when(vq: Vq) -> None:
     vq.start_daemon()
     job = vq.submit("--", "sleep", "60")
     vq.wait_state(job, "RUNNING")
+    wait_until(lambda: vq.spec(job)["pgid"])  # pausable: its process is recorded
     vq.run("pause", job)
     view = vq.status(job)
     assert view["paused_by"] == "operator" and view["paused_at"]
