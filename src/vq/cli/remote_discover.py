@@ -26,10 +26,10 @@ from vq.remote.discovery import LOCAL, discover, probe_listing
 from vq.remote.fleet import Fleet, load_fleet
 from vq.transport.runner import RunResult
 
-__all__ = ["run_hostless"]
+__all__ = ["lane_drivers", "local_listing", "run_hostless"]
 
 
-def _local_listing() -> ListAnswer:
+def local_listing() -> ListAnswer:
     """The local ``list`` answer, as the discovery reads every host's."""
     from vq.cli.inspect import list_rows
 
@@ -44,7 +44,7 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     return run_remote(verb, owner, rest)
 
 
-def _lane_drivers() -> dict[str, str]:
+def lane_drivers() -> dict[str, str]:
     """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
     from vq.config.host_names import configured_lanes, is_local_name
 
@@ -75,7 +75,9 @@ def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> 
                 words = remote_words("status", _with_id(rest, index, full_id))
                 early[name] = (full_id, words, pool.submit(fleet.host(name).run, words))
 
-        search = discover(fleet, job_id, _local_listing, on_found=found, lanes=_lane_drivers())
+        search = discover(
+            fleet, job_id, local_listing, on_found=found, lanes=lane_drivers(), verb="status"
+        )
         owner = search.owner()
         full_id = search.full_id(owner)
         if owner not in early or early[owner][0] != full_id:
@@ -103,7 +105,7 @@ def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[st
     if default is None:
         return None
     if fleet.hosts[default].down:
-        search = discover(fleet, job_id, _local_listing, lanes=_lane_drivers())
+        search = discover(fleet, job_id, local_listing, lanes=lane_drivers(), verb=verb)
         owner = search.owner()
         return _on(owner, verb, _with_id(rest, index, search.full_id(owner)))
     try:
