@@ -32,7 +32,7 @@ def hint_elsewhere(verb: str, job_id: str, asked: str) -> str | None:
 
     if not configured_names():
         return None
-    from vq.cli.remote_discover import lane_drivers, local_listing
+    from vq.cli.authorities import lane_drivers, local_listing
     from vq.remote.discovery import LOCAL, discover
     from vq.remote.fleet import load_fleet
 

@@ -19,21 +19,14 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from vq.cli.authorities import lane_drivers, local_listing
 from vq.domain.ids import is_id_or_prefix
 from vq.errors import HostUnavailable, VqError
-from vq.protocol.answers import ListAnswer
 from vq.remote.discovery import LOCAL, discover, probe_listing
 from vq.remote.fleet import Fleet, load_fleet
 from vq.transport.runner import RunResult
 
-__all__ = ["lane_drivers", "local_listing", "run_hostless"]
-
-
-def local_listing() -> ListAnswer:
-    """The local ``list`` answer, as the discovery reads every host's."""
-    from vq.cli.inspect import list_rows
-
-    return list_rows({"states": [], "tags": [], "name": None, "since": None, "group": None})
+__all__ = ["run_hostless"]
 
 
 def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
@@ -42,16 +35,6 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     from vq.cli.remote_verbs import run_remote
 
     return run_remote(verb, owner, rest)
-
-
-def lane_drivers() -> dict[str, str]:
-    """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
-    from vq.config.host_names import configured_lanes, is_local_name
-
-    return {
-        lane: LOCAL if is_local_name(driver) else driver
-        for lane, driver in configured_lanes().items()
-    }
 
 
 def _with_id(rest: list[str], index: int, full_id: str) -> list[str]:

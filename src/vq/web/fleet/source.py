@@ -48,6 +48,7 @@ from pydantic import BaseModel
 
 from vq.errors import HostDown, TransportError, VqError
 from vq.hosts.health import mark_down, read_health
+from vq.protocol.answers import ListQuery
 from vq.protocol.remote_answers import (
     ActionAnswer,
     FleetJobAnswer,
@@ -60,7 +61,6 @@ from vq.remote.host import job_words
 from vq.web.fleet.shapes import FleetRow, HostJSON, HostListing, JobSnapshot, LaneSummary
 
 if TYPE_CHECKING:
-    from vq.protocol.answers import ListQuery
     from vq.web.cockpit import QueueSummary
     from vq.web.fleet.snapshots import Snapshots
 
@@ -155,26 +155,24 @@ def _view(name: str, answer: Any, last_ok_at: str | None) -> HostView:
     )
 
 
-#: ``vq web fleet-list`` options (:meth:`vq.web.fleet.views.QueueFilter.words`) → filter key.
-_FILTER_OPTIONS = {
-    "--state": "states",
-    "--tag": "tags",
-    "--name": "name",
-    "--since": "since",
-    "--group": "group",
-}
-
-
 def _filters(words: list[str]) -> ListQuery:
-    """The selection ``vq web fleet-list`` options ``words`` ask for, as a list query."""
-    query: dict[str, Any] = {"states": [], "tags": [], "name": None, "since": None, "group": None}
+    """The selection ``vq web fleet-list`` options ``words`` ask for
+    (:meth:`vq.web.fleet.views.QueueFilter.words`), as a list query."""
+    states: list[str] = []
+    tags: list[str] = []
+    query: ListQuery = {"states": states, "tags": tags, "name": None, "since": None, "group": None}
     for option, value in zip(words[::2], words[1::2], strict=False):
-        key = _FILTER_OPTIONS.get(option)
-        if key in ("states", "tags"):
-            query[key].append(value)
-        elif key is not None:
-            query[key] = value
-    return cast("ListQuery", query)
+        if option == "--state":
+            states.append(value)
+        elif option == "--tag":
+            tags.append(value)
+        elif option == "--name":
+            query["name"] = value
+        elif option == "--since":
+            query["since"] = value
+        elif option == "--group":
+            query["group"] = value
+    return query
 
 
 class FleetSource:
