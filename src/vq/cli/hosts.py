@@ -3,7 +3,10 @@
 Without ``--probe`` nothing is contacted: the rows come from ``<state-root>/hosts/*.json``.
 ``--probe`` runs the remote ``vq --version`` on every host that is not marked down and
 whose backoff (2, 4 … 300 s after consecutive failures) has elapsed, in parallel, each
-within its ``ssh_timeout``; ``--force`` ignores the backoff. An answer that is not
+within its ``ssh_timeout``; ``--force`` ignores the backoff. A host that answers is then
+asked whether its daemon runs (``vq daemon ping --json``, as bounded): one that answers
+over SSH without a daemon shows ``ssh ok, no daemon`` (``"daemon": "not_running"`` in
+``--json``; ``status`` stays ``ok``, the SSH answer). An answer that is not
 ``vq, version X`` marks the host ``invalid`` (:func:`~vq.protocol.remote_answers.read_version`);
 every text shown comes from the health record, whose remote words are escaped there
 (:func:`vq.hosts.health.remote_text`). Exits 0 when every probed
@@ -56,7 +59,27 @@ def probe_host(fleet: Fleet, name: str) -> HostHealth:
         host.bad_answer(["--version"], str(exc))  # recorded: the host is invalid
         return read_health(fleet.state_root, name)
     rtt = (time.monotonic() - started) * 1000
-    return record_ok(fleet.state_root, name, rtt, vq_version=version)
+    record_ok(fleet.state_root, name, rtt, vq_version=version)
+    return _probe_daemon(fleet, name)
+
+
+def _probe_daemon(fleet: Fleet, name: str) -> HostHealth:
+    """Whether ``name``'s daemon answers (``vq daemon ping --json`` there): exit 0 is
+    ``running``, the remote vq's own DaemonNotRunning (exit 5) ``not_running``; any other
+    outcome leaves the daemon's last known status as it was."""
+    from vq.errors import DaemonNotRunning
+    from vq.hosts.health import record_daemon
+    from vq.remote.host import said_vq_error
+
+    try:
+        result = fleet.host(name).run(["daemon", "ping", "--json"])
+    except VqError:
+        return read_health(fleet.state_root, name)
+    if result.rc == 0:
+        return record_daemon(fleet.state_root, name, "running")
+    if result.rc == DaemonNotRunning.exit_code and said_vq_error(result):
+        return record_daemon(fleet.state_root, name, "not_running")
+    return read_health(fleet.state_root, name)
 
 
 class HostRow(HealthJSON):
@@ -117,17 +140,24 @@ def _render(rows: list[HostRow], default: str | None) -> None:
     if not rows:
         click.echo("no remote hosts configured ([hosts.NAME] in config.toml)")
         return
-    click.echo(f"{'HOST':<16} {'STATUS':<12} {'RTT':>8}  {'VERSION':<10} {'LAST OK':<20} ERROR")
+    click.echo(f"{'HOST':<16} {'STATUS':<17} {'RTT':>8}  {'VERSION':<10} {'LAST OK':<20} ERROR")
     for row in rows:
         rtt = f"{row['rtt_ms']:.0f} ms" if row["rtt_ms"] is not None else "-"
         last_ok = (row["last_ok_at"] or "-")[:19]
         name = row["name"] + (" *" if row["default"] else "")
         click.echo(
-            f"{name:<16} {row['status']:<12} {rtt:>8}  {row['vq_version'] or '-':<10} "
+            f"{name:<16} {_shown_status(row):<17} {rtt:>8}  {row['vq_version'] or '-':<10} "
             f"{last_ok:<20} {row['last_error'] or ''}"
         )
     where = "default_host" if default else "default_host is not set: this queue"
     click.echo(f"default host: {effective_default_host(default)} ({where})")
+
+
+def _shown_status(row: HostRow) -> str:
+    """STATUS as :attr:`~vq.hosts.health.HostHealth.shown_status` words it."""
+    if row["status"] == "ok" and row["daemon"] == "not_running":
+        return "ssh ok, no daemon"
+    return row["status"]
 
 
 def _render_unresolved(rows: list[HostRow], fleet: Fleet) -> None:

@@ -2,7 +2,9 @@
 
 :data:`JOB_ID` is the Click type of every CLI argument that names a job; it resolves a
 prefix with :func:`vq.cli.short_ids.resolve_job_id`, so an ambiguous prefix is an
-:class:`~vq.errors.AmbiguousId` (exit 8) naming the matches. :data:`GROUP_ID` does the
+:class:`~vq.errors.AmbiguousId` (exit 8) naming the matches, and a prefix no job here
+starts with is a NotFound (exit 3) whose hint names the configured host that holds it
+(:mod:`vq.cli.found_elsewhere`). :data:`GROUP_ID` does the
 same for ``--group`` (an array or chain group) with :func:`resolve_group_id`.
 """
 
@@ -52,7 +54,16 @@ class JobIdParam(click.ParamType[str, str]):
     ) -> str:
         if _for_another_host(ctx):
             return _checked_form(str(value), "job id")
-        return resolve_job_id(str(value))
+        from vq.errors import NotFound
+
+        try:
+            return resolve_job_id(str(value))
+        except NotFound as exc:
+            from vq.cli.found_elsewhere import PER_JOB_VERBS, with_elsewhere
+
+            if ctx is None or ctx.command.name not in PER_JOB_VERBS:
+                raise
+            raise with_elsewhere(exc, ctx.command.name, str(value), "localhost") from None
 
 
 JOB_ID = JobIdParam()

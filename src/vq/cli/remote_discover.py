@@ -19,21 +19,14 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from vq.cli.authorities import lane_drivers, local_listing
 from vq.domain.ids import is_id_or_prefix
 from vq.errors import HostUnavailable, VqError
-from vq.protocol.answers import ListAnswer
 from vq.remote.discovery import LOCAL, discover, probe_listing
 from vq.remote.fleet import Fleet, load_fleet
 from vq.transport.runner import RunResult
 
 __all__ = ["run_hostless"]
-
-
-def _local_listing() -> ListAnswer:
-    """The local ``list`` answer, as the discovery reads every host's."""
-    from vq.cli.inspect import list_rows
-
-    return list_rows({"states": [], "tags": [], "name": None, "since": None, "group": None})
 
 
 def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
@@ -42,16 +35,6 @@ def _on(owner: str, verb: str, rest: list[str]) -> int | list[str]:
     from vq.cli.remote_verbs import run_remote
 
     return run_remote(verb, owner, rest)
-
-
-def _lane_drivers() -> dict[str, str]:
-    """Each configured scheduler lane → its driver's authority (``localhost`` here)."""
-    from vq.config.host_names import configured_lanes, is_local_name
-
-    return {
-        lane: LOCAL if is_local_name(driver) else driver
-        for lane, driver in configured_lanes().items()
-    }
 
 
 def _with_id(rest: list[str], index: int, full_id: str) -> list[str]:
@@ -75,7 +58,9 @@ def _status_anywhere(fleet: Fleet, job_id: str, rest: list[str], index: int) -> 
                 words = remote_words("status", _with_id(rest, index, full_id))
                 early[name] = (full_id, words, pool.submit(fleet.host(name).run, words))
 
-        search = discover(fleet, job_id, _local_listing, on_found=found, lanes=_lane_drivers())
+        search = discover(
+            fleet, job_id, local_listing, on_found=found, lanes=lane_drivers(), verb="status"
+        )
         owner = search.owner()
         full_id = search.full_id(owner)
         if owner not in early or early[owner][0] != full_id:
@@ -103,7 +88,7 @@ def run_hostless(verb: str, rest: list[str], index: int | None) -> int | list[st
     if default is None:
         return None
     if fleet.hosts[default].down:
-        search = discover(fleet, job_id, _local_listing, lanes=_lane_drivers())
+        search = discover(fleet, job_id, local_listing, lanes=lane_drivers(), verb=verb)
         owner = search.owner()
         return _on(owner, verb, _with_id(rest, index, search.full_id(owner)))
     try:

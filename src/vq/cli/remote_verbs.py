@@ -106,9 +106,36 @@ def remote_words(verb: str, rest: list[str]) -> list[str]:
 
 
 def run_remote(verb: str, host_name: str, rest: list[str]) -> int:
-    """Run ``vq VERB …`` on ``host_name``; returns the exit status to use."""
+    """Run ``vq VERB …`` on ``host_name``; returns the exit status to use.
+
+    When the host does not hold the job named (its not-found answer, exit 3), the other
+    authorities are looked at (:mod:`vq.cli.found_elsewhere`) and a ``hint:`` names the
+    command that reaches the job where it is."""
+    from vq.cli.found_elsewhere import PER_JOB_VERBS
+    from vq.errors import NotFound
+
     host = load_fleet().host(host_name)
     ctx = _parse(verb, rest)
+    index = first_positional(verb, rest) if verb in PER_JOB_VERBS else None
+    job_id = rest[index] if index is not None else None
+    try:
+        rc = _run_on(host, verb, rest, ctx)
+    except NotFound as exc:
+        if job_id is None:
+            raise
+        from vq.cli.found_elsewhere import with_elsewhere
+
+        raise with_elsewhere(exc, verb, job_id, host.name) from None
+    if rc == NotFound.exit_code and job_id is not None:
+        from vq.cli.found_elsewhere import hint_elsewhere
+
+        hint = hint_elsewhere(verb, job_id, host.name)
+        if hint is not None:
+            sys.stderr.write(f"hint: {hint}\n")
+    return rc
+
+
+def _run_on(host: RemoteHost, verb: str, rest: list[str], ctx: click.Context) -> int:
     if verb == "submit":
         return _submit(host, rest, ctx)
     if verb == "logs":
@@ -207,6 +234,8 @@ def _submit(host: RemoteHost, rest: list[str], ctx: click.Context) -> int:
     )
     # the remote vq's `submit --json` (validated by the remote-answer model): the local shape
     emit(cast("SubmitAnswer", payload), as_json)
+    for notice in payload.get("host_notices", []):  # e.g. no daemon runs there (exit 0)
+        sys.stderr.write(f"vq: on {host.name}: {notice}\n")
     for entry in payload.get("reconciled_outbox", []):
         sys.stderr.write(
             f"vq: the earlier submit kept in {entry} (outcome unknown) is job "

@@ -10,6 +10,10 @@ A transport failure changes only this file: it never marks a job failed. Fields:
   working ``vq``, a newer spec version), or ``down`` (administratively marked).
 - ``last_ok_at`` / ``last_error`` / ``consecutive_failures`` / ``rtt_ms`` /
   ``vq_version`` (the remote ``vq --version``, when a probe read it).
+- ``daemon``: whether the host's vq daemon answered when it was last checked (``running``,
+  ``not_running``: the host answers over SSH but its queue has no daemon, so nothing it
+  holds starts; null when never checked). ``vq hosts --probe`` checks it; a delegated
+  submit that the host reports as waiting for a daemon records ``not_running``.
 - ``last_attempt_at`` and ``next_probe_at``: probes back off 2, 4, 8 … 300 s after
   consecutive failures (:func:`backoff_seconds`).
 
@@ -37,12 +41,14 @@ from vq.errors import TransportError
 from vq.paths import StateLayout
 
 __all__ = [
+    "DaemonStatus",
     "HostHealth",
     "HostStatus",
     "backoff_seconds",
     "health_path",
     "mark_down",
     "read_health",
+    "record_daemon",
     "record_failure",
     "record_ok",
     "record_slow",
@@ -50,6 +56,8 @@ __all__ = [
 ]
 
 HostStatus = Literal["ok", "slow", "unreachable", "invalid", "down", "unknown"]
+#: Whether the host's daemon answered when last checked (null: never checked).
+DaemonStatus = Literal["running", "not_running"]
 
 _BACKOFF_FIRST_S = 2.0
 _BACKOFF_MAX_S = 300.0
@@ -85,6 +93,7 @@ class HealthJSON(TypedDict):
     vq_version: str | None
     last_attempt_at: str | None
     next_probe_at: str | None
+    daemon: DaemonStatus | None
 
 
 @dataclass
@@ -101,6 +110,7 @@ class HostHealth:
     vq_version: str | None = None
     last_attempt_at: str | None = None
     next_probe_at: str | None = None
+    daemon: DaemonStatus | None = None
 
     def as_dict(self) -> HealthJSON:
         return {
@@ -114,7 +124,16 @@ class HostHealth:
             "vq_version": self.vq_version,
             "last_attempt_at": self.last_attempt_at,
             "next_probe_at": self.next_probe_at,
+            "daemon": self.daemon,
         }
+
+    @property
+    def shown_status(self) -> str:
+        """The STATUS ``vq hosts`` prints: ``status``, or ``ssh ok, no daemon`` when the
+        host answers but its daemon did not."""
+        if self.status == "ok" and self.daemon == "not_running":
+            return "ssh ok, no daemon"
+        return self.status
 
     def probe_due(self, now: datetime) -> bool:
         """Whether the backoff after the last failure has elapsed."""
@@ -141,6 +160,8 @@ def read_health(state_root: Path, name: str) -> HostHealth:
     known = {key: raw[key] for key in HostHealth.__dataclass_fields__ if key in raw}
     known["name"] = name
     try:
+        if known.get("daemon") not in (None, "running", "not_running"):
+            known["daemon"] = None
         return _shown(HostHealth(**known))
     except TypeError:
         return HostHealth(name)
@@ -225,4 +246,13 @@ def mark_down(state_root: Path, name: str) -> HostHealth:
     if health.status != "down":
         health.status = "down"
         _write(state_root, health)
+    return health
+
+
+def record_daemon(state_root: Path, name: str, daemon: DaemonStatus) -> HostHealth:
+    """What the host said of its daemon (``running`` or ``not_running``); the rest of the
+    health is left as it is."""
+    health = read_health(state_root, name)
+    health.daemon = daemon
+    _write(state_root, health)
     return health

@@ -54,6 +54,8 @@ class Discovery:
     """What a fleet-wide search found: who lists ``job_id`` (an id or a prefix)."""
 
     job_id: str
+    #: the verb the search is for: its hints name the exact command (``vq VERB HOST ID``)
+    verb: str = "status"
     owners: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)  # host → why
     #: owner → the full ids its listing holds that ``job_id`` names (a prefix may name more)
@@ -75,13 +77,14 @@ class Discovery:
             )
             raise AmbiguousId(
                 f"{self.job_id!r} is ambiguous: matches {named}",
-                hint="give more characters of the id, or name the host (vq status HOST ID)",
+                hint="give more characters of the id, or name the host "
+                f"(vq {self.verb} HOST {self.job_id})",
             )
         if len(self.owners) > 1:
             names = ", ".join(self.owners)
             raise Conflict(
                 f"job {self.job_id} exists on several hosts: {names}",
-                hint=f"name the host: vq status {self.owners[0]} {self.job_id}",
+                hint=f"name the host: vq {self.verb} {self.owners[0]} {self.job_id}",
                 reference="ambiguous-job",
             )
         if len(self.owners) == 1 and (is_job_id(self.job_id) or not self.unavailable):
@@ -92,23 +95,25 @@ class Discovery:
                     f"job {self.full_id(owner)} on {owner} belongs to scheduler target "
                     f"{target!r}, which is not a configured lane of {owner}",
                     hint=f"add [hosts.{target}] with scheduler_driver = {owner!r}, or name "
-                    f"the host: vq status {owner} {self.full_id(owner)}",
+                    f"the host: vq {self.verb} {owner} {self.full_id(owner)}",
                     reference="unconfigured-scheduler-target",
                 )
             return owner
         if self.unavailable:
             names = ", ".join(sorted(self.unavailable))
             if self.owners:
+                owner = self.owners[0]
                 raise HostUnavailable(
-                    f"{self.job_id!r} matches {self.full_id(self.owners[0])} on "
-                    f"{self.owners[0]}, but {names} could not be read and may hold "
-                    "another match",
-                    hint=f"give the full id ({self.full_id(self.owners[0])}) or name the host",
+                    f"{self.job_id!r} matches {self.full_id(owner)} on {owner}, but "
+                    f"{names} could not be read and may hold another match",
+                    hint=f"name the host: `vq {self.verb} {owner} {self.job_id}` (or give "
+                    f"the full id {self.full_id(owner)})",
                 )
             raise HostUnavailable(
                 f"job {self.job_id} not found; {names} unavailable",
                 hint="it may be on a host that could not be read: retry when "
-                f"`vq hosts --probe` shows it ok, or name the host (vq status HOST {self.job_id})",
+                f"`vq hosts --probe` shows it ok, or name the host "
+                f"(vq {self.verb} HOST {self.job_id})",
             )
         raise NotFound(
             f"unknown job id {self.job_id} (searched this queue and every configured host)",
@@ -145,6 +150,9 @@ def discover(
     local: LocalLister | None,
     on_found: Callable[[str, str], None] | None = None,
     lanes: Mapping[str, str] | None = None,
+    *,
+    verb: str = "status",
+    skip: str | None = None,
 ) -> Discovery:
     """Search this queue (when ``local`` is given) and every non-down host for ``job_id``
     (a full id or a prefix).
@@ -152,14 +160,17 @@ def discover(
     ``on_found(name, full_id)`` is called as soon as one listing shows exactly one match,
     while slower listings are still being read (a read-only caller may start early).
     ``lanes`` maps each configured scheduler lane to its driver's authority name.
+    ``verb`` is the verb the caller acts with (named in the errors' hints); ``skip`` an
+    authority not to read (one already asked).
     """
     job_id = job_id.strip().lower()
-    found = Discovery(job_id)
+    found = Discovery(job_id, verb)
     sources: dict[str, Callable[[], ListAnswer]] = {}
     if local is not None:
         sources[LOCAL] = local
     for name in fleet.live_names():
         sources[name] = lambda name=name: probe_listing(fleet, name)  # type: ignore[misc]
+    sources.pop(skip or "", None)
 
     def read(name: str) -> tuple[str, list[tuple[str, str | None]] | None, str]:
         try:

@@ -29,6 +29,11 @@ Contract:
   (:func:`vq.remote.outbox.resolve`; an attempt still in flight is left to settle
   itself); they are named in the payload's ``reconciled_outbox`` (absent when there
   were none).
+- A host without a running daemon still accepts the job (its spec is written there) and
+  says so on its stderr, as a local submit does (:data:`vq.cli.output.NO_DAEMON`): that
+  notice is passed back as ``host_notices`` (the host's words, escaped; absent when it
+  said nothing of the kind) and the host's health records ``daemon: not_running``
+  (``running`` otherwise).
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class RemoteSubmitAnswer(TypedDict, total=False):
     capacity_warnings: list[str]
     idempotent_replay: bool
     reconciled_outbox: list[str]
+    host_notices: list[str]
 
 
 #: Upload budget on top of ssh_timeout: a slow link still gets this many bytes a second.
@@ -218,11 +224,31 @@ def _send(
         discard(entry)  # accepted, in a spec this vq cannot read
         raise
     discard(entry)
+    _note_daemon(host, result, payload)
     if key is not None:
         settled = resolve(host.state_root, host.name, key, keep=entry)
         if settled:
             payload["reconciled_outbox"] = [str(e.path) for e in settled]
     return payload
+
+
+#: The words of a host's notice that no daemon runs there (:data:`vq.cli.output.NO_DAEMON`).
+_NO_DAEMON_WORDS = "no daemon is running"
+
+
+def _note_daemon(host: RemoteHost, result: RunResult, payload: RemoteSubmitAnswer) -> None:
+    """Pass the host's "no daemon is running" notice back (``host_notices``) and record
+    what it says of the daemon in the host's health."""
+    from vq.hosts.health import record_daemon
+
+    said = [
+        remote_text(line.removeprefix("vq: "))
+        for line in result.stderr.decode(errors="replace").splitlines()
+        if line.startswith("vq: ") and _NO_DAEMON_WORDS in line
+    ]
+    if said:
+        payload["host_notices"] = said
+    record_daemon(host.state_root, host.name, "not_running" if said else "running")
 
 
 def _unread(result: RunResult) -> str:

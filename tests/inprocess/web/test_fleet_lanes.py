@@ -95,5 +95,6 @@ def test_a_hosts_lanes_show_under_it_and_its_lane_jobs_name_their_lane(tmp_path:
     assert 'data-lane="gpu"' in card and "slurm" in card and "gone quiet" in card
     assert 'data-lane-count="running">1<' in card
     assert "lane" not in page.split('data-host="h2"', 1)[1].split("</section>", 1)[0]
-    assert page.count("› lane gpu") == 1  # job a's table row; job b is no lane job
+    # job a's LANE cell; job b is no lane job
+    assert page.count('<span class="lane" data-lane="gpu">gpu</span>') == 1
     source.close()

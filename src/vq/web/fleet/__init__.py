@@ -21,7 +21,12 @@ def mount(app: Any, config: Any) -> None:
     from vq.web.fleet import actions, api, campaigns, pages
     from vq.web.fleet.source import FleetSource
 
-    app.state.fleet_source = FleetSource(load_fleet)
+    def here() -> Any:  # this workstation's own queue, read in-process
+        from vq.web.fleet.snapshots import Snapshots
+
+        return Snapshots(config.state)
+
+    app.state.fleet_source = FleetSource(load_fleet, local=here)
     app.include_router(api.router, prefix="/api/v1")
     app.include_router(pages.router)
     app.include_router(campaigns.router)

@@ -26,6 +26,12 @@ Contract of :class:`FleetSource` (one per app, created lazily):
   answer (``vq web fleet-list``: a filter on a host with more jobs than a snapshot
   lists, or a page past them), cached the same way per host, selection and size. The
   fleet table's first page, unfiltered, never needs it.
+* This workstation is one of the hosts: given ``local`` (the console's own queue, a
+  :class:`~vq.web.fleet.snapshots.Snapshots` factory), :meth:`FleetSource.hosts` starts
+  with :data:`LOCAL` (``localhost``), whose snapshot, job details and listings are the
+  same payloads read in-process (no SSH), cached the same way and bounded by
+  :data:`LOCAL_WAIT_S`; its scheduler lanes come with its snapshot. Control verbs are
+  not sent to it here (its jobs are acted on through the single-host API).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from pydantic import BaseModel
 
 from vq.errors import HostDown, TransportError, VqError
 from vq.hosts.health import mark_down, read_health
+from vq.protocol.answers import ListQuery
 from vq.protocol.remote_answers import (
     ActionAnswer,
     FleetJobAnswer,
@@ -55,8 +62,14 @@ from vq.web.fleet.shapes import FleetRow, HostJSON, HostListing, JobSnapshot, La
 
 if TYPE_CHECKING:
     from vq.web.cockpit import QueueSummary
+    from vq.web.fleet.snapshots import Snapshots
 
-__all__ = ["FRESH_SECONDS", "FleetSource", "HostView"]
+__all__ = ["FRESH_SECONDS", "LOCAL", "LOCAL_WAIT_S", "FleetSource", "HostView"]
+
+#: This workstation's name among the fleet's hosts (its own queue, read in-process).
+LOCAL = "localhost"
+#: How long a reader waits for this queue's own snapshot (a disk scan, no SSH).
+LOCAL_WAIT_S = 10.0
 
 #: How long one host's answer (or one job's detail) is reused: the pages refresh this often.
 FRESH_SECONDS = 5.0
@@ -123,6 +136,45 @@ def _active(rows: list[FleetRow]) -> list[FleetRow]:
     return [row for row in rows if row.get("state") in ("RUNNING", "SUSPENDED")]
 
 
+def _view(name: str, answer: Any, last_ok_at: str | None) -> HostView:
+    """An answering host's view from its snapshot payload."""
+    payload = answer if isinstance(answer, dict) else {}
+    jobs = _rows(name, payload.get("jobs"))
+    running = payload.get("running")
+    return HostView(
+        name,
+        "ok",
+        last_ok_at=last_ok_at,
+        summary=payload.get("summary") or None,
+        jobs=jobs,
+        total_jobs=int(payload.get("total_jobs") or len(jobs)),
+        running=_rows(name, running) if isinstance(running, list) else _active(jobs),
+        lanes=[
+            cast(LaneSummary, lane) for lane in payload.get("lanes") or [] if isinstance(lane, dict)
+        ],
+    )
+
+
+def _filters(words: list[str]) -> ListQuery:
+    """The selection ``vq web fleet-list`` options ``words`` ask for
+    (:meth:`vq.web.fleet.views.QueueFilter.words`), as a list query."""
+    states: list[str] = []
+    tags: list[str] = []
+    query: ListQuery = {"states": states, "tags": tags, "name": None, "since": None, "group": None}
+    for option, value in zip(words[::2], words[1::2], strict=False):
+        if option == "--state":
+            states.append(value)
+        elif option == "--tag":
+            tags.append(value)
+        elif option == "--name":
+            query["name"] = value
+        elif option == "--since":
+            query["since"] = value
+        elif option == "--group":
+            query["group"] = value
+    return query
+
+
 class FleetSource:
     """Cached, single-flight fleet reads (see the module docstring)."""
 
@@ -130,10 +182,12 @@ class FleetSource:
         self,
         load: Callable[[], Fleet],
         *,
+        local: Callable[[], Snapshots] | None = None,
         fresh_s: float = FRESH_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._load = load
+        self._local = local
         self._fleet: Fleet | None = None
         self._fresh_s, self._clock = fresh_s, clock
         # Re-entrant: a future that is already done runs its callback (``_settle``) at once,
@@ -151,22 +205,45 @@ class FleetSource:
         return self._fleet
 
     def names(self) -> list[str]:
+        """The configured remote hosts (this workstation is not one of them)."""
         return self.fleet.names()
 
+    def view_names(self) -> list[str]:
+        """Every host the fleet pages show: :data:`LOCAL` first (when this queue is
+        read), then the configured remote hosts."""
+        return ([LOCAL] if self._local is not None else []) + self.names()
+
     def check_host(self, name: str) -> None:
-        """NotFound (404) for a name that is not a configured host."""
+        """NotFound (404) for a name that is not a configured host (nor this queue)."""
+        if name == LOCAL and self._local is not None:
+            return
         self.fleet.host(name)
+
+    def _is_local(self, host: str) -> bool:
+        return host == LOCAL and self._local is not None
 
     # --- the cache ----------------------------------------------------------------------
     def _call(self, host: str, words: list[str]) -> Any:
         with self._lock:
             self.calls[host] = self.calls.get(host, 0) + 1
         try:
+            if self._is_local(host):
+                return self._read_here(words)
             return self.fleet.host(host).run_json(words, _ANSWERS[words[1]])
         except VqError as exc:
             return exc
         except Exception as exc:  # never leave a refresh without an answer
             return TransportError(f"host {host}: the read failed ({type(exc).__name__})")
+
+    def _read_here(self, words: list[str]) -> Any:
+        """The answer ``vq WORDS…`` would print on this queue, read in-process."""
+        assert self._local is not None
+        snapshots = self._local()
+        if words[1] == "fleet-snapshot":
+            return snapshots.host()
+        if words[1] == "fleet-job":
+            return snapshots.job(words[-1])
+        return snapshots.listing(_filters(words[5:]), int(words[4]))
 
     def _get(self, key: tuple[str, ...], host: str, words: list[str]) -> Any:
         """The cached answer for ``key``, refreshed as the module docstring says."""
@@ -187,7 +264,8 @@ class FleetSource:
             recent = recent or entry.serve_while_pending  # the refresh is bounded
         if failed_before or recent:
             return entry.value  # the background refresh decides the next answer
-        wait = self.fleet.hosts[host].ssh_timeout + _WAIT_SLACK_S
+        timeout = LOCAL_WAIT_S if self._is_local(host) else self.fleet.hosts[host].ssh_timeout
+        wait = timeout + _WAIT_SLACK_S
         try:
             return pending.result(timeout=wait)
         except FutureTimeout:
@@ -223,6 +301,8 @@ class FleetSource:
     def host(self, name: str) -> HostView:
         """One host's view (never raises for a host that does not answer)."""
         fleet = self.fleet
+        if self._is_local(name):
+            return self._local_view()
         if fleet.hosts[name].down:
             health = mark_down(fleet.state_root, name)
             return HostView(name, "down", "marked down in the configuration", health.last_ok_at)
@@ -233,27 +313,18 @@ class FleetSource:
             if isinstance(answer, TransportError) and answer.transient:
                 status = "unreachable"
             return HostView(name, status, answer.message, health.last_ok_at)
-        payload = answer if isinstance(answer, dict) else {}
-        jobs = _rows(name, payload.get("jobs"))
-        running = payload.get("running")
-        return HostView(
-            name,
-            "ok",
-            last_ok_at=health.last_ok_at,
-            summary=payload.get("summary") or None,
-            jobs=jobs,
-            total_jobs=int(payload.get("total_jobs") or len(jobs)),
-            running=_rows(name, running) if isinstance(running, list) else _active(jobs),
-            lanes=[
-                cast(LaneSummary, lane)
-                for lane in payload.get("lanes") or []
-                if isinstance(lane, dict)
-            ],
-        )
+        return _view(name, answer, health.last_ok_at)
+
+    def _local_view(self) -> HostView:
+        """This queue's view: its snapshot read in-process (an error is its row)."""
+        answer = self._get(("host", LOCAL), LOCAL, ["web", "fleet-snapshot", "--json"])
+        if isinstance(answer, VqError):
+            return HostView(LOCAL, "invalid", answer.message)
+        return _view(LOCAL, answer, None)
 
     def hosts(self) -> list[HostView]:
-        """Every configured host, read in parallel (see the module docstring)."""
-        names = self.names()
+        """Every host (this queue first), read in parallel (see the module docstring)."""
+        names = self.view_names()
         if not names:
             return []
         with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(names))) as pool:
@@ -262,7 +333,7 @@ class FleetSource:
     def job(self, host: str, job_id: str) -> JobSnapshot:
         """One job's detail payload; the host's VqError (NotFound, unreachable…) raised."""
         self.check_host(host)
-        if self.fleet.hosts[host].down:
+        if not self._is_local(host) and self.fleet.hosts[host].down:
             raise HostDown(
                 f"host {host} is marked down in the configuration",
                 hint=f"remove `down = true` from [hosts.{host}] to use it again",
