@@ -6,7 +6,7 @@ RUNNING (§3.3: it includes cluster-queued time) but ``vq list``'s STATE column 
 ``queued (slurm: <reason>)`` with no running elapsed time, and ``vq status`` shows the
 lane, the Slurm job id, the phase, the scheduler's reason and the cluster's own limit.
 The running blocker reads ``running`` with its elapsed time counted from the cluster's
-start (``scheduler_started_at``).
+start (``scheduler_started_at``). The console (Chromium) says the same.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import Vq, wait_until
+from tests.system.conftest import Console
 from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import (
     _terminal,
@@ -72,3 +74,32 @@ def test_queued_lane_job_reads_queued_in_list_and_status(lane: Vq) -> None:  # n
     assert _terminal(lane, blocker)["state"] == "COMPLETED"
     done = _terminal(lane, waiting)
     assert done["state"] == "COMPLETED" and done["scheduler_queued_reason"] is None
+
+
+def test_console_shows_the_queued_phase(lane: Vq, console: Console) -> None:  # noqa: F811
+    """The console's queue and job page (Chromium): the queued lane job's row and page
+    say ``queued (slurm: <reason>)`` next to the RUNNING badge, with no elapsed time."""
+    blocker = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "sleep", "15")
+    wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
+    waiting = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "true")
+    wait_until(lambda: lane.spec(waiting).get("scheduler_queued_reason"), 60)
+    reason = lane.spec(waiting)["scheduler_queued_reason"]
+
+    console.goto("/")
+    row = console.page.locator(f'tr[data-job-id="{waiting}"]')
+    expect(row.locator(".phase")).to_have_text(f"queued (slurm: {reason})")
+    expect(row.locator(".col-elapsed")).to_have_text("")
+    busy = console.page.locator(f'tr[data-job-id="{blocker}"]')
+    expect(busy.locator(".phase")).to_have_text("running")
+
+    console.goto(f"/jobs/{waiting}")
+    head = console.page.locator(".job-head")
+    expect(head.locator(".phase")).to_have_text(f"queued (slurm: {reason})")
+    scheduler = console.page.locator("dt:text-is('Scheduler') + dd")
+    expect(scheduler).to_contain_text("cluster (slurm)")
+    expect(scheduler).to_contain_text(f"phase queued · waiting: {reason}")
+    expect(console.page.locator("dt:text-is('Elapsed')")).to_have_count(0)
+    assert console.errors == []
+
+    assert _terminal(lane, blocker)["state"] == "COMPLETED"
+    assert _terminal(lane, waiting)["state"] == "COMPLETED"
