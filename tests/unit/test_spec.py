@@ -155,6 +155,7 @@ ADDITIVE = {
     "scheduler_pack",
     "scheduler_pack_id",
     "scheduler_pack_slot",
+    "scheduler_started_at",
 }
 
 

@@ -217,12 +217,18 @@ class Observation:
         verdict = ending(job.marker, abnormal, raw_state)
         # Settled first: a restart between the two writes re-reads the same ending.
         state = "ended" if artifacts else "artifacts_unavailable"
-        fields: dict[str, Any] = {"scheduler_state": state, "scheduler_queued_reason": None}
         ran = job.accounting.elapsed_seconds if job.accounting is not None else None
         if job.cluster_started_at is None and ran:
             # never seen running (it ran between two rounds): accounting's elapsed time
-            fields["scheduler_started_at"] = self._basis.ctx.now() - timedelta(seconds=ran)
-        self._jobs.record(job, fields)
+            job.cluster_started_at = self._basis.ctx.now() - timedelta(seconds=ran)
+        self._jobs.record(
+            job,
+            {
+                "scheduler_state": state,
+                "scheduler_queued_reason": None,
+                "scheduler_started_at": job.cluster_started_at,
+            },
+        )
         if verdict.state is None:
             self._basis.lifecycle.finish_attempt(job.job_id, verdict.exit_code)
         else:

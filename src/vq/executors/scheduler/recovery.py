@@ -95,6 +95,7 @@ class Recovery:
                 if spec.scheduler_job_id and spec.scheduler_state not in _SETTLED:
                     job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
                     job.cancel_wanted = True
+                    job.cluster_started_at = spec.scheduler_started_at
                     self._jobs.track(job)
                 continue
             if spec.scheduler_job_id is not None:

@@ -176,7 +176,7 @@ def _scheduler(job: Mapping[str, Any]) -> SpecRow | None:
     dialect = job.get("scheduler_dialect")
     parts = [f"{target} ({dialect})" if dialect else str(target)]
     for key, label in (
-        ("scheduler_job_id", f"{dialect or 'cluster'} job"),
+        ("scheduler_job_id", f"{dialect} job" if dialect else "job"),
         ("phase", "phase"),
         ("scheduler_queued_reason", "waiting:"),
         ("scheduler_exec_host", "on"),
