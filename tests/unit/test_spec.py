@@ -156,6 +156,7 @@ ADDITIVE = {
     "scheduler_pack_id",
     "scheduler_pack_slot",
     "watchdog_evidence",
+    "scheduler_started_at",
 }
 
 

@@ -67,6 +67,8 @@ def test_percentages_from_sample_and_declared_limits() -> None:
         "wall_percent": 10.0,
         "sample_age_seconds": 3.0,
         "stale": False,
+        "phase": None,
+        "phase_label": None,
     }
 
 

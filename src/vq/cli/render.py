@@ -35,6 +35,14 @@ STATE_STYLES = {
     "TIME_EXCEEDED": "bold red",
     "ABORTED_BY_QUEUE": "red",
     "INTERRUPTED": "red",
+    # a lane job's phase (vq.domain.lane_phase), shown instead of RUNNING/SUSPENDED
+    "submitting": "yellow",
+    "queued": "yellow",
+    "held": "magenta",
+    "running": "bold blue",
+    "finishing": "blue",
+    "cancelling": "red",
+    "in doubt": "bold yellow",
 }
 
 
@@ -42,8 +50,11 @@ def _console() -> Console:
     return human_console()
 
 
-def state_text(state: str, over_capacity: bool | None = None) -> Text:
-    text = Text(state, style=STATE_STYLES.get(state, ""))
+def state_text(state: str, over_capacity: bool | None = None, label: str | None = None) -> Text:
+    """``state`` styled; ``label``: the text shown instead (a lane job's phase label,
+    styled by its phase word)."""
+    shown = label or state
+    text = Text(shown, style=STATE_STYLES.get(shown.split(" (")[0], STATE_STYLES.get(state, "")))
     if over_capacity:
         text.append(" ⚠ over cap", style="bold yellow")
     return text
@@ -118,7 +129,8 @@ def print_jobs(
     for name in ("NAME", "STATE", "CPUS", "MEM", "SUBMITTED", "ELAPSED", "EXIT", "COMMAND"):
         columns[name] = [name]
     for row in rows:
-        state = row["state"] + (" ⚠ over cap" if row["pending_over_capacity"] else "")
+        label = row.get("phase_label") or row["state"]  # a lane job: its cluster phase
+        state = label + (" ⚠ over cap" if row["pending_over_capacity"] else "")
         values = {
             "ID": row["id"],
             "IDX": _index(row),
@@ -155,7 +167,11 @@ def print_jobs(
             shown: list[str | Text] = []
             for name, limit in limits.items():
                 if name == "STATE":
-                    shown.append(state_text(row["state"], row["pending_over_capacity"]))
+                    shown.append(
+                        state_text(
+                            row["state"], row["pending_over_capacity"], row.get("phase_label")
+                        )
+                    )
                 else:
                     shown.append(_cut(columns[name][i], limit))
             table.add_row(*shown)

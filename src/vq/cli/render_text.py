@@ -26,6 +26,7 @@ __all__ = [
     "escaped",
     "field_rows",
     "group_rows",
+    "lane_rows",
     "later_rows",
     "plain_status",
     "short_time",
@@ -152,8 +153,36 @@ def eta_text(view: StatusView) -> str | None:
     return f"unavailable ({basis})"
 
 
+def lane_rows(view: StatusView) -> list[tuple[str, str]]:
+    """A lane job's cluster lines (after ``state``): its lane and scheduler, the
+    scheduler's job id, the phase (§3.3: RUNNING includes cluster-queued time), the
+    scheduler's reason for a waiting job, the execution host and the cluster's own
+    elapsed time and limit. None of them for a job that is not a lane job."""
+    fields: Mapping[str, Any] = view  # an older daemon's view may lack the newer keys
+    lane = fields.get("scheduler_target")
+    if lane is None:
+        return []
+    dialect = fields.get("scheduler_dialect")
+    rows = [("lane", f"{lane} ({dialect})" if dialect else str(lane))]
+    if fields.get("scheduler_job_id"):
+        rows.append((f"{dialect or 'cluster'} job", str(fields["scheduler_job_id"])))
+    if fields.get("phase"):
+        rows.append(("phase", str(fields["phase"])))
+    reason = fields.get("scheduler_queued_reason")
+    if reason:
+        label = "submit retry" if fields.get("phase") == "submitting" else "queued reason"
+        rows.append((label, str(reason)))
+    if fields.get("scheduler_exec_host"):
+        rows.append(("exec host", str(fields["scheduler_exec_host"])))
+    used, limit = fields.get("scheduler_walltime_used"), fields.get("scheduler_walltime_limit")
+    if used or limit:
+        rows.append(("cluster elapsed", f"{used or '-'} of {limit or 'no limit'}"))
+    return rows
+
+
 def field_rows(view: StatusView) -> list[tuple[str, str]]:
-    """The id and the spec fields a status view has, as (label, text), in order."""
+    """The id and the spec fields a status view has, as (label, text), in order (a lane
+    job's :func:`lane_rows` right after the state)."""
     rows = [("id", str(view["id"]))]
     fields: Mapping[str, object] = view  # read by name, from the table of fields below
     for key, label in STATUS_FIELDS:
@@ -161,6 +190,8 @@ def field_rows(view: StatusView) -> list[tuple[str, str]]:
         if value is None or value == [] or (key == "retry_count" and not value):
             continue
         rows.append((label, field_text(key, value)))
+        if key == "state":
+            rows.extend(lane_rows(view))
     return rows
 
 

@@ -13,7 +13,7 @@ The JSON schema is :mod:`vq.services.top`'s (stable)::
                   "jobs": {"reserved": n, "cap": n|null}},
      "jobs": [{"id", "job_name", "state", "cpus", "cpu_percent", "rss_mb", "mem_limit_mb",
                "mem_percent", "elapsed_seconds", "wall_time_seconds", "wall_percent",
-               "sample_age_seconds", "stale"}]}
+               "sample_age_seconds", "stale", "phase", "phase_label"}]}
 
 This module only gathers the inputs (the daemon's ping and listing, or the disk when no
 daemon answers; the tail of each live job's ``samples.jsonl``) and renders; the model is
@@ -201,7 +201,7 @@ def _jobs_table(jobs: list[TopJob]) -> RenderableType:
         table.add_row(
             job["id"],
             job["job_name"] or "-",
-            state_text(job["state"]),
+            state_text(job["state"], label=job.get("phase_label")),
             format_cores(job.get("cpu_affinity") or []) or "-",
             "-" if cpu is None else f"{cpu:.0f}%",
             _with_pct(memory, job["mem_percent"]),

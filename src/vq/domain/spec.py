@@ -212,6 +212,11 @@ class JobSpec(BaseModel):
     scheduler_walltime_used: str | None = None
     scheduler_walltime_limit: str | None = None
     scheduler_queued_reason: str | None = None
+    #: Additive v2: when the cluster started the current attempt (a lane records it from
+    #: the scheduler's elapsed time when it first sees the job run; a packed element from
+    #: its allocation's first observed run); None while queued or unknown. A lane job's
+    #: elapsed time counts from here, not from ``started_at`` (vq's claim).
+    scheduler_started_at: datetime | None = None
     # Additive v2 fields of packed array elements (absent: not packed):
     #: the ``[packing.NAME]`` profile the element's array is packed with (``--pack``)
     scheduler_pack: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

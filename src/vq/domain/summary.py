@@ -86,6 +86,10 @@ class Listed(Protocol):
     @property
     def scheduler_state(self) -> str | None: ...
     @property
+    def scheduler_queued_reason(self) -> str | None: ...
+    @property
+    def scheduler_started_at(self) -> datetime | None: ...
+    @property
     def pgid(self) -> int | None: ...
     @property
     def submitter(self) -> str | None: ...
@@ -129,6 +133,8 @@ class JobSummary:
     not_before: datetime | None
     scheduler_target: str | None
     scheduler_state: str | None
+    scheduler_queued_reason: str | None
+    scheduler_started_at: datetime | None
     pgid: int | None
     #: Who submitted it (multi-user mode: its owner's uid, checked against the owner's
     #: tree before a cached summary is taken, see ``SpecStore.admits_summary``).
@@ -153,7 +159,15 @@ class JobSummary:
 RECORD_FIELDS: tuple[str, ...] = tuple(JobSummary.__dataclass_fields__)
 _RECORD_OF = operator.attrgetter(*RECORD_FIELDS)
 _TIMES = frozenset(
-    {"submitted_at", "started_at", "finished_at", "paused_at", "not_before", "archived_at"}
+    {
+        "submitted_at",
+        "started_at",
+        "finished_at",
+        "paused_at",
+        "not_before",
+        "archived_at",
+        "scheduler_started_at",
+    }
 )
 _TIME_AT = tuple(i for i, name in enumerate(RECORD_FIELDS) if name in _TIMES)
 _STATE_AT = RECORD_FIELDS.index("state")

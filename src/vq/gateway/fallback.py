@@ -171,7 +171,7 @@ class DiskFallbacks:
         ctx = self.local_context()
         now = ctx.now()
         specs = select(ctx.store.scan().specs.values(), ListFilter())
-        return [list_row(spec, ctx.base_caps, now) for spec in specs]
+        return [list_row(spec, ctx.base_caps, now, ctx.lanes) for spec in specs]
 
     def disk_overview(self, now: datetime, quotas: QuotaPolicy | None) -> OverviewAnswer:
         """``vq overview --json`` from the spec files and the last advertised caps (unknown

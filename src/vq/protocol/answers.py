@@ -160,6 +160,7 @@ class SpecJSON(TypedDict):
     scheduler_walltime_used: str | None
     scheduler_walltime_limit: str | None
     scheduler_queued_reason: str | None
+    scheduler_started_at: str | None
     scheduler_pack: str | None
     scheduler_pack_id: str | None
     scheduler_pack_slot: int | None
@@ -245,6 +246,11 @@ class StatusView(SpecJSON):
     pending_reason: str | None
     elapsed_seconds: float | None
     active_seconds: float | None
+    #: a lane job's cluster phase while RUNNING/SUSPENDED (``vq.domain.lane_phase``),
+    #: the STATE text views show for it, and its lane's scheduler (``slurm``, ``torque``)
+    phase: str | None
+    phase_label: str | None
+    scheduler_dialect: str | None
     #: an ended job only
     resource_usage: NotRequired[ResourceUsage | None]
     #: a PENDING job only
@@ -283,6 +289,11 @@ class ListRow(TypedDict):
     scheduler_target: str | None
     scheduler_state: str | None
     submitter: str | None
+    #: a lane job's cluster phase while RUNNING/SUSPENDED and the STATE text views show
+    #: for it (``vq.domain.lane_phase``); the scheduler's reason for a waiting one
+    phase: str | None
+    phase_label: str | None
+    scheduler_queued_reason: str | None
 
 
 class ReportRow(ListRow):

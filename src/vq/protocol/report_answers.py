@@ -150,6 +150,9 @@ class TopJob(TypedDict):
     wall_percent: float | None
     sample_age_seconds: float | None
     stale: bool
+    #: a lane job's cluster phase and the STATE text shown for it (else None)
+    phase: str | None
+    phase_label: str | None
 
 
 class TopAnswer(TypedDict):

@@ -243,7 +243,9 @@ def list_on_disk(ctx: ServiceContext, params: Mapping[str, Any]) -> ListAnswer:
     for spec in scan.specs.values():
         counts[spec.state.value] += 1
     answer: ListAnswer = {
-        "jobs": [list_row(s, ctx.base_caps, now) for s in (page.specs if page else selected)],
+        "jobs": [
+            list_row(s, ctx.base_caps, now, ctx.lanes) for s in (page.specs if page else selected)
+        ],
         "quarantined": [item.as_dict() for item in scan.quarantined.values()],
         "counts": counts,
     }

@@ -5,8 +5,13 @@ Stable schemas (documented in ``docs/json.md``):
 * :func:`status_view` — the whole spec plus derived fields: ``workspace``,
   ``pending_over_capacity`` (tri-state: true / false / null when not applicable),
   ``configured_capacity_overages``, ``pending_reason``, ``elapsed_seconds``,
-  ``active_seconds`` and, for an ended job, ``resource_usage`` (from its receipt).
+  ``active_seconds``, ``phase``, ``phase_label``, ``scheduler_dialect`` and, for an
+  ended job, ``resource_usage`` (from its receipt).
 * :func:`list_row` — one compact row per job for listings.
+
+A lane job's ``elapsed_seconds`` counts from the cluster's start
+(``scheduler_started_at``), not from vq's claim: none while the cluster queues it
+(:mod:`vq.domain.lane_phase`, which also words its ``phase``).
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from vq.domain.admission import Caps, Request, Usage, capacity_overages, pending_reason
 from vq.domain.dependencies import evaluate
+from vq.domain.lane_phase import lane_elapsed, lane_phase, phase_label
 from vq.domain.receipt import Receipt
 from vq.domain.spec import JobSpec
 from vq.domain.states import JobState
@@ -45,6 +51,13 @@ __all__ = [
 ]
 
 L = TypeVar("L", bound=Listed)
+
+
+class LaneSettingsLike(Protocol):
+    """What a listing reads of a scheduler lane's settings: its scheduler."""
+
+    @property
+    def dialect(self) -> str: ...
 
 
 def request_of(spec: JobSpec) -> Request:
@@ -76,7 +89,17 @@ def _over_capacity(spec: Listed, caps: Caps | None) -> tuple[bool | None, list[O
     return bool(overages), overages
 
 
+def _phase(spec: Listed) -> str | None:
+    return lane_phase(spec.state.value, spec.scheduler_target, spec.scheduler_state)
+
+
 def _elapsed(spec: Listed, now: datetime) -> float | None:
+    """Seconds since the job started (to its end); a lane job's since the cluster
+    started it (:func:`~vq.domain.lane_phase.lane_elapsed`), never since vq's claim."""
+    if spec.scheduler_target is not None:
+        if spec.state is JobState.PENDING:
+            return None
+        return lane_elapsed(_phase(spec), spec.scheduler_started_at, spec.finished_at, now)
     if spec.started_at is None:
         return None
     end = spec.finished_at or now
@@ -103,6 +126,7 @@ def status_view(
     dependency_state: Callable[[str], JobState | str | None] | None = None,
     effective: Caps | None = None,
     hold: str | None = None,
+    dialect: str | None = None,
 ) -> StatusView:
     """Everything known about one job, as JSON-safe data.
 
@@ -115,6 +139,9 @@ def status_view(
 
     ``dependency_state`` (id → state, None when gone) lets ``pending_reason`` say which
     predecessors a PENDING job waits for.
+
+    ``dialect``: the scheduler of the job's lane (``slurm``, ``torque``; None: not a
+    lane job, or not known here), named in ``phase_label`` with the scheduler's reason.
     """
     over, overages = _over_capacity(spec, caps)
     # the spec's keys first, then the derived ones (the view's documented key order);
@@ -131,6 +158,9 @@ def status_view(
         ),
         "elapsed_seconds": None,
         "active_seconds": None,
+        "phase": None,
+        "phase_label": None,
+        "scheduler_dialect": dialect if spec.scheduler_target is not None else None,
     }
     if spec.state is JobState.PENDING and hold is not None and not overages:
         view["pending_reason"] = hold
@@ -140,6 +170,9 @@ def status_view(
             view["pending_reason"] = gate.reason
     view["elapsed_seconds"] = _elapsed(spec, now)
     view["active_seconds"] = _active(spec, now)
+    phase = _phase(spec)
+    view["phase"] = phase
+    view["phase_label"] = phase_label(phase, spec.scheduler_queued_reason, dialect)
     if spec.is_terminal:
         from vq.store.receipts import read_receipt
 
@@ -172,9 +205,18 @@ def usage_summary(receipt: Receipt | None) -> ResourceUsage | None:
     }
 
 
-def list_row(spec: Listed, caps: Caps | None, now: datetime) -> ListRow:
-    """The compact listing row of one job."""
+def list_row(
+    spec: Listed,
+    caps: Caps | None,
+    now: datetime,
+    dialects: Mapping[str, LaneSettingsLike] | None = None,
+) -> ListRow:
+    """The compact listing row of one job. ``dialects``: the configured scheduler lanes
+    (name → settings with a ``dialect``), whose scheduler ``phase_label`` names."""
     over, _ = _over_capacity(spec, caps)
+    phase = _phase(spec)
+    lane = (dialects or {}).get(spec.scheduler_target or "")
+    dialect = lane.dialect if lane is not None else None
     return {
         "id": spec.id,
         "job_name": spec.job_name,
@@ -203,6 +245,9 @@ def list_row(spec: Listed, caps: Caps | None, now: datetime) -> ListRow:
         "scheduler_target": spec.scheduler_target,
         "scheduler_state": spec.scheduler_state,
         "submitter": spec.submitter,
+        "phase": phase,
+        "phase_label": phase_label(phase, spec.scheduler_queued_reason, dialect),
+        "scheduler_queued_reason": spec.scheduler_queued_reason,
     }
 
 

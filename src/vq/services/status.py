@@ -55,8 +55,18 @@ def job_status(
     ``scheduler_warning``, :func:`blind_lane_warning`)."""
     now = ctx.now()
     base = ctx.base_caps
+    if lane is None and spec.scheduler_target is not None:
+        lane = ctx.lanes.get(spec.scheduler_target)
     view = status_view(
-        spec, ctx.paths, base, now, usage, dependency_state, effective=effective, hold=hold
+        spec,
+        ctx.paths,
+        base,
+        now,
+        usage,
+        dependency_state,
+        effective=effective,
+        hold=hold,
+        dialect=lane.dialect if lane is not None else None,
     )
     if spec.state is JobState.PENDING:
         row = report_row(spec, base, now)

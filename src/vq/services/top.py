@@ -32,7 +32,10 @@ Stable JSON schema (``vq top --json``)::
           "wall_time_seconds": int | null,
           "wall_percent": float | null,       # elapsed_seconds / wall_time_seconds * 100
           "sample_age_seconds": float | null, # now - latest sample's ts
-          "stale": bool
+          "stale": bool,
+          "phase": str | null,                # a lane job's cluster phase (queued, held,
+                                              # running, finishing, ...), else null
+          "phase_label": str | null           # its STATE text: "queued (slurm: Priority)"
         }
       ]
     }
@@ -50,6 +53,9 @@ Semantics:
   :data:`STALE_SECONDS`, or when it has no sample yet and started more than
   :data:`STALE_SECONDS` ago. SUSPENDED jobs are never stale: the watchdog does not
   sample paused jobs, so their last reading is expected to age.
+* A scheduler lane job (``phase`` not null) has no watchdog samples: its
+  ``elapsed_seconds`` is the list row's, counted from the cluster's start (null while
+  the cluster queues it), and it is never ``stale``.
 * Percentages are rounded to one decimal; null when either side is unknown or the limit
   is zero.
 """
@@ -168,12 +174,15 @@ def _job_row(
     age = max(0.0, (now - sample_at).total_seconds()) if sample_at is not None else None
 
     elapsed = _number(sample.get("elapsed_seconds")) if sample is not None else None
-    if elapsed is None and started is not None:
+    lane = row.get("scheduler_target") is not None
+    if lane:  # never sampled; counted from the cluster's start, not vq's claim
+        elapsed = row.get("elapsed_seconds")
+    elif elapsed is None and started is not None:
         elapsed = round(max(0.0, (now - started).total_seconds()), 3)
     rss = _number(sample.get("rss_mb")) if sample is not None else None
     wall = row.get("wall_time_seconds")
 
-    if row["state"] != JobState.RUNNING.value:
+    if row["state"] != JobState.RUNNING.value or lane:
         stale = False
     elif age is not None:
         stale = age > STALE_SECONDS
@@ -195,6 +204,8 @@ def _job_row(
         "wall_percent": _percent(elapsed, wall),
         "sample_age_seconds": round(age, 1) if age is not None else None,
         "stale": stale,
+        "phase": row.get("phase"),
+        "phase_label": row.get("phase_label"),
     }, reserved_mem
 
 

@@ -85,7 +85,7 @@ class ReadHandlers:
             page = page_of(self._views.ordering(flt, paging), paging)
             specs = page.specs
         answer: dict[str, Any] = {
-            "jobs": [list_row(spec, self._ctx.base_caps, now) for spec in specs],
+            "jobs": [list_row(spec, self._ctx.base_caps, now, self._ctx.lanes) for spec in specs],
             "quarantined": [
                 item.as_dict()
                 for item in (*self._index.quarantined.values(), *self._ctx.store.impostor_copies())

@@ -33,7 +33,7 @@ ACTIVE_PHASES = {
     SchedulerPhase.QUEUED: "queued",
     SchedulerPhase.HELD: "held",
     SchedulerPhase.RUNNING: "running",
-    SchedulerPhase.FINISHING: "running",
+    SchedulerPhase.FINISHING: "finishing",
 }
 
 
@@ -68,6 +68,9 @@ class LaneJob:
     #: nothing for a job whose observation did not change (see ``HEARTBEAT_REFRESH``).
     observed: tuple[object, ...] | None = None
     observed_at: float = 0.0
+    #: When the cluster started the job, as first derived from its reported elapsed time
+    #: (kept so that later rounds write the same moment); None while it waits.
+    cluster_started_at: datetime | None = None
     #: When (monotonic) the spec's scheduler fields were last written outside an
     #: observation (a hold or release): a round asked before then is stale for this job.
     written_outside_at: float = float("-inf")

@@ -137,12 +137,18 @@ class Observation:
         phase = ACTIVE_PHASES[seen.phase]
         job.phase = phase if not job.cancel_wanted else "cancel_pending"
         waiting = seen.phase in (SchedulerPhase.QUEUED, SchedulerPhase.HELD)
+        if waiting:
+            job.cluster_started_at = None  # (again) in the queue: a requeue starts anew
+        elif job.cluster_started_at is None:
+            used = seen.walltime_used_seconds
+            job.cluster_started_at = now - timedelta(seconds=used) if used is not None else now
         fields: dict[str, Any] = {
             "scheduler_state": job.phase,
             "scheduler_queued_reason": seen.queued_reason if waiting else None,
             "scheduler_exec_host": seen.exec_host,
             "scheduler_walltime_used": seen.walltime_used,
             "scheduler_walltime_limit": seen.walltime_limit,
+            "scheduler_started_at": job.cluster_started_at,
         }
         observed = tuple(fields.values())
         at = self._basis.monotonic()
@@ -211,7 +217,18 @@ class Observation:
         verdict = ending(job.marker, abnormal, raw_state)
         # Settled first: a restart between the two writes re-reads the same ending.
         state = "ended" if artifacts else "artifacts_unavailable"
-        self._jobs.record(job, {"scheduler_state": state, "scheduler_queued_reason": None})
+        ran = job.accounting.elapsed_seconds if job.accounting is not None else None
+        if job.cluster_started_at is None and ran:
+            # never seen running (it ran between two rounds): accounting's elapsed time
+            job.cluster_started_at = self._basis.ctx.now() - timedelta(seconds=ran)
+        self._jobs.record(
+            job,
+            {
+                "scheduler_state": state,
+                "scheduler_queued_reason": None,
+                "scheduler_started_at": job.cluster_started_at,
+            },
+        )
         if verdict.state is None:
             self._basis.lifecycle.finish_attempt(job.job_id, verdict.exit_code)
         else:

@@ -118,6 +118,10 @@ class PackedObservation:
         ended = result.state in TERMINAL
         if not ended:
             alloc.phase = "running" if result.state == "RUNNING" else "queued"
+            if alloc.phase == "queued":
+                alloc.started_at = None
+            elif alloc.started_at is None:
+                alloc.started_at = self.host.ctx.now()
         endings: dict[str, ElementEnding] = {}
         for task in result.tasks:
             element = alloc.keys[task.slot]
@@ -134,7 +138,11 @@ class PackedObservation:
             if ending is not None:
                 endings[element] = ending
             elif not ended:
-                self.packs.record(element, {"scheduler_state": alloc.phase}, durable=False)
+                self.packs.record(
+                    element,
+                    {"scheduler_state": alloc.phase, "scheduler_started_at": alloc.started_at},
+                    durable=False,
+                )
         self._kill_wanted(alloc, result, endings)
         if endings:
             self._collect(alloc, endings)

@@ -98,6 +98,8 @@ class PackedRecovery:
             return
         alloc = PackedAllocation(alloc_id, profile, intent, None, members)
         alloc.kills = {s.id for s in specs if s.state not in ACTIVE}
+        starts = [s.scheduler_started_at for s in specs if s.scheduler_started_at is not None]
+        alloc.started_at = min(starts) if starts else None
         self.packs.by_id[alloc_id] = alloc
         if step.action == "observe" and step.job_id is not None:
             alloc.job_id, alloc.phase = step.job_id, "queued"

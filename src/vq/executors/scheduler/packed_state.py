@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,9 @@ class PackedAllocation:
     unreached: int = 0
     kills: set[str] = field(default_factory=set)
     copy_tries: dict[str, int] = field(default_factory=dict)
+    #: When the allocation was first observed running (its elements' cluster start,
+    #: within one poll interval); None while it waits
+    started_at: datetime | None = None
 
     @property
     def known(self) -> tuple[PackingProfile, PackIntent]:

@@ -95,16 +95,19 @@ class Recovery:
                 if spec.scheduler_job_id and spec.scheduler_state not in _SETTLED:
                     job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
                     job.cancel_wanted = True
+                    job.cluster_started_at = spec.scheduler_started_at
                     self._jobs.track(job)
                 continue
             if spec.scheduler_job_id is not None:
                 job = LaneJob(job_id, spec.scheduler_state or "queued", spec.scheduler_job_id)
                 job.submitted_at = _written_at(intent) or spec.started_at
+                job.cluster_started_at = spec.scheduler_started_at
                 job.cancel_wanted = spec.scheduler_state == "cancel_pending"
                 self._jobs.track(job)
             elif intent is not None or spec.scheduler_state == "submitting":
                 job = LaneJob(job_id, "submitting", nonce=(intent or {}).get("nonce"))
                 job.submitted_at = _written_at(intent) or spec.started_at
+                job.cluster_started_at = spec.scheduler_started_at
                 records = (intent or {}).get("submit_records")
                 job.records = records if isinstance(records, str) and records else None
                 self._jobs.track(job)

@@ -173,18 +173,19 @@ def _scheduler(job: Mapping[str, Any]) -> SpecRow | None:
     target = job.get("scheduler_target")
     if not target:
         return None
-    parts = [str(target)]
+    dialect = job.get("scheduler_dialect")
+    parts = [f"{target} ({dialect})" if dialect else str(target)]
     for key, label in (
-        ("scheduler_job_id", "job"),
-        ("scheduler_state", "state"),
+        ("scheduler_job_id", f"{dialect} job" if dialect else "job"),
+        ("phase", "phase"),
+        ("scheduler_queued_reason", "waiting:"),
         ("scheduler_exec_host", "on"),
-        ("scheduler_queued_reason", "queued:"),
     ):
         if job.get(key):
             parts.append(f"{label} {job[key]}")
     used, limit = job.get("scheduler_walltime_used"), job.get("scheduler_walltime_limit")
     if used or limit:
-        parts.append(f"walltime {used or '?'} of {limit or '?'}")
+        parts.append(f"cluster elapsed {used or '-'} of {limit or 'no limit'}")
     if job.get("scheduler_tasks"):
         parts.append(f"{job['scheduler_tasks']} tasks")
     return _row("Scheduler", " · ".join(parts))
