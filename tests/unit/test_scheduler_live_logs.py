@@ -7,10 +7,15 @@ the copy-back that replaces the file with the cluster's original."""
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from vq.dialects import JobObservation, SchedulerPhase, StatusReport
+from vq.errors import SshUnreachable
+from vq.executors.scheduler.jobs import LaneJob
+from vq.executors.scheduler.lane import SchedulerLane
 from vq.executors.scheduler.live_logs import (
     OVERLAP,
     LiveLog,
@@ -23,7 +28,13 @@ from vq.executors.scheduler.live_logs import (
     read_start,
     tail_argv,
 )
+from vq.executors.scheduler.ports import LaneContext
+from vq.hosts.health import read_health
+from vq.paths import StatePaths
 from vq.transport.local import LocalRunner
+
+from .test_scheduler_observe_writes import NoSpecs, RecordingLifecycle
+from .test_scheduler_stage_submit import _lane
 
 
 # --- the pure part ---------------------------------------------------------------------------
@@ -191,3 +202,36 @@ def test_a_local_log_that_is_a_symlink_is_never_followed(tmp_path: Path) -> None
     cluster.write(b"output\n")
     cluster.mirror.mirror(cluster.logs())
     assert victim.read_bytes() == b""
+
+
+# --- in the status round ----------------------------------------------------------------------
+def test_a_log_read_that_loses_the_host_marks_the_host_never_the_job(tmp_path: Path) -> None:
+    """The round's status was read (the job is observed running); the log read after it
+    lost the connection: the host is marked unreachable and the lane backs off, the job
+    keeps RUNNING with its observation, and nothing ends it."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    lifecycle = RecordingLifecycle()
+    paths = StatePaths(tmp_path)
+    lane = SchedulerLane(
+        _lane(tmp_path / "scratch"),
+        LaneContext(paths, NoSpecs(), lambda: now),
+        lifecycle,  # type: ignore[arg-type]
+        LocalRunner(),
+        pending=lambda name: [],
+        call_soon=lambda call: call(),
+        monotonic=lambda: 100.0,
+    )
+    try:
+        job = LaneJob("j1", "queued", "7")
+        lane.jobs.track(job)
+        running = JobObservation("7", SchedulerPhase.RUNNING, "RUNNING", exec_host="node1")
+        lost = SshUnreachable("ssh: connection to vq-local closed", hint="check the link")
+        lane.observation.polled(
+            {"7": job}, (StatusReport(observed={"7": running}), {}, 5.0, lost), 99.0
+        )
+        assert [f["scheduler_state"] for _, f in lifecycle.writes] == ["running"]
+        assert lane.tracks("j1") and job.phase == "running"
+        assert lane.jobs.backoff_until > 100.0
+        assert read_health(tmp_path, "cluster").status == "unreachable"
+    finally:
+        lane.close()
