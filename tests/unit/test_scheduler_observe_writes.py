@@ -103,13 +103,13 @@ def test_a_round_asked_before_a_hold_is_not_applied_to_the_held_job(
     job = LaneJob("j1", "queued", "7")
     built.jobs.track(job)
     queued = JobObservation("7", SchedulerPhase.QUEUED, "PENDING", queued_reason="Priority")
-    stale = (StatusReport(observed={"7": queued}), {}, 5.0)
+    stale = (StatusReport(observed={"7": queued}), {}, 5.0, None)
     asked_at = clock[0]
     clock[0] += 1
     built.control.forget_observation("j1")  # the hold's own write follows this
     built.observation.polled({"7": job}, stale, asked_at)
     assert lifecycle.writes == []
     built.observation.polled(
-        {"7": job}, (StatusReport(observed={"7": _held()}), {}, 5.0), clock[0] + 1
+        {"7": job}, (StatusReport(observed={"7": _held()}), {}, 5.0, None), clock[0] + 1
     )
     assert [f["scheduler_state"] for _, f in lifecycle.writes] == ["held"]

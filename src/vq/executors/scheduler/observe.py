@@ -7,6 +7,8 @@ on the lane's worker; the lane's state is its :class:`~.lane_jobs.LaneJobs`).
   ids the status no longer shows as active. A transport failure (or a scheduler answer
   saying it is overloaded) backs off and marks the host unreachable; jobs are untouched.
 * An unlisted id without an accounting record is "not final": nothing changes.
+* A round that finds jobs running also brings their new output (one more SSH call in the
+  same step, within the bucket; :mod:`.live_logs`) into the local workspace.
 * Completion reads the exit marker and copies the workspace back (retried after each of
   ``copy_back_delays``), then writes the outcome (:func:`.outcome.ending`).
 """
@@ -35,6 +37,7 @@ from vq.hosts.health import record_ok, record_slow
 
 from .jobs import ACTIVE_PHASES, LaneJob, ambiguous
 from .lane_jobs import LaneJobs
+from .live_logs import LiveLog, LiveLogs
 from .outcome import TokenBucket, ending
 from .remote import LaneRemote
 from .usage import accounting_sample, never_started, receipt_usable
@@ -48,6 +51,9 @@ RECEIPT_LIMIT = 64 * 1024
 #: nothing), except that ``last_heartbeat_at`` is refreshed at least this often (seconds;
 #: never more than half of MinJobAge, which the blind-lane warning measures against).
 HEARTBEAT_REFRESH = 60.0
+
+#: The phases in which a job's cluster-side output is mirrored (:mod:`.live_logs`).
+_OUTPUT_PHASES = (SchedulerPhase.RUNNING, SchedulerPhase.FINISHING)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,7 @@ class Observation:
         self._worker = worker
         self._bucket = bucket
         self._basis = jobs.basis
+        self._live = LiveLogs(remote.runner, remote.deadline, jobs.basis.ctx.paths.tree_of)
 
     # --- observe ---------------------------------------------------------------------------
     def maybe_poll(self, now: float) -> None:
@@ -79,11 +86,14 @@ class Observation:
             (j.submitted_at for j in ids.values() if j.submitted_at), default=self._basis.ctx.now()
         )
 
-        def work() -> tuple[StatusReport | ParseFailure, dict[str, AccountingRecord], float]:
+        def work() -> tuple[
+            StatusReport | ParseFailure, dict[str, AccountingRecord], float, TransportError | None
+        ]:
             started = time.monotonic()
             report = self._remote.status(sorted(ids))
             elapsed_ms = (time.monotonic() - started) * 1000
             records: dict[str, AccountingRecord] = {}
+            tail_failed: TransportError | None = None
             if isinstance(report, StatusReport):
                 gone = [*report.unlisted, *report.absent]
                 gone += [i for i, o in report.observed.items() if o.phase is SchedulerPhase.ENDED]
@@ -91,7 +101,14 @@ class Observation:
                     accounting = self._remote.accounting(sorted(gone), since)
                     if accounting is not None:
                         records = dict(accounting.records)
-            return report, records, elapsed_ms
+                running = [
+                    ids[i].job_id
+                    for i, o in report.observed.items()
+                    if i in ids and o.phase in _OUTPUT_PHASES
+                ]
+                if running and self._bucket.take():
+                    tail_failed = self._mirror_logs(running)
+            return report, records, elapsed_ms, tail_failed
 
         asked_at = self._basis.monotonic()
         self._worker.submit(work, lambda result: self.polled(ids, result, asked_at))
@@ -105,7 +122,7 @@ class Observation:
         if isinstance(result, BaseException) or not isinstance(result, tuple):
             log.warning("lane %s: poll failed: %s", self._basis.name, result)
             return
-        report, records, elapsed_ms = result
+        report, records, elapsed_ms, tail_failed = result
         if isinstance(report, ParseFailure):
             log.warning("lane %s: status unreadable (%s)", self._basis.name, report.detail)
             if report.kind == "timed_out":
@@ -129,6 +146,30 @@ class Observation:
             elif scheduler_id in report.absent:
                 self.ended(job, None, "", None)  # positively gone; accounting silent
             # unlisted and not in accounting yet: not final, keep waiting
+        if tail_failed is not None:  # the status was read; the log read lost the host
+            self._jobs.host_failed(tail_failed)
+
+    def _mirror_logs(self, job_ids: list[str]) -> TransportError | None:
+        """On the worker: the running jobs' cluster-side logs appended to their local
+        copies (:mod:`.live_logs`); a transport failure is returned for the loop to mark
+        the host, anything else is logged (the output is never evidence about a job)."""
+        logs: list[LiveLog] = []
+        paths = self._basis.ctx.paths
+        for job_id in job_ids:
+            try:
+                spec = self._basis.ctx.store.read(job_id)
+            except (OSError, VqError):
+                continue
+            for relative in (spec.stdout_path, spec.stderr_path):
+                remote = f"{self._remote.workspace(job_id)}/{relative}"
+                logs.append(LiveLog(job_id, remote, paths.workspace(job_id) / relative))
+        try:
+            self._live.mirror(logs)
+        except TransportError as exc:
+            return exc
+        except (OSError, VqError) as exc:
+            log.info("lane %s: live logs not read: %s", self._basis.name, exc)
+        return None
 
     def observe(self, job: LaneJob, seen: JobObservation, now: datetime) -> None:
         """Write what the scheduler reports of a live job, unless it is what was last
