@@ -12,6 +12,7 @@ start (``scheduler_started_at``). The console (Chromium) says the same.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -24,6 +25,7 @@ from tests.system.test_scheduler_slurm import (
     lane,  # noqa: F401 - the fixture
     scratch,  # noqa: F401 - the fixture
 )
+from tests.web.conftest import start_web, stop_web
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -49,6 +51,9 @@ def test_queued_lane_job_reads_queued_in_list_and_status(lane: Vq) -> None:  # n
     assert row[elapsed_at:].split()[0] == "-", listing  # no running elapsed while queued
     blocking = _line(listing, blocker)
     assert re.search(r"\brunning\b", blocking) and "RUNNING" not in blocking, listing
+    fleet = wide.run("queue", "--all").stdout  # the fleet table words the phase the same way
+    fleet_row = next(line for line in fleet.splitlines() if waiting in line)
+    assert f"queued (slurm: {reason})" in fleet_row and "RUNNING" not in fleet_row, fleet
 
     rows = {r["id"]: r for r in lane.json("list")["jobs"]}
     assert rows[waiting]["phase"] == "queued" and rows[waiting]["elapsed_seconds"] is None
@@ -76,9 +81,14 @@ def test_queued_lane_job_reads_queued_in_list_and_status(lane: Vq) -> None:  # n
     assert done["state"] == "COMPLETED" and done["scheduler_queued_reason"] is None
 
 
-def test_console_shows_the_queued_phase(lane: Vq, console: Console) -> None:  # noqa: F811
+def test_console_shows_the_queued_phase(
+    lane: Vq,  # noqa: F811
+    console: Console,
+    tmp_path: Path,
+) -> None:
     """The console's queue and job page (Chromium): the queued lane job's row and page
-    say ``queued (slurm: <reason>)`` next to the RUNNING badge, with no elapsed time."""
+    say ``queued (slurm: <reason>)`` next to the RUNNING badge, with no elapsed time; the
+    fleet console's queue (this queue's jobs under ``localhost``) says the same."""
     blocker = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "sleep", "15")
     wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
     waiting = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "true")
@@ -100,6 +110,15 @@ def test_console_shows_the_queued_phase(lane: Vq, console: Console) -> None:  # 
     expect(scheduler).to_contain_text(f"phase queued · waiting: {reason}")
     expect(console.page.locator("dt:text-is('Elapsed')")).to_have_count(0)
     assert console.errors == []
+
+    fleet = start_web(lane, tmp_path / "fleet-web.log", "--fleet")
+    try:
+        html = fleet.http.get("/fleet").text
+    finally:
+        stop_web(fleet)
+    fleet_row = html[html.index(f'data-job-id="{waiting}"') :]
+    fleet_row = fleet_row[: fleet_row.index("</tr>")]
+    assert f"queued (slurm: {reason})" in fleet_row and 'data-lane="cluster"' in fleet_row
 
     assert _terminal(lane, blocker)["state"] == "COMPLETED"
     assert _terminal(lane, waiting)["state"] == "COMPLETED"

@@ -135,7 +135,8 @@ def _fleet_cells(row: HostedRow) -> dict[str, str]:
     cells = {
         "HOST": row["host"],
         "ID": row["id"],
-        "STATE": row["state"],
+        # a lane job's cluster phase (``queued (slurm: Priority)``) when its host words one
+        "STATE": str(row.get("phase_label") or row["state"]),
         "NAME": row.get("job_name") or "-",
         "ELAPSED": format_duration(elapsed) if elapsed is not None and elapsed >= 0 else "-",
         "EXIT": "-" if exit_code is None else str(int(exit_code)),

@@ -62,6 +62,10 @@ class FleetRow(TypedDict, total=False):
     chain_group_id: str | None
     mem_mb: int | None
     idempotency_key_used: bool
+    #: a lane job's cluster phase and its STATE text (``vq.domain.lane_phase``), as a
+    #: host that words them sends them; absent from an older host's rows
+    phase: str | None
+    phase_label: str | None
     host: str
     lane: str | None
 
