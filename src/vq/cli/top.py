@@ -13,7 +13,9 @@ The JSON schema is :mod:`vq.services.top`'s (stable)::
                   "jobs": {"reserved": n, "cap": n|null}},
      "jobs": [{"id", "job_name", "state", "cpus", "cpu_percent", "rss_mb", "mem_limit_mb",
                "mem_percent", "elapsed_seconds", "wall_time_seconds", "wall_percent",
-               "sample_age_seconds", "stale"}]}
+               "sample_age_seconds", "stale"}],
+     "lanes": {"jobs", "cpus", "running_jobs", "running_cpus",
+               "unconfirmed_scheduler_jobs", "unconfirmed_scheduler_cpus"}}
 
 This module only gathers the inputs (the daemon's ping and listing, or the disk when no
 daemon answers; the tail of each live job's ``samples.jsonl``) and renders; the model is
@@ -155,6 +157,11 @@ def _capacity(snap: TopAnswer) -> RenderableType:
             why = "no cap" if known else "cap unknown"
             numbers = Text(f"{reserved}{unit} reserved ({why})", style="dim" if known else "")
         grid.add_row(label, bar, numbers)
+    lanes = snap.get("lanes")
+    if lanes and lanes["jobs"]:
+        from vq.cli.reports import lane_line
+
+        grid.add_row("lanes", Text(""), Text(lane_line(lanes), style="dim"))
     return grid
 
 

@@ -29,6 +29,7 @@ from vq.dialects import (
     SchedulerPhase,
     StatusReport,
 )
+from vq.dialects._values import format_slurm_duration
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.hosts.health import record_ok, record_slow
@@ -211,7 +212,12 @@ class Observation:
         verdict = ending(job.marker, abnormal, raw_state)
         # Settled first: a restart between the two writes re-reads the same ending.
         state = "ended" if artifacts else "artifacts_unavailable"
-        self._jobs.record(job, {"scheduler_state": state, "scheduler_queued_reason": None})
+        settled: dict[str, Any] = {"scheduler_state": state, "scheduler_queued_reason": None}
+        elapsed = job.accounting.elapsed_seconds if job.accounting is not None else None
+        if elapsed is not None:  # the whole run as accounting has it; the usage report
+            # charges it, never the time in the cluster's queue (§6.3)
+            settled["scheduler_walltime_used"] = format_slurm_duration(elapsed)
+        self._jobs.record(job, settled)
         if verdict.state is None:
             self._basis.lifecycle.finish_attempt(job.job_id, verdict.exit_code)
         else:
