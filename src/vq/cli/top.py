@@ -157,12 +157,21 @@ def _capacity(snap: TopAnswer) -> RenderableType:
             why = "no cap" if known else "cap unknown"
             numbers = Text(f"{reserved}{unit} reserved ({why})", style="dim" if known else "")
         grid.add_row(label, bar, numbers)
-    lanes = snap.get("lanes")
-    if lanes and lanes["jobs"]:
-        from vq.cli.reports import lane_line
-
-        grid.add_row("lanes", Text(""), Text(lane_line(lanes), style="dim"))
     return grid
+
+
+def _lanes(snap: TopAnswer) -> RenderableType | None:
+    """The scheduler lanes' live jobs, which the capacity above never counts."""
+    from rich.text import Text
+
+    from vq.cli.reports import lane_line
+
+    lanes = snap.get("lanes")
+    if not lanes or not lanes["jobs"]:
+        return None
+    text = Text("lanes: ", style="bold")
+    text.append(lane_line(lanes))
+    return text
 
 
 def _with_pct(text: str, percent: float | None) -> Text:
@@ -221,4 +230,6 @@ def _jobs_table(jobs: list[TopJob]) -> RenderableType:
 def _render(snap: TopAnswer) -> RenderableType:
     from rich.console import Group
 
-    return Group(_header(snap), _capacity(snap), _jobs_table(snap["jobs"]))
+    lanes = _lanes(snap)
+    parts = [_header(snap), _capacity(snap), *([lanes] if lanes else []), _jobs_table(snap["jobs"])]
+    return Group(*parts)
