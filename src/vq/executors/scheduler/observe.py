@@ -212,7 +212,7 @@ class Observation:
         verdict = ending(job.marker, abnormal, raw_state)
         # Settled first: a restart between the two writes re-reads the same ending.
         state = "ended" if artifacts else "artifacts_unavailable"
-        settled: dict[str, Any] = {"scheduler_state": state, "scheduler_queued_reason": None}
+        settled = {"scheduler_state": state, "scheduler_queued_reason": None}
         elapsed = job.accounting.elapsed_seconds if job.accounting is not None else None
         if elapsed is not None:  # the whole run as accounting has it; the usage report
             # charges it, never the time in the cluster's queue (§6.3)
