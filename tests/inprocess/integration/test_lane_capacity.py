@@ -5,57 +5,17 @@ a lane never warns about this host's caps."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.conftest import Vq
 from tests.inproc_support import InprocWeb
+from tests.lane_capacity_support import write_lane_jobs
 
 LANE_CONFIG = """[hosts.cluster]
 ssh = "vq-no-such-host.invalid"
 scheduler_dialect = "slurm"
 scratch_root = "/scratch/me"
 """
-
-
-def _write_lane_jobs(vq: Vq) -> dict[str, str]:
-    """Lane specs written straight to the store, as the lane engine leaves them: 3 cpus
-    queued in Slurm (the trial's "3/2"), 2 cpus confirmed running, and one that ran one
-    second an hour after vq claimed it."""
-    from vq.domain.spec import JobSpec
-    from vq.domain.states import JobState
-    from vq.paths import StatePaths
-    from vq.store.specs import SpecStore
-
-    store = SpecStore(StatePaths.from_env(vq.env))
-    store.paths.ensure()
-    now = datetime.now(UTC)
-    jobs = {
-        "queued": (JobState.RUNNING, 3, "queued", None, None),
-        "running": (JobState.RUNNING, 2, "running", "0:05:00", None),
-        "packed": (JobState.COMPLETED, 4, "ended", "0:00:01", now),
-    }
-    ids: dict[str, str] = {}
-    for index, (name, (state, cpus, phase, used, finished)) in enumerate(jobs.items()):
-        job_id = f"{0xC0FFEE000000 + index:012x}"
-        spec = JobSpec(
-            id=job_id,
-            submitted_at=now - timedelta(hours=2),
-            started_at=now - timedelta(hours=1),
-            finished_at=finished,
-            exit_code=0 if finished else None,
-            command=["true"],
-            cpus=cpus,
-            job_name=name,
-            state=state,
-            scheduler_target="cluster",
-            scheduler_job_id=str(100 + index),
-            scheduler_state=phase,
-            scheduler_walltime_used=used,
-        )
-        store.create(spec)
-        ids[name] = job_id
-    return ids
 
 
 def _advertise_two_cpus(vq: Vq) -> None:
@@ -67,7 +27,7 @@ def _advertise_two_cpus(vq: Vq) -> None:
 
 def test_top_and_overview_never_count_lane_jobs_against_this_host(vq: Vq) -> None:
     _advertise_two_cpus(vq)
-    _write_lane_jobs(vq)
+    write_lane_jobs(vq)
 
     top = vq.json("top")
     assert top["capacity"]["cpus"] == {"reserved": 0, "cap": 2}
@@ -91,7 +51,7 @@ def test_top_and_overview_never_count_lane_jobs_against_this_host(vq: Vq) -> Non
 
 
 def test_usage_charges_the_scheduler_wall_time_not_the_queue_wait(vq: Vq) -> None:
-    _write_lane_jobs(vq)
+    write_lane_jobs(vq)
     usage = vq.json("usage", "--by", "name")
     groups = {group["key"]: group for group in usage["groups"]}
     # Claimed an hour before it ended, ran one second on the cluster (4 cpus).
@@ -103,7 +63,7 @@ def test_usage_charges_the_scheduler_wall_time_not_the_queue_wait(vq: Vq) -> Non
 
 def test_the_consoles_capacity_json_counts_only_this_hosts_jobs(vq: Vq, web: InprocWeb) -> None:
     _advertise_two_cpus(vq)
-    _write_lane_jobs(vq)
+    write_lane_jobs(vq)
     vq.start_daemon("--max-cpus", "2")  # the cockpit's caps come from a live daemon
     try:
         summary = web.http.get("/api/v1/queue").json()
