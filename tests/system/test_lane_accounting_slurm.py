@@ -79,3 +79,8 @@ def test_a_lane_job_is_neither_warned_nor_counted_and_usage_skips_the_queue_wait
     # Each ran about a second; the queue wait (over ten seconds each) is not charged.
     assert packed["wall_hours"] * 3600 < 10, packed
     assert packed["cpu_hours"] * 3600 < 10, packed
+    # The plain lane job is charged accounting's elapsed time (about its 25 s sleep).
+    wait_until(lambda: vq.state(blocker) == "COMPLETED", 60, interval=1.0)
+    big_usage = {g["key"]: g for g in vq.json("usage", "--by", "name")["groups"]}["big"]
+    assert 20 <= big_usage["wall_hours"] * 3600 < 60, big_usage
+    assert abs(big_usage["cpu_hours"] - 2 * big_usage["wall_hours"]) < 1e-5, big_usage
