@@ -27,9 +27,9 @@ from vq.domain.durations import format_duration
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from vq.protocol.report_answers import OverviewAnswer, UsageAnswer
+    from vq.protocol.report_answers import LaneUse, OverviewAnswer, UsageAnswer
 
-__all__ = ["overview", "overview_snapshot", "usage", "usage_report"]
+__all__ = ["lane_line", "overview", "overview_snapshot", "usage", "usage_report"]
 
 
 def _console() -> Console:
@@ -64,6 +64,17 @@ def _owner_name(uid: int) -> str:
         return f"{pwd.getpwuid(uid).pw_name} ({uid})"
     except KeyError:
         return str(uid)
+
+
+def lane_line(lanes: LaneUse) -> str:
+    """The scheduler lanes' live jobs in one line (never counted against this host)."""
+    return (
+        f"{lanes['jobs']} job(s), {lanes['cpus']} cpus on clusters: "
+        f"{lanes['running_jobs']} running ({lanes['running_cpus']} cpus), "
+        f"{lanes['unconfirmed_scheduler_jobs']} not confirmed running "
+        f"({lanes['unconfirmed_scheduler_cpus']} cpus, in pending); "
+        "not counted against this host's caps"
+    )
 
 
 def _percent(used: int, cap: int | None) -> str:
@@ -116,6 +127,10 @@ def _print_overview(snap: OverviewAnswer) -> None:
     )
     if caps and caps["max_jobs"]:
         out.append(f"\njob slots: {reserved['jobs']}/{caps['max_jobs']} in use")
+    lanes = snap.get("lanes")
+    if lanes and lanes["jobs"]:
+        out.append("\nlanes: ", style="bold")
+        out.append(lane_line(lanes))
     for owner in snap.get("owners") or []:
         out.append(f"\nowner {_owner_name(owner['uid'])}: ", style="bold")
         out.append(

@@ -13,7 +13,9 @@ The JSON schema is :mod:`vq.services.top`'s (stable)::
                   "jobs": {"reserved": n, "cap": n|null}},
      "jobs": [{"id", "job_name", "state", "cpus", "cpu_percent", "rss_mb", "mem_limit_mb",
                "mem_percent", "elapsed_seconds", "wall_time_seconds", "wall_percent",
-               "sample_age_seconds", "stale", "phase", "phase_label"}]}
+                "sample_age_seconds", "stale", "phase", "phase_label"}],
+     "lanes": {"jobs", "cpus", "running_jobs", "running_cpus",
+               "unconfirmed_scheduler_jobs", "unconfirmed_scheduler_cpus"}}
 
 This module only gathers the inputs (the daemon's ping and listing, or the disk when no
 daemon answers; the tail of each live job's ``samples.jsonl``) and renders; the model is
@@ -158,6 +160,20 @@ def _capacity(snap: TopAnswer) -> RenderableType:
     return grid
 
 
+def _lanes(snap: TopAnswer) -> RenderableType | None:
+    """The scheduler lanes' live jobs, which the capacity above never counts."""
+    from rich.text import Text
+
+    from vq.cli.reports import lane_line
+
+    lanes = snap.get("lanes")
+    if not lanes or not lanes["jobs"]:
+        return None
+    text = Text("lanes: ", style="bold")
+    text.append(lane_line(lanes))
+    return text
+
+
 def _with_pct(text: str, percent: float | None) -> Text:
     from rich.text import Text
 
@@ -214,4 +230,6 @@ def _jobs_table(jobs: list[TopJob]) -> RenderableType:
 def _render(snap: TopAnswer) -> RenderableType:
     from rich.console import Group
 
-    return Group(_header(snap), _capacity(snap), _jobs_table(snap["jobs"]))
+    lanes = _lanes(snap)
+    parts = [_header(snap), _capacity(snap), *([lanes] if lanes else []), _jobs_table(snap["jobs"])]
+    return Group(*parts)

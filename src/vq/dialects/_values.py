@@ -23,6 +23,7 @@ __all__ = [
     "check_text_argv",
     "check_user_variable_name",
     "check_variable_name",
+    "format_slurm_duration",
     "kib_from_slurm_size",
     "slurm_duration_seconds",
 ]
@@ -160,6 +161,17 @@ def slurm_duration_seconds(text: str) -> float | None:
         hours = int(clock[1] or 0)
         return hours * 3600 + int(clock[2]) * 60 + float(clock[3])
     return None
+
+
+def format_slurm_duration(seconds: float) -> str:
+    """Whole seconds as Slurm prints an elapsed time: ``H:MM:SS``, ``D-HH:MM:SS`` from a
+    day on (:func:`slurm_duration_seconds` reads it back)."""
+    days, rest = divmod(max(0, round(seconds)), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)")

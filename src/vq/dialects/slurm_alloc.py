@@ -304,6 +304,8 @@ class AccountingRecord:
     comment: str = ""
     #: step id → the step's name (``vqp-<alloc>-<slot>`` for a slot's step)
     step_names: dict[str, str] = field(default_factory=dict)
+    #: step id → the step's (Start, End) as accounting prints them (UTC, or Unknown)
+    step_times: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def parse_sacct(
@@ -336,6 +338,7 @@ def parse_sacct(
                 raise ObservationError(f"sacct: step {raw_id} before its job row")
             current[job].steps[step] = (normalize_state(raw_state), exit_code)
             current[job].step_names[step] = name
+            current[job].step_times[step] = (start, end)
             continue
         if name != job_name(allocation_id) or found_comment not in ("", comment(allocation_id)):
             foreign.add(job)  # the same name under another comment: someone else's job

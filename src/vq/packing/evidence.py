@@ -24,13 +24,16 @@ marker did not succeed, so ``COMPLETED`` still counts as ``FAILED``, and ``CANCE
 ``FAILED`` stand with the step's exit status. With neither, the task shares a queued,
 running, failed or cancelled allocation's state, and is ``UNKNOWN`` otherwise.
 
+A task's ``elapsed_seconds`` is its step's End − Start in accounting (:func:`slot_elapsed`):
+the scheduler's own figure of the task's run, never the allocation's time in the queue.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from vq.dialects.slurm_alloc import (
     MAX_FIELD_BYTES,
@@ -49,6 +52,7 @@ __all__ = [
     "TaskOutcome",
     "attempt_evidence",
     "parse_markers",
+    "slot_elapsed",
 ]
 
 ACTIVE = frozenset({"QUEUED", "RUNNING"})
@@ -62,6 +66,9 @@ class TaskOutcome:
     slot: int
     state: State
     exit_code: int | None
+    #: the slot's step's wall time as accounting reports it (End − Start), when both
+    #: times are there: the task's own run, never its allocation's time in the queue
+    elapsed_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,31 @@ def _slot_steps(
     return found
 
 
+def _utc(text: str) -> datetime | None:
+    """An accounting time (printed under ``TZ=UTC``), or None for Unknown/None."""
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def slot_elapsed(record: AccountingRecord | None, allocation_id: str) -> dict[int, float]:
+    """Each slot's step wall time (End − Start of its latest named step row), for the
+    slots whose step has both times in accounting."""
+    found: dict[int, float] = {}
+    if record is None:
+        return found
+    prefix = f"vqp-{allocation_id}-"
+    for step, name in record.step_names.items():
+        suffix = name[len(prefix) :]
+        if not name.startswith(prefix) or not suffix.isdigit():
+            continue
+        start, end = (_utc(t) for t in record.step_times.get(step, ("Unknown", "Unknown")))
+        if start is not None and end is not None and end >= start:
+            found[int(suffix)] = (end - start).total_seconds()
+    return found
+
+
 def _task(
     key: str,
     slot: int,
@@ -178,7 +210,11 @@ def attempt_evidence(
     else:
         state, raw = latest.state, latest.raw_state
     steps = _slot_steps(latest, allocation_id)
-    tasks = tuple(_task(key, slot, state, markers, steps) for slot, key in enumerate(task_keys))
+    walls = slot_elapsed(latest, allocation_id)
+    tasks = tuple(
+        replace(_task(key, slot, state, markers, steps), elapsed_seconds=walls.get(slot))
+        for slot, key in enumerate(task_keys)
+    )
     return AttemptEvidence(
         allocation_id=allocation_id,
         job_id=job_id,

@@ -302,6 +302,7 @@ class ReportRow(ListRow):
     paused_seconds_total: float
     paused_at: str | None
     not_before: str | None
+    scheduler_walltime_used: str | None
 
 
 class QuarantinedItem(TypedDict):

@@ -15,6 +15,7 @@ from vq.protocol.answers import CapsJSON
 __all__ = [
     "CapUse",
     "DaemonSummary",
+    "LaneUse",
     "OverviewAnswer",
     "OwnerUse",
     "RecentTerminal",
@@ -57,6 +58,20 @@ class Reservation(TypedDict):
     mem_mb: int
 
 
+class LaneUse(TypedDict):
+    """The RUNNING/SUSPENDED jobs of scheduler lanes (§6.3). They run on a cluster, so
+    they are never counted against this host's capacity. ``running_*``: the last
+    scheduler phase is exactly ``running`` (confirmed execution); ``unconfirmed_scheduler_*``:
+    every other phase (queued, held, submitting, finishing, reattachment, unknown)."""
+
+    jobs: int
+    cpus: int
+    running_jobs: int
+    running_cpus: int
+    unconfirmed_scheduler_jobs: int
+    unconfirmed_scheduler_cpus: int
+
+
 class OwnerUse(TypedDict):
     """One owner's quota use (multi-user mode)."""
 
@@ -83,6 +98,9 @@ class OverviewAnswer(TypedDict):
     pending_cpus: int
     over_capacity_pending_jobs: int | None
     owners: list[OwnerUse] | None
+    unconfirmed_scheduler_jobs: int
+    unconfirmed_scheduler_cpus: int
+    lanes: LaneUse
 
 
 # --- vq usage ------------------------------------------------------------------------------
@@ -164,3 +182,4 @@ class TopAnswer(TypedDict):
     counts: dict[str, int]
     capacity: TopCapacity
     jobs: list[TopJob]
+    lanes: LaneUse

@@ -16,8 +16,14 @@ Contracts:
   configured base cap (``max_cpus``/``max_mem_mb``); it is null whenever the caps are
   unknown (no daemon answered and no last advertised snapshot is readable) and 0 only
   when both inputs were read.
+* ``running`` and ``reserved`` are this host's: a scheduler lane's jobs run on a
+  cluster and are never in them. ``lanes`` counts those (RUNNING/SUSPENDED), split by
+  the last scheduler phase: exactly ``running`` is confirmed execution, any other phase
+  is ``unconfirmed_scheduler_jobs``/``_cpus``, which stay in ``pending_cpus`` (§6.3).
 * Usage is accounting (§6.3): wall = ``finished_at`` (now while RUNNING/SUSPENDED) −
-  ``started_at`` − paused time; CPU-hours = wall × declared ``cpus``. Only the latest
+  ``started_at`` − paused time, except that a lane job's scheduler-reported wall time
+  (``scheduler_walltime_used``) is preferred when there is one, so its time in the
+  cluster's queue is not charged; CPU-hours = wall × declared ``cpus``. Only the latest
   attempt of a retried job is on record (``started_at`` is re-stamped per attempt).
 
 The queue ETA lives in :mod:`vq.services.queue_eta` and the row helpers in
@@ -53,6 +59,7 @@ from vq.services.rows import (
     active_seconds,
     is_local,
     is_over_capacity,
+    lane_use,
     time_of,
 )
 
@@ -80,12 +87,15 @@ _RUNNING = JobState.RUNNING.value
 
 
 def report_row(spec: Listed, caps: Caps | None, now: datetime) -> ReportRow:
-    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before)."""
+    """:func:`list_row` plus the fields usage and ETA need (pauses, not_before, and a
+    lane job's scheduler-reported wall time: a full spec has it, a summary reads null)."""
+    used = getattr(spec, "scheduler_walltime_used", None)
     return {
         **list_row(spec, caps, now),
         "paused_seconds_total": spec.paused_seconds_total,
         "paused_at": spec.paused_at.isoformat() if spec.paused_at else None,
         "not_before": spec.not_before.isoformat() if spec.not_before else None,
+        "scheduler_walltime_used": used if isinstance(used, str) else None,
     }
 
 
@@ -139,6 +149,7 @@ def build_overview(
             recent[row["state"]] += 1
     local = [row for row in rows if is_local(row)]
     over = [is_over_capacity(row, caps) for row in local if row["state"] == PENDING]
+    lanes = lane_use(rows)
     return {
         "generated_at": now.isoformat(),
         "daemon": {
@@ -167,9 +178,15 @@ def build_overview(
             "max_mem_mb": caps.max_mem_mb,
             "default_job_mem_mb": caps.default_job_mem_mb,
         },
-        "pending_cpus": sum(int(r["cpus"]) for r in rows if r["state"] == PENDING),
+        # A lane job the scheduler has not confirmed running stays in the pending total
+        # (§6.3); ``unconfirmed_scheduler_cpus`` is that subset, never to be added again.
+        "pending_cpus": sum(int(r["cpus"]) for r in rows if r["state"] == PENDING)
+        + lanes["unconfirmed_scheduler_cpus"],
         "over_capacity_pending_jobs": None if caps is None else sum(1 for o in over if o),
         "owners": None if quotas is None else owner_use(rows, quotas),
+        "unconfirmed_scheduler_jobs": lanes["unconfirmed_scheduler_jobs"],
+        "unconfirmed_scheduler_cpus": lanes["unconfirmed_scheduler_cpus"],
+        "lanes": lanes,
     }
 
 

@@ -7,12 +7,13 @@ defaults (``paused_seconds_total`` 0, ``paused_at`` null, ``scheduler_target`` n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from vq.domain.admission import Caps, capacity_overages
 from vq.domain.states import ACTIVE, TERMINAL, JobState
+from vq.protocol.report_answers import LaneUse
 
 __all__ = [
     "ACTIVE_NAMES",
@@ -22,6 +23,8 @@ __all__ = [
     "active_seconds",
     "is_local",
     "is_over_capacity",
+    "lane_use",
+    "scheduler_seconds",
     "time_of",
 ]
 
@@ -30,6 +33,10 @@ Row = Mapping[str, Any]
 ACTIVE_NAMES = frozenset(state.value for state in ACTIVE)
 TERMINAL_NAMES = frozenset(state.value for state in TERMINAL)
 PENDING = JobState.PENDING.value
+#: The one scheduler phase that confirms a lane job executes (§6.3).
+CONFIRMED_PHASE = "running"
+#: Lane phases before the cluster started the job: it has used no wall time yet.
+_NOT_STARTED_PHASES = frozenset({"submitting", "queued", "held"})
 
 
 def time_of(row: Row, key: str) -> datetime | None:
@@ -53,16 +60,68 @@ def is_over_capacity(row: Row, caps: Caps | None) -> bool | None:
     return bool(capacity_overages(int(row["cpus"]), row.get("mem_mb"), caps))
 
 
+def lane_use(rows: Iterable[Row]) -> LaneUse:
+    """The RUNNING/SUSPENDED scheduler-lane jobs among ``rows``, split by whether the
+    last scheduler phase is exactly ``running`` (confirmed) or anything else."""
+    use: LaneUse = {
+        "jobs": 0,
+        "cpus": 0,
+        "running_jobs": 0,
+        "running_cpus": 0,
+        "unconfirmed_scheduler_jobs": 0,
+        "unconfirmed_scheduler_cpus": 0,
+    }
+    for row in rows:
+        if is_local(row) or row["state"] not in ACTIVE_NAMES:
+            continue
+        cpus = int(row.get("cpus") or 0)
+        use["jobs"] += 1
+        use["cpus"] += cpus
+        if row.get("scheduler_state") == CONFIRMED_PHASE:
+            use["running_jobs"] += 1
+            use["running_cpus"] += cpus
+        else:
+            use["unconfirmed_scheduler_jobs"] += 1
+            use["unconfirmed_scheduler_cpus"] += cpus
+    return use
+
+
+def scheduler_seconds(row: Row) -> float | None:
+    """A lane job's wall time as its scheduler reported it (``scheduler_walltime_used``,
+    Slurm's or Torque's ``[D-]HH:MM:SS``), 0 while the cluster has not started it
+    (phase submitting, queued or held, nothing reported), else None: not a lane job,
+    or nothing reported."""
+    if is_local(row):
+        return None
+    used = row.get("scheduler_walltime_used")
+    if isinstance(used, str) and used:
+        from vq.dialects._values import slurm_duration_seconds
+
+        seconds = slurm_duration_seconds(used)
+        if seconds is not None:
+            return float(seconds)
+    if row["state"] in ACTIVE_NAMES and row.get("scheduler_state") in _NOT_STARTED_PHASES:
+        return 0.0
+    return None
+
+
 def active_seconds(row: Row, now: datetime) -> float | None:
     """Wall time of the latest attempt minus pauses; None if it never ran or has no end.
 
-    The end is ``finished_at``, or ``now`` while the job is RUNNING or SUSPENDED; an
-    ongoing pause (``paused_at``) is excluded too.
+    A scheduler lane job's wall time is the scheduler's own figure when there is one
+    (:func:`scheduler_seconds`; §6.3: the time in the cluster's queue is not run time).
+    Otherwise the end is ``finished_at``, or ``now`` while the job is RUNNING or
+    SUSPENDED, minus pauses, an ongoing pause (``paused_at``) included.
     """
     started = time_of(row, "started_at")
     if started is None:
         return None
     finished = time_of(row, "finished_at")
+    ended = row["state"] in TERMINAL_NAMES and finished is not None
+    if row["state"] in ACTIVE_NAMES or ended:
+        reported = scheduler_seconds(row)
+        if reported is not None:
+            return reported
     if row["state"] in ACTIVE_NAMES:
         end = now
     elif row["state"] in TERMINAL_NAMES and finished is not None:

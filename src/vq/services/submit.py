@@ -137,7 +137,14 @@ def _lane_program_fields(
 
 def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
     """Overages of the advertised base caps (none when they are unknown), and in
-    multi-user mode of the owner's CPU quota, which a local job can then never fit."""
+    multi-user mode of the owner's CPU quota, which a local job can then never fit.
+
+    A scheduler lane job is none of this workstation's business: it runs on the
+    cluster, so this host's caps and quota never hold it and are never warned about
+    (a lane's own ``max_scheduler_jobs`` bounds how many are in the cluster's queue at
+    once, which no single request can exceed)."""
+    if params.scheduler_target is not None:
+        return []
     warnings = [
         f"requested {o.resource} {o.requested} exceeds the configured cap {o.capacity}; "
         "the job stays PENDING until the caps change"
@@ -149,7 +156,7 @@ def _warnings(ctx: ServiceContext, params: SubmitParams) -> list[str]:
     ]
     quota = ctx.owner_quota
     limit = quota.max_concurrent_cpus if quota is not None else None
-    if limit is not None and params.cpus > limit and params.scheduler_target is None:
+    if limit is not None and params.cpus > limit:
         warnings.append(
             f"requested cpus {params.cpus} exceeds your max_concurrent_cpus quota {limit}; "
             "it can never start under this quota, and the job stays PENDING until the "

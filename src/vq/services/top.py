@@ -37,13 +37,17 @@ Stable JSON schema (``vq top --json``)::
                                               # running, finishing, ...), else null
           "phase_label": str | null           # its STATE text: "queued (slurm: Priority)"
         }
-      ]
+      ],
+      "lanes": {"jobs": n, "cpus": n, "running_jobs": n, "running_cpus": n,
+                "unconfirmed_scheduler_jobs": n, "unconfirmed_scheduler_cpus": n}
     }
 
 Semantics:
 
 * ``capacity.*.reserved`` sums declared reservations (cpus, effective memory, one job slot)
-  over RUNNING and SUSPENDED jobs; these are reservations, not measured use.
+  over this host's RUNNING and SUSPENDED jobs; these are reservations, not measured use.
+  A scheduler lane's jobs run on a cluster: they are in ``jobs`` but never in
+  ``capacity``; ``lanes`` counts them (see :class:`~vq.protocol.report_answers.LaneUse`).
   ``cap`` is the daemon's budget; null means unlimited (``jobs`` without ``max_jobs``) or
   unknown (``capacity_source`` null: no daemon answered and no last advertised snapshot
   is readable).
@@ -73,6 +77,7 @@ from vq.domain.admission import Caps, effective_mem_mb
 from vq.domain.states import ACTIVE, JobState
 from vq.protocol.answers import ListRow
 from vq.protocol.report_answers import TopAnswer, TopJob
+from vq.services.rows import is_local, lane_use
 
 __all__ = [
     "STALE_SECONDS",
@@ -230,9 +235,10 @@ def build_top(
     when given (the daemon counts its whole index), replaces counting ``rows``, which
     may then hold only the live jobs.
     """
+    rows = list(rows)
     tally: dict[str, int] = {state.value: 0 for state in JobState}
     jobs: list[TopJob] = []
-    reserved_cpus = reserved_mem = 0
+    reserved_jobs = reserved_cpus = reserved_mem = 0
     if counts is not None:
         tally.update(counts)
     for row in rows:
@@ -243,6 +249,9 @@ def build_top(
             continue
         item, memory = _job_row(row, samples.get(row["id"]), caps, now)
         jobs.append(item)
+        if not is_local(row):
+            continue  # runs on a cluster: reserves nothing of this host
+        reserved_jobs += 1
         reserved_cpus += int(row.get("cpus") or 0)
         reserved_mem += memory
     running = caps is not None if daemon_running is None else daemon_running
@@ -255,7 +264,8 @@ def build_top(
         "capacity": {
             "cpus": {"reserved": reserved_cpus, "cap": caps.max_cpus if caps else None},
             "mem_mb": {"reserved": reserved_mem, "cap": caps.max_mem_mb if caps else None},
-            "jobs": {"reserved": len(jobs), "cap": caps.max_jobs if caps else None},
+            "jobs": {"reserved": reserved_jobs, "cap": caps.max_jobs if caps else None},
         },
         "jobs": jobs,
+        "lanes": lane_use(rows),
     }

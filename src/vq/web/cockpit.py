@@ -2,7 +2,9 @@
 
 :func:`queue_summary` counts jobs per state (from the listing's ``counts``: only the
 RUNNING/SUSPENDED rows are listed), sums the CPUs and declared memory of the
-RUNNING/SUSPENDED ones, and adds the daemon's caps (None without a daemon), whether the
+RUNNING/SUSPENDED ones (``active_*``: every such job; ``local_*``: only this host's, which
+are what its caps bound — a scheduler lane's jobs run on a cluster and are counted in
+``lanes`` instead), and adds the daemon's caps (None without a daemon), whether the
 daemon answers, and the drain and throttle holds. It blocks on disk and the daemon socket
 and raises :class:`~vq.errors.VqError` unscrubbed: call it through ``Backend``.
 """
@@ -17,8 +19,10 @@ from vq.gateway import Gateway
 from vq.paths import StatePaths
 from vq.protocol import answers as rpc
 from vq.protocol.answers import CapsJSON, DrainAnswer, ListQuery, ListRow
+from vq.protocol.report_answers import LaneUse
 from vq.services.control import read_drain, read_throttle
 from vq.services.reports import state_counts
+from vq.services.rows import is_local, lane_use
 
 __all__ = ["QueueSummary", "queue_summary"]
 
@@ -51,6 +55,10 @@ class QueueSummary(TypedDict):
     declared_mem_mb: int
     undeclared_mem_jobs: int
     quarantined: int
+    local_active: int
+    local_active_cpus: int
+    local_declared_mem_mb: int
+    lanes: LaneUse
     caps: CapsJSON | None
     daemon: DaemonFacts
     drain: DrainAnswer
@@ -75,6 +83,7 @@ def queue_summary(
         params["max_age"] = max_age
     listing = gateway.list_rows(params)
     active: list[ListRow] = listing["jobs"]
+    local = [row for row in active if is_local(row)]
     counts = {**state_counts(()), **listing["counts"]}
     caps = ping.get("caps") if ping is not None else None
     drain = read_drain(paths)
@@ -89,6 +98,10 @@ def queue_summary(
         "declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in active),
         "undeclared_mem_jobs": sum(1 for r in active if r["mem_mb"] is None),
         "quarantined": len(listing["quarantined"]),
+        "local_active": len(local),
+        "local_active_cpus": sum(int(r["cpus"] or 0) for r in local),
+        "local_declared_mem_mb": sum(int(r["mem_mb"] or 0) for r in local),
+        "lanes": lane_use(active),
         "caps": caps,
         "daemon": {
             "running": ping is not None,

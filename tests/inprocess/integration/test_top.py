@@ -83,7 +83,15 @@ def test_top_json_text_and_no_daemon(vq: Vq) -> None:
     assert snap["capacity"]["cpus"] == {"reserved": 2, "cap": 4}
     assert snap["capacity"]["jobs"]["reserved"] == 2
     assert snap["capacity"]["mem_mb"]["reserved"] >= 200
-    assert set(snap) == {"generated_at", "daemon", "capacity_source", "counts", "capacity", "jobs"}
+    assert set(snap) == {
+        "generated_at",
+        "daemon",
+        "capacity_source",
+        "counts",
+        "capacity",
+        "jobs",
+        "lanes",
+    }
     assert snap["capacity_source"] == "daemon"
 
     text = vq.run("top").stdout

@@ -31,6 +31,7 @@ from vq.dialects import (
     SchedulerPhase,
     StatusReport,
 )
+from vq.dialects._values import format_slurm_duration
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.hosts.health import record_ok, record_slow
@@ -262,14 +263,15 @@ class Observation:
         if job.cluster_started_at is None and ran:
             # never seen running (it ran between two rounds): accounting's elapsed time
             job.cluster_started_at = self._basis.ctx.now() - timedelta(seconds=ran)
-        self._jobs.record(
-            job,
-            {
-                "scheduler_state": state,
-                "scheduler_queued_reason": None,
-                "scheduler_started_at": job.cluster_started_at,
-            },
-        )
+        settled = {
+            "scheduler_state": state,
+            "scheduler_queued_reason": None,
+            "scheduler_started_at": job.cluster_started_at,
+        }
+        if ran is not None:  # the whole run as accounting has it; the usage report
+            # charges it, never the time in the cluster's queue (§6.3)
+            settled["scheduler_walltime_used"] = format_slurm_duration(ran)
+        self._jobs.record(job, settled)
         if verdict.state is None:
             self._basis.lifecycle.finish_attempt(job.job_id, verdict.exit_code)
         else:

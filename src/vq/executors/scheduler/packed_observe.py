@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from vq._safe_open import atomic_write_beneath
+from vq.dialects._values import format_slurm_duration
 from vq.dialects.slurm_alloc import ObservationError
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
@@ -123,10 +125,14 @@ class PackedObservation:
             elif alloc.started_at is None:
                 alloc.started_at = self.host.ctx.now()
         endings: dict[str, ElementEnding] = {}
+        walls: dict[str, str] = {}
         for task in result.tasks:
             element = alloc.keys[task.slot]
             if element not in alloc.members:
                 continue
+            wall = self._wall(task.elapsed_seconds, result.start)
+            if wall is not None:
+                walls[element] = wall
             ending = element_ending(task)
             if ending is None and ended:
                 ending = ElementEnding(
@@ -145,9 +151,26 @@ class PackedObservation:
                 )
         self._kill_wanted(alloc, result, endings)
         if endings:
-            self._collect(alloc, endings)
+            self._collect(alloc, endings, walls)
 
-    def _collect(self, alloc: PackedAllocation, endings: dict[str, ElementEnding]) -> None:
+    def _wall(self, step_seconds: float | None, allocation_start: str | None) -> str | None:
+        """A slot's ``scheduler_walltime_used``: its step's wall time in accounting, else
+        (the step row lags) the time since the allocation started, as the scheduler
+        reported that start; None when neither is known. Never the queue wait (§6.3)."""
+        if step_seconds is None and allocation_start is not None:
+            try:
+                started = datetime.fromisoformat(allocation_start).replace(tzinfo=UTC)
+            except ValueError:
+                return None
+            step_seconds = max(0.0, (self.host.ctx.now() - started).total_seconds())
+        return None if step_seconds is None else format_slurm_duration(step_seconds)
+
+    def _collect(
+        self,
+        alloc: PackedAllocation,
+        endings: dict[str, ElementEnding],
+        walls: Mapping[str, str],
+    ) -> None:
         """Copy every ended slot back in one remote call (its directory into the element's
         workspace, its logs as ``stdout.log`` and ``stderr.log``), then write each
         element's outcome."""
@@ -178,10 +201,14 @@ class PackedObservation:
                 copied[element] = copy
             return copied
 
-        self.host.run_on_worker(work, lambda result: self._collected(alloc, endings, result))
+        self.host.run_on_worker(work, lambda result: self._collected(alloc, endings, walls, result))
 
     def _collected(
-        self, alloc: PackedAllocation, endings: dict[str, ElementEnding], result: object
+        self,
+        alloc: PackedAllocation,
+        endings: dict[str, ElementEnding],
+        walls: Mapping[str, str],
+        result: object,
     ) -> None:
         alloc.busy = False
         copied: Mapping[str, object] = result if isinstance(result, dict) else {}
@@ -195,11 +222,11 @@ class PackedObservation:
                     alloc.due = self.host.monotonic() + delays[tries]
                     continue  # observed again, and copied again, after the delay
                 log.warning("lane %s: copy-back of %s failed: %s", self.host.name, element, data)
-                self._finish(alloc, element, ending, artifacts=False)
+                self._finish(alloc, element, ending, walls.get(element), artifacts=False)
                 continue
             if isinstance(data, SlotCopy):
                 self._write_logs(element, data.stdout, data.stderr)
-            self._finish(alloc, element, ending, artifacts=True)
+            self._finish(alloc, element, ending, walls.get(element), artifacts=True)
 
     def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:
         """The element's ``stdout.log`` and ``stderr.log`` (a missing slot log: none)."""
@@ -217,11 +244,20 @@ class PackedObservation:
             log.warning("lane %s: logs of %s not written: %s", self.host.name, element, exc)
 
     def _finish(
-        self, alloc: PackedAllocation, element: str, ending: ElementEnding, *, artifacts: bool
+        self,
+        alloc: PackedAllocation,
+        element: str,
+        ending: ElementEnding,
+        wall: str | None,
+        *,
+        artifacts: bool,
     ) -> None:
         state = "ended" if artifacts else "artifacts_unavailable"
+        settled: dict[str, object] = {"scheduler_state": state, "scheduler_queued_reason": None}
+        if wall is not None:  # the usage report charges this, not the queue wait (§6.3)
+            settled["scheduler_walltime_used"] = wall
         # Settled first: a restart between the two writes re-reads the same ending.
-        self.packs.record(element, {"scheduler_state": state, "scheduler_queued_reason": None})
+        self.packs.record(element, settled)
         lifecycle = self.host.lifecycle
         if ending.state is None:
             lifecycle.finish_attempt(element, ending.exit_code)

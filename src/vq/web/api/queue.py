@@ -33,8 +33,9 @@ Gate = Annotated[Backend, Depends(backend_of)]
     "/queue",
     summary="Queue cockpit",
     description="total, active, pending, counts per state, active CPUs and declared memory "
-    "of RUNNING/SUSPENDED jobs, the daemon's caps (null without a daemon), whether the "
-    "daemon runs, and the drain and throttle holds.",
+    "of RUNNING/SUSPENDED jobs (local_*: this host's own, which its caps bound; lanes: "
+    "scheduler lane jobs, which run on a cluster), the daemon's caps (null without a "
+    "daemon), whether the daemon runs, and the drain and throttle holds.",
     dependencies=[Reader],
     response_model=None,
 )

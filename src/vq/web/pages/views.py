@@ -287,12 +287,24 @@ def _bar(label: str, used: float, cap: float | None, unit: str = "") -> Capacity
 
 
 def capacity_bars(summary: Mapping[str, Any]) -> list[CapacityBar]:
-    """CPUs, memory and jobs in use (declared reservations) against the daemon's caps."""
+    """CPUs, memory and jobs this host reserves (declared, its own jobs only: a
+    scheduler lane's run on a cluster) against the daemon's caps. A summary from an
+    older vq without the ``local_*`` keys falls back to every active job."""
     caps = summary.get("caps") or {}
+
+    def used(local: str, every: str) -> Any:
+        value = summary.get(local)
+        return (summary.get(every) if value is None else value) or 0
+
     return [
-        _bar("CPUs", summary.get("active_cpus") or 0, caps.get("max_cpus")),
-        _bar("Memory", summary.get("declared_mem_mb") or 0, caps.get("max_mem_mb"), "MB"),
-        _bar("Jobs", summary.get("active") or 0, caps.get("max_jobs")),
+        _bar("CPUs", used("local_active_cpus", "active_cpus"), caps.get("max_cpus")),
+        _bar(
+            "Memory",
+            used("local_declared_mem_mb", "declared_mem_mb"),
+            caps.get("max_mem_mb"),
+            "MB",
+        ),
+        _bar("Jobs", used("local_active", "active"), caps.get("max_jobs")),
     ]
 
 
