@@ -7,11 +7,14 @@ the tests are skipped on a developer machine and FAIL under ``CI=true``.
 ``console`` is a fresh browser context (1280×900) on the ``web`` fixture's server whose
 page records console errors and uncaught exceptions in ``console.errors`` (a CSP
 violation shows up there), with helpers to sign in and take full-page screenshots into
-``build/screenshots/``.
+``build/screenshots/``; :func:`open_console` makes one on any other server (a fleet
+console the test starts itself). ``fleet`` is the testbed's namespace hosts with their
+daemons for one module (``fresh_fleet_config`` writes its config afresh for a test).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,7 +31,8 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.testbed import ssh_runner_factory, testbed  # noqa: F401 - fixtures, re-exported
+from tests.system.remote_fleet import RemoteFleet, remote_fleet_of
+from tests.testbed import SshTestbed, ssh_runner_factory, testbed  # noqa: F401 - fixtures, re-exported
 from tests.web.conftest import Web, web  # noqa: F401 - the fixture, re-exported here
 
 CHROMIUM = "/usr/bin/chromium"
@@ -94,12 +98,14 @@ class Console:
         return path
 
 
-@pytest.fixture
-def console(chromium: Browser, web: Web) -> Iterator[Console]:  # noqa: F811 - the fixture
+@contextlib.contextmanager
+def open_console(chromium: Browser, served: Web) -> Iterator[Console]:
+    """A fresh desktop browser context on ``served``'s server (closed on exit), whose page
+    records console errors and uncaught exceptions in ``Console.errors``."""
     context = chromium.new_context(viewport=DESKTOP)
     context.set_default_timeout(20_000)
     page = context.new_page()
-    session = Console(web, context, page)
+    session = Console(served, context, page)
 
     def console_message(msg: ConsoleMessage) -> None:
         if msg.type == "error":
@@ -110,5 +116,27 @@ def console(chromium: Browser, web: Web) -> Iterator[Console]:  # noqa: F811 - t
 
     page.on("console", console_message)
     page.on("pageerror", page_error)
-    yield session
-    context.close()
+    try:
+        yield session
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def console(chromium: Browser, web: Web) -> Iterator[Console]:  # noqa: F811 - the fixture
+    with open_console(chromium, web) as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
+    """The testbed's namespace hosts, each with its own daemon started over SSH
+    (:func:`tests.system.remote_fleet.remote_fleet_of`), for one test module."""
+    with remote_fleet_of(testbed) as made:
+        yield made
+
+
+@pytest.fixture
+def fresh_fleet_config(fleet: RemoteFleet) -> None:
+    """The fleet's own config, written afresh (what a test changed in it is gone)."""
+    fleet.write_config()

@@ -16,25 +16,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.system.remote_fleet import RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import RemoteFleet, wait_until
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
-
-
-@pytest.fixture(autouse=True)
-def _fresh_config(fleet: RemoteFleet) -> None:
-    fleet.write_config()
+#: every test starts from the fleet's own config (tests/system/conftest.py)
+pytestmark = pytest.mark.usefixtures("fresh_fleet_config")
 
 
 def make_campaign(tmp_path: Path, campaign_id: str, produce_delay: float = 0.0) -> Path:

@@ -30,7 +30,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.conftest import VQ_BIN, Vq, wait_until
-from tests.system.conftest import DESKTOP
+from tests.system.conftest import open_console
 from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_scheduler_slurm import (
     _terminal,
@@ -107,13 +107,9 @@ def test_a_lane_scan_with_a_collect_step_reads_truthfully_from_submit_to_result(
         assert "scf converged 0" not in lane.run("logs", elements[0]).stdout
 
         # The fleet console: this workstation's card, its lane, the scan's rows.
-        context = chromium.new_context(viewport=DESKTOP)
-        context.set_default_timeout(20_000)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        try:
-            page.goto(fleet_web.base_url + "/fleet", wait_until="load")
+        with open_console(chromium, fleet_web) as fleet_console:
+            fleet_console.goto("/fleet")
+            page = fleet_console.page
             card = page.locator('section.host-card[data-host="localhost"]')
             expect(card.locator('li.lane[data-lane="cluster"]')).to_contain_text("slurm")
             for job in elements:
@@ -123,9 +119,7 @@ def test_a_lane_scan_with_a_collect_step_reads_truthfully_from_submit_to_result(
             collect_row = page.locator(f'tr.job[data-job-id="{collect}"]')
             expect(collect_row.locator("td").nth(1)).to_have_text("—")
             expect(collect_row).to_have_attribute("data-state", "PENDING")
-            assert errors == []
-        finally:
-            context.close()
+            assert fleet_console.errors == []
 
         # To the result: every element, then the collect step.
         for job in elements:

@@ -28,7 +28,6 @@ from tests.system.conftest import DESKTOP, PHONE, SCREENSHOTS, chromium  # noqa:
 from tests.system.remote_fleet import (
     MEASURED_SSH_TIMEOUT,
     RemoteFleet,
-    remote_fleet_of,
     wait_until,
 )
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
@@ -36,12 +35,6 @@ from tests.web.conftest import free_port
 
 PASSWORD = "correct-horse-9"
 HOSTILE = '<img src=x onerror=alert(1)>"fleet'
-
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
 
 
 @dataclass

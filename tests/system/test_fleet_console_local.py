@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.conftest import Vq
-from tests.system.conftest import DESKTOP
+from tests.system.conftest import open_console
 from tests.web.conftest import Web, start_web, stop_web
 
 LANE = """
@@ -45,13 +45,9 @@ def test_the_fleet_shows_localhost_its_lane_and_host_and_lane_columns(
 ) -> None:
     plain = vq.submit("--job-name", "here-plain", "--", "true")
     on_lane = vq.submit("cluster", "--job-name", "on-lane", "--", "true")
-    context = chromium.new_context(viewport=DESKTOP)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        page.goto(fleet_web.base_url + "/fleet", wait_until="load")
+    with open_console(chromium, fleet_web) as fleet_console:
+        page = fleet_console.page
+        fleet_console.goto("/fleet")
         card = page.locator('section.host-card[data-host="localhost"]')
         expect(card).to_have_count(1)
         expect(card.locator(".row .host-status")).to_have_text("ok")
@@ -80,6 +76,4 @@ def test_the_fleet_shows_localhost_its_lane_and_host_and_lane_columns(
         queue = fleet_web.http.get("/api/v1/fleet/queue").json()
         rows = {row["id"]: (row["host"], row["lane"]) for row in queue["jobs"]}
         assert rows == {plain: ("localhost", None), on_lane: ("localhost", "cluster")}
-        assert errors == []
-    finally:
-        context.close()
+        assert fleet_console.errors == []

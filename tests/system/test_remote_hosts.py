@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,22 +16,13 @@ from tests.system.remote_fleet import (
     HOSTS,
     MEASURED_SSH_TIMEOUT,
     RemoteFleet,
-    remote_fleet_of,
     slow_uplink,
     wait_until,
 )
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
-
-
-@pytest.fixture(autouse=True)
-def _fresh_config(fleet: RemoteFleet) -> None:
-    fleet.write_config()
+#: every test starts from the fleet's own config (tests/system/conftest.py)
+pytestmark = pytest.mark.usefixtures("fresh_fleet_config")
 
 
 def _state(fleet: RemoteFleet, host: str, job_id: str) -> str:

@@ -24,16 +24,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.system.remote_fleet import HOSTS, RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import HOSTS, RemoteFleet, wait_until
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
 JOB_ID = re.compile(r"[0-9a-f]{12}")
-
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
 
 
 @pytest.fixture(autouse=True)

@@ -19,21 +19,12 @@ import pytest
 from tests.system.remote_fleet import (
     MEASURED_SSH_TIMEOUT,
     RemoteFleet,
-    remote_fleet_of,
     wait_until,
 )
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
-
-
-@pytest.fixture(autouse=True)
-def _fresh_config(fleet: RemoteFleet) -> None:
-    fleet.write_config()
+#: every test starts from the fleet's own config (tests/system/conftest.py)
+pytestmark = pytest.mark.usefixtures("fresh_fleet_config")
 
 
 @pytest.fixture

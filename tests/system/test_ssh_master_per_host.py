@@ -15,12 +15,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.system.remote_fleet import SSH_TIMEOUT, RemoteFleet, remote_fleet_of, wait_until
+from tests.system.remote_fleet import SSH_TIMEOUT, RemoteFleet, wait_until
 from tests.testbed import SshTestbed, testbed  # noqa: F401 - the fixture
 
 #: A byte relay between ssh's stdin/stdout and HOST:PORT (the ProxyCommand).
@@ -46,12 +43,6 @@ while True:
             while data:
                 data = data[os.write(1, data):]
 """
-
-
-@pytest.fixture(scope="module")
-def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fixture
-    with remote_fleet_of(testbed) as made:
-        yield made
 
 
 def _relays(relay: Path) -> list[int]:
