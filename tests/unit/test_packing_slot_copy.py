@@ -14,7 +14,7 @@ import pytest
 
 from vq.dialects.slurm_alloc import ObservationError
 from vq.errors import UnsafeArchive
-from vq.executors.scheduler.packed_copy import SlotCopy, restore_slots
+from vq.executors.scheduler.packed_copy import SlotCopy, SlotLog, restore_slots
 from vq.packing.cases.remote import PackRemote
 from vq.transport.local import LocalRunner
 
@@ -42,9 +42,10 @@ def test_one_command_brings_each_slot_back_into_its_own_workspace(tmp_path: Path
     archive = PackRemote(LocalRunner()).collect(str(work), prefix, [0, 1, 2], 20)
     here = {slot: tmp_path / f"element-{slot}" for slot in (0, 1, 2)}
     restored = restore_slots(archive, here)
+    zero_out = SlotLog(b"x" * 7 + b"tail of zero\n", 113, b"x" * 64)  # the last 20 bytes
     assert restored == {
-        0: SlotCopy(b"x" * 7 + b"tail of zero\n", b"warning zero\n"),  # the last 20 bytes
-        1: SlotCopy(b"one out\n", None),
+        0: SlotCopy(zero_out, SlotLog(b"warning zero\n", 13, b"warning zero\n")),
+        1: SlotCopy(SlotLog(b"one out\n", 8, b"one out\n"), None),
         2: SlotCopy(None, None),  # never started: no directory, no log
     }
     assert (here[0] / "result.txt").read_text() == "zero\n"
@@ -58,7 +59,8 @@ def test_one_command_brings_each_slot_back_into_its_own_workspace(tmp_path: Path
 def test_a_missing_allocation_directory_brings_back_only_the_logs(tmp_path: Path) -> None:
     _, prefix = _cluster(tmp_path / "cluster")
     archive = PackRemote(LocalRunner()).collect(str(tmp_path / "gone"), prefix, [1], 1 << 20)
-    assert restore_slots(archive, {1: tmp_path / "e1"}) == {1: SlotCopy(b"one out\n", None)}
+    one = SlotLog(b"one out\n", 8, b"one out\n")
+    assert restore_slots(archive, {1: tmp_path / "e1"}) == {1: SlotCopy(one, None)}
 
 
 def test_a_failed_remote_command_is_an_observation_error(tmp_path: Path) -> None:
@@ -100,7 +102,7 @@ def test_an_unsafe_slot_fails_alone_and_its_neighbour_comes_back(tmp_path: Path)
     )
     here = {slot: tmp_path / f"e{slot}" for slot in range(4)}
     restored = restore_slots(archive, here)
-    assert restored[0] == SlotCopy(b"zero\n", None)
+    assert restored[0] == SlotCopy(SlotLog(b"zero\n", 5), None)  # an archive without sizes
     assert (here[0] / "ok.txt").read_bytes() == b"ok"
     assert isinstance(restored[1], UnsafeArchive)
     assert not (here[1] / "leak").is_symlink()

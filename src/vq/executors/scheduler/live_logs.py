@@ -31,6 +31,10 @@ Contracts:
   copy-back on that queue.
 * The local files are opened below the job's trusted tree without following a symlink
   (:mod:`vq._safe_open`); a job's log that is not a regular file is not mirrored.
+* **Capped where copy-back is.** A :class:`LiveLog` with a ``limit`` (a packed element's
+  slot log, of which copy-back keeps only a tail) is mirrored up to that many bytes and
+  no further (:func:`within_limit`); its copy-back then continues this prefix
+  (:func:`~.packed_copy.settled_log`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ __all__ = [
     "per_file_cap",
     "read_start",
     "tail_argv",
+    "within_limit",
 ]
 
 log = logging.getLogger(__name__)
@@ -151,13 +156,23 @@ def new_bytes(local_size: int, local_end: bytes, chunk: TailChunk) -> bytes | No
     return chunk.data[overlap:]
 
 
+def within_limit(local_size: int, data: bytes, limit: int | None) -> bytes:
+    """The part of ``data`` (new bytes for a local copy of ``local_size`` bytes) that keeps
+    the copy within ``limit`` bytes (None: no limit)."""
+    if limit is None:
+        return data
+    return data[: max(0, limit - local_size)]
+
+
 @dataclass(frozen=True)
 class LiveLog:
-    """One log of one job: where it is on the cluster and in the local workspace."""
+    """One log of one job: where it is on the cluster and in the local workspace; a
+    ``limit`` caps how much of it is mirrored (None: all of it)."""
 
     job_id: str
     remote: str
     local: Path
+    limit: int | None = None
 
 
 class LiveLogs:
@@ -176,7 +191,11 @@ class LiveLogs:
         if not logs:
             return 0
         locals_: list[tuple[int, bytes] | None] = [self._local_end(one) for one in logs]
-        wanted = [(one, end) for one, end in zip(logs, locals_, strict=True) if end is not None]
+        wanted = [
+            (one, end)
+            for one, end in zip(logs, locals_, strict=True)
+            if end is not None and (one.limit is None or end[0] < one.limit)
+        ]
         if not wanted:
             return 0
         cap = per_file_cap(len(wanted))
@@ -201,6 +220,7 @@ class LiveLogs:
             if data is None:
                 log.debug("live logs: %s is not a prefix of %s", one.local, one.remote)
                 continue
+            data = within_limit(size, data, one.limit)
             if data:
                 appended += self._append(one, size, data)
         return appended

@@ -16,10 +16,16 @@ the lane's worker).
   evidence is ``ABORTED_BY_QUEUE``. The slots that ended in one round are copied back
   first, in one remote call (:mod:`.packed_copy`): each slot's directory into its
   element's workspace and its logs (``.out`` and ``.err``) as its ``stdout.log`` and
-  ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES` of each). A failed copy is retried
+  ``stderr.log`` (the last :data:`MAX_SLOT_LOG_BYTES` of each, continuing what was
+  mirrored live: :func:`~.packed_copy.settled_log`). A failed copy is retried
   after each of ``copy_back_delays``, then the element ends ``artifacts_unavailable``
   with its exit code kept; then ``scheduler_state`` is settled, then the outcome is
   written.
+* A round that finds elements running in a running allocation also brings their slots'
+  new output (one more SSH call for the whole round, with one more token of the bucket;
+  :mod:`.live_logs`, at most :data:`MAX_SLOT_LOG_BYTES` of each log) into their local
+  ``stdout.log``/``stderr.log``. It runs on the worker, where a later round's copy-back
+  of the same slot queues behind it.
 * A kill (:func:`~vq.packing.lane_control.kill_action`) is re-evaluated every round until
   the element's slot has ended.
 """
@@ -30,9 +36,9 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from vq._safe_open import atomic_write_beneath
+from vq._safe_open import atomic_write_beneath, read_regular_beneath
 from vq.dialects._values import format_slurm_duration
-from vq.dialects.slurm_alloc import ObservationError
+from vq.dialects.slurm_alloc import COMMAND_DEADLINE_S, ObservationError
 from vq.domain.states import JobState
 from vq.errors import TransportError, VqError
 from vq.packing.evidence import TERMINAL, AttemptEvidence, attempt_evidence
@@ -40,7 +46,8 @@ from vq.packing.lane_batch import ElementEnding, element_ending
 from vq.packing.lane_control import kill_action
 from vq.packing.slurm_rounds import Watched, rounds
 
-from .packed_copy import SlotCopy, restore_slots
+from .live_logs import LiveLog, LiveLogs, read_start
+from .packed_copy import SlotCopy, restore_slots, settled_log
 from .packed_ports import PackHost
 from .packed_state import PackedAllocation, PackedAllocations
 
@@ -104,19 +111,55 @@ class PackedObservation:
         def done(result: object) -> None:
             if isinstance(result, TransportError):
                 self.host.host_failed(result)  # once for the round
+            running: list[tuple[str, str]] = []
             for index, alloc in enumerate(allocs):
-                self._polled(alloc, result[index] if isinstance(result, list) else result)
+                answer = result[index] if isinstance(result, list) else result
+                running += self._polled(alloc, answer)
+            self._mirror(running)
 
         self.host.run_on_worker(work, done)
 
-    def _polled(self, alloc: PackedAllocation, result: object) -> None:
+    def _mirror(self, running: list[tuple[str, str]]) -> None:
+        """On the loop: the new output of the running elements (``(element, log prefix of
+        its slot)``) appended to their local logs on the worker, one SSH call with one
+        token of the bucket (none left: the next round brings it)."""
+        remote = self.packs.remote
+        if not running or remote is None or not self.host.take_token():
+            return
+        ctx = self.host.ctx
+        live = LiveLogs(remote.runner, COMMAND_DEADLINE_S, ctx.paths.tree_of)
+
+        def work() -> None:
+            logs: list[LiveLog] = []
+            for element, slot_log in running:
+                try:
+                    spec = ctx.store.read(element)
+                except (OSError, VqError):
+                    continue
+                workspace = ctx.paths.workspace(element)
+                for local, suffix in ((spec.stdout_path, "out"), (spec.stderr_path, "err")):
+                    cluster = f"{slot_log}.{suffix}"
+                    logs.append(LiveLog(element, cluster, workspace / local, MAX_SLOT_LOG_BYTES))
+            live.mirror(logs)
+
+        self.host.run_on_worker(work, self._mirrored)
+
+    def _mirrored(self, result: object) -> None:
+        if isinstance(result, TransportError):
+            self.host.host_failed(result)
+        elif isinstance(result, BaseException):
+            log.info("lane %s: live logs not read: %s", self.host.name, result)
+
+    def _polled(self, alloc: PackedAllocation, result: object) -> list[tuple[str, str]]:
+        """Act on one allocation's evidence; the elements still running in it, each with
+        its slot's log prefix (for :meth:`_mirror`)."""
         alloc.busy = False
         alloc.due = self.host.monotonic() + self.host.settings.poll_interval
         if not isinstance(result, AttemptEvidence):
             log.warning("lane %s: observing %s failed: %s", self.host.name, alloc, result)
-            return
+            return []
         if result.state == "UNKNOWN":
-            return  # accounting has not shown the allocation yet: not final
+            return []  # accounting has not shown the allocation yet: not final
         ended = result.state in TERMINAL
         if not ended:
             alloc.phase = "running" if result.state == "RUNNING" else "queued"
@@ -126,6 +169,7 @@ class PackedObservation:
                 alloc.started_at = self.host.ctx.now()
         endings: dict[str, ElementEnding] = {}
         walls: dict[str, str] = {}
+        running: list[tuple[str, str]] = []
         for task in result.tasks:
             element = alloc.keys[task.slot]
             if element not in alloc.members:
@@ -149,9 +193,12 @@ class PackedObservation:
                     {"scheduler_state": alloc.phase, "scheduler_started_at": alloc.started_at},
                     durable=False,
                 )
+                if alloc.phase == "running":
+                    running.append((element, f"{alloc.log_prefix}{task.slot}"))
         self._kill_wanted(alloc, result, endings)
         if endings:
             self._collect(alloc, endings, walls)
+        return running
 
     def _wall(self, step_seconds: float | None, allocation_start: str | None) -> str | None:
         """A slot's ``scheduler_walltime_used``: its step's wall time in accounting, else
@@ -181,11 +228,17 @@ class PackedObservation:
         paths = self.host.ctx.paths
         destinations = {slot: paths.workspace(element) for element, slot in slots.items()}
         where, log_prefix = alloc.work, alloc.log_prefix
+        # Where each element's live copies end: the copy-back brings the bytes there to check.
+        checked: dict[str, tuple[int, int]] = {}
+        for element in slots:
+            out, err = self._local_logs(element)
+            checked[element] = (read_start(len(out or b"")), read_start(len(err or b"")))
+        checks = {slot: checked[element] for element, slot in slots.items()}
 
         def work() -> dict[str, SlotCopy | Exception]:
             try:
                 archive = remote.collect(
-                    where, log_prefix, sorted(destinations), MAX_SLOT_LOG_BYTES
+                    where, log_prefix, sorted(destinations), MAX_SLOT_LOG_BYTES, checks
                 )
             except (VqError, OSError, ObservationError) as exc:
                 return dict.fromkeys(slots, exc)
@@ -201,13 +254,16 @@ class PackedObservation:
                 copied[element] = copy
             return copied
 
-        self.host.run_on_worker(work, lambda result: self._collected(alloc, endings, walls, result))
+        self.host.run_on_worker(
+            work, lambda result: self._collected(alloc, endings, walls, checked, result)
+        )
 
     def _collected(
         self,
         alloc: PackedAllocation,
         endings: dict[str, ElementEnding],
         walls: Mapping[str, str],
+        checked: Mapping[str, tuple[int, int]],
         result: object,
     ) -> None:
         alloc.busy = False
@@ -225,18 +281,44 @@ class PackedObservation:
                 self._finish(alloc, element, ending, walls.get(element), artifacts=False)
                 continue
             if isinstance(data, SlotCopy):
-                self._write_logs(element, data.stdout, data.stderr)
+                self._write_logs(element, data, checked[element])
             self._finish(alloc, element, ending, walls.get(element), artifacts=True)
 
-    def _write_logs(self, element: str, stdout: bytes | None, stderr: bytes | None) -> None:
-        """The element's ``stdout.log`` and ``stderr.log`` (a missing slot log: none)."""
+    def _local_logs(self, element: str) -> tuple[bytes | None, bytes | None]:
+        """The element's local ``stdout.log`` and ``stderr.log`` as mirrored live (b"": no
+        file; None: unreadable or beyond what the live mirror writes, never a prefix)."""
+        try:
+            spec = self.host.ctx.store.read(element)
+        except (VqError, OSError):
+            return None, None
+        workspace = self.host.ctx.paths.workspace(element)
+        tree = self.host.ctx.paths.tree_of(element)
+        found: list[bytes | None] = []
+        for name in (spec.stdout_path, spec.stderr_path):
+            try:
+                found.append(read_regular_beneath(tree, workspace / name, MAX_SLOT_LOG_BYTES))
+            except FileNotFoundError:
+                found.append(b"")
+            except (VqError, OSError):
+                found.append(None)
+        return found[0], found[1]
+
+    def _write_logs(self, element: str, copy: SlotCopy, checked: tuple[int, int]) -> None:
+        """The element's ``stdout.log`` and ``stderr.log`` (a missing slot log: none): the
+        live copy continued by the copied tail (:func:`~.packed_copy.settled_log`; the
+        copy's check bytes were read from ``checked``, per log)."""
         try:
             spec = self.host.ctx.store.read(element)
             workspace = self.host.ctx.paths.workspace(element)
-            for name, data in ((spec.stdout_path, stdout), (spec.stderr_path, stderr)):
-                if data is None:
+            tree = self.host.ctx.paths.tree_of(element)
+            locals_ = self._local_logs(element)
+            for name, copied, local, checked_from in (
+                (spec.stdout_path, copy.stdout, locals_[0], checked[0]),
+                (spec.stderr_path, copy.stderr, locals_[1], checked[1]),
+            ):
+                if copied is None:
                     continue
-                tree = self.host.ctx.paths.tree_of(element)
+                data = settled_log(local or b"", copied, checked_from)
                 atomic_write_beneath(
                     tree, workspace / name, data, mode=0o600, durable=False, parents=True
                 )

@@ -7,7 +7,7 @@ shapes, which the daemon fills in with the real objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -92,6 +92,9 @@ class PackRemotePort(Protocol):
     """The bounded Slurm reads and writes of packed allocations
     (:class:`vq.packing.cases.remote.PackRemote`), as a lane uses them."""
 
+    #: The login host's runner (the live mirror of running slots' logs reads through it).
+    runner: Runner
+
     def stage_submit_command(
         self,
         log_root: str,
@@ -116,7 +119,12 @@ class PackRemotePort(Protocol):
     ) -> Literal["sent", "gone", "not_running"]: ...
 
     def collect(
-        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+        self,
+        allocation_work: str,
+        log_prefix: str,
+        slots: Sequence[int],
+        log_bytes: int,
+        checks: Mapping[int, tuple[int, int]] | None = None,
     ) -> bytes: ...
 
 

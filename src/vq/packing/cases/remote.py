@@ -12,7 +12,7 @@ runner's :class:`~vq.errors.TransportError`. Nothing here touches ``pack.json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from vq.config.settings import Settings
@@ -52,16 +52,24 @@ _SUBMIT = 'mkdir -p -- "$1" "$2" || exit 96; shift 2; exec "$@"'
 #: the script runs), then the submit command. Exit 96: no directory, sbatch never ran.
 _LOGS_THEN = 'mkdir -p -- "$1" || exit 96; shift; exec "$@"'
 _TAIL = 'if [ -f "$1" ]; then exec tail -c "$2" -- "$1"; else exit 3; fi'
-#: A packed array's ended slots, as one tar on stdout: ``logs/<slot>.out`` and
-#: ``logs/<slot>.err`` (the last ``$3`` bytes of each log that exists, from a private
-#: temporary directory removed on exit) and each slot's directory ``<slot>/`` under
-#: ``$1`` that exists. ``$2`` is the logs' common prefix ``<log_root>/<alloc>-<job>-``;
-#: the slot numbers follow. Exit 95: the temporary copy failed.
+#: A packed array's ended slots, as one tar on stdout. Per log that exists (``$2`` is
+#: the logs' common prefix ``<log_root>/<alloc>-<job>-``): ``logs/<slot>.<x>`` its last
+#: ``$3`` bytes, ``logs/<slot>.<x>.size`` its size when read (the tail is exactly the
+#: bytes before that size: a log still growing cannot shift it) and ``logs/<slot>.<x>.at``
+#: its (up to) 64 bytes from the caller's offset, to check a local live copy against;
+#: all from a private temporary directory removed on exit. Then each slot's directory
+#: ``<slot>/`` under ``$1`` that exists. The words after ``$3`` are triples ``SLOT
+#: OUT_AT ERR_AT``. Exit 95: the temporary copy failed.
 _COLLECT = (
     "w=$1 p=$2 n=$3; shift 3; t=$(mktemp -d) || exit 95; trap 'rm -rf -- \"$t\"' EXIT; "
-    'mkdir -- "$t/logs" || exit 95; d=; for s do for x in out err; do '
-    'if [ -f "$p$s.$x" ]; then tail -c "$n" -- "$p$s.$x" >"$t/logs/$s.$x" || exit 95; fi; '
-    'done; if [ -d "$w/$s" ]; then d="$d $s"; fi; done; '
+    'mkdir -- "$t/logs" || exit 95; d=; while [ "$#" -ge 3 ]; do s=$1; '
+    'for x in out err; do if [ "$x" = out ]; then a=$2; else a=$3; fi; f=$p$s.$x; '
+    'if [ -f "$f" ]; then z=$(wc -c <"$f") || exit 95; z=$((z + 0)); k=0; '
+    'if [ "$z" -gt "$n" ]; then k=$((z - n)); fi; '
+    'tail -c "+$((k + 1))" -- "$f" | head -c "$((z - k))" >"$t/logs/$s.$x" || exit 95; '
+    'tail -c "+$((a + 1))" -- "$f" | head -c 64 >"$t/logs/$s.$x.at" || exit 95; '
+    'printf \'%s\\n\' "$z" >"$t/logs/$s.$x.size" || exit 95; fi; '
+    'done; if [ -d "$w/$s" ]; then d="$d $s"; fi; shift 3; done; '
     'if [ -n "$d" ]; then tar -cf - -C "$t" logs -C "$w" $d; else tar -cf - -C "$t" logs; fi'
 )
 #: The most one copy-back of an allocation's ended slots may bring (their workspaces and
@@ -261,16 +269,26 @@ class PackRemote:
         return self.cancel(job_id, step)
 
     def collect(
-        self, allocation_work: str, log_prefix: str, slots: Sequence[int], log_bytes: int
+        self,
+        allocation_work: str,
+        log_prefix: str,
+        slots: Sequence[int],
+        log_bytes: int,
+        checks: Mapping[int, tuple[int, int]] | None = None,
     ) -> bytes:
         """One tar of the ended ``slots`` (see ``_COLLECT``): their directories under
         ``allocation_work`` and the last ``log_bytes`` of each slot's ``<log_prefix><slot>
-        .out`` and ``.err``, in one remote command (bounded by :data:`MAX_COLLECT_BYTES`
-        and four command deadlines). A failed command raises
-        :class:`~vq.dialects.slurm_alloc.ObservationError`."""
+        .out`` and ``.err`` with its size and its 64 bytes from ``checks[slot]`` (the
+        offsets for ``.out`` and ``.err``; 0 when not given), in one remote command
+        (bounded by :data:`MAX_COLLECT_BYTES` and four command deadlines). A failed
+        command raises :class:`~vq.dialects.slurm_alloc.ObservationError`."""
         words = [str(int(slot)) for slot in slots]
+        triples: list[str] = []
+        for slot in slots:
+            out_at, err_at = (checks or {}).get(slot, (0, 0))
+            triples += [str(int(slot)), str(max(0, int(out_at))), str(max(0, int(err_at)))]
         result = self.runner.run(
-            ["sh", "-c", _COLLECT, "sh", allocation_work, log_prefix, str(log_bytes), *words],
+            ["sh", "-c", _COLLECT, "sh", allocation_work, log_prefix, str(log_bytes), *triples],
             deadline_s=COMMAND_DEADLINE_S * 4,
             max_output_bytes=MAX_COLLECT_BYTES,
         )
