@@ -17,7 +17,8 @@ parallel=(-n "$workers")
 [ "$workers" -eq 0 ] && parallel=()
 log=build/testbed-phase.log
 
-run_testbed() { "$py" -m pytest --suite-phase=testbed "$@" >"$log" 2>&1; }
+# The testbed phase is the long one: its report ends with its 25 slowest tests.
+run_testbed() { "$py" -m pytest --suite-phase=testbed --durations=25 "$@" >"$log" 2>&1; }
 show_testbed() {
   echo "== tests on the shared testbed (one at a time; $log)"
   cat "$log"
