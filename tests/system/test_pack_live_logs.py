@@ -29,7 +29,7 @@ from tests.testbed import SshTestbed
 
 pytestmark = pytest.mark.timeout(300)
 
-PAYLOAD = "echo first-line; echo first-err >&2; sleep 20; echo second-line"
+PAYLOAD = "echo first-line; echo first-err >&2; sleep 12; echo second-line"
 
 
 @pytest.fixture

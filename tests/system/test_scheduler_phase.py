@@ -34,8 +34,15 @@ def _line(listing: str, job_id: str) -> str:
     return next(line for line in listing.splitlines() if line.startswith(job_id))
 
 
-def test_queued_lane_job_reads_queued_in_list_and_status(lane: Vq) -> None:  # noqa: F811
-    blocker = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "sleep", "15")
+def test_queued_lane_job_reads_queued_in_every_view(
+    lane: Vq,  # noqa: F811
+    console: Console,
+    tmp_path: Path,
+) -> None:
+    """``vq list``, ``vq queue --all``, ``vq status``, the console's queue and job page
+    (Chromium) and the fleet console's queue: the queued lane job reads ``queued (slurm:
+    <reason>)`` with no elapsed time; the running blocker reads ``running``."""
+    blocker = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "sleep", "30")
     wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
     waiting = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "true")
     wait_until(lambda: lane.spec(waiting).get("scheduler_queued_reason"), 60)
@@ -76,31 +83,13 @@ def test_queued_lane_job_reads_queued_in_list_and_status(lane: Vq) -> None:  # n
     assert re.search(r"^exec host\s+\S+\s*$", busy, re.M), busy
     assert re.search(r"^elapsed\s+\S+\s*$", busy, re.M), busy
 
-    assert _terminal(lane, blocker)["state"] == "COMPLETED"
-    done = _terminal(lane, waiting)
-    assert done["state"] == "COMPLETED" and done["scheduler_queued_reason"] is None
-
-
-def test_console_shows_the_queued_phase(
-    lane: Vq,  # noqa: F811
-    console: Console,
-    tmp_path: Path,
-) -> None:
-    """The console's queue and job page (Chromium): the queued lane job's row and page
-    say ``queued (slurm: <reason>)`` next to the RUNNING badge, with no elapsed time; the
-    fleet console's queue (this queue's jobs under ``localhost``) says the same."""
-    blocker = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "sleep", "15")
-    wait_until(lambda: lane.spec(blocker).get("scheduler_state") == "running", 60)
-    waiting = lane.submit("cluster", "--cpus", "2", "--wall-time", "5m", "--", "true")
-    wait_until(lambda: lane.spec(waiting).get("scheduler_queued_reason"), 60)
-    reason = lane.spec(waiting)["scheduler_queued_reason"]
-
+    # The console (Chromium) says the same, while the job still waits.
     console.goto("/")
     row = console.page.locator(f'tr[data-job-id="{waiting}"]')
     expect(row.locator(".phase")).to_have_text(f"queued (slurm: {reason})")
     expect(row.locator(".col-elapsed")).to_have_text("")
-    busy = console.page.locator(f'tr[data-job-id="{blocker}"]')
-    expect(busy.locator(".phase")).to_have_text("running")
+    busy_row = console.page.locator(f'tr[data-job-id="{blocker}"]')
+    expect(busy_row.locator(".phase")).to_have_text("running")
 
     console.goto(f"/jobs/{waiting}")
     head = console.page.locator(".job-head")
@@ -121,4 +110,5 @@ def test_console_shows_the_queued_phase(
     assert f"queued (slurm: {reason})" in fleet_row and 'data-lane="cluster"' in fleet_row
 
     assert _terminal(lane, blocker)["state"] == "COMPLETED"
-    assert _terminal(lane, waiting)["state"] == "COMPLETED"
+    done = _terminal(lane, waiting)
+    assert done["state"] == "COMPLETED" and done["scheduler_queued_reason"] is None
