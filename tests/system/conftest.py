@@ -32,6 +32,7 @@ from playwright.sync_api import (
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.system.remote_fleet import RemoteFleet, remote_fleet_of
+from tests.system.slurm_lane import fresh_remote_dir
 from tests.testbed import SshTestbed, ssh_runner_factory, testbed  # noqa: F401 - fixtures, re-exported
 from tests.web.conftest import Web, web  # noqa: F401 - the fixture, re-exported here
 
@@ -140,3 +141,10 @@ def fleet(testbed: SshTestbed) -> Iterator[RemoteFleet]:  # noqa: F811 - the fix
 def fresh_fleet_config(fleet: RemoteFleet) -> None:
     """The fleet's own config, written afresh (what a test changed in it is gone)."""
     fleet.write_config()
+
+
+@pytest.fixture
+def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:
+    """A fresh directory on the Slurm host (``vq-local``), removed after the test: the
+    packing profile's root in the lane tests (their module imports ``slurm_testbed``)."""
+    yield from fresh_remote_dir(slurm_testbed)

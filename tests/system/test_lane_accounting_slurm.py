@@ -9,14 +9,12 @@ Needs root (the testbed); skipped on a developer machine without it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
-    fresh_remote_dir,
     pack_profile_tables,
     slurm_lane_keys,
     slurm_testbed,  # noqa: F401 - the fixture
@@ -29,11 +27,6 @@ from tests.testbed import SshTestbed
 pytestmark = pytest.mark.timeout(300)
 
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _seconds(spec: dict[str, object], start: str, end: str) -> float:

@@ -11,7 +11,6 @@ testbed); skipped without it and FAILS under ``CI=true``. Run under the testbed 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
-    fresh_remote_dir,
     pack_profile_tables,
     slurm_lane_keys,
     slurm_testbed,  # noqa: F401 - the fixture
@@ -32,11 +30,6 @@ from vq.domain.states import TERMINAL
 pytestmark = pytest.mark.timeout(300)
 
 TERMINAL_NAMES = {state.value for state in TERMINAL}
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str, max_jobs: int) -> None:

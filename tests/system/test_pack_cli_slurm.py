@@ -23,7 +23,6 @@ import pytest
 
 from tests.conftest import VQ_BIN, Vq, wait_until
 from tests.system.slurm_lane import (
-    fresh_remote_dir,
     pack_profile_tables,
     sacct_ids,
     slurm_testbed,  # noqa: F401 - the fixture
@@ -42,12 +41,6 @@ def private_runtime() -> Iterator[str]:
     path = tempfile.mkdtemp(prefix="vqr", dir="/tmp")
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    """The packing profile's root: a fresh directory on the Slurm host."""
-    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str, *, gated: bool = False) -> None:

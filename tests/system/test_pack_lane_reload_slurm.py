@@ -21,7 +21,6 @@ from tests.system.test_pack_lane_slurm import (  # the lane's profile and helper
     _all_terminal,
     _configure,
     _submit_array,
-    remote_root,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
 
@@ -40,7 +39,7 @@ def _reload(vq: Vq) -> dict[str, Any]:
 def test_a_profile_added_or_changed_by_reload_packs_the_next_allocations(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    remote_root: str,  # noqa: F811
+    remote_root: str,
 ) -> None:
     _configure(vq, slurm_testbed, remote_root)  # profile tb: 2 one-CPU tasks per allocation
     vq.start_daemon()

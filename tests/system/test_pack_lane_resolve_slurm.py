@@ -22,7 +22,6 @@ from tests.system.test_pack_lane_slurm import (  # the lane's profile and helper
     _configure,
     _jobs_named,
     _submit_array,
-    remote_root,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
 from vq._proc_stat import is_alive
@@ -57,7 +56,7 @@ def _in_doubt(vq: Vq, jobs: list[str]) -> None:
 def test_not_submitted_packs_the_elements_again_and_each_runs_once(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    remote_root: str,  # noqa: F811
+    remote_root: str,
 ) -> None:
     _configure(vq, slurm_testbed, remote_root)
     specs = _killed_at(vq, "packed_after_intent", "claimed")  # intent durable, sbatch never ran
@@ -91,7 +90,7 @@ def test_not_submitted_packs_the_elements_again_and_each_runs_once(
 def test_job_id_adopts_the_allocation_for_every_element(
     vq: Vq,
     slurm_testbed: SshTestbed,  # noqa: F811
-    remote_root: str,  # noqa: F811
+    remote_root: str,
 ) -> None:
     _configure(vq, slurm_testbed, remote_root)
     # sbatch answered, no receipt recorded

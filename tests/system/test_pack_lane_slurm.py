@@ -11,14 +11,12 @@ and FAILS under ``CI=true``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
-    fresh_remote_dir,
     pack_profile_tables,
     sacct_ids,
     slurm_lane_keys,
@@ -33,12 +31,6 @@ pytestmark = pytest.mark.timeout(300)
 
 TERMINAL = {"COMPLETED", "FAILED", "KILLED", "OOM_KILLED", "TIME_EXCEEDED", "ABORTED_BY_QUEUE"}
 SHOW = 'echo "element $VQ_ARRAY_INDEX"; [ "$VQ_ARRAY_INDEX" != 2 ] || exit 7'
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    """The packing profile's root: a fresh directory on the Slurm host."""
-    yield from fresh_remote_dir(slurm_testbed)
 
 
 def _configure(vq: Vq, testbed: SshTestbed, root: str) -> None:

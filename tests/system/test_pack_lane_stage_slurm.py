@@ -22,7 +22,6 @@ from tests.system.slurm_lane import slurm_testbed  # noqa: F401 - the fixture
 from tests.system.test_pack_lane_slurm import (  # the lane's profile and helpers
     _all_terminal,
     _configure,
-    remote_root,  # noqa: F401 - the fixture
 )
 from tests.testbed import SshTestbed
 
@@ -33,7 +32,7 @@ def test_each_element_runs_in_its_staged_workspace(
     vq: Vq,
     tmp_path: Path,
     slurm_testbed: SshTestbed,  # noqa: F811
-    remote_root: str,  # noqa: F811
+    remote_root: str,
 ) -> None:
     _configure(vq, slurm_testbed, remote_root)
     source = tmp_path / "inputs"
@@ -70,7 +69,7 @@ def test_what_each_element_writes_in_its_slot_comes_back_to_its_workspace(
     vq: Vq,
     tmp_path: Path,
     slurm_testbed: SshTestbed,  # noqa: F811
-    remote_root: str,  # noqa: F811
+    remote_root: str,
 ) -> None:
     _configure(vq, slurm_testbed, remote_root)
     source = tmp_path / "inputs"

@@ -8,14 +8,12 @@ the testbed's flock)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Vq, wait_until
 from tests.system.slurm_lane import (
-    fresh_remote_dir,
     pack_profile_tables,
     slurm_lane_keys,
     slurm_testbed,  # noqa: F401 - the fixture
@@ -23,23 +21,12 @@ from tests.system.slurm_lane import (
     toml_table,
     write_config,
 )
-from tests.system.slurm_lane import ssh_local as _ssh
-from tests.system.test_scheduler_live_logs import Follower
+from tests.system.test_scheduler_live_logs import Follower, _slurm_state
 from tests.testbed import SshTestbed
 
 pytestmark = pytest.mark.timeout(300)
 
 PAYLOAD = "echo first-line; echo first-err >&2; sleep 12; echo second-line"
-
-
-@pytest.fixture
-def remote_root(slurm_testbed: SshTestbed) -> Iterator[str]:  # noqa: F811 - the fixture
-    """The packing profile's root: a fresh directory on the Slurm host."""
-    yield from fresh_remote_dir(slurm_testbed)
-
-
-def _slurm_state(testbed: SshTestbed, scheduler_id: str) -> str:
-    return _ssh(testbed, "squeue", "--noheader", "-j", scheduler_id, "-o", "%T").strip()
 
 
 def test_logs_follow_a_running_packed_element_live_and_exactly_once(
